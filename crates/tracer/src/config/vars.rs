@@ -1,0 +1,202 @@
+//! The table of every `GPUTRACE_*` variable: name, type, default and help.
+//!
+//! This table is the single source: the parser in [`super`], `gputrace info
+//! config-vars` and `docs/configuration.md` all read it, so a variable
+//! cannot exist in one and be missing from another.
+
+/// The type of a variable's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VarType {
+    /// `true`/`false` (also `yes`/`no`, `on`/`off`, `1`/`0`).
+    Bool,
+    /// A size in bytes with an optional `k`, `M`, `G` suffix (powers of 1024).
+    Size,
+    /// A file or directory path.
+    Path,
+    /// A duration with an optional `ns`, `us`, `ms` or `s` suffix (default ms).
+    Duration,
+    /// A comma- or space-separated subset of named values.
+    Set(&'static [SetValue]),
+}
+
+/// One allowed member of a set-valued variable, or an alias for several.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SetValue {
+    pub name: &'static str,
+    pub help: &'static str,
+    /// Whether this is an alias (`default`, `all`, `none`) rather than a member.
+    pub is_alias: bool,
+    /// For an alias: the members it stands for.
+    pub expands_to: &'static [&'static str],
+}
+
+/// One configuration variable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Var {
+    pub name: &'static str,
+    pub ty: VarType,
+    pub default: &'static str,
+    /// One line.
+    pub brief: &'static str,
+    /// More, for `--full` and the docs.
+    pub help: &'static str,
+}
+
+const fn member(name: &'static str, help: &'static str) -> SetValue {
+    SetValue {
+        name,
+        help,
+        is_alias: false,
+        expands_to: &[],
+    }
+}
+
+const fn alias(
+    name: &'static str,
+    help: &'static str,
+    expands_to: &'static [&'static str],
+) -> SetValue {
+    SetValue {
+        name,
+        help,
+        is_alias: true,
+        expands_to,
+    }
+}
+
+const MPI_DEFAULT: &[&str] = &["cg", "coll", "env", "io", "p2p", "rma", "topo", "xnonblock"];
+const MPI_ALL: &[&str] = &[
+    "cg",
+    "coll",
+    "env",
+    "err",
+    "ext",
+    "io",
+    "misc",
+    "perf",
+    "p2p",
+    "rma",
+    "spawn",
+    "topo",
+    "type",
+    "xnonblock",
+    "xreqtest",
+];
+
+/// The MPI function groups, as in Score-P.
+pub const MPI_GROUPS: &[SetValue] = &[
+    member("cg", "communicator and group management"),
+    member("coll", "collective communication"),
+    member(
+        "env",
+        "environmental management (Init, Finalize, Wtime, ...)",
+    ),
+    member("err", "error handlers"),
+    member("ext", "external interfaces (generalized requests, ...)"),
+    member("io", "MPI file I/O"),
+    member("misc", "miscellaneous (Address, Get_count, Info, ...)"),
+    member("perf", "MPI_Pcontrol"),
+    member("p2p", "point-to-point communication"),
+    member("rma", "one-sided communication"),
+    member("spawn", "process management (Comm_spawn, ...)"),
+    member("topo", "process topologies"),
+    member("type", "datatype management"),
+    member(
+        "xnonblock",
+        "follow non-blocking requests to completion (MpiIsend/MpiIrecv events); \
+         without it non-blocking messages are not recorded",
+    ),
+    member(
+        "xreqtest",
+        "record an MpiRequestTest event for every test that finds a request unfinished",
+    ),
+    alias(
+        "default",
+        "cg,coll,env,io,p2p,rma,topo,xnonblock",
+        MPI_DEFAULT,
+    ),
+    alias("all", "every group", MPI_ALL),
+    alias("none", "no MPI recording", &[]),
+    alias("no", "no MPI recording", &[]),
+];
+
+/// Every variable gputrace reads.
+pub const VARS: &[Var] = &[
+    Var {
+        name: "GPUTRACE_ENABLE_TRACING",
+        ty: VarType::Bool,
+        default: "true",
+        brief: "Write the OTF2 trace archive.",
+        help: "When false, events are still recorded so that the summary can be computed, \
+               but no OTF2 archive is written.",
+    },
+    Var {
+        name: "GPUTRACE_ENABLE_PROFILING",
+        ty: VarType::Bool,
+        default: "true",
+        brief: "Write the summary profile (summary.txt and the terminal summary).",
+        help: "The summary lists processes, locations, events, the MPI functions by time, \
+               messages and bytes. When false, only the archive is written.",
+    },
+    Var {
+        name: "GPUTRACE_EXPERIMENT_DIRECTORY",
+        ty: VarType::Path,
+        default: "",
+        brief: "Directory for the raw streams, the archive and the summary.",
+        help: "Empty means gputrace-<program>-<YYYYmmdd_HHMMSS> in the working directory. \
+               An existing directory is never overwritten: gputrace refuses to start.",
+    },
+    Var {
+        name: "GPUTRACE_TOTAL_MEMORY",
+        ty: VarType::Size,
+        default: "16M",
+        brief: "Memory for event buffers, per process and producer.",
+        help: "Each recording thread takes a buffer from this budget; a full buffer is \
+               written to the raw stream, never dropped. Threads beyond the budget get \
+               small buffers. At least 64k.",
+    },
+    Var {
+        name: "GPUTRACE_FILTERING_FILE",
+        ty: VarType::Path,
+        default: "",
+        brief: "Score-P filter file: regions to leave out of the trace.",
+        help: "Score-P syntax: SCOREP_REGION_NAMES_BEGIN, EXCLUDE/INCLUDE [MANGLED] with \
+               shell wildcards, SCOREP_REGION_NAMES_END; the last matching rule wins. A \
+               filtered region loses its Enter/Leave events; messages and collectives it \
+               made are still recorded so that communication stays complete.",
+    },
+    Var {
+        name: "GPUTRACE_MPI_ENABLE_GROUPS",
+        ty: VarType::Set(MPI_GROUPS),
+        default: "default",
+        brief: "MPI function groups to record.",
+        help: "Functions outside the groups are still called, just not recorded. \
+               MPI_Init/Init_thread/Finalize are always intercepted (for clock \
+               synchronization) but recorded only with env.",
+    },
+    Var {
+        name: "GPUTRACE_VERBOSE",
+        ty: VarType::Bool,
+        default: "false",
+        brief: "Print gputrace's own diagnostics to stderr.",
+        help: "Diagnostics are prefixed [gputrace]; the traced program's output is unchanged.",
+    },
+];
+
+/// Looks a variable up by name.
+pub fn find(name: &str) -> Option<&'static Var> {
+    VARS.iter().find(|v| v.name == name)
+}
+
+impl VarType {
+    /// A short name of the type for listings.
+    pub fn name(&self) -> &'static str {
+        match self {
+            VarType::Bool => "Boolean",
+            VarType::Size => "Number with size unit",
+            VarType::Path => "Path",
+            VarType::Duration => "Duration",
+            VarType::Set(_) => "Set",
+        }
+    }
+}

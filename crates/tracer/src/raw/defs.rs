@@ -1,0 +1,473 @@
+//! Definitions: the names and identities that events refer to by number.
+//!
+//! A stream writes each definition once, in a definitions chunk, before the
+//! first events chunk that uses it; ids are local to the stream. The stream
+//! header chunk says which process and producer wrote the file.
+
+use crate::raw::Producer;
+use crate::raw::varint::{self, Cursor, Malformed};
+
+/// Who wrote a stream: the identity the merge uses to join the streams of
+/// one process (host, pid and the process's start time, so that a reused
+/// pid is a different process), and a pair of clock readings taken together
+/// so that processes without an MPI clock sync can still be aligned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamHeader {
+    pub producer: Producer,
+    pub host: String,
+    pub pid: u32,
+    /// Start time of the process in clock ticks after boot (`/proc/self/stat`).
+    pub process_start: u64,
+    /// CLOCK_MONOTONIC and CLOCK_REALTIME, in ns, read together at open.
+    pub monotonic_ns: u64,
+    pub realtime_ns: u64,
+    /// The rank the launcher announced in the environment, if any.
+    pub rank_hint: Option<u32>,
+    /// The program and its arguments (cut to a few KiB).
+    pub command: Vec<String>,
+}
+
+/// Programming model a region belongs to; mapped to OTF2 paradigms.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum Paradigm {
+    User = 1,
+    Mpi = 2,
+    Cuda = 3,
+    Nccl = 4,
+    Measurement = 5,
+}
+
+/// A region's role, numbered as OTF2's region roles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum RegionRole {
+    Unknown = 0,
+    Function = 1,
+    Wrapper = 2,
+    Barrier = 15,
+    CollOne2All = 23,
+    CollAll2One = 24,
+    CollAll2All = 25,
+    CollOther = 26,
+    FileIo = 27,
+    Point2Point = 28,
+    Rma = 29,
+    DataTransfer = 30,
+    Artificial = 31,
+    Allocate = 35,
+    Deallocate = 36,
+}
+
+impl RegionRole {
+    fn from_u8(v: u8) -> Self {
+        use RegionRole::*;
+        [
+            Function,
+            Wrapper,
+            Barrier,
+            CollOne2All,
+            CollAll2One,
+            CollAll2All,
+            CollOther,
+            FileIo,
+            Point2Point,
+            Rma,
+            DataTransfer,
+            Artificial,
+            Allocate,
+            Deallocate,
+        ]
+        .into_iter()
+        .find(|r| *r as u8 == v)
+        .unwrap_or(Unknown)
+    }
+}
+
+impl Paradigm {
+    fn from_u8(v: u8) -> Option<Self> {
+        use Paradigm::*;
+        [User, Mpi, Cuda, Nccl, Measurement]
+            .into_iter()
+            .find(|p| *p as u8 == v)
+    }
+}
+
+/// What a location is in the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LocationKind {
+    /// A host thread, by kernel thread id; `is_main` when tid == pid.
+    HostThread { tid: u32, is_main: bool },
+}
+
+/// Runs of consecutive world ranks, `(first, count)`: a communicator's
+/// members in compact form (a duplicate of the world is one run).
+pub type RankRuns = Vec<(u32, u32)>;
+
+/// A communicator as one process saw it. `key` is the same in every member
+/// process (the world rank of its rank 0 and that process's creation
+/// counter), so the merge can unify the members' definitions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommDef {
+    pub id: u32,
+    pub key: (u32, u64),
+    pub name: String,
+    /// Members in communicator rank order, as world ranks.
+    pub members: RankRuns,
+    /// The parent communicator's stream-local id, if known.
+    pub parent: Option<u32>,
+}
+
+/// One definition record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Definition {
+    String {
+        id: u32,
+        value: String,
+    },
+    Region {
+        id: u32,
+        name: u32,
+        paradigm: Paradigm,
+        role: RegionRole,
+        group: u32,
+    },
+    Location {
+        id: u32,
+        kind: LocationKind,
+        name: u32,
+    },
+    /// The process is MPI rank `rank` of `size`.
+    MpiRank {
+        rank: u32,
+        size: u32,
+    },
+    Comm(CommDef),
+    /// A clock measurement: at local time `local`, the reference clock read
+    /// `local + offset`, give or take `error` ns.
+    ClockSync {
+        local: u64,
+        offset: i64,
+        error: u64,
+    },
+    /// `count` events of `location` were lost (a write failed).
+    Dropped {
+        location: u32,
+        count: u64,
+    },
+    /// The producer finished cleanly at `time`.
+    StreamEnd {
+        time: u64,
+    },
+}
+
+mod tag {
+    pub const STRING: u8 = 1;
+    pub const REGION: u8 = 2;
+    pub const LOCATION: u8 = 3;
+    pub const MPI_RANK: u8 = 4;
+    pub const COMM: u8 = 5;
+    pub const CLOCK_SYNC: u8 = 6;
+    pub const DROPPED: u8 = 7;
+    pub const STREAM_END: u8 = 8;
+}
+
+const MAX_COMMAND_BYTES: usize = 4096;
+
+impl StreamHeader {
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        out.push(self.producer as u8);
+        varint::put_bytes(out, self.host.as_bytes());
+        varint::put_u64(out, u64::from(self.pid));
+        varint::put_u64(out, self.process_start);
+        varint::put_u64(out, self.monotonic_ns);
+        varint::put_u64(out, self.realtime_ns);
+        varint::put_u64(out, self.rank_hint.map_or(0, |r| u64::from(r) + 1));
+        let mut budget = MAX_COMMAND_BYTES;
+        let args: Vec<&String> = self
+            .command
+            .iter()
+            .take_while(|a| {
+                let fits = a.len() <= budget;
+                budget = budget.saturating_sub(a.len());
+                fits
+            })
+            .collect();
+        varint::put_u64(out, args.len() as u64);
+        for a in args {
+            varint::put_bytes(out, a.as_bytes());
+        }
+    }
+
+    pub fn decode(bytes: &[u8]) -> Result<Self, Malformed> {
+        let mut c = Cursor::new(bytes);
+        let producer = Producer::from_u8(c.u8()?).ok_or(Malformed)?;
+        let host = c.string()?;
+        let pid = c.u32()?;
+        let process_start = c.u64()?;
+        let monotonic_ns = c.u64()?;
+        let realtime_ns = c.u64()?;
+        let rank_hint = match c.u64()? {
+            0 => None,
+            r => Some(u32::try_from(r - 1).map_err(|_| Malformed)?),
+        };
+        let n = c.u64()?;
+        let mut command = Vec::new();
+        for _ in 0..n {
+            command.push(c.string()?);
+        }
+        Ok(StreamHeader {
+            producer,
+            host,
+            pid,
+            process_start,
+            monotonic_ns,
+            realtime_ns,
+            rank_hint,
+            command,
+        })
+    }
+}
+
+impl Definition {
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        use varint::{put_bytes, put_i64, put_u64};
+        match self {
+            Definition::String { id, value } => {
+                out.push(tag::STRING);
+                put_u64(out, u64::from(*id));
+                put_bytes(out, value.as_bytes());
+            }
+            Definition::Region {
+                id,
+                name,
+                paradigm,
+                role,
+                group,
+            } => {
+                out.push(tag::REGION);
+                put_u64(out, u64::from(*id));
+                put_u64(out, u64::from(*name));
+                out.push(*paradigm as u8);
+                out.push(*role as u8);
+                put_u64(out, u64::from(*group));
+            }
+            Definition::Location { id, kind, name } => {
+                out.push(tag::LOCATION);
+                put_u64(out, u64::from(*id));
+                match kind {
+                    LocationKind::HostThread { tid, is_main } => {
+                        out.push(1);
+                        put_u64(out, u64::from(*tid));
+                        out.push(u8::from(*is_main));
+                    }
+                }
+                put_u64(out, u64::from(*name));
+            }
+            Definition::MpiRank { rank, size } => {
+                out.push(tag::MPI_RANK);
+                put_u64(out, u64::from(*rank));
+                put_u64(out, u64::from(*size));
+            }
+            Definition::Comm(c) => {
+                out.push(tag::COMM);
+                put_u64(out, u64::from(c.id));
+                put_u64(out, u64::from(c.key.0));
+                put_u64(out, c.key.1);
+                put_bytes(out, c.name.as_bytes());
+                put_u64(out, c.members.len() as u64);
+                for (first, count) in &c.members {
+                    put_u64(out, u64::from(*first));
+                    put_u64(out, u64::from(*count));
+                }
+                put_u64(out, c.parent.map_or(0, |p| u64::from(p) + 1));
+            }
+            Definition::ClockSync {
+                local,
+                offset,
+                error,
+            } => {
+                out.push(tag::CLOCK_SYNC);
+                put_u64(out, *local);
+                put_i64(out, *offset);
+                put_u64(out, *error);
+            }
+            Definition::Dropped { location, count } => {
+                out.push(tag::DROPPED);
+                put_u64(out, u64::from(*location));
+                put_u64(out, *count);
+            }
+            Definition::StreamEnd { time } => {
+                out.push(tag::STREAM_END);
+                put_u64(out, *time);
+            }
+        }
+    }
+
+    pub fn decode(c: &mut Cursor<'_>) -> Result<Definition, Malformed> {
+        Ok(match c.u8()? {
+            tag::STRING => Definition::String {
+                id: c.u32()?,
+                value: c.string()?,
+            },
+            tag::REGION => Definition::Region {
+                id: c.u32()?,
+                name: c.u32()?,
+                paradigm: Paradigm::from_u8(c.u8()?).ok_or(Malformed)?,
+                role: RegionRole::from_u8(c.u8()?),
+                group: c.u32()?,
+            },
+            tag::LOCATION => {
+                let id = c.u32()?;
+                let kind = match c.u8()? {
+                    1 => LocationKind::HostThread {
+                        tid: c.u32()?,
+                        is_main: c.u8()? != 0,
+                    },
+                    _ => return Err(Malformed),
+                };
+                Definition::Location {
+                    id,
+                    kind,
+                    name: c.u32()?,
+                }
+            }
+            tag::MPI_RANK => Definition::MpiRank {
+                rank: c.u32()?,
+                size: c.u32()?,
+            },
+            tag::COMM => {
+                let id = c.u32()?;
+                let key = (c.u32()?, c.u64()?);
+                let name = c.string()?;
+                let n = c.u64()?;
+                let mut members = Vec::new();
+                for _ in 0..n {
+                    members.push((c.u32()?, c.u32()?));
+                }
+                let parent = match c.u64()? {
+                    0 => None,
+                    p => Some(u32::try_from(p - 1).map_err(|_| Malformed)?),
+                };
+                Definition::Comm(CommDef {
+                    id,
+                    key,
+                    name,
+                    members,
+                    parent,
+                })
+            }
+            tag::CLOCK_SYNC => Definition::ClockSync {
+                local: c.u64()?,
+                offset: c.i64()?,
+                error: c.u64()?,
+            },
+            tag::DROPPED => Definition::Dropped {
+                location: c.u32()?,
+                count: c.u64()?,
+            },
+            tag::STREAM_END => Definition::StreamEnd { time: c.u64()? },
+            _ => return Err(Malformed),
+        })
+    }
+}
+
+/// Compresses world ranks, in communicator order, into runs.
+pub fn rank_runs(ranks: impl IntoIterator<Item = u32>) -> RankRuns {
+    let mut runs: RankRuns = Vec::new();
+    for r in ranks {
+        match runs.last_mut() {
+            Some((first, count)) if first.wrapping_add(*count) == r => *count += 1,
+            _ => runs.push((r, 1)),
+        }
+    }
+    runs
+}
+
+/// Expands runs back into world ranks.
+pub fn expand_runs(runs: &[(u32, u32)]) -> impl Iterator<Item = u32> + '_ {
+    runs.iter()
+        .flat_map(|&(first, count)| (0..count).map(move |i| first + i))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn definitions_round_trip() {
+        let defs = vec![
+            Definition::String {
+                id: 1,
+                value: "MPI_Send".into(),
+            },
+            Definition::Region {
+                id: 2,
+                name: 1,
+                paradigm: Paradigm::Mpi,
+                role: RegionRole::Point2Point,
+                group: 0,
+            },
+            Definition::Location {
+                id: 0,
+                kind: LocationKind::HostThread {
+                    tid: 42,
+                    is_main: true,
+                },
+                name: 1,
+            },
+            Definition::MpiRank { rank: 3, size: 4 },
+            Definition::Comm(CommDef {
+                id: 1,
+                key: (2, 7),
+                name: "MPI_COMM_WORLD".into(),
+                members: vec![(0, 4)],
+                parent: Some(0),
+            }),
+            Definition::ClockSync {
+                local: 100,
+                offset: -5,
+                error: 2,
+            },
+            Definition::Dropped {
+                location: 0,
+                count: 9,
+            },
+            Definition::StreamEnd { time: 1234 },
+        ];
+        let mut buf = Vec::new();
+        for d in &defs {
+            d.encode(&mut buf);
+        }
+        let mut c = Cursor::new(&buf);
+        for d in &defs {
+            assert_eq!(&Definition::decode(&mut c).unwrap(), d);
+        }
+        assert!(c.is_empty());
+    }
+
+    #[test]
+    fn header_round_trips() {
+        let h = StreamHeader {
+            producer: Producer::Mpi,
+            host: "node1".into(),
+            pid: 77,
+            process_start: 12345,
+            monotonic_ns: 1,
+            realtime_ns: 2,
+            rank_hint: Some(0),
+            command: vec!["./app".into(), "-x".into()],
+        };
+        let mut buf = Vec::new();
+        h.encode(&mut buf);
+        assert_eq!(StreamHeader::decode(&buf).unwrap(), h);
+    }
+
+    #[test]
+    fn runs_compress_and_expand() {
+        let ranks = [0, 1, 2, 3, 8, 9, 5];
+        let runs = rank_runs(ranks);
+        assert_eq!(runs, vec![(0, 4), (8, 2), (5, 1)]);
+        assert_eq!(expand_runs(&runs).collect::<Vec<_>>(), ranks);
+    }
+}

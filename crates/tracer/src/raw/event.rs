@@ -1,0 +1,362 @@
+//! Events: what happened on one location at one time.
+//!
+//! An event is encoded as a tag byte, the zigzag delta of its timestamp from
+//! the previous event of the same chunk, and its fields as LEB128 varints.
+//! Region, communicator and location numbers are stream-local definition
+//! ids; ranks are ranks within the event's communicator, as in OTF2.
+
+use crate::raw::varint::{self, Cursor, Malformed};
+
+/// A collective operation, numbered as OTF2 numbers them so that the merge
+/// can pass the value through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum CollectiveOp {
+    Barrier = 0,
+    Bcast = 1,
+    Gather = 2,
+    Gatherv = 3,
+    Scatter = 4,
+    Scatterv = 5,
+    Allgather = 6,
+    Allgatherv = 7,
+    Alltoall = 8,
+    Alltoallv = 9,
+    Alltoallw = 10,
+    Allreduce = 11,
+    Reduce = 12,
+    ReduceScatter = 13,
+    Scan = 14,
+    Exscan = 15,
+    ReduceScatterBlock = 16,
+    CreateHandle = 17,
+    DestroyHandle = 18,
+    Allocate = 19,
+    Deallocate = 20,
+    CreateHandleAndAllocate = 21,
+    DestroyHandleAndDeallocate = 22,
+}
+
+impl CollectiveOp {
+    pub fn from_u8(v: u8) -> Option<Self> {
+        use CollectiveOp::*;
+        const ALL: [CollectiveOp; 23] = [
+            Barrier,
+            Bcast,
+            Gather,
+            Gatherv,
+            Scatter,
+            Scatterv,
+            Allgather,
+            Allgatherv,
+            Alltoall,
+            Alltoallv,
+            Alltoallw,
+            Allreduce,
+            Reduce,
+            ReduceScatter,
+            Scan,
+            Exscan,
+            ReduceScatterBlock,
+            CreateHandle,
+            DestroyHandle,
+            Allocate,
+            Deallocate,
+            CreateHandleAndAllocate,
+            DestroyHandleAndDeallocate,
+        ];
+        ALL.get(v as usize).copied()
+    }
+}
+
+/// A message's envelope: peer rank within the communicator, communicator
+/// id, tag and size in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Message {
+    pub peer: u32,
+    pub comm: u32,
+    pub tag: i32,
+    pub bytes: u64,
+}
+
+/// What a collective did: its communicator, root (a rank within the
+/// communicator; `None` when the operation has no root) and bytes moved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Collective {
+    pub op: CollectiveOp,
+    pub comm: u32,
+    pub root: Option<u32>,
+    pub sent: u64,
+    pub received: u64,
+}
+
+/// One event; the timestamp travels beside it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    Enter { region: u32 },
+    Leave { region: u32 },
+    MpiSend(Message),
+    MpiRecv(Message),
+    MpiIsend { msg: Message, request: u64 },
+    MpiIsendComplete { request: u64 },
+    MpiIrecvRequest { request: u64 },
+    MpiIrecv { msg: Message, request: u64 },
+    MpiRequestTest { request: u64 },
+    MpiRequestCancelled { request: u64 },
+    MpiCollectiveBegin,
+    MpiCollectiveEnd(Collective),
+    NonBlockingCollectiveRequest { request: u64 },
+    NonBlockingCollectiveComplete { coll: Collective, request: u64 },
+}
+
+mod tag {
+    pub const ENTER: u8 = 1;
+    pub const LEAVE: u8 = 2;
+    pub const MPI_SEND: u8 = 3;
+    pub const MPI_RECV: u8 = 4;
+    pub const MPI_ISEND: u8 = 5;
+    pub const MPI_ISEND_COMPLETE: u8 = 6;
+    pub const MPI_IRECV_REQUEST: u8 = 7;
+    pub const MPI_IRECV: u8 = 8;
+    pub const MPI_REQUEST_TEST: u8 = 9;
+    pub const MPI_REQUEST_CANCELLED: u8 = 10;
+    pub const MPI_COLLECTIVE_BEGIN: u8 = 11;
+    pub const MPI_COLLECTIVE_END: u8 = 12;
+    pub const NBC_REQUEST: u8 = 13;
+    pub const NBC_COMPLETE: u8 = 14;
+}
+
+/// The most bytes one event can take, timestamp included: the writer keeps
+/// this much room at the end of a buffer.
+pub const MAX_EVENT_LEN: usize = 256;
+
+fn put_msg(out: &mut Vec<u8>, m: &Message) {
+    varint::put_u64(out, u64::from(m.peer));
+    varint::put_u64(out, u64::from(m.comm));
+    varint::put_i64(out, i64::from(m.tag));
+    varint::put_u64(out, m.bytes);
+}
+
+fn get_msg(c: &mut Cursor<'_>) -> Result<Message, Malformed> {
+    Ok(Message {
+        peer: c.u32()?,
+        comm: c.u32()?,
+        tag: c.i32()?,
+        bytes: c.u64()?,
+    })
+}
+
+fn put_coll(out: &mut Vec<u8>, k: &Collective) {
+    out.push(k.op as u8);
+    varint::put_u64(out, u64::from(k.comm));
+    varint::put_u64(out, k.root.map_or(0, |r| u64::from(r) + 1));
+    varint::put_u64(out, k.sent);
+    varint::put_u64(out, k.received);
+}
+
+fn get_coll(c: &mut Cursor<'_>) -> Result<Collective, Malformed> {
+    let op = CollectiveOp::from_u8(c.u8()?).ok_or(Malformed)?;
+    let comm = c.u32()?;
+    let root = match c.u64()? {
+        0 => None,
+        r => Some(u32::try_from(r - 1).map_err(|_| Malformed)?),
+    };
+    Ok(Collective {
+        op,
+        comm,
+        root,
+        sent: c.u64()?,
+        received: c.u64()?,
+    })
+}
+
+impl Event {
+    /// Appends the event with its timestamp delta to `out`.
+    #[inline]
+    pub fn encode(&self, delta: i64, out: &mut Vec<u8>) {
+        let start = |out: &mut Vec<u8>, t: u8| {
+            out.push(t);
+            varint::put_i64(out, delta);
+        };
+        match self {
+            Event::Enter { region } => {
+                start(out, tag::ENTER);
+                varint::put_u64(out, u64::from(*region));
+            }
+            Event::Leave { region } => {
+                start(out, tag::LEAVE);
+                varint::put_u64(out, u64::from(*region));
+            }
+            Event::MpiSend(m) => {
+                start(out, tag::MPI_SEND);
+                put_msg(out, m);
+            }
+            Event::MpiRecv(m) => {
+                start(out, tag::MPI_RECV);
+                put_msg(out, m);
+            }
+            Event::MpiIsend { msg, request } => {
+                start(out, tag::MPI_ISEND);
+                put_msg(out, msg);
+                varint::put_u64(out, *request);
+            }
+            Event::MpiIsendComplete { request } => {
+                start(out, tag::MPI_ISEND_COMPLETE);
+                varint::put_u64(out, *request);
+            }
+            Event::MpiIrecvRequest { request } => {
+                start(out, tag::MPI_IRECV_REQUEST);
+                varint::put_u64(out, *request);
+            }
+            Event::MpiIrecv { msg, request } => {
+                start(out, tag::MPI_IRECV);
+                put_msg(out, msg);
+                varint::put_u64(out, *request);
+            }
+            Event::MpiRequestTest { request } => {
+                start(out, tag::MPI_REQUEST_TEST);
+                varint::put_u64(out, *request);
+            }
+            Event::MpiRequestCancelled { request } => {
+                start(out, tag::MPI_REQUEST_CANCELLED);
+                varint::put_u64(out, *request);
+            }
+            Event::MpiCollectiveBegin => start(out, tag::MPI_COLLECTIVE_BEGIN),
+            Event::MpiCollectiveEnd(k) => {
+                start(out, tag::MPI_COLLECTIVE_END);
+                put_coll(out, k);
+            }
+            Event::NonBlockingCollectiveRequest { request } => {
+                start(out, tag::NBC_REQUEST);
+                varint::put_u64(out, *request);
+            }
+            Event::NonBlockingCollectiveComplete { coll, request } => {
+                start(out, tag::NBC_COMPLETE);
+                put_coll(out, coll);
+                varint::put_u64(out, *request);
+            }
+        }
+    }
+
+    /// Reads one event and its timestamp delta.
+    pub fn decode(c: &mut Cursor<'_>) -> Result<(i64, Event), Malformed> {
+        let t = c.u8()?;
+        let delta = c.i64()?;
+        let ev = match t {
+            tag::ENTER => Event::Enter { region: c.u32()? },
+            tag::LEAVE => Event::Leave { region: c.u32()? },
+            tag::MPI_SEND => Event::MpiSend(get_msg(c)?),
+            tag::MPI_RECV => Event::MpiRecv(get_msg(c)?),
+            tag::MPI_ISEND => Event::MpiIsend {
+                msg: get_msg(c)?,
+                request: c.u64()?,
+            },
+            tag::MPI_ISEND_COMPLETE => Event::MpiIsendComplete { request: c.u64()? },
+            tag::MPI_IRECV_REQUEST => Event::MpiIrecvRequest { request: c.u64()? },
+            tag::MPI_IRECV => Event::MpiIrecv {
+                msg: get_msg(c)?,
+                request: c.u64()?,
+            },
+            tag::MPI_REQUEST_TEST => Event::MpiRequestTest { request: c.u64()? },
+            tag::MPI_REQUEST_CANCELLED => Event::MpiRequestCancelled { request: c.u64()? },
+            tag::MPI_COLLECTIVE_BEGIN => Event::MpiCollectiveBegin,
+            tag::MPI_COLLECTIVE_END => Event::MpiCollectiveEnd(get_coll(c)?),
+            tag::NBC_REQUEST => Event::NonBlockingCollectiveRequest { request: c.u64()? },
+            tag::NBC_COMPLETE => Event::NonBlockingCollectiveComplete {
+                coll: get_coll(c)?,
+                request: c.u64()?,
+            },
+            _ => return Err(Malformed),
+        };
+        Ok((delta, ev))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn samples() -> Vec<Event> {
+        let msg = Message {
+            peer: 3,
+            comm: 1,
+            tag: -7,
+            bytes: 1 << 40,
+        };
+        let coll = Collective {
+            op: CollectiveOp::Allreduce,
+            comm: 2,
+            root: Some(0),
+            sent: 8,
+            received: 16,
+        };
+        vec![
+            Event::Enter { region: 5 },
+            Event::Leave { region: 5 },
+            Event::MpiSend(msg),
+            Event::MpiRecv(msg),
+            Event::MpiIsend { msg, request: 9 },
+            Event::MpiIsendComplete { request: 9 },
+            Event::MpiIrecvRequest { request: 10 },
+            Event::MpiIrecv { msg, request: 10 },
+            Event::MpiRequestTest { request: 10 },
+            Event::MpiRequestCancelled { request: 10 },
+            Event::MpiCollectiveBegin,
+            Event::MpiCollectiveEnd(coll),
+            Event::MpiCollectiveEnd(Collective { root: None, ..coll }),
+            Event::NonBlockingCollectiveRequest { request: 11 },
+            Event::NonBlockingCollectiveComplete { coll, request: 11 },
+        ]
+    }
+
+    #[test]
+    fn every_event_round_trips() {
+        let mut buf = Vec::new();
+        for (i, e) in samples().iter().enumerate() {
+            e.encode(i as i64 - 3, &mut buf);
+        }
+        let mut c = Cursor::new(&buf);
+        for (i, e) in samples().iter().enumerate() {
+            assert_eq!(Event::decode(&mut c).unwrap(), (i as i64 - 3, *e));
+        }
+        assert!(c.is_empty());
+    }
+
+    #[test]
+    fn no_event_exceeds_the_reserved_room() {
+        let big = Message {
+            peer: u32::MAX,
+            comm: u32::MAX,
+            tag: i32::MIN,
+            bytes: u64::MAX,
+        };
+        let mut buf = Vec::new();
+        Event::MpiIrecv {
+            msg: big,
+            request: u64::MAX,
+        }
+        .encode(i64::MIN, &mut buf);
+        assert!(buf.len() <= MAX_EVENT_LEN, "{}", buf.len());
+        buf.clear();
+        let coll = Collective {
+            op: CollectiveOp::Alltoallw,
+            comm: u32::MAX,
+            root: Some(u32::MAX - 1),
+            sent: u64::MAX,
+            received: u64::MAX,
+        };
+        Event::NonBlockingCollectiveComplete {
+            coll,
+            request: u64::MAX,
+        }
+        .encode(i64::MAX, &mut buf);
+        assert!(buf.len() <= MAX_EVENT_LEN, "{}", buf.len());
+    }
+
+    #[test]
+    fn typical_events_are_small() {
+        let mut buf = Vec::new();
+        Event::Enter { region: 12 }.encode(300, &mut buf);
+        assert_eq!(buf.len(), 4);
+    }
+}

@@ -1,0 +1,104 @@
+//! The raw trace stream: what producers write while the program runs and
+//! the merge reads afterwards.
+//!
+//! One file per (process, producer), `raw/<host>.<pid>.<producer>.gtr`, made
+//! of self-describing [chunks](chunk): a stream header, definitions
+//! ([`defs`]) and events ([`event`]) of one location each. Files are only
+//! ever appended to, a chunk at a time with one `write`, so a crash loses at
+//! most the chunks not yet written, and [`reader`] salvages every complete
+//! chunk of a damaged file. The format is described in `docs/raw-format.md`.
+
+pub mod chunk;
+pub mod defs;
+pub mod event;
+pub mod reader;
+pub mod varint;
+pub mod writer;
+
+pub use chunk::{ChunkHeader, ChunkKind};
+pub use defs::{CommDef, Definition, LocationKind, Paradigm, RankRuns, RegionRole, StreamHeader};
+pub use event::{Collective, CollectiveOp, Event, Message};
+pub use reader::{EventChunk, Problem, RawFile};
+pub use writer::StreamFile;
+
+/// Which part of gputrace wrote a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Producer {
+    /// The PMPI wrappers (`libgputrace_mpi*.so`).
+    Mpi = 1,
+    /// The CUDA agent (`libgputrace_cuda.so`).
+    Cuda = 2,
+    /// The NCCL profiler plugin (`libgputrace_nccl.so`).
+    Nccl = 3,
+    /// Synthetic streams made by tests and benchmarks.
+    Synthetic = 4,
+}
+
+impl Producer {
+    pub fn from_u8(v: u8) -> Option<Self> {
+        match v {
+            1 => Some(Self::Mpi),
+            2 => Some(Self::Cuda),
+            3 => Some(Self::Nccl),
+            4 => Some(Self::Synthetic),
+            _ => None,
+        }
+    }
+
+    /// The name used in file names.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Mpi => "mpi",
+            Self::Cuda => "cuda",
+            Self::Nccl => "nccl",
+            Self::Synthetic => "synthetic",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Self> {
+        [Self::Mpi, Self::Cuda, Self::Nccl, Self::Synthetic]
+            .into_iter()
+            .find(|p| p.name() == name)
+    }
+}
+
+/// The file name of a stream: `<host>.<pid>.<producer>.gtr`.
+pub fn stream_file_name(host: &str, pid: u32, producer: Producer) -> String {
+    let host: String = host
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("{host}.{pid}.{}.gtr", producer.name())
+}
+
+/// Parses a stream file name back into (host, pid, producer).
+pub fn parse_stream_file_name(name: &str) -> Option<(String, u32, Producer)> {
+    let stem = name.strip_suffix(".gtr")?;
+    let mut parts = stem.rsplitn(3, '.');
+    let producer = Producer::from_name(parts.next()?)?;
+    let pid = parts.next()?.parse().ok()?;
+    Some((parts.next()?.to_string(), pid, producer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_round_trip() {
+        let name = stream_file_name("node-1.cluster", 4711, Producer::Mpi);
+        assert_eq!(name, "node-1_cluster.4711.mpi.gtr");
+        assert_eq!(
+            parse_stream_file_name(&name),
+            Some(("node-1_cluster".into(), 4711, Producer::Mpi))
+        );
+        assert_eq!(parse_stream_file_name("x.gtr"), None);
+    }
+}

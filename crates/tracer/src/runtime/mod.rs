@@ -1,0 +1,388 @@
+//! The in-process recorder that every producer (MPI hooks, CUDA agent, NCCL
+//! plugin) uses to write its raw stream.
+//!
+//! A [`Recorder`] owns one stream file. Threads record events into their own
+//! [`buffer`]s without locking; definitions (strings, regions, locations,
+//! communicators) go through one mutex, are batched, and are always written
+//! before any events chunk that could refer to them. When writing fails (a
+//! full disk), the recorder stops, counts what it drops and says so once.
+
+mod buffer;
+pub mod diag;
+pub mod identity;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use buffer::{Pending, Pushed, ThreadBuffer};
+
+use crate::filter::Filter;
+use crate::raw::chunk::ChunkKind;
+use crate::raw::{Definition, Event, LocationKind, Paradigm, Producer, RegionRole, StreamFile};
+
+/// The largest buffer one thread gets.
+pub const MAX_THREAD_BUFFER: usize = 4 << 20;
+/// The smallest, for threads beyond the memory budget.
+pub const MIN_THREAD_BUFFER: usize = 16 << 10;
+
+const ACTIVE: u8 = 0;
+const FAILED: u8 = 1;
+
+/// Settings of a recorder, from the configuration.
+#[derive(Debug, Clone)]
+pub struct RecorderOptions {
+    pub total_memory: u64,
+    pub filter: Option<Filter>,
+}
+
+impl Default for RecorderOptions {
+    fn default() -> Self {
+        RecorderOptions {
+            total_memory: 16 << 20,
+            filter: None,
+        }
+    }
+}
+
+/// One producer's raw stream in this process. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Recorder(Arc<Shared>);
+
+#[derive(Debug)]
+struct Shared {
+    id: usize,
+    stream: StreamFile,
+    defs: Mutex<DefTable>,
+    buffers: Mutex<Vec<Arc<ThreadBuffer>>>,
+    state: AtomicU8,
+    budget: AtomicU64,
+    per_thread: usize,
+    dropped: AtomicU64,
+    next_comm: AtomicU32,
+    filter: Option<Filter>,
+}
+
+#[derive(Debug, Default)]
+struct DefTable {
+    pending: Vec<u8>,
+    strings: HashMap<String, u32>,
+    next_region: u32,
+    next_location: u32,
+}
+
+static NEXT_RECORDER: AtomicUsize = AtomicUsize::new(1);
+
+thread_local! {
+    static LOCAL: RefCell<LocalBuffers> = const { RefCell::new(LocalBuffers(Vec::new())) };
+}
+
+/// This thread's buffers, one per recorder; written out when the thread
+/// exits.
+struct LocalBuffers(Vec<(Recorder, Arc<ThreadBuffer>)>);
+
+impl Drop for LocalBuffers {
+    fn drop(&mut self) {
+        for (rec, buf) in self.0.drain(..) {
+            rec.flush_buffer(&buf, Duration::from_millis(100));
+            rec.release_buffer(&buf);
+        }
+    }
+}
+
+impl Recorder {
+    /// Creates the stream `<dir>/raw/<host>.<pid>.<producer>.gtr`.
+    pub fn create(
+        dir: &Path,
+        producer: Producer,
+        options: RecorderOptions,
+    ) -> std::io::Result<Recorder> {
+        let raw_dir = dir.join("raw");
+        std::fs::create_dir_all(&raw_dir)?;
+        let header = identity::stream_header(producer);
+        let path: PathBuf = raw_dir.join(crate::raw::stream_file_name(
+            &header.host,
+            header.pid,
+            producer,
+        ));
+        let stream = StreamFile::create(&path, &header)?;
+        let total = options.total_memory.max(crate::config::MIN_TOTAL_MEMORY);
+        let per_thread = ((total / 4) as usize).clamp(MIN_THREAD_BUFFER, MAX_THREAD_BUFFER);
+        Ok(Recorder(Arc::new(Shared {
+            id: NEXT_RECORDER.fetch_add(1, Ordering::Relaxed),
+            stream,
+            defs: Mutex::new(DefTable {
+                next_region: 1,
+                ..DefTable::default()
+            }),
+            buffers: Mutex::new(Vec::new()),
+            state: AtomicU8::new(ACTIVE),
+            budget: AtomicU64::new(total),
+            per_thread,
+            dropped: AtomicU64::new(0),
+            next_comm: AtomicU32::new(0),
+            filter: options.filter,
+        })))
+    }
+
+    pub fn path(&self) -> &Path {
+        self.0.stream.path()
+    }
+
+    /// Whether events are still being written.
+    pub fn is_active(&self) -> bool {
+        self.0.state.load(Ordering::Relaxed) == ACTIVE
+    }
+
+    /// Events lost so far.
+    pub fn dropped(&self) -> u64 {
+        self.0.dropped.load(Ordering::Relaxed)
+    }
+
+    /// The id of `s`, defining it on first use.
+    pub fn intern(&self, s: &str) -> u32 {
+        let mut defs = self.defs();
+        Self::intern_locked(&mut defs, s)
+    }
+
+    fn intern_locked(defs: &mut DefTable, s: &str) -> u32 {
+        if let Some(&id) = defs.strings.get(s) {
+            return id;
+        }
+        let id = defs.strings.len() as u32 + 1;
+        defs.strings.insert(s.to_string(), id);
+        Definition::String {
+            id,
+            value: s.to_string(),
+        }
+        .encode(&mut defs.pending);
+        id
+    }
+
+    /// Defines a region; `None` when the filter leaves it out. `group` is a
+    /// free-form grouping (the MPI function group, say), "" for none.
+    pub fn region(
+        &self,
+        name: &str,
+        mangled: Option<&str>,
+        paradigm: Paradigm,
+        role: RegionRole,
+        group: &str,
+    ) -> Option<u32> {
+        if self
+            .0
+            .filter
+            .as_ref()
+            .is_some_and(|f| f.excludes(name, mangled))
+        {
+            return None;
+        }
+        let mut defs = self.defs();
+        let name = Self::intern_locked(&mut defs, name);
+        let group = if group.is_empty() {
+            0
+        } else {
+            Self::intern_locked(&mut defs, group)
+        };
+        let id = defs.next_region;
+        defs.next_region += 1;
+        Definition::Region {
+            id,
+            name,
+            paradigm,
+            role,
+            group,
+        }
+        .encode(&mut defs.pending);
+        Some(id)
+    }
+
+    /// A fresh communicator id.
+    pub fn next_comm_id(&self) -> u32 {
+        self.0.next_comm.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Adds a definition (rank, communicator, clock sync, ...).
+    pub fn define(&self, def: &Definition) {
+        def.encode(&mut self.defs().pending);
+    }
+
+    /// Writes the definitions made so far.
+    pub fn flush_definitions(&self) {
+        let mut defs = self.defs();
+        self.write_definitions(&mut defs);
+    }
+
+    /// Records `event` at `time` on the calling thread's location.
+    #[inline]
+    pub fn record(&self, time: u64, event: &Event) {
+        if !self.is_active() {
+            self.0.dropped.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let done = LOCAL.try_with(|local| {
+            let Ok(mut local) = local.try_borrow_mut() else {
+                return false;
+            };
+            let buf = match local.0.iter().find(|(r, _)| r.0.id == self.0.id) {
+                Some((_, b)) => Arc::clone(b),
+                None => {
+                    let b = self.new_thread_buffer();
+                    local.0.push((self.clone(), Arc::clone(&b)));
+                    b
+                }
+            };
+            drop(local);
+            matches!(
+                buf.push(time, event, |p| self.write_events(buf.location, p)),
+                Pushed::Done
+            )
+        });
+        if done != Ok(true) {
+            self.0.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Writes every thread's pending events and the definitions. Buffers
+    /// of threads busy appending are waited for briefly.
+    pub fn flush_all(&self) {
+        let buffers: Vec<Arc<ThreadBuffer>> = self
+            .0
+            .buffers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        for b in &buffers {
+            self.flush_buffer(b, Duration::from_millis(50));
+        }
+        self.flush_definitions();
+    }
+
+    /// Flushes everything and marks the stream complete.
+    pub fn finish(&self) {
+        self.flush_all();
+        let dropped = self.dropped();
+        if dropped > 0 {
+            self.define(&Definition::Dropped {
+                location: u32::MAX,
+                count: dropped,
+            });
+        }
+        self.define(&Definition::StreamEnd {
+            time: crate::clock::now(),
+        });
+        self.flush_definitions();
+    }
+
+    fn defs(&self) -> MutexGuard<'_, DefTable> {
+        self.0.defs.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn new_thread_buffer(&self) -> Arc<ThreadBuffer> {
+        let want = self.0.per_thread as u64;
+        let got = self
+            .0
+            .budget
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                Some(left.saturating_sub(want))
+            })
+            .unwrap_or(0)
+            .min(want);
+        let capacity = (got as usize).max(MIN_THREAD_BUFFER);
+        let tid = identity::thread_id();
+        let location = {
+            let mut defs = self.defs();
+            let name = Self::intern_locked(&mut defs, &identity::thread_name());
+            let id = defs.next_location;
+            defs.next_location += 1;
+            let kind = LocationKind::HostThread {
+                tid,
+                is_main: tid == std::process::id(),
+            };
+            Definition::Location { id, kind, name }.encode(&mut defs.pending);
+            id
+        };
+        let buf = Arc::new(ThreadBuffer::new(location, capacity));
+        self.0
+            .buffers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Arc::clone(&buf));
+        buf
+    }
+
+    fn release_buffer(&self, buf: &Arc<ThreadBuffer>) {
+        self.0
+            .budget
+            .fetch_add(buf.capacity() as u64, Ordering::Relaxed);
+        self.0
+            .buffers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .retain(|b| !Arc::ptr_eq(b, buf));
+    }
+
+    fn flush_buffer(&self, buf: &ThreadBuffer, patience: Duration) {
+        let done = buf.with_pending_waiting(patience, |p| {
+            if p.count > 0 {
+                self.write_events(buf.location, p);
+            }
+        });
+        if done.is_none() {
+            diag::warn_once(
+                "a thread kept its event buffer busy at flush; its last events are lost",
+            );
+        }
+    }
+
+    /// Writes pending definitions, then `p` as one events chunk.
+    fn write_events(&self, location: u32, p: &mut Pending) {
+        if self.is_active() {
+            self.flush_definitions();
+        }
+        if self.is_active() {
+            if let Err(e) =
+                self.0
+                    .stream
+                    .write_chunk(ChunkKind::Events, Some(p.span(location)), &p.data)
+            {
+                self.fail(&e);
+            }
+        }
+        if !self.is_active() {
+            self.0
+                .dropped
+                .fetch_add(u64::from(p.count), Ordering::Relaxed);
+        }
+        p.clear();
+    }
+
+    fn write_definitions(&self, defs: &mut DefTable) {
+        if defs.pending.is_empty() || !self.is_active() {
+            return;
+        }
+        match self
+            .0
+            .stream
+            .write_chunk(ChunkKind::Definitions, None, &defs.pending)
+        {
+            Ok(()) => defs.pending.clear(),
+            Err(e) => self.fail(&e),
+        }
+    }
+
+    fn fail(&self, e: &std::io::Error) {
+        if self.0.state.swap(FAILED, Ordering::Relaxed) == ACTIVE {
+            diag::warn(&format!(
+                "cannot write {}: {e}; recording stops for this process, what was written is kept",
+                self.path().display()
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
