@@ -224,13 +224,12 @@ pub fn wildcard_match(pattern: &str, text: &str) -> bool {
                         continue;
                     }
                 }
-                '\\' if pi + 1 < p.len() => {
-                    if p[pi + 1] == t[ti] {
-                        pi += 2;
-                        ti += 1;
-                        continue;
-                    }
+                '\\' if pi + 1 < p.len() && p[pi + 1] == t[ti] => {
+                    pi += 2;
+                    ti += 1;
+                    continue;
                 }
+                '\\' if pi + 1 < p.len() => {}
                 c if c == t[ti] => {
                     pi += 1;
                     ti += 1;

@@ -343,14 +343,11 @@ impl Recorder {
         if self.is_active() {
             self.flush_definitions();
         }
-        if self.is_active() {
-            if let Err(e) =
-                self.0
-                    .stream
-                    .write_chunk(ChunkKind::Events, Some(p.span(location)), &p.data)
-            {
-                self.fail(&e);
-            }
+        let span = Some(p.span(location));
+        if self.is_active()
+            && let Err(e) = self.0.stream.write_chunk(ChunkKind::Events, span, &p.data)
+        {
+            self.fail(&e);
         }
         if !self.is_active() {
             self.0
