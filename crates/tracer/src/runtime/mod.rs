@@ -10,6 +10,9 @@
 mod buffer;
 pub mod diag;
 pub mod identity;
+mod session;
+
+pub use session::start;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -132,9 +135,12 @@ impl Recorder {
         self.0.stream.path()
     }
 
-    /// Whether events are still being written.
+    /// Whether events are still being written: not after a write failed,
+    /// and never in a child forked from the traced process (its events
+    /// would land in the parent's stream).
+    #[inline]
     pub fn is_active(&self) -> bool {
-        self.0.state.load(Ordering::Relaxed) == ACTIVE
+        self.0.state.load(Ordering::Relaxed) == ACTIVE && !session::in_forked_child()
     }
 
     /// Events lost so far.

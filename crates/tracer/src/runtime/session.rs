@@ -1,0 +1,80 @@
+//! Starting a producer's recorder from the environment, the way every
+//! producer does it: lenient configuration, one warning per problem, and
+//! no recording (rather than a broken program) when anything is missing.
+
+use std::path::PathBuf;
+use std::sync::Once;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use super::{Recorder, RecorderOptions, diag};
+use crate::config::Config;
+use crate::filter::Filter;
+use crate::raw::Producer;
+
+/// The experiment directory used when `GPUTRACE_EXPERIMENT_DIRECTORY` is
+/// unset (a library preloaded by hand rather than by `gputrace`).
+pub const FALLBACK_DIRECTORY: &str = "gputrace-traces";
+
+static FORKED: AtomicBool = AtomicBool::new(false);
+static ATFORK: Once = Once::new();
+
+extern "C" fn mark_forked_child() {
+    FORKED.store(true, Ordering::Relaxed);
+}
+
+/// Whether this process is a fork of the traced one.
+#[inline]
+pub(crate) fn in_forked_child() -> bool {
+    FORKED.load(Ordering::Relaxed)
+}
+
+/// Opens the raw stream of `producer` for this process as the environment
+/// configures it. Returns `None`, after saying why on stderr, when
+/// recording is off or impossible; the program then runs untraced.
+pub fn start(producer: Producer) -> Option<(Recorder, Config)> {
+    let (config, problems) = Config::from_env_lenient();
+    diag::init_tracing(config.verbose);
+    for p in problems {
+        diag::warn_once(&format!("{p}; using the default"));
+    }
+    if !config.enable_tracing && !config.enable_profiling {
+        return None;
+    }
+    let dir = config
+        .experiment_directory
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(FALLBACK_DIRECTORY));
+    let filter = config
+        .filtering_file
+        .as_deref()
+        .and_then(|path| match Filter::load(path) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                diag::warn_once(&format!("{e}; recording without a filter"));
+                None
+            }
+        });
+    let options = RecorderOptions {
+        total_memory: config.total_memory,
+        filter,
+    };
+    match Recorder::create(&dir, producer, options) {
+        Ok(rec) => {
+            ATFORK.call_once(|| {
+                // SAFETY: the handler only stores to an atomic, which is
+                // async-signal-safe as fork child handlers must be.
+                unsafe { libc::pthread_atfork(None, None, Some(mark_forked_child)) };
+            });
+            tracing::debug!(path = %rec.path().display(), "recording");
+            Some((rec, config))
+        }
+        Err(e) => {
+            diag::warn_once(&format!(
+                "cannot create a {} stream in {}: {e}; this process runs untraced",
+                producer.name(),
+                dir.join("raw").display()
+            ));
+            None
+        }
+    }
+}
