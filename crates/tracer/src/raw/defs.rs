@@ -18,6 +18,9 @@ pub struct StreamHeader {
     pub pid: u32,
     /// Start time of the process in clock ticks after boot (`/proc/self/stat`).
     pub process_start: u64,
+    /// Processes with the same clock domain (a hash of the kernel's boot
+    /// id) read the same CLOCK_MONOTONIC.
+    pub clock_domain: u64,
     /// CLOCK_MONOTONIC and CLOCK_REALTIME, in ns, read together at open.
     pub monotonic_ns: u64,
     pub realtime_ns: u64,
@@ -180,6 +183,7 @@ impl StreamHeader {
         varint::put_bytes(out, self.host.as_bytes());
         varint::put_u64(out, u64::from(self.pid));
         varint::put_u64(out, self.process_start);
+        varint::put_u64(out, self.clock_domain);
         varint::put_u64(out, self.monotonic_ns);
         varint::put_u64(out, self.realtime_ns);
         varint::put_u64(out, self.rank_hint.map_or(0, |r| u64::from(r) + 1));
@@ -205,6 +209,7 @@ impl StreamHeader {
         let host = c.string()?;
         let pid = c.u32()?;
         let process_start = c.u64()?;
+        let clock_domain = c.u64()?;
         let monotonic_ns = c.u64()?;
         let realtime_ns = c.u64()?;
         let rank_hint = match c.u64()? {
@@ -221,6 +226,7 @@ impl StreamHeader {
             host,
             pid,
             process_start,
+            clock_domain,
             monotonic_ns,
             realtime_ns,
             rank_hint,
@@ -453,6 +459,7 @@ mod tests {
             host: "node1".into(),
             pid: 77,
             process_start: 12345,
+            clock_domain: 99,
             monotonic_ns: 1,
             realtime_ns: 2,
             rank_hint: Some(0),

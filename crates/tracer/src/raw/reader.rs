@@ -305,6 +305,7 @@ fn placeholder_header(path: &Path) -> StreamHeader {
         host,
         pid,
         process_start: 0,
+        clock_domain: 0,
         monotonic_ns: 0,
         realtime_ns: 0,
         rank_hint: None,

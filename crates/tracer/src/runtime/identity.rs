@@ -40,6 +40,18 @@ pub fn process_start_ticks() -> u64 {
         .unwrap_or(0)
 }
 
+/// The clock domain of this host: a hash of the kernel's boot id, equal
+/// for every process (containers included) that reads the same
+/// CLOCK_MONOTONIC, different after a reboot and on other hosts.
+pub fn clock_domain() -> u64 {
+    let id =
+        std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_else(|_| hostname());
+    // FNV-1a: stable across builds and processes, unlike std's hasher.
+    id.trim().bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
 /// The calling thread's name (`/proc/thread-self/comm`).
 pub fn thread_name() -> String {
     std::fs::read_to_string("/proc/thread-self/comm")
@@ -87,6 +99,7 @@ pub fn stream_header(producer: Producer) -> StreamHeader {
         host: hostname(),
         pid: std::process::id(),
         process_start: process_start_ticks(),
+        clock_domain: clock_domain(),
         monotonic_ns,
         realtime_ns,
         rank_hint: rank_hint(),
@@ -104,5 +117,7 @@ mod tests {
         assert!(process_start_ticks() > 0);
         assert!(thread_id() > 0);
         assert!(!command_line().is_empty());
+        assert_eq!(clock_domain(), clock_domain());
+        assert_ne!(clock_domain(), 0);
     }
 }
