@@ -1,0 +1,252 @@
+//! A writing `OTF2_Archive`: opened for post-mortem, serial writing, with
+//! its local definition files written at close.
+//!
+//! The setup: POSIX files, no compression, OTF2's default chunk sizes
+//! (1 MiB events, 4 MiB definitions), serial collective callbacks (one
+//! process writes every location), bounded chunk memory (see
+//! [`memory`](super::memory)), and a pre-flush callback that always
+//! flushes, so a full buffer goes to disk instead of failing.
+//!
+//! No post-flush callback is registered. With one, OTF2 inserts a
+//! `BufferFlush` event into the location whose buffer it flushed, which
+//! Vampir draws as the program pausing to write its trace; here the flush
+//! happens long after the program ended and cost it nothing, so such an
+//! event would be false. (OTF2 documents a null post-flush callback as the
+//! way to suppress the record.)
+
+use std::ffi::{CStr, c_void};
+use std::marker::PhantomData;
+use std::path::Path;
+use std::ptr::{self, NonNull};
+
+use otf2_sys as sys;
+
+use super::global_defs::GlobalDefWriter;
+use super::memory::MEMORY_CALLBACKS;
+use super::{check, clear_reports, install_error_callback, null_error, path_cstring};
+use crate::error::Result;
+use crate::refs::LocationRef;
+use crate::values::ClockOffset;
+
+unsafe extern "C" fn pre_flush(
+    _user_data: *mut c_void,
+    _file_type: sys::OTF2_FileType,
+    _location: sys::OTF2_LocationRef,
+    _caller_data: *mut c_void,
+    _final: bool,
+) -> sys::OTF2_FlushType {
+    sys::OTF2_FLUSH as sys::OTF2_FlushType
+}
+
+static FLUSH_CALLBACKS: sys::OTF2_FlushCallbacks = sys::OTF2_FlushCallbacks {
+    otf2_pre_flush: Some(pre_flush),
+    otf2_post_flush: None,
+};
+
+/// An archive opened for writing. Closed (finalized) by [`Archive::close`]
+/// or, failing that, on drop.
+pub(crate) struct Archive {
+    raw: NonNull<sys::OTF2_Archive>,
+    closed: bool,
+}
+
+impl Archive {
+    /// Opens `dir/name.otf2` for writing and prepares the event files.
+    pub(crate) fn create(dir: &Path, name: &CStr) -> Result<Self> {
+        install_error_callback();
+        let dir = path_cstring(dir)?;
+        clear_reports();
+        // SAFETY: both strings are NUL-terminated and outlive the call;
+        // the enum arguments are valid OTF2 values.
+        let raw = unsafe {
+            sys::OTF2_Archive_Open(
+                dir.as_ptr(),
+                name.as_ptr(),
+                sys::OTF2_FILEMODE_WRITE as sys::OTF2_FileMode,
+                sys::OTF2_CHUNK_SIZE_EVENTS_DEFAULT,
+                sys::OTF2_CHUNK_SIZE_DEFINITIONS_DEFAULT,
+                sys::OTF2_SUBSTRATE_POSIX as sys::OTF2_FileSubstrate,
+                sys::OTF2_COMPRESSION_NONE as sys::OTF2_Compression,
+            )
+        };
+        let raw = NonNull::new(raw).ok_or_else(|| null_error("OTF2_Archive_Open"))?;
+        // From here on, Drop closes the archive if a step fails.
+        let archive = Self { raw, closed: false };
+        check(
+            "OTF2_Archive_SetFlushCallbacks",
+            // SAFETY: live archive; the callbacks are a static and ignore
+            // their user data.
+            unsafe {
+                sys::OTF2_Archive_SetFlushCallbacks(
+                    archive.ptr(),
+                    &FLUSH_CALLBACKS,
+                    ptr::null_mut(),
+                )
+            },
+        )?;
+        check(
+            "OTF2_Archive_SetMemoryCallbacks",
+            // SAFETY: live archive; the callbacks are a static and keep
+            // their state in OTF2's per-buffer slot, not the user data.
+            unsafe {
+                sys::OTF2_Archive_SetMemoryCallbacks(
+                    archive.ptr(),
+                    &MEMORY_CALLBACKS,
+                    ptr::null_mut(),
+                )
+            },
+        )?;
+        check(
+            "OTF2_Archive_SetSerialCollectiveCallbacks",
+            // SAFETY: live archive.
+            unsafe { sys::OTF2_Archive_SetSerialCollectiveCallbacks(archive.ptr()) },
+        )?;
+        check(
+            "OTF2_Archive_OpenEvtFiles",
+            // SAFETY: live archive with collective callbacks set.
+            unsafe { sys::OTF2_Archive_OpenEvtFiles(archive.ptr()) },
+        )?;
+        Ok(archive)
+    }
+
+    pub(crate) fn ptr(&self) -> *mut sys::OTF2_Archive {
+        self.raw.as_ptr()
+    }
+
+    pub(crate) fn set_creator(&mut self, creator: &CStr) -> Result<()> {
+        check(
+            "OTF2_Archive_SetCreator",
+            // SAFETY: live archive; OTF2 copies the string.
+            unsafe { sys::OTF2_Archive_SetCreator(self.ptr(), creator.as_ptr()) },
+        )
+    }
+
+    pub(crate) fn set_description(&mut self, description: &CStr) -> Result<()> {
+        check(
+            "OTF2_Archive_SetDescription",
+            // SAFETY: live archive; OTF2 copies the string.
+            unsafe { sys::OTF2_Archive_SetDescription(self.ptr(), description.as_ptr()) },
+        )
+    }
+
+    pub(crate) fn set_machine_name(&mut self, machine: &CStr) -> Result<()> {
+        check(
+            "OTF2_Archive_SetMachineName",
+            // SAFETY: live archive; OTF2 copies the string.
+            unsafe { sys::OTF2_Archive_SetMachineName(self.ptr(), machine.as_ptr()) },
+        )
+    }
+
+    pub(crate) fn set_property(&mut self, name: &CStr, value: &CStr) -> Result<()> {
+        check(
+            "OTF2_Archive_SetProperty",
+            // SAFETY: live archive; OTF2 copies both strings.
+            unsafe {
+                sys::OTF2_Archive_SetProperty(self.ptr(), name.as_ptr(), value.as_ptr(), true)
+            },
+        )
+    }
+
+    pub(crate) fn close_evt_files(&mut self) -> Result<()> {
+        check(
+            "OTF2_Archive_CloseEvtFiles",
+            // SAFETY: live archive whose event writers are all closed.
+            unsafe { sys::OTF2_Archive_CloseEvtFiles(self.ptr()) },
+        )
+    }
+
+    pub(crate) fn open_def_files(&mut self) -> Result<()> {
+        check(
+            "OTF2_Archive_OpenDefFiles",
+            // SAFETY: live archive.
+            unsafe { sys::OTF2_Archive_OpenDefFiles(self.ptr()) },
+        )
+    }
+
+    pub(crate) fn close_def_files(&mut self) -> Result<()> {
+        check(
+            "OTF2_Archive_CloseDefFiles",
+            // SAFETY: live archive whose local definition writers are closed.
+            unsafe { sys::OTF2_Archive_CloseDefFiles(self.ptr()) },
+        )
+    }
+
+    /// Writes the local definition file of `location`: its clock offsets,
+    /// or nothing, which still creates the file readers expect.
+    pub(crate) fn write_local_defs(
+        &mut self,
+        location: LocationRef,
+        offsets: &[ClockOffset],
+    ) -> Result<()> {
+        clear_reports();
+        // SAFETY: live archive with definition files open.
+        let writer = unsafe { sys::OTF2_Archive_GetDefWriter(self.ptr(), location.0) };
+        if writer.is_null() {
+            return Err(null_error("OTF2_Archive_GetDefWriter"));
+        }
+        let mut result = Ok(());
+        for offset in offsets {
+            result = check(
+                "OTF2_DefWriter_WriteClockOffset",
+                // SAFETY: `writer` is live until closed below.
+                unsafe {
+                    sys::OTF2_DefWriter_WriteClockOffset(
+                        writer,
+                        offset.time,
+                        offset.offset,
+                        offset.standard_deviation,
+                    )
+                },
+            );
+            if result.is_err() {
+                break;
+            }
+        }
+        let closed = check(
+            "OTF2_Archive_CloseDefWriter",
+            // SAFETY: `writer` came from this archive and is closed once.
+            unsafe { sys::OTF2_Archive_CloseDefWriter(self.ptr(), writer) },
+        );
+        result.and(closed)
+    }
+
+    /// The global definition writer; OTF2 closes it with the archive, but
+    /// [`GlobalDefWriter::close`] does it first to report errors.
+    pub(crate) fn global_def_writer(&mut self) -> Result<GlobalDefWriter<'_>> {
+        clear_reports();
+        // SAFETY: live archive.
+        let raw = unsafe { sys::OTF2_Archive_GetGlobalDefWriter(self.ptr()) };
+        let raw = NonNull::new(raw).ok_or_else(|| null_error("OTF2_Archive_GetGlobalDefWriter"))?;
+        Ok(GlobalDefWriter {
+            archive: self.ptr(),
+            raw,
+            _archive: PhantomData,
+        })
+    }
+
+    /// Finalizes the archive: flushes and closes every file, writes the
+    /// anchor file. Idempotent.
+    pub(crate) fn close(&mut self) -> Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        self.closed = true;
+        check(
+            "OTF2_Archive_Close",
+            // SAFETY: live archive, closed exactly once (flag above).
+            unsafe { sys::OTF2_Archive_Close(self.ptr()) },
+        )
+    }
+}
+
+// SAFETY: OTF2 objects have no thread affinity (no thread-local state);
+// what they need is serial use, which `&mut self` on every call provides.
+unsafe impl Send for Archive {}
+
+impl Drop for Archive {
+    fn drop(&mut self) {
+        // Errors cannot be reported from drop; ArchiveWriter::close is the
+        // path that reports them.
+        let _ = self.close();
+    }
+}
