@@ -14,6 +14,7 @@ pub mod config;
 pub mod filter;
 pub mod raw;
 pub mod runtime;
+pub mod synthetic;
 
 pub use config::Config;
 pub use runtime::Recorder;

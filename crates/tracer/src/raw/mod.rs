@@ -19,6 +19,7 @@ pub use chunk::{ChunkHeader, ChunkKind};
 pub use defs::{CommDef, Definition, LocationKind, Paradigm, RankRuns, RegionRole, StreamHeader};
 pub use event::{Collective, CollectiveOp, Event, Message};
 pub use reader::{EventChunk, Problem, RawFile};
+pub use writer::EventSpan;
 pub use writer::StreamFile;
 
 /// Which part of gputrace wrote a stream.

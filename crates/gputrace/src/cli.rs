@@ -1,0 +1,120 @@
+//! The command line, and its translation into the `GPUTRACE_*` settings the
+//! rest of gputrace reads. Flags are shorthands for variables: both end up
+//! in one list of (name, value) pairs that is validated before anything
+//! runs.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// Trace MPI programs (and, with the CUDA agent, their GPU work) into one
+/// OTF2 archive that Vampir opens, with a summary in the terminal.
+#[derive(Debug, Parser)]
+#[command(
+    name = "gputrace",
+    version,
+    about,
+    long_about = None,
+    allow_external_subcommands = true,
+    subcommand_value_name = "COMMAND",
+    subcommand_help_heading = "Commands (anything else is the program to trace)",
+    after_help = "Examples:\n  gputrace mpirun -np 4 ./app\n  gputrace -o run1 mpiexec -n 8 ./solver input.dat\n  \
+                  gputrace merge gputrace-app-20261123_101500\n  gputrace info config-vars --full\n\n\
+                  Every option is also a GPUTRACE_* variable; `gputrace info config-vars` lists them."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    /// Experiment directory (GPUTRACE_EXPERIMENT_DIRECTORY); must not exist.
+    #[arg(short = 'o', long = "output", value_name = "DIR", global = true)]
+    pub output: Option<PathBuf>,
+
+    /// MPI function groups to record (GPUTRACE_MPI_ENABLE_GROUPS), e.g. p2p,coll.
+    #[arg(long, value_name = "GROUPS")]
+    pub mpi_groups: Option<String>,
+
+    /// Score-P filter file (GPUTRACE_FILTERING_FILE).
+    #[arg(long, value_name = "FILE")]
+    pub filter: Option<PathBuf>,
+
+    /// Event buffer memory per process (GPUTRACE_TOTAL_MEMORY), e.g. 64M.
+    #[arg(long, value_name = "SIZE")]
+    pub total_memory: Option<String>,
+
+    /// Only the summary, no OTF2 archive (GPUTRACE_ENABLE_TRACING=false).
+    #[arg(long)]
+    pub no_trace: bool,
+
+    /// Print gputrace's own diagnostics (GPUTRACE_VERBOSE=true).
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Merge the raw streams of an experiment directory into its OTF2
+    /// archive again (the archive must not exist yet, or is rebuilt with
+    /// --force).
+    Merge {
+        /// The experiment directory (holds raw/).
+        dir: PathBuf,
+        /// Replace an existing archive in that directory.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Information about gputrace.
+    Info {
+        #[command(subcommand)]
+        what: Info,
+    },
+    /// The program to trace, with its arguments (a launcher such as mpirun,
+    /// mpiexec, srun or torchrun, or a plain program).
+    #[command(external_subcommand)]
+    Run(Vec<OsString>),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Info {
+    /// List every GPUTRACE_* variable with its type, default and help.
+    ConfigVars {
+        /// Also print the long help and the allowed values of sets.
+        #[arg(long)]
+        full: bool,
+    },
+}
+
+impl Cli {
+    /// The settings: `GPUTRACE_*` variables of the environment, overridden
+    /// by flags.
+    pub fn settings(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.to_string_lossy().into_owned())))
+            .filter(|(k, _)| k.starts_with("GPUTRACE_"))
+            .collect();
+        let mut set = |k: &str, v: String| {
+            out.retain(|(name, _)| name != k);
+            out.push((k.to_string(), v));
+        };
+        if let Some(o) = &self.output {
+            set("GPUTRACE_EXPERIMENT_DIRECTORY", o.display().to_string());
+        }
+        if let Some(g) = &self.mpi_groups {
+            set("GPUTRACE_MPI_ENABLE_GROUPS", g.clone());
+        }
+        if let Some(f) = &self.filter {
+            set("GPUTRACE_FILTERING_FILE", f.display().to_string());
+        }
+        if let Some(m) = &self.total_memory {
+            set("GPUTRACE_TOTAL_MEMORY", m.clone());
+        }
+        if self.no_trace {
+            set("GPUTRACE_ENABLE_TRACING", "false".into());
+        }
+        if self.verbose {
+            set("GPUTRACE_VERBOSE", "true".into());
+        }
+        out
+    }
+}

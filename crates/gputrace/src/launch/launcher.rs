@@ -1,0 +1,442 @@
+//! Recognising the launcher in a command line and rewriting it so that the
+//! ranks, and only the ranks, get gputrace's environment.
+//!
+//! `LD_PRELOAD` must never reach the launcher itself (mpirun, srun,
+//! torchrun): each launcher has its own way to pass a variable to the
+//! processes it starts, and that is what we use.
+
+use std::ffi::{OsStr, OsString};
+use std::path::Path;
+use std::process::Command;
+
+/// The launchers gputrace knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Launcher {
+    /// Open MPI's `mpirun`/`mpiexec`: `-x NAME=VALUE` per variable.
+    OpenMpi,
+    /// MPICH's Hydra (`mpiexec.hydra`, MPICH and Intel MPI `mpirun`):
+    /// forwards the environment; `-genv NAME VALUE` for LD_PRELOAD.
+    Hydra,
+    /// Slurm's `srun`: `--export=ALL,NAME=VALUE`.
+    Srun,
+    /// PyTorch's `torchrun`: workers inherit its environment.
+    Torchrun,
+    /// No launcher: the command is the program.
+    None,
+}
+
+/// Which MPI ABI the ranks use, so that the matching hooks are preloaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MpiFlavor {
+    OpenMpi,
+    Mpich,
+}
+
+impl Launcher {
+    /// Recognises the launcher of `argv0`, asking a generic `mpirun` or
+    /// `mpiexec` for its version to tell Open MPI from Hydra.
+    pub fn detect(argv0: &OsStr) -> Launcher {
+        let name = Path::new(argv0)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("");
+        match name {
+            "orterun" | "prterun" | "mpirun.openmpi" | "mpiexec.openmpi" => Launcher::OpenMpi,
+            "mpiexec.hydra" | "mpirun.mpich" | "mpiexec.mpich" | "mpiexec.intel" => Launcher::Hydra,
+            "srun" => Launcher::Srun,
+            "torchrun" => Launcher::Torchrun,
+            "mpirun" | "mpiexec" => Self::ask_version(argv0),
+            _ => Launcher::None,
+        }
+    }
+
+    fn ask_version(argv0: &OsStr) -> Launcher {
+        let Ok(out) = Command::new(argv0).arg("--version").output() else {
+            return Launcher::OpenMpi;
+        };
+        let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+        Self::from_version_text(&text)
+    }
+
+    pub fn from_version_text(text: &str) -> Launcher {
+        if text.contains("Open MPI") || text.contains("OpenRTE") || text.contains("PRRTE") {
+            Launcher::OpenMpi
+        } else if text.contains("HYDRA") || text.contains("Intel(R) MPI") || text.contains("MPICH")
+        {
+            Launcher::Hydra
+        } else {
+            Launcher::OpenMpi
+        }
+    }
+
+    /// Options of this launcher that take a value (so the value is not
+    /// mistaken for the program), and those that take two.
+    fn options_with_values(self) -> (&'static [&'static str], &'static [&'static str]) {
+        match self {
+            Launcher::OpenMpi => (
+                &[
+                    "-np",
+                    "-n",
+                    "--np",
+                    "-c",
+                    "-H",
+                    "--host",
+                    "-host",
+                    "--hostfile",
+                    "-hostfile",
+                    "--machinefile",
+                    "-machinefile",
+                    "--default-hostfile",
+                    "-x",
+                    "--map-by",
+                    "-map-by",
+                    "--rank-by",
+                    "-rank-by",
+                    "--bind-to",
+                    "-bind-to",
+                    "-wdir",
+                    "--wdir",
+                    "-wd",
+                    "--wd",
+                    "-npernode",
+                    "--npernode",
+                    "-npersocket",
+                    "--npersocket",
+                    "-N",
+                    "--output-filename",
+                    "-output-filename",
+                    "--prefix",
+                    "-am",
+                    "--am",
+                    "--tune",
+                    "-tune",
+                    "--path",
+                    "-path",
+                    "--preload-files",
+                    "--personality",
+                    "--timeout",
+                    "--report-bindings-file",
+                    "-s",
+                    "--stdin",
+                    "-stdin",
+                    "--cpus-per-proc",
+                    "--cpus-per-rank",
+                    "--use-hwthread-cpus-file",
+                ],
+                &["-mca", "--mca", "-gmca", "--gmca"],
+            ),
+            Launcher::Hydra => (
+                &[
+                    "-n",
+                    "-np",
+                    "-f",
+                    "-hostfile",
+                    "-machinefile",
+                    "-hosts",
+                    "-host",
+                    "-ppn",
+                    "-genvlist",
+                    "-envlist",
+                    "-wdir",
+                    "-dir",
+                    "-configfile",
+                    "-launcher",
+                    "-bootstrap",
+                    "-rmk",
+                    "-iface",
+                    "-bind-to",
+                    "-map-by",
+                    "-binding",
+                    "-errfile-pattern",
+                    "-outfile-pattern",
+                    "-launcher-exec",
+                    "-bootstrap-exec",
+                    "-demux",
+                    "-prepend-pattern",
+                ],
+                &["-genv", "-env"],
+            ),
+            Launcher::Srun => (
+                &[
+                    "-n",
+                    "-N",
+                    "-c",
+                    "-p",
+                    "-t",
+                    "-A",
+                    "-J",
+                    "-o",
+                    "-e",
+                    "-i",
+                    "-w",
+                    "-x",
+                    "-D",
+                    "-q",
+                    "-G",
+                    "-m",
+                    "-r",
+                    "-d",
+                    "-C",
+                    "-L",
+                    "-M",
+                    "-W",
+                    "-S",
+                    "--ntasks",
+                    "--nodes",
+                    "--cpus-per-task",
+                    "--partition",
+                    "--time",
+                    "--account",
+                    "--job-name",
+                    "--output",
+                    "--error",
+                    "--gpus",
+                    "--gres",
+                    "--mem",
+                    "--export",
+                ],
+                &[],
+            ),
+            Launcher::Torchrun => (
+                &[
+                    "--nproc-per-node",
+                    "--nproc_per_node",
+                    "--nnodes",
+                    "--node-rank",
+                    "--node_rank",
+                    "--master-addr",
+                    "--master_addr",
+                    "--master-port",
+                    "--master_port",
+                    "--rdzv-backend",
+                    "--rdzv_backend",
+                    "--rdzv-endpoint",
+                    "--rdzv_endpoint",
+                    "--rdzv-id",
+                    "--rdzv_id",
+                    "--rdzv-conf",
+                    "--rdzv_conf",
+                    "--max-restarts",
+                    "--max_restarts",
+                    "--monitor-interval",
+                    "--log-dir",
+                    "--log_dir",
+                    "-r",
+                    "--redirects",
+                    "-t",
+                    "--tee",
+                    "--role",
+                    "--local-addr",
+                    "--logs-specs",
+                    "--start-method",
+                ],
+                &[],
+            ),
+            Launcher::None => (&[], &[]),
+        }
+    }
+
+    /// The index in `argv` of the program the launcher starts (`argv[0]`
+    /// itself when there is no launcher).
+    pub fn program_index(self, argv: &[OsString]) -> Option<usize> {
+        if self == Launcher::None {
+            return (!argv.is_empty()).then_some(0);
+        }
+        let (one, two) = self.options_with_values();
+        let mut i = 1;
+        while i < argv.len() {
+            let a = argv[i].to_string_lossy();
+            if a == "--" {
+                return (i + 1 < argv.len()).then_some(i + 1);
+            }
+            if !a.starts_with('-') || a == "-" {
+                return Some(i);
+            }
+            if a.contains('=') {
+                i += 1;
+            } else if two.contains(&a.as_ref()) {
+                i += 3;
+            } else if one.contains(&a.as_ref()) {
+                i += 2;
+            } else {
+                i += 1;
+            }
+        }
+        None
+    }
+
+    /// The name to put in the experiment directory: the program, or for
+    /// `python script.py` / `python -m module`, the script or module.
+    pub fn program_name(self, argv: &[OsString]) -> String {
+        let Some(i) = self.program_index(argv) else {
+            return file_name(&argv[0]);
+        };
+        let prog = file_name(&argv[i]);
+        if !prog.starts_with("python") {
+            return prog;
+        }
+        let mut j = i + 1;
+        while j < argv.len() {
+            let a = argv[j].to_string_lossy();
+            if a == "-m" || a == "-c" {
+                return argv
+                    .get(j + 1)
+                    .filter(|_| a == "-m")
+                    .map(|m| file_name(m))
+                    .unwrap_or(prog);
+            }
+            if !a.starts_with('-') {
+                return file_name(&argv[j]).trim_end_matches(".py").to_string();
+            }
+            j += 1;
+        }
+        prog
+    }
+
+    /// Rewrites `argv` so that the processes the launcher starts get `env`
+    /// (which holds LD_PRELOAD), and returns the variables to set on the
+    /// launcher itself (never LD_PRELOAD, except when there is no launcher).
+    pub fn inject(
+        self,
+        argv: &[OsString],
+        env: &[(String, OsString)],
+    ) -> (Vec<OsString>, Vec<(String, OsString)>) {
+        let (preload, rest): (Vec<_>, Vec<_>) =
+            env.iter().cloned().partition(|(k, _)| k == "LD_PRELOAD");
+        let mut out: Vec<OsString> = vec![argv[0].clone()];
+        match self {
+            Launcher::None => return (argv.to_vec(), env.to_vec()),
+            Launcher::OpenMpi => {
+                for (k, v) in env {
+                    out.push("-x".into());
+                    out.push(assignment(k, v));
+                }
+            }
+            Launcher::Hydra => {
+                for (k, v) in &preload {
+                    out.push("-genv".into());
+                    out.push(k.into());
+                    out.push(v.clone());
+                }
+            }
+            Launcher::Srun => {
+                let mut export = OsString::from("--export=ALL");
+                for (k, v) in &preload {
+                    export.push(",");
+                    export.push(assignment(k, v));
+                }
+                out.push(export);
+            }
+            Launcher::Torchrun => {}
+        }
+        out.extend(argv[1..].iter().cloned());
+        (out, rest)
+    }
+}
+
+fn assignment(k: &str, v: &OsStr) -> OsString {
+    let mut s = OsString::from(k);
+    s.push("=");
+    s.push(v);
+    s
+}
+
+fn file_name(s: &OsStr) -> String {
+    Path::new(s)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| s.to_string_lossy().into())
+}
+
+/// Guesses the MPI a program uses from the libraries its ELF file names
+/// (programs linked against `libmpich`/`libmpi_abi`-style MPICH use the
+/// MPICH ABI); scripts and unknown files get Open MPI, the default here.
+pub fn guess_flavor(program: &Path) -> MpiFlavor {
+    let Ok(bytes) = std::fs::read(program) else {
+        return MpiFlavor::OpenMpi;
+    };
+    if !bytes.starts_with(b"\x7fELF") {
+        return MpiFlavor::OpenMpi;
+    }
+    let has = |needle: &[u8]| bytes.windows(needle.len()).any(|w| w == needle);
+    if has(b"libmpich.so") || has(b"libmpi_intel") || has(b"libmpicxx.so") {
+        MpiFlavor::Mpich
+    } else {
+        MpiFlavor::OpenMpi
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<OsString> {
+        s.split_whitespace().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn finds_the_program_after_launcher_options() {
+        let a = argv("mpirun --oversubscribe -np 4 --mca btl self,tcp -x FOO ./app -n 3");
+        assert_eq!(Launcher::OpenMpi.program_index(&a), Some(9));
+        assert_eq!(Launcher::OpenMpi.program_name(&a), "app");
+        let a = argv("mpiexec.mpich -n 2 -genv A B python3 -u train.py --lr 1");
+        assert_eq!(Launcher::Hydra.program_name(&a), "train");
+        let a = argv("torchrun --nproc-per-node 2 --master_port=29500 train.py");
+        assert_eq!(Launcher::Torchrun.program_name(&a), "train.py");
+        let a = argv("srun -n 8 --ntasks-per-node=4 ./solver");
+        assert_eq!(Launcher::Srun.program_name(&a), "solver");
+        assert_eq!(Launcher::None.program_name(&argv("/bin/echo hi")), "echo");
+        assert_eq!(
+            Launcher::Hydra.program_name(&argv("mpiexec -n 2 python -m mypkg.run")),
+            "mypkg.run"
+        );
+    }
+
+    #[test]
+    fn ld_preload_goes_to_the_ranks_only() {
+        let env = vec![
+            (
+                "LD_PRELOAD".to_string(),
+                OsString::from("/x/libgputrace_mpi.so"),
+            ),
+            (
+                "GPUTRACE_EXPERIMENT_DIRECTORY".to_string(),
+                OsString::from("/tmp/e"),
+            ),
+        ];
+        let (args, launcher_env) = Launcher::OpenMpi.inject(&argv("mpirun -np 2 ./a"), &env);
+        assert_eq!(
+            args,
+            argv(
+                "mpirun -x LD_PRELOAD=/x/libgputrace_mpi.so -x GPUTRACE_EXPERIMENT_DIRECTORY=/tmp/e -np 2 ./a"
+            )
+        );
+        assert!(launcher_env.iter().all(|(k, _)| k != "LD_PRELOAD"));
+        let (args, launcher_env) = Launcher::Hydra.inject(&argv("mpiexec -n 2 ./a"), &env);
+        assert_eq!(
+            args,
+            argv("mpiexec -genv LD_PRELOAD /x/libgputrace_mpi.so -n 2 ./a")
+        );
+        assert_eq!(launcher_env.len(), 1);
+        let (args, _) = Launcher::Srun.inject(&argv("srun -n 2 ./a"), &env);
+        assert_eq!(
+            args,
+            argv("srun --export=ALL,LD_PRELOAD=/x/libgputrace_mpi.so -n 2 ./a")
+        );
+        let (args, plain_env) = Launcher::None.inject(&argv("./a"), &env);
+        assert_eq!(args, argv("./a"));
+        assert_eq!(plain_env.len(), 2);
+    }
+
+    #[test]
+    fn version_texts_tell_the_launchers_apart() {
+        assert_eq!(
+            Launcher::from_version_text("mpirun (Open MPI) 4.1.4"),
+            Launcher::OpenMpi
+        );
+        assert_eq!(
+            Launcher::from_version_text("HYDRA build details:\n Version: 4.0.2"),
+            Launcher::Hydra
+        );
+    }
+}

@@ -1,0 +1,67 @@
+//! Running the traced command: the launcher (or program) with the ranks'
+//! environment, stdin/stdout/stderr passed through, signals forwarded, and
+//! its exit status turned into ours.
+
+pub mod launcher;
+
+use std::ffi::OsString;
+use std::process::{Command, ExitStatus};
+
+use anyhow::{Context, Result};
+use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
+use signal_hook::iterator::SignalsInfo;
+use signal_hook::iterator::exfiltrator::origin::WithOrigin;
+use signal_hook::low_level::siginfo::Cause;
+
+pub use launcher::{Launcher, MpiFlavor};
+
+/// A command ready to run.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub argv: Vec<OsString>,
+    /// Variables set for the launched command.
+    pub env: Vec<(String, OsString)>,
+}
+
+/// Runs `plan` to completion and returns the exit code to report: the
+/// command's own, or 128 + the signal that killed it, as shells do.
+pub fn run(plan: &Plan) -> Result<i32> {
+    let mut cmd = Command::new(&plan.argv[0]);
+    cmd.args(&plan.argv[1..]);
+    for (k, v) in &plan.env {
+        cmd.env(k, v);
+    }
+    // Installed before the child starts so that no signal slips by.
+    let mut signals =
+        SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2])
+            .context("cannot install signal handlers")?;
+    let handle = signals.handle();
+    let mut child = cmd
+        .spawn()
+        .with_context(|| format!("cannot start {}", plan.argv[0].to_string_lossy()))?;
+    let pid = child.id() as libc::pid_t;
+    let forwarder = std::thread::spawn(move || {
+        for origin in signals.forever() {
+            // The terminal sends SIGINT/SIGQUIT to the whole foreground
+            // process group, the child included; forwarding those would
+            // deliver them twice (and make mpirun abort hard).
+            let from_terminal = matches!(origin.cause, Cause::Kernel);
+            if from_terminal && matches!(origin.signal, SIGINT | SIGQUIT) {
+                continue;
+            }
+            // SAFETY: kill has no memory-safety preconditions.
+            unsafe { libc::kill(pid, origin.signal) };
+        }
+    });
+    let status = child.wait().context("waiting for the traced command")?;
+    handle.close();
+    let _ = forwarder.join();
+    Ok(exit_code(status))
+}
+
+fn exit_code(status: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}

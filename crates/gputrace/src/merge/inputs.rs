@@ -1,0 +1,219 @@
+//! Finding the raw streams of an experiment and joining them into
+//! processes.
+//!
+//! A process is (host, pid, start time): the streams its producers wrote
+//! are joined by that identity. Its MPI stream, if any, says its rank;
+//! processes without one are numbered after the MPI ranks, in start order.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use tracer::raw::{CommDef, Definition, LocationKind, Paradigm, RawFile, RegionRole};
+
+/// One stream's definitions, indexed.
+#[derive(Debug, Default)]
+pub struct StreamDefs {
+    pub strings: HashMap<u32, String>,
+    pub regions: HashMap<u32, RegionDef>,
+    pub locations: HashMap<u32, (LocationKind, String)>,
+    pub comms: HashMap<u32, CommDef>,
+}
+
+/// A region as a stream defined it, names resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RegionDef {
+    pub name: String,
+    pub paradigm: Paradigm,
+    pub role: RegionRole,
+    pub group: String,
+}
+
+/// A measured offset of this process's clock to the reference clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockPoint {
+    pub local: u64,
+    pub offset: i64,
+    pub error: u64,
+}
+
+/// One traced process and its streams.
+#[derive(Debug)]
+pub struct Process {
+    pub host: String,
+    pub pid: u32,
+    pub start: u64,
+    pub clock_domain: u64,
+    /// (monotonic, realtime) read together at the start of its first stream.
+    pub clock_pair: (u64, u64),
+    pub mpi: Option<(u32, u32)>,
+    /// Rank in the archive: the MPI rank, or a number after all of them.
+    pub rank: u32,
+    pub rank_hint: Option<u32>,
+    pub streams: Vec<RawFile>,
+    pub defs: Vec<StreamDefs>,
+    pub clock_points: Vec<ClockPoint>,
+    pub dropped: u64,
+    pub complete: bool,
+    pub command: Vec<String>,
+}
+
+/// Problems met while reading, for the user.
+pub type Warnings = Vec<String>;
+
+/// Reads every `*.gtr` file under `raw_dir` and groups them by process.
+pub fn load(raw_dir: &Path) -> Result<(Vec<Process>, Warnings)> {
+    let mut warnings = Vec::new();
+    let entries =
+        std::fs::read_dir(raw_dir).with_context(|| format!("cannot read {}", raw_dir.display()))?;
+    let mut paths: Vec<_> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "gtr"))
+        .collect();
+    paths.sort();
+    if paths.is_empty() {
+        bail!(
+            "no trace data in {} (the program made no traced call)",
+            raw_dir.display()
+        );
+    }
+    let mut by_key: BTreeMap<(String, u32, u64), Vec<RawFile>> = BTreeMap::new();
+    for path in paths {
+        match RawFile::open(&path) {
+            Ok(raw) => {
+                for p in &raw.problems {
+                    warnings.push(format!("{}: {p}", path.display()));
+                }
+                let h = &raw.header;
+                by_key
+                    .entry((h.host.clone(), h.pid, h.process_start))
+                    .or_default()
+                    .push(raw);
+            }
+            Err(e) => warnings.push(format!("{e}; skipped")),
+        }
+    }
+    let mut processes: Vec<Process> = by_key.into_values().map(build_process).collect();
+    assign_ranks(&mut processes, &mut warnings);
+    Ok((processes, warnings))
+}
+
+fn build_process(mut streams: Vec<RawFile>) -> Process {
+    streams.sort_by_key(|s| s.header.producer);
+    let first = &streams[0].header;
+    let mut p = Process {
+        host: first.host.clone(),
+        pid: first.pid,
+        start: first.process_start,
+        clock_domain: first.clock_domain,
+        clock_pair: (first.monotonic_ns, first.realtime_ns),
+        mpi: None,
+        rank: 0,
+        rank_hint: streams.iter().find_map(|s| s.header.rank_hint),
+        streams: Vec::new(),
+        defs: Vec::new(),
+        clock_points: Vec::new(),
+        dropped: 0,
+        complete: true,
+        command: first.command.clone(),
+    };
+    for s in &streams {
+        let mut d = StreamDefs::default();
+        let mut ended = false;
+        for def in &s.definitions {
+            match def {
+                Definition::String { id, value } => {
+                    d.strings.insert(*id, value.clone());
+                }
+                Definition::MpiRank { rank, size } => p.mpi = Some((*rank, *size)),
+                Definition::ClockSync {
+                    local,
+                    offset,
+                    error,
+                } => p.clock_points.push(ClockPoint {
+                    local: *local,
+                    offset: *offset,
+                    error: *error,
+                }),
+                Definition::Dropped { count, .. } => p.dropped += count,
+                Definition::StreamEnd { .. } => ended = true,
+                Definition::Comm(c) => {
+                    d.comms.insert(c.id, c.clone());
+                }
+                Definition::Region { .. } | Definition::Location { .. } => {}
+            }
+        }
+        // Regions and locations name strings, which may be defined later
+        // in the file than the record that uses them.
+        let name = |id: &u32| d.strings.get(id).cloned().unwrap_or_default();
+        for def in &s.definitions {
+            match def {
+                Definition::Region {
+                    id,
+                    name: n,
+                    paradigm,
+                    role,
+                    group,
+                } => {
+                    let r = RegionDef {
+                        name: name(n),
+                        paradigm: *paradigm,
+                        role: *role,
+                        group: name(group),
+                    };
+                    d.regions.insert(*id, r);
+                }
+                Definition::Location { id, kind, name: n } => {
+                    d.locations.insert(*id, (*kind, name(n)));
+                }
+                _ => {}
+            }
+        }
+        p.complete &= ended && s.problems.is_empty();
+        p.defs.push(d);
+    }
+    p.clock_points.sort_by_key(|c| c.local);
+    p.streams = streams;
+    p
+}
+
+/// MPI ranks as recorded; the others follow in (rank hint, start) order.
+fn assign_ranks(processes: &mut [Process], warnings: &mut Warnings) {
+    let mut seen: HashMap<u32, usize> = HashMap::new();
+    let mut next = processes
+        .iter()
+        .filter_map(|p| p.mpi.map(|(r, _)| r + 1))
+        .max()
+        .unwrap_or(0);
+    let mut order: Vec<usize> = (0..processes.len()).collect();
+    order.sort_by_key(|&i| {
+        (
+            processes[i].mpi.is_none(),
+            processes[i].rank_hint,
+            processes[i].start,
+            processes[i].pid,
+        )
+    });
+    for i in order {
+        let p = &mut processes[i];
+        match p.mpi {
+            Some((r, _)) if !seen.contains_key(&r) => {
+                p.rank = r;
+                seen.insert(r, i);
+            }
+            Some((r, _)) => {
+                warnings.push(format!(
+                    "two processes claim MPI rank {r} (pid {} on {}); the second is numbered {next}",
+                    p.pid, p.host
+                ));
+                p.rank = next;
+                next += 1;
+            }
+            None => {
+                p.rank = next;
+                next += 1;
+            }
+        }
+    }
+    processes.sort_by_key(|p| p.rank);
+}

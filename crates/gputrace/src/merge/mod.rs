@@ -1,0 +1,200 @@
+//! The merge: an experiment's raw streams into one OTF2 archive and a
+//! summary.
+//!
+//! 1. [`inputs`] reads every stream's header and definitions (event chunks
+//!    are only indexed) and joins the streams of each process;
+//! 2. [`clock`] puts every process on rank 0's clock;
+//! 3. [`layout`] defines the archive's system tree, locations, regions and
+//!    communicators;
+//! 4. [`write`] streams each location's events through its [`timeline`]
+//!    into its event writer, one location at a time, so memory does not
+//!    grow with the trace.
+
+pub mod clock;
+pub mod inputs;
+pub mod layout;
+pub mod progress;
+pub mod summary;
+pub mod timeline;
+pub mod write;
+
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use otf2_writer::ArchiveWriter;
+use tracer::Config;
+
+use crate::experiment::{ARCHIVE_NAME, Experiment};
+use clock::{ClockMap, clock_maps};
+use inputs::Process;
+use progress::Progress;
+use summary::Summary;
+
+/// Merges `experiment` (writing the archive unless tracing is off) and
+/// returns the summary. `force` replaces an existing archive.
+pub fn run(experiment: &Experiment, config: &Config, force: bool) -> Result<Summary> {
+    let start = Instant::now();
+    let (processes, warnings) = inputs::load(&experiment.raw_dir())?;
+    for w in &warnings {
+        eprintln!("[gputrace] warning: {w}");
+    }
+    let clocks = clock_maps(&processes);
+    let total: u64 = processes
+        .iter()
+        .flat_map(|p| {
+            p.streams
+                .iter()
+                .flat_map(|s| s.chunks.iter().map(|c| u64::from(c.header.event_count)))
+        })
+        .sum();
+    let progress = Progress::new(total);
+    let mut summary = Summary {
+        processes: processes.len(),
+        mpi_ranks: processes.iter().filter(|p| p.mpi.is_some()).count(),
+        hosts: processes.iter().map(|p| p.host.clone()).collect(),
+        dropped: processes.iter().map(|p| p.dropped).sum(),
+        incomplete_processes: processes
+            .iter()
+            .filter(|p| !p.complete)
+            .map(|p| format!("rank {} (pid {} on {})", p.rank, p.pid, p.host))
+            .collect(),
+        ..Summary::default()
+    };
+    let (first, last) = trace_bounds(&processes, &clocks);
+    summary.trace_length = last.saturating_sub(first);
+
+    if config.enable_tracing {
+        if force {
+            remove_archive(&experiment.dir)?;
+        }
+        let mut archive = ArchiveWriter::create(&experiment.dir, ARCHIVE_NAME)?;
+        archive.set_creator(concat!("gputrace ", env!("CARGO_PKG_VERSION")))?;
+        archive.set_description(&describe(&processes))?;
+        let realtime = reference_realtime(&processes, first);
+        archive.set_clock_properties(
+            tracer::clock::TICKS_PER_SECOND,
+            first,
+            last.saturating_sub(first),
+            realtime,
+        );
+        let layout = layout::define(archive.defs(), &processes)?;
+        summary.region_names = layout.region_names.clone();
+        for ((p, plan), clock) in processes.iter().zip(&layout.processes).zip(&clocks) {
+            for loc in &plan.locations {
+                write_clock_offsets(&mut archive, loc.location, clock)?;
+                let writer = archive.event_writer(loc.location)?;
+                write::location_events(p, plan, loc, Some(writer), &mut summary, &progress)?;
+                summary.locations += 1;
+            }
+        }
+        archive
+            .close()
+            .context("writing the archive's definitions")?;
+        summary.archive = Some((experiment.anchor(), archive_size(&experiment.dir)));
+    } else {
+        // Only the summary: the same pass with nothing written.
+        let mut defs = otf2_writer::Definitions::default();
+        let layout = layout::define(&mut defs, &processes)?;
+        summary.region_names = layout.region_names.clone();
+        for (p, plan) in processes.iter().zip(&layout.processes) {
+            for loc in &plan.locations {
+                write::location_events(p, plan, loc, None, &mut summary, &progress)?;
+                summary.locations += 1;
+            }
+        }
+    }
+    progress.finish();
+    summary.merge_time = start.elapsed();
+    Ok(summary)
+}
+
+/// ClockOffset definitions of a location: its process's clock map, which
+/// OTF2 readers apply exactly as [`ClockMap::global`] computes it. MPI
+/// processes always get theirs, zero offsets included.
+fn write_clock_offsets(
+    archive: &mut ArchiveWriter,
+    location: otf2_writer::LocationRef,
+    clock: &ClockMap,
+) -> Result<()> {
+    for &(t, offset, stddev) in &clock.points {
+        archive.clock_offset(location, t, offset, stddev)?;
+    }
+    Ok(())
+}
+
+/// The earliest and latest event times, on the reference clock.
+fn trace_bounds(processes: &[Process], clocks: &[ClockMap]) -> (u64, u64) {
+    let mut first = u64::MAX;
+    let mut last = 0;
+    for (p, c) in processes.iter().zip(clocks) {
+        for chunk in p.streams.iter().flat_map(|s| s.chunks.iter()) {
+            first = first.min(c.global(chunk.header.min_time));
+            last = last.max(c.global(chunk.header.max_time));
+        }
+    }
+    if first == u64::MAX {
+        (0, 0)
+    } else {
+        (first, last)
+    }
+}
+
+/// Wall-clock time of `first`, from the reference process's clock pair.
+fn reference_realtime(processes: &[Process], first: u64) -> Option<u64> {
+    let p = processes
+        .iter()
+        .find(|p| p.mpi.is_some_and(|(r, _)| r == 0))
+        .or(processes.first())?;
+    let (mono, real) = p.clock_pair;
+    (mono > 0 && real > 0).then(|| real.wrapping_add(first).wrapping_sub(mono))
+}
+
+fn describe(processes: &[Process]) -> String {
+    let command = processes
+        .first()
+        .map(|p| p.command.join(" "))
+        .unwrap_or_default();
+    format!(
+        "gputrace trace of {} process(es): {command}",
+        processes.len()
+    )
+}
+
+fn remove_archive(dir: &Path) -> Result<()> {
+    for name in [
+        format!("{ARCHIVE_NAME}.otf2"),
+        format!("{ARCHIVE_NAME}.def"),
+    ] {
+        let p = dir.join(name);
+        if p.exists() {
+            std::fs::remove_file(&p).with_context(|| format!("cannot remove {}", p.display()))?;
+        }
+    }
+    let d = dir.join(ARCHIVE_NAME);
+    if d.exists() {
+        std::fs::remove_dir_all(&d).with_context(|| format!("cannot remove {}", d.display()))?;
+    }
+    Ok(())
+}
+
+/// Bytes of the archive's files.
+pub fn archive_size(dir: &Path) -> u64 {
+    fn walk(p: &Path) -> u64 {
+        match std::fs::metadata(p) {
+            Ok(m) if m.is_dir() => std::fs::read_dir(p)
+                .map(|rd| rd.filter_map(|e| e.ok()).map(|e| walk(&e.path())).sum())
+                .unwrap_or(0),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        }
+    }
+    [
+        format!("{ARCHIVE_NAME}.otf2"),
+        format!("{ARCHIVE_NAME}.def"),
+        ARCHIVE_NAME.to_string(),
+    ]
+    .iter()
+    .map(|n| walk(&dir.join(n)))
+    .sum()
+}

@@ -1,0 +1,144 @@
+//! `gputrace <command>`: validate the settings, make the experiment
+//! directory, run the command with the producers injected into its ranks,
+//! merge, and report.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use tracer::Config;
+use tracer::filter::Filter;
+
+use crate::UsageError;
+use crate::experiment::Experiment;
+use crate::launch::{self, Launcher, MpiFlavor, Plan, launcher};
+use crate::{libs, merge};
+
+/// Checks every `GPUTRACE_*` setting (and the filter file) before anything
+/// runs; the first problem is a usage error naming variable, value and
+/// what is allowed.
+pub fn validate(settings: &[(String, String)]) -> Result<Config> {
+    let config = Config::from_pairs(settings).map_err(|errors| {
+        let lines: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+        UsageError(lines.join("\ngputrace: error: "))
+    })?;
+    if let Some(path) = &config.filtering_file {
+        Filter::load(path).map_err(|e| UsageError(format!("GPUTRACE_FILTERING_FILE: {e}")))?;
+    }
+    Ok(config)
+}
+
+/// Runs `argv` traced; returns the exit code of the command.
+pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
+    let config = validate(settings)?;
+    let launcher = Launcher::detect(&argv[0]);
+    let program = launcher.program_name(argv);
+    let experiment = match &config.experiment_directory {
+        Some(dir) => Experiment::create_requested(dir).map_err(|e| UsageError(format!("{e:#}")))?,
+        None => Experiment::create_default(&program)?,
+    };
+    let dir =
+        std::path::absolute(&experiment.dir).context("cannot resolve the experiment directory")?;
+
+    let mut env: Vec<(String, OsString)> = settings
+        .iter()
+        .filter(|(k, _)| k != "GPUTRACE_EXPERIMENT_DIRECTORY")
+        .map(|(k, v)| (k.clone(), OsString::from(v)))
+        .collect();
+    env.push((
+        "GPUTRACE_EXPERIMENT_DIRECTORY".into(),
+        dir.clone().into_os_string(),
+    ));
+    if let Some(preload) = mpi_preload(launcher, argv) {
+        env.push(("LD_PRELOAD".into(), preload));
+    }
+    let (argv, env) = launcher.inject(argv, &env);
+    tracing::debug!(?argv, ?env, "launching");
+    let code = launch::run(&Plan { argv, env }).inspect_err(|_| {
+        // Nothing ran: leave no empty experiment directory behind.
+        let _ = std::fs::remove_dir_all(&experiment.dir);
+    })?;
+
+    match merge::run(&experiment, &config, false) {
+        Ok(summary) => report(&experiment, &summary, &config),
+        Err(e) => eprintln!("[gputrace] error: {e:#}"),
+    }
+    Ok(code)
+}
+
+/// `gputrace merge DIR`.
+pub fn merge_again(dir: &Path, config: &Config, force: bool) -> Result<()> {
+    let experiment = Experiment::at(dir);
+    if !experiment.raw_dir().is_dir() {
+        return Err(UsageError(format!(
+            "{} is not an experiment directory (it has no raw/)",
+            dir.display()
+        ))
+        .into());
+    }
+    let summary = merge::run(&experiment, config, force)?;
+    report(&experiment, &summary, config);
+    Ok(())
+}
+
+fn report(experiment: &Experiment, summary: &merge::summary::Summary, config: &Config) {
+    let text = summary.render(10);
+    if config.enable_profiling {
+        if let Err(e) = std::fs::write(experiment.summary(), &text) {
+            eprintln!(
+                "[gputrace] warning: cannot write {}: {e}",
+                experiment.summary().display()
+            );
+        }
+        for line in text.lines() {
+            eprintln!("[gputrace] {line}");
+        }
+    } else if let Some((path, _)) = &summary.archive {
+        eprintln!("[gputrace] archive: {}", path.display());
+    }
+}
+
+/// The LD_PRELOAD value for the ranks: the MPI hooks matching the
+/// launcher's MPI, before whatever the user preloads already. `None` when
+/// the hooks are missing (MPI then goes untraced, with a warning) or the
+/// launcher cannot pass them to its workers only.
+fn mpi_preload(launcher: Launcher, argv: &[OsString]) -> Option<OsString> {
+    let flavor = match launcher {
+        Launcher::OpenMpi => MpiFlavor::OpenMpi,
+        Launcher::Hydra => MpiFlavor::Mpich,
+        Launcher::Torchrun => return None,
+        Launcher::Srun | Launcher::None => {
+            let program = launcher
+                .program_index(argv)
+                .map(|i| PathBuf::from(&argv[i]))?;
+            launcher::guess_flavor(&which(&program))
+        }
+    };
+    let name = libs::mpi_hooks_name(flavor);
+    let Some(lib) = libs::find(name) else {
+        eprintln!(
+            "[gputrace] warning: {name} not found next to gputrace; MPI calls are not traced"
+        );
+        return None;
+    };
+    let mut value = lib.into_os_string();
+    if let Some(existing) = std::env::var_os("LD_PRELOAD").filter(|v| !v.is_empty()) {
+        value.push(":");
+        value.push(existing);
+    }
+    Some(value)
+}
+
+/// Resolves a bare program name through PATH.
+fn which(program: &Path) -> PathBuf {
+    if program.components().count() > 1 {
+        return program.to_path_buf();
+    }
+    std::env::var_os("PATH")
+        .and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|d| d.join(program))
+                .find(|p| p.is_file())
+        })
+        .unwrap_or_else(|| program.to_path_buf())
+}
