@@ -33,6 +33,42 @@ pub fn config_vars(out: &mut impl Write, full: bool) -> io::Result<()> {
     Ok(())
 }
 
+/// `docs/configuration.md`: the same table, as Markdown.
+pub fn config_vars_markdown() -> String {
+    let mut s = String::from(
+        "# Configuration variables\n\n\
+         Every knob of gputrace is an environment variable, and most are also a flag of\n\
+         `gputrace` (see `gputrace --help`). `gputrace` checks them all before the\n\
+         program starts: a bad value or an unknown `GPUTRACE_` name stops it with one\n\
+         line naming the variable, the value and what is allowed (exit status 2).\n\
+         Inside a traced process a bad value falls back to the default with a warning.\n\n\
+         This page is generated from the table in `crates/tracer/src/config/vars.rs`\n\
+         (`UPDATE_DOCS=1 cargo test -p gputrace config_doc` rewrites it); `gputrace info\n\
+         config-vars --full` prints the same.\n",
+    );
+    for v in VARS {
+        let default = if v.default.is_empty() {
+            "(empty)".to_string()
+        } else {
+            format!("`{}`", v.default)
+        };
+        s.push_str(&format!(
+            "\n## `{}`\n\n{}\n\n- Type: {}\n- Default: {default}\n\n{}\n",
+            v.name,
+            v.brief,
+            v.ty.name(),
+            v.help
+        ));
+        if let VarType::Set(values) = v.ty {
+            s.push_str("\n| value | meaning |\n|---|---|\n");
+            for sv in values {
+                s.push_str(&format!("| `{}` | {} |\n", sv.name, sv.help));
+            }
+        }
+    }
+    s
+}
+
 fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut lines = Vec::new();
     let mut cur = String::new();
@@ -65,5 +101,19 @@ mod tests {
         }
         assert!(text.contains("Default: 16M"));
         assert!(text.contains("xnonblock"));
+    }
+
+    #[test]
+    fn config_doc_is_current() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/configuration.md");
+        let want = config_vars_markdown();
+        if std::env::var_os("UPDATE_DOCS").is_some() {
+            std::fs::write(path, &want).unwrap();
+        }
+        let have = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            have == want,
+            "docs/configuration.md is stale: run UPDATE_DOCS=1 cargo test -p gputrace config_doc"
+        );
     }
 }

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# gputrace benchmark (CPU side): prints, measured in this one run,
+#  1. the time tracing adds to a 0-byte MPI_Send/MPI_Recv ping-pong, per
+#     call (traced and untraced runs interleaved, medians of 5 each);
+#  2. merge throughput and peak memory on synthetic traces of ~10 and ~20
+#     million events (bounded memory: the two peaks should be alike);
+#  3. bytes per event in the raw streams and in the OTF2 archive, for the
+#     synthetic trace and for the bundled MPI example traced for real.
+# Usage: bench/run.sh [ITERATIONS]   (default 1000000 ping-pong iterations)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+iters=${1:-1000000}
+cargo build --release --workspace --examples -q
+gt=./target/release/gputrace
+work=$(mktemp -d /tmp/gputrace-bench.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+mpicc.openmpi -O2 -o "$work/pingpong" bench/pingpong.c
+mpicc.openmpi -O2 -o "$work/mpi_ring" examples/mpi_ring.c
+
+# Runs a command and prints its wall time (s) and its children's peak RSS (KiB).
+measure() {
+  /usr/bin/python3 - "$@" <<'PY'
+import resource, subprocess, sys, time
+t = time.perf_counter()
+subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+print(f"{time.perf_counter() - t:.3f} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}")
+PY
+}
+
+echo "== 1. MPI ping-pong, 0 bytes, $iters iterations, 2 ranks (median of 5 runs each)"
+plain=(); traced=()
+for i in 1 2 3 4 5; do
+  plain+=("$(mpirun.openmpi -np 2 --bind-to none "$work/pingpong" "$iters" | awk '/ns_per_call/{print $2}')")
+  traced+=("$("$gt" -o "$work/pp$i" mpirun.openmpi -np 2 --bind-to none "$work/pingpong" "$iters" 2>/dev/null | awk '/ns_per_call/{print $2}')")
+done
+/usr/bin/python3 - "${plain[*]}" "${traced[*]}" <<'PY'
+import statistics, sys
+p = [float(x) for x in sys.argv[1].split()]
+t = [float(x) for x in sys.argv[2].split()]
+mp, mt = statistics.median(p), statistics.median(t)
+print(f"untraced   ns/call: median {mp:8.1f}  (runs: {' '.join(f'{x:.1f}' for x in p)})")
+print(f"traced     ns/call: median {mt:8.1f}  (runs: {' '.join(f'{x:.1f}' for x in t)})")
+print(f"added by tracing:   {mt - mp:8.1f} ns per call (target < 100)")
+PY
+ev=$(grep -h "events" "$work/pp1/summary.txt" | head -1 | sed -n 's/.*, \([0-9,]*\) events.*/\1/p' | tr -d ,)
+raw=$(du -sb "$work/pp1/raw" | cut -f1)
+echo "ping-pong trace: $ev events, raw $(( raw / ev )).$(( raw * 10 / ev % 10 )) bytes/event"
+
+echo
+echo "== 2. merge of synthetic traces (4 ranks, MPI ring pattern)"
+for it in 300000 600000; do
+  d="$work/synth$it"
+  events=$(./target/release/examples/synth "$d" 4 "$it" | awk '{print $2}')
+  read -r secs rss < <(measure "$gt" merge "$d")
+  raw=$(du -sb "$d/raw" | cut -f1)
+  otf=$(du -scb "$d/traces" "$d/traces.def" "$d/traces.otf2" | tail -1 | cut -f1)
+  /usr/bin/python3 -c "
+e, s, r, raw, otf = $events, $secs, $rss, $raw, $otf
+print(f'{e:>11,} events: merged in {s:.2f} s = {e/s/1e6:.1f} M events/s (target >= 2), peak RSS {r/1024:.0f} MiB; '
+      f'raw {raw/e:.2f} B/event (target <= 16), OTF2 {otf/e:.2f} B/event')"
+  rm -rf "$d"
+done
+
+echo
+echo "== 3. the bundled MPI example traced for real (4 ranks, 2000 steps)"
+"$gt" -o "$work/ring" mpirun.openmpi -np 4 "$work/mpi_ring" 2000 >/dev/null 2>"$work/ring.log"
+ev=$(sed -n 's/.*, \([0-9,]*\) events.*/\1/p' "$work/ring/summary.txt" | head -1 | tr -d ,)
+raw=$(du -sb "$work/ring/raw" | cut -f1)
+otf=$(du -scb "$work/ring/traces" "$work/ring/traces.def" "$work/ring/traces.otf2" | tail -1 | cut -f1)
+/usr/bin/python3 -c "print(f'$ev events: raw {$raw/$ev:.2f} B/event, OTF2 {$otf/$ev:.2f} B/event')"
+grep "merged in" "$work/ring/summary.txt"

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian/Ubuntu machine (as root) and runs gputrace's whole
+# test suite: formatting, lints, unit tests and the integration tests that
+# trace real MPI programs with mpirun and read the archives back with
+# otf2-print and the Python otf2 module. GPU tests live in tests/gpu/ and
+# run on a GPU machine (see docs/testing.md).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+source scripts/env.sh
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets -- -D warnings
+cargo build --workspace --release
+cargo test --workspace --release
