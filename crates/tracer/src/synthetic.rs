@@ -73,6 +73,7 @@ fn write_rank(raw_dir: &Path, rank: u32, size: u32, iterations: u64) -> io::Resu
         Definition::Region {
             id: i as u32 + 1,
             name: i as u32 + 1,
+            canonical: 0,
             paradigm,
             role: roles[i],
             group: 0,

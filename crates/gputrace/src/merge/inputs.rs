@@ -9,7 +9,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use tracer::raw::{CommDef, Definition, LocationKind, Paradigm, RawFile, RegionRole};
+use tracer::raw::{
+    CommDef, Definition, DeviceDef, LocationKind, MetricDef, NvLinkDef, Paradigm, RawFile,
+    RegionRole,
+};
 
 /// One stream's definitions, indexed.
 #[derive(Debug, Default)]
@@ -18,12 +21,20 @@ pub struct StreamDefs {
     pub regions: HashMap<u32, RegionDef>,
     pub locations: HashMap<u32, (LocationKind, String)>,
     pub comms: HashMap<u32, CommDef>,
+    /// GPUs by the process's CUDA ordinal.
+    pub devices: BTreeMap<u32, DeviceDef>,
+    /// CUPTI context id → device ordinal.
+    pub contexts: BTreeMap<u32, u32>,
+    pub nvlinks: Vec<NvLinkDef>,
+    pub metrics: BTreeMap<u32, MetricDef>,
 }
 
 /// A region as a stream defined it, names resolved.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RegionDef {
     pub name: String,
+    /// The mangled name, or empty.
+    pub canonical: String,
     pub paradigm: Paradigm,
     pub role: RegionRole,
     pub group: String,
@@ -140,6 +151,16 @@ fn build_process(mut streams: Vec<RawFile>) -> Process {
                 Definition::Comm(c) => {
                     d.comms.insert(c.id, c.clone());
                 }
+                Definition::Device(dev) => {
+                    d.devices.insert(dev.id, dev.clone());
+                }
+                Definition::Context { id, device } => {
+                    d.contexts.insert(*id, *device);
+                }
+                Definition::NvLink(l) => d.nvlinks.push(l.clone()),
+                Definition::Metric(m) => {
+                    d.metrics.insert(m.id, m.clone());
+                }
                 Definition::Region { .. } | Definition::Location { .. } => {}
             }
         }
@@ -151,12 +172,18 @@ fn build_process(mut streams: Vec<RawFile>) -> Process {
                 Definition::Region {
                     id,
                     name: n,
+                    canonical,
                     paradigm,
                     role,
                     group,
                 } => {
                     let r = RegionDef {
                         name: name(n),
+                        canonical: if *canonical == 0 {
+                            String::new()
+                        } else {
+                            name(canonical)
+                        },
                         paradigm: *paradigm,
                         role: *role,
                         group: name(group),

@@ -106,7 +106,9 @@ pub fn define(defs: &mut Definitions, processes: &[Process]) -> Result<Layout> {
             let mut ids: Vec<_> = d.locations.iter().collect();
             ids.sort_by_key(|(id, _)| **id);
             for (id, (kind, _)) in ids {
-                let LocationKind::HostThread { tid, is_main } = *kind;
+                let LocationKind::HostThread { tid, is_main } = *kind else {
+                    continue;
+                };
                 match threads.iter_mut().find(|t| t.0 == tid) {
                     Some(t) => t.2.push((s, *id)),
                     None => threads.push((tid, is_main, vec![(s, *id)])),

@@ -145,6 +145,12 @@ pub fn location_events(
                     w.non_blocking_collective_request(t, request)?;
                 }
             }
+            Event::EnterCorrelated { .. }
+            | Event::KernelBegin { .. }
+            | Event::CopyBegin(_)
+            | Event::CopyEnd { .. }
+            | Event::MemsetBegin { .. }
+            | Event::Metric { .. } => {}
             Event::NonBlockingCollectiveComplete { coll, request } => {
                 summary.collectives += 1;
                 summary.collective_bytes += coll.sent;

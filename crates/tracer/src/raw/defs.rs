@@ -101,6 +101,60 @@ impl Paradigm {
 pub enum LocationKind {
     /// A host thread, by kernel thread id; `is_main` when tid == pid.
     HostThread { tid: u32, is_main: bool },
+    /// A CUDA stream: CUPTI's device, context and stream ids.
+    GpuStream {
+        device: u32,
+        context: u32,
+        stream: u32,
+    },
+    /// Where samples of a device's metrics (NVLink traffic) are recorded.
+    DeviceMetrics { device: u32 },
+}
+
+/// A GPU as the process saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceDef {
+    /// CUDA device ordinal in the process.
+    pub id: u32,
+    pub name: String,
+    pub uuid: [u8; 16],
+    pub multiprocessors: u32,
+    pub memory: u64,
+    pub compute_capability: (u32, u32),
+}
+
+/// One end of an NVLink: a GPU by UUID, or another device (a CPU or
+/// NVSwitch port, "NPU" in CUPTI's words) by index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LinkEnd {
+    Gpu([u8; 16]),
+    Other(u32),
+}
+
+/// An NVLink connection between two devices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NvLinkDef {
+    pub ends: [LinkEnd; 2],
+    pub version: u32,
+    pub links: u32,
+    /// Bandwidth as CUPTI reports it (kB/s).
+    pub bandwidth: u64,
+    /// CUPTI's link flags (peer access, system memory access, atomics).
+    pub flags: u32,
+    pub nvswitch: bool,
+}
+
+/// A metric the stream samples.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricDef {
+    pub id: u32,
+    pub name: String,
+    pub unit: String,
+    pub description: String,
+    /// The CUDA device the metric belongs to.
+    pub device: u32,
+    /// Cumulative counter (true) or instantaneous value.
+    pub cumulative: bool,
 }
 
 /// Runs of consecutive world ranks, `(first, count)`: a communicator's
@@ -128,9 +182,11 @@ pub enum Definition {
         id: u32,
         value: String,
     },
+    /// `canonical` names the unique (mangled) name, 0 = same as `name`.
     Region {
         id: u32,
         name: u32,
+        canonical: u32,
         paradigm: Paradigm,
         role: RegionRole,
         group: u32,
@@ -162,6 +218,14 @@ pub enum Definition {
     StreamEnd {
         time: u64,
     },
+    Device(DeviceDef),
+    /// CUPTI context `id` lives on device `device`.
+    Context {
+        id: u32,
+        device: u32,
+    },
+    NvLink(NvLinkDef),
+    Metric(MetricDef),
 }
 
 mod tag {
@@ -173,6 +237,39 @@ mod tag {
     pub const CLOCK_SYNC: u8 = 6;
     pub const DROPPED: u8 = 7;
     pub const STREAM_END: u8 = 8;
+    pub const DEVICE: u8 = 9;
+    pub const CONTEXT: u8 = 10;
+    pub const NVLINK: u8 = 11;
+    pub const METRIC: u8 = 12;
+}
+
+fn put_end(out: &mut Vec<u8>, e: &LinkEnd) {
+    match e {
+        LinkEnd::Gpu(uuid) => {
+            out.push(1);
+            out.extend_from_slice(uuid);
+        }
+        LinkEnd::Other(i) => {
+            out.push(2);
+            varint::put_u64(out, u64::from(*i));
+        }
+    }
+}
+
+fn get_uuid(c: &mut Cursor<'_>) -> Result<[u8; 16], Malformed> {
+    let mut u = [0u8; 16];
+    for b in &mut u {
+        *b = c.u8()?;
+    }
+    Ok(u)
+}
+
+fn get_end(c: &mut Cursor<'_>) -> Result<LinkEnd, Malformed> {
+    match c.u8()? {
+        1 => Ok(LinkEnd::Gpu(get_uuid(c)?)),
+        2 => Ok(LinkEnd::Other(c.u32()?)),
+        _ => Err(Malformed),
+    }
 }
 
 const MAX_COMMAND_BYTES: usize = 4096;
@@ -247,6 +344,7 @@ impl Definition {
             Definition::Region {
                 id,
                 name,
+                canonical,
                 paradigm,
                 role,
                 group,
@@ -254,6 +352,7 @@ impl Definition {
                 out.push(tag::REGION);
                 put_u64(out, u64::from(*id));
                 put_u64(out, u64::from(*name));
+                put_u64(out, u64::from(*canonical));
                 out.push(*paradigm as u8);
                 out.push(*role as u8);
                 put_u64(out, u64::from(*group));
@@ -266,6 +365,20 @@ impl Definition {
                         out.push(1);
                         put_u64(out, u64::from(*tid));
                         out.push(u8::from(*is_main));
+                    }
+                    LocationKind::GpuStream {
+                        device,
+                        context,
+                        stream,
+                    } => {
+                        out.push(2);
+                        for v in [device, context, stream] {
+                            put_u64(out, u64::from(*v));
+                        }
+                    }
+                    LocationKind::DeviceMetrics { device } => {
+                        out.push(3);
+                        put_u64(out, u64::from(*device));
                     }
                 }
                 put_u64(out, u64::from(*name));
@@ -307,6 +420,40 @@ impl Definition {
                 out.push(tag::STREAM_END);
                 put_u64(out, *time);
             }
+            Definition::Device(d) => {
+                out.push(tag::DEVICE);
+                put_u64(out, u64::from(d.id));
+                put_bytes(out, d.name.as_bytes());
+                out.extend_from_slice(&d.uuid);
+                put_u64(out, u64::from(d.multiprocessors));
+                put_u64(out, d.memory);
+                put_u64(out, u64::from(d.compute_capability.0));
+                put_u64(out, u64::from(d.compute_capability.1));
+            }
+            Definition::Context { id, device } => {
+                out.push(tag::CONTEXT);
+                put_u64(out, u64::from(*id));
+                put_u64(out, u64::from(*device));
+            }
+            Definition::NvLink(l) => {
+                out.push(tag::NVLINK);
+                put_end(out, &l.ends[0]);
+                put_end(out, &l.ends[1]);
+                put_u64(out, u64::from(l.version));
+                put_u64(out, u64::from(l.links));
+                put_u64(out, l.bandwidth);
+                put_u64(out, u64::from(l.flags));
+                out.push(u8::from(l.nvswitch));
+            }
+            Definition::Metric(m) => {
+                out.push(tag::METRIC);
+                put_u64(out, u64::from(m.id));
+                put_bytes(out, m.name.as_bytes());
+                put_bytes(out, m.unit.as_bytes());
+                put_bytes(out, m.description.as_bytes());
+                put_u64(out, u64::from(m.device));
+                out.push(u8::from(m.cumulative));
+            }
         }
     }
 
@@ -319,6 +466,7 @@ impl Definition {
             tag::REGION => Definition::Region {
                 id: c.u32()?,
                 name: c.u32()?,
+                canonical: c.u32()?,
                 paradigm: Paradigm::from_u8(c.u8()?).ok_or(Malformed)?,
                 role: RegionRole::from_u8(c.u8()?),
                 group: c.u32()?,
@@ -330,6 +478,12 @@ impl Definition {
                         tid: c.u32()?,
                         is_main: c.u8()? != 0,
                     },
+                    2 => LocationKind::GpuStream {
+                        device: c.u32()?,
+                        context: c.u32()?,
+                        stream: c.u32()?,
+                    },
+                    3 => LocationKind::DeviceMetrics { device: c.u32()? },
                     _ => return Err(Malformed),
                 };
                 Definition::Location {
@@ -373,6 +527,34 @@ impl Definition {
                 count: c.u64()?,
             },
             tag::STREAM_END => Definition::StreamEnd { time: c.u64()? },
+            tag::DEVICE => Definition::Device(DeviceDef {
+                id: c.u32()?,
+                name: c.string()?,
+                uuid: get_uuid(c)?,
+                multiprocessors: c.u32()?,
+                memory: c.u64()?,
+                compute_capability: (c.u32()?, c.u32()?),
+            }),
+            tag::CONTEXT => Definition::Context {
+                id: c.u32()?,
+                device: c.u32()?,
+            },
+            tag::NVLINK => Definition::NvLink(NvLinkDef {
+                ends: [get_end(c)?, get_end(c)?],
+                version: c.u32()?,
+                links: c.u32()?,
+                bandwidth: c.u64()?,
+                flags: c.u32()?,
+                nvswitch: c.u8()? != 0,
+            }),
+            tag::METRIC => Definition::Metric(MetricDef {
+                id: c.u32()?,
+                name: c.string()?,
+                unit: c.string()?,
+                description: c.string()?,
+                device: c.u32()?,
+                cumulative: c.u8()? != 0,
+            }),
             _ => return Err(Malformed),
         })
     }
@@ -410,6 +592,7 @@ mod tests {
             Definition::Region {
                 id: 2,
                 name: 1,
+                canonical: 0,
                 paradigm: Paradigm::Mpi,
                 role: RegionRole::Point2Point,
                 group: 0,
@@ -440,6 +623,45 @@ mod tests {
                 count: 9,
             },
             Definition::StreamEnd { time: 1234 },
+            Definition::Location {
+                id: 3,
+                kind: LocationKind::GpuStream {
+                    device: 1,
+                    context: 2,
+                    stream: 13,
+                },
+                name: 0,
+            },
+            Definition::Location {
+                id: 4,
+                kind: LocationKind::DeviceMetrics { device: 1 },
+                name: 0,
+            },
+            Definition::Device(DeviceDef {
+                id: 1,
+                name: "NVIDIA H200".into(),
+                uuid: [7; 16],
+                multiprocessors: 132,
+                memory: 141 << 30,
+                compute_capability: (9, 0),
+            }),
+            Definition::Context { id: 2, device: 1 },
+            Definition::NvLink(NvLinkDef {
+                ends: [LinkEnd::Gpu([1; 16]), LinkEnd::Other(3)],
+                version: 4,
+                links: 18,
+                bandwidth: 849_960_000,
+                flags: 2,
+                nvswitch: false,
+            }),
+            Definition::Metric(MetricDef {
+                id: 1,
+                name: "NVLink TX".into(),
+                unit: "bytes".into(),
+                description: "bytes sent".into(),
+                device: 1,
+                cumulative: true,
+            }),
         ];
         let mut buf = Vec::new();
         for d in &defs {

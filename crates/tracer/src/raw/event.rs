@@ -90,23 +90,197 @@ pub struct Collective {
     pub received: u64,
 }
 
+/// What a GPU copy moved between.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum CopyKind {
+    HostToDevice = 1,
+    DeviceToHost = 2,
+    DeviceToDevice = 3,
+    HostToHost = 4,
+    /// Between two GPUs (a peer copy).
+    PeerToPeer = 5,
+    /// Anything else CUPTI reports (arrays, unknown).
+    Other = 6,
+}
+
+impl CopyKind {
+    pub fn from_u8(v: u8) -> Option<Self> {
+        use CopyKind::*;
+        [
+            HostToDevice,
+            DeviceToHost,
+            DeviceToDevice,
+            HostToHost,
+            PeerToPeer,
+            Other,
+        ]
+        .into_iter()
+        .find(|k| *k as u8 == v)
+    }
+
+    /// Short name: HtoD, DtoH, DtoD, HtoH, PtoP, other.
+    pub fn short_name(self) -> &'static str {
+        match self {
+            CopyKind::HostToDevice => "HtoD",
+            CopyKind::DeviceToHost => "DtoH",
+            CopyKind::DeviceToDevice => "DtoD",
+            CopyKind::HostToHost => "HtoH",
+            CopyKind::PeerToPeer => "PtoP",
+            CopyKind::Other => "other",
+        }
+    }
+}
+
+/// Memory a copy or memset touched, as CUPTI classifies it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum MemoryKind {
+    Unknown = 0,
+    Pageable = 1,
+    Pinned = 2,
+    Device = 3,
+    Array = 4,
+    Managed = 5,
+    DeviceStatic = 6,
+    ManagedStatic = 7,
+}
+
+impl MemoryKind {
+    pub fn from_u8(v: u8) -> Self {
+        use MemoryKind::*;
+        [
+            Pageable,
+            Pinned,
+            Device,
+            Array,
+            Managed,
+            DeviceStatic,
+            ManagedStatic,
+        ]
+        .into_iter()
+        .find(|k| *k as u8 == v)
+        .unwrap_or(Unknown)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            MemoryKind::Unknown => "unknown",
+            MemoryKind::Pageable => "pageable",
+            MemoryKind::Pinned => "pinned",
+            MemoryKind::Device => "device",
+            MemoryKind::Array => "array",
+            MemoryKind::Managed => "managed",
+            MemoryKind::DeviceStatic => "device static",
+            MemoryKind::ManagedStatic => "managed static",
+        }
+    }
+}
+
+/// A kernel launch's configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct KernelConfig {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub registers: u32,
+    pub static_shared: u32,
+    pub dynamic_shared: u32,
+}
+
+/// The GPUs and contexts at both ends of a peer copy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerEnds {
+    pub src_device: u32,
+    pub dst_device: u32,
+    pub src_context: u32,
+    pub dst_context: u32,
+}
+
+/// A GPU copy, recorded at its start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Copy {
+    pub region: u32,
+    pub correlation: u32,
+    pub kind: CopyKind,
+    pub src: MemoryKind,
+    pub dst: MemoryKind,
+    pub bytes: u64,
+    pub peer: Option<PeerEnds>,
+    /// Pairs this start with its [`Event::CopyEnd`].
+    pub id: u64,
+}
+
 /// One event; the timestamp travels beside it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
-    Enter { region: u32 },
-    Leave { region: u32 },
+    Enter {
+        region: u32,
+    },
+    Leave {
+        region: u32,
+    },
     MpiSend(Message),
     MpiRecv(Message),
-    MpiIsend { msg: Message, request: u64 },
-    MpiIsendComplete { request: u64 },
-    MpiIrecvRequest { request: u64 },
-    MpiIrecv { msg: Message, request: u64 },
-    MpiRequestTest { request: u64 },
-    MpiRequestCancelled { request: u64 },
+    MpiIsend {
+        msg: Message,
+        request: u64,
+    },
+    MpiIsendComplete {
+        request: u64,
+    },
+    MpiIrecvRequest {
+        request: u64,
+    },
+    MpiIrecv {
+        msg: Message,
+        request: u64,
+    },
+    MpiRequestTest {
+        request: u64,
+    },
+    MpiRequestCancelled {
+        request: u64,
+    },
     MpiCollectiveBegin,
     MpiCollectiveEnd(Collective),
-    NonBlockingCollectiveRequest { request: u64 },
-    NonBlockingCollectiveComplete { coll: Collective, request: u64 },
+    NonBlockingCollectiveRequest {
+        request: u64,
+    },
+    NonBlockingCollectiveComplete {
+        coll: Collective,
+        request: u64,
+    },
+    /// Enter of a region that carries a CUDA correlation id (an API call,
+    /// a synchronization), so that what it launched can be joined to it.
+    EnterCorrelated {
+        region: u32,
+        correlation: u32,
+    },
+    /// A kernel starts on its stream; its end is a Leave of `region`.
+    KernelBegin {
+        region: u32,
+        correlation: u32,
+        config: KernelConfig,
+    },
+    /// A copy starts on its stream.
+    CopyBegin(Copy),
+    /// The copy `id` (region `region`) ends.
+    CopyEnd {
+        region: u32,
+        id: u64,
+    },
+    /// A memset starts on its stream; its end is a Leave of `region`.
+    MemsetBegin {
+        region: u32,
+        correlation: u32,
+        bytes: u64,
+        memory: MemoryKind,
+    },
+    /// A sample of metric `metric` (a definition id).
+    Metric {
+        metric: u32,
+        value: u64,
+    },
 }
 
 mod tag {
@@ -124,6 +298,12 @@ mod tag {
     pub const MPI_COLLECTIVE_END: u8 = 12;
     pub const NBC_REQUEST: u8 = 13;
     pub const NBC_COMPLETE: u8 = 14;
+    pub const ENTER_CORRELATED: u8 = 15;
+    pub const KERNEL_BEGIN: u8 = 16;
+    pub const COPY_BEGIN: u8 = 17;
+    pub const COPY_END: u8 = 18;
+    pub const MEMSET_BEGIN: u8 = 19;
+    pub const METRIC: u8 = 20;
 }
 
 /// The most bytes one event can take, timestamp included: the writer keeps
@@ -167,6 +347,74 @@ fn get_coll(c: &mut Cursor<'_>) -> Result<Collective, Malformed> {
         root,
         sent: c.u64()?,
         received: c.u64()?,
+    })
+}
+
+fn put_config(out: &mut Vec<u8>, k: &KernelConfig) {
+    for v in k.grid.iter().chain(k.block.iter()) {
+        varint::put_u64(out, u64::from(*v));
+    }
+    varint::put_u64(out, u64::from(k.registers));
+    varint::put_u64(out, u64::from(k.static_shared));
+    varint::put_u64(out, u64::from(k.dynamic_shared));
+}
+
+fn get_config(c: &mut Cursor<'_>) -> Result<KernelConfig, Malformed> {
+    let mut k = KernelConfig::default();
+    for v in k.grid.iter_mut().chain(k.block.iter_mut()) {
+        *v = c.u32()?;
+    }
+    k.registers = c.u32()?;
+    k.static_shared = c.u32()?;
+    k.dynamic_shared = c.u32()?;
+    Ok(k)
+}
+
+fn put_copy(out: &mut Vec<u8>, k: &Copy) {
+    varint::put_u64(out, u64::from(k.region));
+    varint::put_u64(out, u64::from(k.correlation));
+    out.push(k.kind as u8);
+    out.push(k.src as u8);
+    out.push(k.dst as u8);
+    varint::put_u64(out, k.bytes);
+    match &k.peer {
+        None => out.push(0),
+        Some(p) => {
+            out.push(1);
+            for v in [p.src_device, p.dst_device, p.src_context, p.dst_context] {
+                varint::put_u64(out, u64::from(v));
+            }
+        }
+    }
+    varint::put_u64(out, k.id);
+}
+
+fn get_copy(c: &mut Cursor<'_>) -> Result<Copy, Malformed> {
+    let region = c.u32()?;
+    let correlation = c.u32()?;
+    let kind = CopyKind::from_u8(c.u8()?).ok_or(Malformed)?;
+    let src = MemoryKind::from_u8(c.u8()?);
+    let dst = MemoryKind::from_u8(c.u8()?);
+    let bytes = c.u64()?;
+    let peer = match c.u8()? {
+        0 => None,
+        1 => Some(PeerEnds {
+            src_device: c.u32()?,
+            dst_device: c.u32()?,
+            src_context: c.u32()?,
+            dst_context: c.u32()?,
+        }),
+        _ => return Err(Malformed),
+    };
+    Ok(Copy {
+        region,
+        correlation,
+        kind,
+        src,
+        dst,
+        bytes,
+        peer,
+        id: c.u64()?,
     })
 }
 
@@ -235,6 +483,50 @@ impl Event {
                 put_coll(out, coll);
                 varint::put_u64(out, *request);
             }
+            Event::EnterCorrelated {
+                region,
+                correlation,
+            } => {
+                start(out, tag::ENTER_CORRELATED);
+                varint::put_u64(out, u64::from(*region));
+                varint::put_u64(out, u64::from(*correlation));
+            }
+            Event::KernelBegin {
+                region,
+                correlation,
+                config,
+            } => {
+                start(out, tag::KERNEL_BEGIN);
+                varint::put_u64(out, u64::from(*region));
+                varint::put_u64(out, u64::from(*correlation));
+                put_config(out, config);
+            }
+            Event::CopyBegin(k) => {
+                start(out, tag::COPY_BEGIN);
+                put_copy(out, k);
+            }
+            Event::CopyEnd { region, id } => {
+                start(out, tag::COPY_END);
+                varint::put_u64(out, u64::from(*region));
+                varint::put_u64(out, *id);
+            }
+            Event::MemsetBegin {
+                region,
+                correlation,
+                bytes,
+                memory,
+            } => {
+                start(out, tag::MEMSET_BEGIN);
+                varint::put_u64(out, u64::from(*region));
+                varint::put_u64(out, u64::from(*correlation));
+                varint::put_u64(out, *bytes);
+                out.push(*memory as u8);
+            }
+            Event::Metric { metric, value } => {
+                start(out, tag::METRIC);
+                varint::put_u64(out, u64::from(*metric));
+                varint::put_u64(out, *value);
+            }
         }
     }
 
@@ -265,6 +557,30 @@ impl Event {
             tag::NBC_COMPLETE => Event::NonBlockingCollectiveComplete {
                 coll: get_coll(c)?,
                 request: c.u64()?,
+            },
+            tag::ENTER_CORRELATED => Event::EnterCorrelated {
+                region: c.u32()?,
+                correlation: c.u32()?,
+            },
+            tag::KERNEL_BEGIN => Event::KernelBegin {
+                region: c.u32()?,
+                correlation: c.u32()?,
+                config: get_config(c)?,
+            },
+            tag::COPY_BEGIN => Event::CopyBegin(get_copy(c)?),
+            tag::COPY_END => Event::CopyEnd {
+                region: c.u32()?,
+                id: c.u64()?,
+            },
+            tag::MEMSET_BEGIN => Event::MemsetBegin {
+                region: c.u32()?,
+                correlation: c.u32()?,
+                bytes: c.u64()?,
+                memory: MemoryKind::from_u8(c.u8()?),
+            },
+            tag::METRIC => Event::Metric {
+                metric: c.u32()?,
+                value: c.u64()?,
             },
             _ => return Err(Malformed),
         };
@@ -306,6 +622,57 @@ mod tests {
             Event::MpiCollectiveEnd(Collective { root: None, ..coll }),
             Event::NonBlockingCollectiveRequest { request: 11 },
             Event::NonBlockingCollectiveComplete { coll, request: 11 },
+            Event::EnterCorrelated {
+                region: 3,
+                correlation: 77,
+            },
+            Event::KernelBegin {
+                region: 4,
+                correlation: 78,
+                config: KernelConfig {
+                    grid: [1, 2, 3],
+                    block: [256, 1, 1],
+                    registers: 32,
+                    static_shared: 0,
+                    dynamic_shared: 4096,
+                },
+            },
+            Event::CopyBegin(Copy {
+                region: 5,
+                correlation: 79,
+                kind: CopyKind::PeerToPeer,
+                src: MemoryKind::Device,
+                dst: MemoryKind::Device,
+                bytes: 1 << 33,
+                peer: Some(PeerEnds {
+                    src_device: 0,
+                    dst_device: 1,
+                    src_context: 1,
+                    dst_context: 2,
+                }),
+                id: 12,
+            }),
+            Event::CopyBegin(Copy {
+                region: 6,
+                correlation: 80,
+                kind: CopyKind::HostToDevice,
+                src: MemoryKind::Pageable,
+                dst: MemoryKind::Device,
+                bytes: 4,
+                peer: None,
+                id: 13,
+            }),
+            Event::CopyEnd { region: 5, id: 12 },
+            Event::MemsetBegin {
+                region: 7,
+                correlation: 81,
+                bytes: 64,
+                memory: MemoryKind::Device,
+            },
+            Event::Metric {
+                metric: 2,
+                value: 123456,
+            },
         ]
     }
 

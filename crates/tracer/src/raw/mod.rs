@@ -16,8 +16,13 @@ pub mod varint;
 pub mod writer;
 
 pub use chunk::{ChunkHeader, ChunkKind};
-pub use defs::{CommDef, Definition, LocationKind, Paradigm, RankRuns, RegionRole, StreamHeader};
-pub use event::{Collective, CollectiveOp, Event, Message};
+pub use defs::{
+    CommDef, Definition, DeviceDef, LinkEnd, LocationKind, MetricDef, NvLinkDef, Paradigm,
+    RankRuns, RegionRole, StreamHeader,
+};
+pub use event::{
+    Collective, CollectiveOp, Copy, CopyKind, Event, KernelConfig, MemoryKind, Message, PeerEnds,
+};
 pub use reader::{EventChunk, Problem, RawFile};
 pub use writer::EventSpan;
 pub use writer::StreamFile;

@@ -33,7 +33,7 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
-    fn new(capacity: usize) -> Self {
+    pub fn new(capacity: usize) -> Self {
         Pending {
             data: Vec::with_capacity(capacity),
             capacity,
@@ -62,7 +62,7 @@ impl Pending {
 
     /// Whether `push` must write the buffer out first.
     #[inline]
-    fn needs_flush(&self, time: u64) -> bool {
+    pub fn needs_flush(&self, time: u64) -> bool {
         self.count > 0
             && (self.data.len() + MAX_EVENT_LEN > self.capacity
                 || self.count == u32::MAX
@@ -70,7 +70,7 @@ impl Pending {
     }
 
     #[inline]
-    fn push(&mut self, time: u64, event: &Event) {
+    pub fn push(&mut self, time: u64, event: &Event) {
         if self.count == 0 {
             varint::put_u64(&mut self.data, time);
             self.last = time;

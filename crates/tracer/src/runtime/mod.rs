@@ -188,6 +188,7 @@ impl Recorder {
         }
         let mut defs = self.defs();
         let name = Self::intern_locked(&mut defs, name);
+        let canonical = mangled.map_or(0, |m| Self::intern_locked(&mut defs, m));
         let group = if group.is_empty() {
             0
         } else {
@@ -198,12 +199,41 @@ impl Recorder {
         Definition::Region {
             id,
             name,
+            canonical,
             paradigm,
             role,
             group,
         }
         .encode(&mut defs.pending);
         Some(id)
+    }
+
+    /// Defines a location whose events the caller writes itself with
+    /// [`write_batch`](Self::write_batch) (a GPU stream, a metric source),
+    /// rather than the calling thread's.
+    pub fn define_location(&self, kind: LocationKind, name: &str) -> u32 {
+        let mut defs = self.defs();
+        let name = Self::intern_locked(&mut defs, name);
+        let id = defs.next_location;
+        defs.next_location += 1;
+        Definition::Location { id, kind, name }.encode(&mut defs.pending);
+        id
+    }
+
+    /// Writes `events` of `location` (a location from
+    /// [`define_location`](Self::define_location)) as events chunks. The
+    /// caller orders them; chunks hold at most a thread buffer's worth.
+    pub fn write_batch(&self, location: u32, events: &[(u64, Event)]) {
+        let mut p = Pending::new(self.0.per_thread);
+        for (t, ev) in events {
+            if p.needs_flush(*t) {
+                self.write_events(location, &mut p);
+            }
+            p.push(*t, ev);
+        }
+        if p.count > 0 {
+            self.write_events(location, &mut p);
+        }
     }
 
     /// A fresh communicator id.
