@@ -87,15 +87,15 @@ fn candidate_dirs() -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     // An upstream install puts `otf2-config` on PATH; its --ldflags names
     // the library directory of exactly the OTF2 the user chose.
-    if let Ok(out) = Command::new("otf2-config").arg("--ldflags").output() {
-        if out.status.success() {
-            let text = String::from_utf8_lossy(&out.stdout);
-            dirs.extend(
-                text.split_whitespace()
-                    .filter_map(|flag| flag.strip_prefix("-L"))
-                    .map(PathBuf::from),
-            );
-        }
+    if let Ok(out) = Command::new("otf2-config").arg("--ldflags").output()
+        && out.status.success()
+    {
+        let text = String::from_utf8_lossy(&out.stdout);
+        dirs.extend(
+            text.split_whitespace()
+                .filter_map(|flag| flag.strip_prefix("-L"))
+                .map(PathBuf::from),
+        );
     }
     let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     let multiarch = match arch.as_str() {
