@@ -109,10 +109,10 @@ impl EvtWriter<'_> {
         list: RawList,
     ) -> Error {
         let err = error(operation, code);
-        if !list.is_null() {
-            if let Some(list) = &mut self.attributes {
-                let _ = list.clear();
-            }
+        if !list.is_null()
+            && let Some(list) = &mut self.attributes
+        {
+            let _ = list.clear();
         }
         err
     }
