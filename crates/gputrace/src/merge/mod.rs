@@ -84,7 +84,7 @@ pub fn run(experiment: &Experiment, config: &Config, force: bool) -> Result<Summ
             for loc in &plan.locations {
                 write_clock_offsets(&mut archive, loc.location, clock)?;
                 let writer = archive.event_writer(loc.location)?;
-                write::location_events(p, plan, loc, Some(writer), &mut summary, &progress)?;
+                write::location_events(p, plan, &layout, loc, Some(writer), &mut summary, &progress)?;
                 summary.locations += 1;
             }
         }
@@ -99,7 +99,7 @@ pub fn run(experiment: &Experiment, config: &Config, force: bool) -> Result<Summ
         summary.region_names = layout.region_names.clone();
         for (p, plan) in processes.iter().zip(&layout.processes) {
             for loc in &plan.locations {
-                write::location_events(p, plan, loc, None, &mut summary, &progress)?;
+                write::location_events(p, plan, &layout, loc, None, &mut summary, &progress)?;
                 summary.locations += 1;
             }
         }

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tracer::raw::Paradigm;
+use tracer::raw::{CopyKind, Paradigm};
 
 /// Time spent in one region, over all locations.
 #[derive(Debug, Clone, Default)]
@@ -33,6 +33,11 @@ pub struct Summary {
     pub p2p_bytes: u64,
     pub collectives: u64,
     pub collective_bytes: u64,
+    pub kernels: u64,
+    pub memsets: u64,
+    pub memset_bytes: u64,
+    /// Copies and bytes by kind (index: `CopyKind as usize`).
+    pub copies: [(u64, u64); 8],
     pub dropped: u64,
     pub clamped: u64,
     pub closed_open_regions: u64,
@@ -44,6 +49,12 @@ pub struct Summary {
 }
 
 impl Summary {
+    pub fn copy(&mut self, kind: CopyKind, bytes: u64) {
+        let c = &mut self.copies[kind as usize];
+        c.0 += 1;
+        c.1 += bytes;
+    }
+
     /// Adds a region visit; `region` indexes `region_names`.
     #[inline]
     pub fn region_done(&mut self, region: usize, duration: u64) {
@@ -139,6 +150,45 @@ impl Summary {
                 human_bytes(self.p2p_bytes),
                 thousands(self.collectives),
                 human_bytes(self.collective_bytes)
+            );
+        }
+        let kernels = self.regions_of(Paradigm::Cuda);
+        let kernel_regions: Vec<_> = kernels.iter().filter(|(n, _)| !n.starts_with("cu") && !n.starts_with('[')).collect();
+        if self.kernels > 0 {
+            let _ = writeln!(s, "GPU kernels by time (all streams): {} launches", thousands(self.kernels));
+            for (name, t) in kernel_regions.iter().take(5) {
+                let short: String = name.chars().take(48).collect();
+                let _ = writeln!(
+                    s,
+                    "  {:<48} {:>10} {:>12}",
+                    short,
+                    thousands(t.calls),
+                    human_time(t.time)
+                );
+            }
+        }
+        let copies: Vec<String> = [
+            CopyKind::HostToDevice,
+            CopyKind::DeviceToHost,
+            CopyKind::DeviceToDevice,
+            CopyKind::HostToHost,
+            CopyKind::PeerToPeer,
+            CopyKind::Other,
+        ]
+        .iter()
+        .filter(|k| self.copies[**k as usize].0 > 0)
+        .map(|k| {
+            let (n, b) = self.copies[*k as usize];
+            format!("{} {} ({})", thousands(n), k.short_name(), human_bytes(b))
+        })
+        .collect();
+        if !copies.is_empty() || self.memsets > 0 {
+            let _ = writeln!(
+                s,
+                "GPU copies: {}; memsets: {} ({})",
+                if copies.is_empty() { "none".to_string() } else { copies.join(", ") },
+                thousands(self.memsets),
+                human_bytes(self.memset_bytes)
             );
         }
         if self.dropped > 0 {
