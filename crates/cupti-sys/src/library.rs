@@ -158,6 +158,9 @@ cupti_functions! {
         activity_pop_external_correlation_id = cuptiActivityPopExternalCorrelationId(
             CUpti_ExternalCorrelationKind, *mut u64
         );
+        /// Which thread id API records carry (`pthread_self()` by default;
+        /// gputrace asks for the kernel's tid).
+        set_thread_id_type = cuptiSetThreadIdType(CUpti_ActivityThreadIdType);
     }
 }
 

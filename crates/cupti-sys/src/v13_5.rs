@@ -42,6 +42,7 @@ pub type CUpti_FuncShmemLimitConfig = ::std::os::raw::c_uint;
 pub type CUpti_ExternalCorrelationKind = ::std::os::raw::c_uint;
 pub type CUpti_DevType = ::std::os::raw::c_uint;
 pub type CUpti_ActivityAttribute = ::std::os::raw::c_uint;
+pub type CUpti_ActivityThreadIdType = ::std::os::raw::c_uint;
 pub type CUpti_BuffersCallbackRequestFunc = ::std::option::Option<
     unsafe extern "C" fn(buffer: *mut *mut u8, size: *mut usize, maxNumRecords: *mut usize),
 >;
@@ -2901,6 +2902,10 @@ pub const CUPTI_ACTIVITY_ATTR_ENABLE_CIG_MODE: CUpti_ActivityAttribute = 23;
 pub const CUPTI_ACTIVITY_ATTR_HES_BUFFER_SIZE: CUpti_ActivityAttribute = 24;
 pub const CUPTI_ACTIVITY_ATTR_COUNT: CUpti_ActivityAttribute = 25;
 pub const CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_FORCE_INT: CUpti_ActivityAttribute = 2147483647;
+pub const CUPTI_ACTIVITY_THREAD_ID_TYPE_DEFAULT: CUpti_ActivityThreadIdType = 0;
+pub const CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM: CUpti_ActivityThreadIdType = 1;
+pub const CUPTI_ACTIVITY_THREAD_ID_TYPE_SIZE: CUpti_ActivityThreadIdType = 2;
+pub const CUPTI_ACTIVITY_THREAD_ID_TYPE_FORCE_INT: CUpti_ActivityThreadIdType = 2147483647;
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     ["Size of CUpti_ActivityOverhead"][::std::mem::size_of::<CUpti_ActivityOverhead>() - 40usize];
@@ -7263,6 +7268,7 @@ unsafe extern "C" {
         valueSize: *mut usize,
         value: *mut ::std::os::raw::c_void,
     ) -> CUptiResult;
+    pub fn cuptiSetThreadIdType(type_: CUpti_ActivityThreadIdType) -> CUptiResult;
     pub fn cuptiFinalize() -> CUptiResult;
     pub fn cuptiActivityPushExternalCorrelationId(
         kind: CUpti_ExternalCorrelationKind,

@@ -39,6 +39,7 @@ const FUNCTIONS: [&str; 25] = [
     "cuptiActivityEnableRuntimeApi",
     "cuptiActivityPushExternalCorrelationId",
     "cuptiActivityPopExternalCorrelationId",
+    "cuptiSetThreadIdType",
 ];
 
 /// `name -> declaration` for each `pub fn` in the file's extern block,
