@@ -13,7 +13,7 @@ const SOURCES: [(&str, &str); 4] = [
 ];
 
 /// The functions `Cupti` loads; each generated file must declare them all.
-const FUNCTIONS: [&str; 25] = [
+const FUNCTIONS: [&str; 26] = [
     "cuptiGetVersion",
     "cuptiGetResultString",
     "cuptiSubscribe",
