@@ -76,6 +76,7 @@ generated! {
 }
 
 pub mod discover;
+pub mod driver;
 mod elf;
 mod error;
 mod library;

@@ -5,6 +5,9 @@ use std::path::{Path, PathBuf};
 
 use crate::launch::MpiFlavor;
 
+/// File name of the CUDA agent.
+pub const CUDA_AGENT: &str = "libgputrace_cuda.so";
+
 /// File name of the MPI hooks for `flavor`.
 pub fn mpi_hooks_name(flavor: MpiFlavor) -> &'static str {
     match flavor {

@@ -52,6 +52,15 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
     if let Some(preload) = mpi_preload(launcher, argv) {
         env.push(("LD_PRELOAD".into(), preload));
     }
+    if !config.cuda_enable.is_empty() {
+        match libs::find(libs::CUDA_AGENT) {
+            Some(agent) => env.push(("CUDA_INJECTION64_PATH".into(), agent.into_os_string())),
+            None => eprintln!(
+                "[gputrace] warning: {} not found next to gputrace; CUDA is not traced",
+                libs::CUDA_AGENT
+            ),
+        }
+    }
     let (argv, env) = launcher.inject(argv, &env);
     tracing::debug!(?argv, ?env, "launching");
     let code = launch::run(&Plan { argv, env }).inspect_err(|_| {

@@ -293,16 +293,23 @@ impl Launcher {
         prog
     }
 
-    /// Rewrites `argv` so that the processes the launcher starts get `env`
-    /// (which holds LD_PRELOAD), and returns the variables to set on the
-    /// launcher itself (never LD_PRELOAD, except when there is no launcher).
+    /// Rewrites `argv` so that the processes the launcher starts get `env`,
+    /// and returns the variables to set on the launcher itself. The
+    /// variables in [`RANK_ONLY`] never reach the launcher (it would load
+    /// gputrace's libraries too: Open MPI's mpirun initializes CUDA), except
+    /// where no launcher stands between us and the ranks — and through
+    /// torchrun, which passes its environment to its workers and has no
+    /// other way; it loads no MPI hooks and creates no CUDA context, so it
+    /// leaves no trace.
     pub fn inject(
         self,
         argv: &[OsString],
         env: &[(String, OsString)],
     ) -> (Vec<OsString>, Vec<(String, OsString)>) {
-        let (preload, rest): (Vec<_>, Vec<_>) =
-            env.iter().cloned().partition(|(k, _)| k == "LD_PRELOAD");
+        let (rank_only, rest): (Vec<_>, Vec<_>) = env
+            .iter()
+            .cloned()
+            .partition(|(k, _)| RANK_ONLY.contains(&k.as_str()));
         let mut out: Vec<OsString> = vec![argv[0].clone()];
         match self {
             Launcher::None => return (argv.to_vec(), env.to_vec()),
@@ -313,7 +320,7 @@ impl Launcher {
                 }
             }
             Launcher::Hydra => {
-                for (k, v) in &preload {
+                for (k, v) in &rank_only {
                     out.push("-genv".into());
                     out.push(k.into());
                     out.push(v.clone());
@@ -321,18 +328,31 @@ impl Launcher {
             }
             Launcher::Srun => {
                 let mut export = OsString::from("--export=ALL");
-                for (k, v) in &preload {
+                for (k, v) in &rank_only {
                     export.push(",");
                     export.push(assignment(k, v));
                 }
                 out.push(export);
             }
-            Launcher::Torchrun => {}
+            Launcher::Torchrun => {
+                let passed = rank_only.into_iter().filter(|(k, _)| k != "LD_PRELOAD");
+                let mut env = rest;
+                env.extend(passed);
+                out.extend(argv[1..].iter().cloned());
+                return (out, env);
+            }
         }
         out.extend(argv[1..].iter().cloned());
         (out, rest)
     }
 }
+
+/// Variables for the ranks only, never for a launcher.
+pub const RANK_ONLY: &[&str] = &[
+    "LD_PRELOAD",
+    "CUDA_INJECTION64_PATH",
+    "NCCL_PROFILER_PLUGIN",
+];
 
 fn assignment(k: &str, v: &OsStr) -> OsString {
     let mut s = OsString::from(k);
@@ -423,6 +443,19 @@ mod tests {
             args,
             argv("srun --export=ALL,LD_PRELOAD=/x/libgputrace_mpi.so -n 2 ./a")
         );
+        let cuda = vec![(
+            "CUDA_INJECTION64_PATH".to_string(),
+            OsString::from("/x/libgputrace_cuda.so"),
+        )];
+        let (_, torch_env) =
+            Launcher::Torchrun.inject(&argv("torchrun --nproc-per-node 2 t.py"), &cuda);
+        assert_eq!(torch_env, cuda);
+        let (args, launcher_env) = Launcher::Hydra.inject(&argv("mpiexec -n 2 ./a"), &cuda);
+        assert_eq!(
+            args,
+            argv("mpiexec -genv CUDA_INJECTION64_PATH /x/libgputrace_cuda.so -n 2 ./a")
+        );
+        assert!(launcher_env.is_empty());
         let (args, plain_env) = Launcher::None.inject(&argv("./a"), &env);
         assert_eq!(args, argv("./a"));
         assert_eq!(plain_env.len(), 2);

@@ -84,7 +84,15 @@ pub fn run(experiment: &Experiment, config: &Config, force: bool) -> Result<Summ
             for loc in &plan.locations {
                 write_clock_offsets(&mut archive, loc.location, clock)?;
                 let writer = archive.event_writer(loc.location)?;
-                write::location_events(p, plan, &layout, loc, Some(writer), &mut summary, &progress)?;
+                write::location_events(
+                    p,
+                    plan,
+                    &layout,
+                    loc,
+                    Some(writer),
+                    &mut summary,
+                    &progress,
+                )?;
                 summary.locations += 1;
             }
         }

@@ -153,9 +153,16 @@ impl Summary {
             );
         }
         let kernels = self.regions_of(Paradigm::Cuda);
-        let kernel_regions: Vec<_> = kernels.iter().filter(|(n, _)| !n.starts_with("cu") && !n.starts_with('[')).collect();
+        let kernel_regions: Vec<_> = kernels
+            .iter()
+            .filter(|(n, _)| !n.starts_with("cu") && !n.starts_with('['))
+            .collect();
         if self.kernels > 0 {
-            let _ = writeln!(s, "GPU kernels by time (all streams): {} launches", thousands(self.kernels));
+            let _ = writeln!(
+                s,
+                "GPU kernels by time (all streams): {} launches",
+                thousands(self.kernels)
+            );
             for (name, t) in kernel_regions.iter().take(5) {
                 let short: String = name.chars().take(48).collect();
                 let _ = writeln!(
@@ -186,7 +193,11 @@ impl Summary {
             let _ = writeln!(
                 s,
                 "GPU copies: {}; memsets: {} ({})",
-                if copies.is_empty() { "none".to_string() } else { copies.join(", ") },
+                if copies.is_empty() {
+                    "none".to_string()
+                } else {
+                    copies.join(", ")
+                },
                 thousands(self.memsets),
                 human_bytes(self.memset_bytes)
             );

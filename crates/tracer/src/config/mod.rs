@@ -56,6 +56,10 @@ pub struct Config {
     pub total_memory: u64,
     pub filtering_file: Option<PathBuf>,
     pub mpi_groups: EnabledSet,
+    pub cuda_enable: EnabledSet,
+    pub cuda_buffer: u64,
+    pub nvlink_interval: Duration,
+    pub cupti_lib: Option<PathBuf>,
     pub verbose: bool,
 }
 
@@ -127,15 +131,20 @@ impl Config {
             total_memory: get("GPUTRACE_TOTAL_MEMORY").size(),
             filtering_file: get("GPUTRACE_FILTERING_FILE").path(),
             mpi_groups: get("GPUTRACE_MPI_ENABLE_GROUPS").set(),
+            cuda_enable: get("GPUTRACE_CUDA_ENABLE").set(),
+            cuda_buffer: get("GPUTRACE_CUDA_BUFFER").size(),
+            nvlink_interval: get("GPUTRACE_NVLINK_INTERVAL").duration(),
+            cupti_lib: get("GPUTRACE_CUPTI_LIB").path(),
             verbose: get("GPUTRACE_VERBOSE").bool(),
         };
         (config, errors)
     }
 }
 
-/// Variables that gputrace sets for the traced processes itself; accepted
-/// but not listed for users.
-pub const INTERNAL: &[&str] = &["GPUTRACE_SESSION"];
+/// Developer settings (documented in docs/testing.md), accepted by the
+/// command but not listed for users: `GPUTRACE_CUDA_CAPTURE=<dir>` makes
+/// the CUDA agent save the CUPTI buffers it processes, for test fixtures.
+pub const INTERNAL: &[&str] = &["GPUTRACE_CUDA_CAPTURE"];
 
 /// A parsed value of any type.
 #[derive(Debug, Clone, PartialEq)]
@@ -193,6 +202,11 @@ pub fn parse_value(var: &Var, raw: &str) -> Result<Value, ConfigError> {
         VarType::Size => match parse_size(text) {
             Some(n) if var.name == "GPUTRACE_TOTAL_MEMORY" && n < MIN_TOTAL_MEMORY => {
                 Err(bad("too small", "at least 64k".into()))
+            }
+            Some(n)
+                if var.name == "GPUTRACE_CUDA_BUFFER" && !(64 << 10..=64 << 20).contains(&n) =>
+            {
+                Err(bad("out of range", "between 64k and 64M".into()))
             }
             Some(n) => Ok(Value::Size(n)),
             None => Err(bad(

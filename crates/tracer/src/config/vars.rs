@@ -120,6 +120,52 @@ pub const MPI_GROUPS: &[SetValue] = &[
     alias("no", "no MPI recording", &[]),
 ];
 
+const CUDA_DEFAULT: &[&str] = &[
+    "driver", "runtime", "kernel", "memcpy", "memset", "peer", "sync", "nvlink",
+];
+
+/// What the CUDA agent records.
+pub const CUDA_FEATURES: &[SetValue] = &[
+    member(
+        "driver",
+        "CUDA driver API calls (cu*), as regions on the calling thread",
+    ),
+    member(
+        "runtime",
+        "CUDA runtime API calls (cuda*), as regions on the calling thread",
+    ),
+    member(
+        "kernel",
+        "kernels, on their stream, with grid, block, registers and shared memory",
+    ),
+    member(
+        "memcpy",
+        "copies host-to-device, device-to-host, device-to-device and host-to-host",
+    ),
+    member("memset", "memsets, on their stream"),
+    member(
+        "peer",
+        "copies between GPUs (peer-to-peer), with source and destination device",
+    ),
+    member(
+        "sync",
+        "synchronizations (stream, event, context) on the waiting thread",
+    ),
+    member(
+        "nvlink",
+        "NVLink topology, and NVLink traffic per GPU sampled from NVML",
+    ),
+    alias(
+        "default",
+        "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink",
+        CUDA_DEFAULT,
+    ),
+    alias("yes", "the same as default", CUDA_DEFAULT),
+    alias("all", "the same as default", CUDA_DEFAULT),
+    alias("no", "no CUDA recording: the agent is not loaded", &[]),
+    alias("none", "the same as no", &[]),
+];
+
 /// Every variable gputrace reads.
 pub const VARS: &[Var] = &[
     Var {
@@ -173,6 +219,42 @@ pub const VARS: &[Var] = &[
         help: "Functions outside the groups are still called, just not recorded. \
                MPI_Init/Init_thread/Finalize are always intercepted (for clock \
                synchronization) but recorded only with env.",
+    },
+    Var {
+        name: "GPUTRACE_CUDA_ENABLE",
+        ty: VarType::Set(CUDA_FEATURES),
+        default: "default",
+        brief: "What the CUDA agent records.",
+        help: "The agent is loaded by the CUDA driver (CUDA_INJECTION64_PATH, set by gputrace for \
+               the ranks) into every process that initializes CUDA, Python programs included, \
+               and records through CUPTI. `no` leaves CUDA untraced. A process that does no GPU \
+               work leaves no trace.",
+    },
+    Var {
+        name: "GPUTRACE_CUDA_BUFFER",
+        ty: VarType::Size,
+        default: "4M",
+        brief: "Size of each CUPTI activity buffer.",
+        help: "CUPTI fills a buffer, hands it to the agent, which converts it and gives it back: \
+               two or three are in use at a time. Larger buffers mean fewer hand-overs. Between \
+               64k and 64M.",
+    },
+    Var {
+        name: "GPUTRACE_NVLINK_INTERVAL",
+        ty: VarType::Duration,
+        default: "10ms",
+        brief: "How often NVLink traffic is sampled.",
+        help: "Each GPU a process uses gets an `NVLink GPU d` metric location with the bytes sent \
+               and received over NVLink since the process started, read from NVML's counters.",
+    },
+    Var {
+        name: "GPUTRACE_CUPTI_LIB",
+        ty: VarType::Path,
+        default: "",
+        brief: "The CUPTI library to use, overriding the search.",
+        help: "Empty: the CUPTI beside the CUDA toolkit in use (CUDA_HOME, /usr/local/cuda), then \
+               the loader's search path, then pip-installed CUPTI (nvidia/cu13/lib, \
+               nvidia/cuda_cupti/lib).",
     },
     Var {
         name: "GPUTRACE_VERBOSE",

@@ -12,7 +12,7 @@ pub mod diag;
 pub mod identity;
 mod session;
 
-pub use session::start;
+pub use session::{start, start_with};
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -103,9 +103,19 @@ impl Recorder {
         producer: Producer,
         options: RecorderOptions,
     ) -> std::io::Result<Recorder> {
+        Self::create_with_header(dir, identity::stream_header(producer), options)
+    }
+
+    /// Creates a stream with the given identity: for tools that replay
+    /// what another process recorded (captured CUPTI buffers, say).
+    pub fn create_with_header(
+        dir: &Path,
+        header: crate::raw::StreamHeader,
+        options: RecorderOptions,
+    ) -> std::io::Result<Recorder> {
+        let producer = header.producer;
         let raw_dir = dir.join("raw");
         std::fs::create_dir_all(&raw_dir)?;
-        let header = identity::stream_header(producer);
         let path: PathBuf = raw_dir.join(crate::raw::stream_file_name(
             &header.host,
             header.pid,

@@ -37,6 +37,11 @@ pub fn start(producer: Producer) -> Option<(Recorder, Config)> {
     for p in problems {
         diag::warn_once(&format!("{p}; using the default"));
     }
+    start_with(producer, &config).map(|rec| (rec, config))
+}
+
+/// Like [`start`], with a configuration the producer parsed already.
+pub fn start_with(producer: Producer, config: &Config) -> Option<Recorder> {
     if !config.enable_tracing && !config.enable_profiling {
         return None;
     }
@@ -66,7 +71,7 @@ pub fn start(producer: Producer) -> Option<(Recorder, Config)> {
                 unsafe { libc::pthread_atfork(None, None, Some(mark_forked_child)) };
             });
             tracing::debug!(path = %rec.path().display(), "recording");
-            Some((rec, config))
+            Some(rec)
         }
         Err(e) => {
             diag::warn_once(&format!(

@@ -18,9 +18,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use anyhow::Result;
 use otf2_writer::{
-    AttributeValue, CommRef, Definitions, LocationGroupRef, LocationGroupType, LocationRef, LocationType,
-    MetricRef, Paradigm as OtfParadigm, ParadigmClass, ParadigmProperty, Region, RegionRef,
-    RegionRole as OtfRole, RmaWinRef, SystemTreeNodeRef,
+    AttributeValue, CommRef, Definitions, LocationGroupRef, LocationGroupType, LocationRef,
+    LocationType, MetricRef, Paradigm as OtfParadigm, ParadigmClass, ParadigmProperty, Region,
+    RegionRef, RegionRole as OtfRole, RmaWinRef, SystemTreeNodeRef,
 };
 use tracer::raw::{LocationKind, Paradigm, RegionRole};
 
@@ -38,7 +38,12 @@ pub enum LocationRole {
     /// A CUDA stream: the copy window of its context, its own rank and its
     /// process's master thread's rank in the CUDA communicator, and the
     /// archive-wide index of its device.
-    GpuStream { window: RmaWinRef, own_rank: u32, host_rank: u32, device: usize },
+    GpuStream {
+        window: RmaWinRef,
+        own_rank: u32,
+        host_rank: u32,
+        device: usize,
+    },
     /// Where a device's metrics are sampled.
     Metrics,
 }
@@ -124,7 +129,10 @@ pub fn define(defs: &mut Definitions, processes: &[Process]) -> Result<Layout> {
             format!("Process {}", p.rank)
         };
         let group = defs.location_group(&name, LocationGroupType::Process, nodes[&p.host], None);
-        let mut plan = ProcessPlan { group: Some(group), ..ProcessPlan::default() };
+        let mut plan = ProcessPlan {
+            group: Some(group),
+            ..ProcessPlan::default()
+        };
         for (n, (_, is_main, feeds)) in host_threads(p).into_iter().enumerate() {
             let lname = if is_main || n == 0 {
                 "Master thread".to_string()
@@ -136,7 +144,11 @@ pub fn define(defs: &mut Definitions, processes: &[Process]) -> Result<Layout> {
             if n == 0 && p.mpi.is_some() {
                 masters.insert(p.rank, location);
             }
-            plan.locations.push(LocationPlan { location, feeds, role: LocationRole::Host });
+            plan.locations.push(LocationPlan {
+                location,
+                feeds,
+                role: LocationRole::Host,
+            });
         }
         layout.processes.push(plan);
     }
@@ -179,7 +191,8 @@ fn define_regions(defs: &mut Definitions, processes: &[Process], layout: &mut La
             for id in ids {
                 let r = &d.regions[&id];
                 let entry = *region_index.entry(r.clone()).or_insert_with(|| {
-                    let mut region = Region::new(&r.name, otf2_role(r.role), otf2_paradigm(r.paradigm));
+                    let mut region =
+                        Region::new(&r.name, otf2_role(r.role), otf2_paradigm(r.paradigm));
                     region.description = &r.group;
                     if !r.canonical.is_empty() {
                         region.canonical_name = &r.canonical;

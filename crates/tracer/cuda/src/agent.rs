@@ -1,0 +1,549 @@
+//! The agent inside a CUDA process: starting CUPTI, receiving its
+//! activity buffers, and finishing at exit.
+//!
+//! Everything CUPTI calls lands here, in `extern "C"` functions that never
+//! unwind (each body runs under `catch_unwind`; a panic switches the agent
+//! off with one warning). Record processing runs on the thread that hands
+//! a buffer back (CUPTI's worker, or the exiting thread at the final
+//! flush), never on the application's threads, whose only cost is
+//! CUPTI's own record keeping.
+
+use std::alloc::{Layout, alloc, dealloc};
+use std::collections::HashMap;
+use std::ffi::{CStr, c_char, c_void};
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use cupti_sys::{self as sys, Cupti, CuptiVersion};
+use tracer::Recorder;
+use tracer::config::Config;
+use tracer::raw::Producer;
+use tracer::runtime::diag;
+
+use crate::capture::Capture;
+use crate::convert::{Converter, Enabled, Names};
+use crate::nvlink::Sampler;
+use crate::records::{self, ApiDomain, Record, Strings};
+
+/// The running agent.
+struct Agent {
+    cupti: Cupti,
+    version: CuptiVersion,
+    config: Config,
+    enabled: Enabled,
+    buffer_size: usize,
+    state: Mutex<State>,
+    capture: Option<PathBuf>,
+    captured: AtomicUsize,
+}
+
+struct State {
+    recorder: Option<Recorder>,
+    converter: Converter,
+    /// Definitions (devices, NVLink) seen before the first GPU work.
+    early: Vec<Record>,
+    api_names: HashMap<(ApiDomain, u32), Option<String>>,
+    sampler: Option<Sampler>,
+    sampled: Vec<u32>,
+    failed: bool,
+}
+
+static AGENT: OnceLock<Agent> = OnceLock::new();
+static STARTED: AtomicBool = AtomicBool::new(false);
+static OFF: AtomicBool = AtomicBool::new(false);
+
+const ALIGN: usize = 8;
+
+/// Starts the agent (once per process). Any problem is one warning line
+/// and CUDA runs untraced.
+pub fn start() {
+    if STARTED.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    let (config, problems) = Config::from_env_lenient();
+    diag::init_tracing(config.verbose);
+    for p in problems {
+        diag::warn_once(&format!("{p}; using the default"));
+    }
+    let enabled = Enabled::from_set(&config.cuda_enable);
+    if !enabled.any() || (!config.enable_tracing && !config.enable_profiling) {
+        return;
+    }
+    match setup(config, enabled) {
+        Ok(()) => {}
+        Err(why) => diag::warn_once(&format!("CUDA is not traced: {why}")),
+    }
+}
+
+fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
+    let cupti = Cupti::find_and_load().map_err(|e| e.to_string())?;
+    let version = cupti.version();
+    let mut handle: sys::CUpti_SubscriberHandle = std::ptr::null_mut();
+    // SAFETY: `handle` is writable; the callback is an extern "C" fn that
+    // never unwinds; no user data is passed.
+    let rc = unsafe { (cupti.subscribe)(&mut handle, Some(on_callback), std::ptr::null_mut()) };
+    match rc {
+        sys::CUPTI_SUCCESS => {}
+        sys::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED => {
+            return Err(
+                "another CUDA profiler (Nsight Systems, say) is already attached to CUPTI".into(),
+            );
+        }
+        sys::CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
+        | sys::CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES => {
+            return Err(
+                "insufficient privileges for CUPTI (see NVreg_RestrictProfilingToAdminUsers)"
+                    .into(),
+            );
+        }
+        other => {
+            return Err(format!(
+                "cuptiSubscribe failed: {}",
+                describe(&cupti, other)
+            ));
+        }
+    }
+    let check = |name: &str, rc: sys::CUptiResult| {
+        if rc == sys::CUPTI_SUCCESS {
+            Ok(())
+        } else {
+            Err(format!("{name} failed: {}", describe(&cupti, rc)))
+        }
+    };
+    // SAFETY: for each call below, the arguments are valid handles and
+    // callbacks of the types CUPTI declares; callbacks never unwind.
+    unsafe {
+        check(
+            "cuptiEnableDomain",
+            (cupti.enable_domain)(1, handle, sys::CUPTI_CB_DOMAIN_RESOURCE),
+        )?;
+        if let Some(f) = cupti.set_thread_id_type {
+            check(
+                "cuptiSetThreadIdType",
+                f(sys::CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM),
+            )?;
+        }
+        match cupti.activity_register_timestamp_callback {
+            Some(f) => check(
+                "cuptiActivityRegisterTimestampCallback",
+                f(Some(monotonic_ns)),
+            )?,
+            None => return Err("this CUPTI predates CUDA 11.6 (no timestamp callback)".into()),
+        }
+        check(
+            "cuptiActivityRegisterCallbacks",
+            (cupti.activity_register_callbacks)(Some(buffer_requested), Some(buffer_completed)),
+        )?;
+    }
+    let mut kinds = vec![
+        sys::CUPTI_ACTIVITY_KIND_DEVICE,
+        sys::CUPTI_ACTIVITY_KIND_CONTEXT,
+    ];
+    let wanted = [
+        (enabled.driver, sys::CUPTI_ACTIVITY_KIND_DRIVER),
+        (enabled.runtime, sys::CUPTI_ACTIVITY_KIND_RUNTIME),
+        (enabled.kernel, sys::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+        (enabled.memcpy, sys::CUPTI_ACTIVITY_KIND_MEMCPY),
+        (enabled.peer, sys::CUPTI_ACTIVITY_KIND_MEMCPY2),
+        (enabled.memset, sys::CUPTI_ACTIVITY_KIND_MEMSET),
+        (enabled.sync, sys::CUPTI_ACTIVITY_KIND_SYNCHRONIZATION),
+        (enabled.nvlink, sys::CUPTI_ACTIVITY_KIND_NVLINK),
+    ];
+    kinds.extend(wanted.iter().filter(|(on, _)| *on).map(|(_, k)| *k));
+    // Synchronization records need the API call they belong to.
+    if enabled.sync && !enabled.runtime && !enabled.driver {
+        kinds.push(sys::CUPTI_ACTIVITY_KIND_RUNTIME);
+    }
+    for kind in kinds {
+        // SAFETY: enabling an activity kind has no memory preconditions.
+        let rc = unsafe { (cupti.activity_enable)(kind) };
+        if rc != sys::CUPTI_SUCCESS {
+            tracing::debug!(kind, result = %describe(&cupti, rc), "activity kind not enabled");
+        }
+    }
+    if let Some(f) = cupti.activity_flush_period {
+        // SAFETY: as above. A crash loses at most about a second of records.
+        unsafe { f(1000) };
+    }
+    let capture = std::env::var_os("GPUTRACE_CUDA_CAPTURE").map(PathBuf::from);
+    if let Some(dir) = &capture {
+        let _ = std::fs::create_dir_all(dir);
+    }
+    let buffer_size = config.cuda_buffer.clamp(64 << 10, 64 << 20) as usize;
+    let converter = Converter::new(enabled, std::process::id(), thread_name);
+    let agent = Agent {
+        cupti,
+        version,
+        config,
+        enabled,
+        buffer_size,
+        state: Mutex::new(State {
+            recorder: None,
+            converter,
+            early: Vec::new(),
+            api_names: HashMap::new(),
+            sampler: None,
+            sampled: Vec::new(),
+            failed: false,
+        }),
+        capture,
+        captured: AtomicUsize::new(0),
+    };
+    let _ = AGENT.set(agent);
+    // SAFETY: `at_exit` is an extern "C" fn without arguments that never
+    // unwinds.
+    unsafe { libc::atexit(at_exit) };
+    tracing::debug!(%version, "CUDA agent started");
+    Ok(())
+}
+
+fn describe(cupti: &Cupti, rc: sys::CUptiResult) -> String {
+    cupti
+        .result_string(rc)
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| format!("CUPTI error {rc}"))
+}
+
+fn thread_name(tid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
+        .map(|s| s.trim_end().to_string())
+        .unwrap_or_default()
+}
+
+/// Runs `f` with the agent unless it is off; a panic switches it off.
+fn guarded(f: impl FnOnce(&Agent)) {
+    if OFF.load(Ordering::Relaxed) {
+        return;
+    }
+    let Some(agent) = AGENT.get() else { return };
+    if std::panic::catch_unwind(AssertUnwindSafe(|| f(agent))).is_err() {
+        OFF.store(true, Ordering::Relaxed);
+        diag::warn_once("the CUDA agent failed and stopped recording; the program goes on");
+    }
+}
+
+extern "C" fn monotonic_ns() -> u64 {
+    tracer::clock::now()
+}
+
+/// CUPTI's callback: a context was created, so the process does GPU work.
+unsafe extern "C" fn on_callback(
+    _: *mut c_void,
+    domain: sys::CUpti_CallbackDomain,
+    cbid: u32,
+    data: *const c_void,
+) {
+    if domain != sys::CUPTI_CB_DOMAIN_RESOURCE
+        || cbid != sys::CUPTI_CBID_RESOURCE_CONTEXT_CREATED
+        || data.is_null()
+    {
+        return;
+    }
+    guarded(|agent| {
+        // SAFETY: for resource callbacks CUPTI passes a CUpti_ResourceData.
+        let ctx = unsafe { (*data.cast::<sys::CUpti_ResourceData>()).context };
+        let mut device = 0u32;
+        // SAFETY: `ctx` is the context CUPTI just reported; `device` is writable.
+        let rc = unsafe { (agent.cupti.get_device_id)(ctx, &mut device) };
+        let mut state = agent.lock();
+        if state.ensure_recorder(agent).is_none() {
+            return;
+        }
+        if rc == sys::CUPTI_SUCCESS && agent.enabled.nvlink {
+            state.sample_nvlink(agent, device);
+        }
+    });
+}
+
+unsafe extern "C" fn buffer_requested(
+    buffer: *mut *mut u8,
+    size: *mut usize,
+    max_records: *mut usize,
+) {
+    let len = AGENT.get().map_or(1 << 20, |a| a.buffer_size);
+    let layout = Layout::from_size_align(len, ALIGN).expect("valid layout");
+    // SAFETY: `layout` has a non-zero size.
+    let ptr = unsafe { alloc(layout) };
+    // SAFETY: CUPTI passes valid out-pointers.
+    unsafe {
+        *buffer = ptr;
+        *size = if ptr.is_null() { 0 } else { len };
+        *max_records = 0;
+    }
+}
+
+unsafe extern "C" fn buffer_completed(
+    ctx: sys::CUcontext,
+    stream: u32,
+    buffer: *mut u8,
+    size: usize,
+    valid: usize,
+) {
+    guarded(|agent| {
+        if !buffer.is_null() && valid > 0 {
+            // SAFETY: CUPTI hands back the buffer we allocated, `valid`
+            // bytes of it filled.
+            let records = unsafe { agent.records(buffer, valid) };
+            agent.process(&records.0, &records.1);
+        }
+        let mut dropped = 0usize;
+        // SAFETY: `ctx`/`stream` are the ones CUPTI passed for this buffer.
+        if unsafe { (agent.cupti.activity_get_num_dropped_records)(ctx, stream, &mut dropped) }
+            == sys::CUPTI_SUCCESS
+            && dropped > 0
+        {
+            diag::warn_once(&format!(
+                "CUPTI dropped {dropped} activity records (buffers full); raise GPUTRACE_CUDA_BUFFER"
+            ));
+        }
+    });
+    if !buffer.is_null() && size > 0 {
+        // SAFETY: allocated in `buffer_requested` with this size and alignment.
+        unsafe {
+            dealloc(
+                buffer,
+                Layout::from_size_align(size, ALIGN).expect("valid layout"),
+            )
+        };
+    }
+}
+
+extern "C" fn at_exit() {
+    guarded(|agent| {
+        // SAFETY: flushing runs buffer_completed for the remaining buffers.
+        unsafe { (agent.cupti.activity_flush_all)(sys::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) };
+        let mut state = agent.lock();
+        state.sampler = None;
+        if let Some(rec) = state.recorder.clone() {
+            state.converter.finish(&rec);
+            rec.finish();
+        }
+    });
+}
+
+/// Names resolved through CUPTI, for live records.
+struct LiveNames<'a> {
+    agent: &'a Agent,
+    cache: &'a mut HashMap<(ApiDomain, u32), Option<String>>,
+}
+
+/// The string a live record's name pointer points to.
+fn c_string(ptr: u64) -> Option<String> {
+    if ptr == 0 {
+        return None;
+    }
+    // SAFETY: a non-null name pointer in a live record points to a
+    // NUL-terminated string CUPTI keeps for the life of the process.
+    Some(
+        unsafe { CStr::from_ptr(ptr as *const c_char) }
+            .to_string_lossy()
+            .into_owned(),
+    )
+}
+
+impl Strings for LiveNames<'_> {
+    fn get(&self, ptr: u64) -> Option<String> {
+        c_string(ptr)
+    }
+}
+
+impl Names for LiveNames<'_> {
+    fn api(&self, domain: ApiDomain, cbid: u32) -> Option<String> {
+        if let Some(n) = self.cache.get(&(domain, cbid)) {
+            return n.clone();
+        }
+        self.agent.api_name(domain, cbid)
+    }
+}
+
+impl Agent {
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn api_name(&self, domain: ApiDomain, cbid: u32) -> Option<String> {
+        let d = match domain {
+            ApiDomain::Driver => sys::CUPTI_CB_DOMAIN_DRIVER_API,
+            ApiDomain::Runtime => sys::CUPTI_CB_DOMAIN_RUNTIME_API,
+        };
+        let mut name: *const c_char = std::ptr::null();
+        // SAFETY: `name` is writable; CUPTI points it at a static string.
+        let rc = unsafe { (self.cupti.get_callback_name)(d, cbid, &mut name) };
+        // SAFETY: on success `name` is a NUL-terminated static string.
+        (rc == sys::CUPTI_SUCCESS && !name.is_null()).then(|| {
+            unsafe { CStr::from_ptr(name) }
+                .to_string_lossy()
+                .into_owned()
+        })
+    }
+
+    /// Decodes the records of a completed buffer, keeping each record's
+    /// bytes for a capture when one is asked for.
+    ///
+    /// # Safety
+    ///
+    /// `buffer` holds `valid` bytes of records written by CUPTI.
+    unsafe fn records(&self, buffer: *mut u8, valid: usize) -> (Vec<Record>, Vec<Vec<u8>>) {
+        let mut ptrs: Vec<usize> = Vec::new();
+        let mut rec: *mut sys::CUpti_Activity = std::ptr::null_mut();
+        // SAFETY: CUPTI walks its own buffer; `rec` is its cursor.
+        while unsafe { (self.cupti.activity_get_next_record)(buffer, valid, &mut rec) }
+            == sys::CUPTI_SUCCESS
+        {
+            ptrs.push(rec as usize);
+        }
+        let base = buffer as usize;
+        let mut records = Vec::with_capacity(ptrs.len());
+        let mut raw = Vec::new();
+        for (i, &p) in ptrs.iter().enumerate() {
+            let end = ptrs.get(i + 1).copied().unwrap_or(base + valid);
+            let len = end.saturating_sub(p);
+            // SAFETY: [p, p + len) lies inside the `valid` bytes of the buffer.
+            let bytes = unsafe { std::slice::from_raw_parts(p as *const u8, len) };
+            if let Some(r) = records::decode(self.version, bytes) {
+                records.push(r);
+            }
+            if self.capture.is_some() {
+                raw.push(bytes.to_vec());
+            }
+        }
+        (records, raw)
+    }
+
+    fn process(&self, records: &[Record], raw: &[Vec<u8>]) {
+        let mut state = self.lock();
+        let state = &mut *state;
+        if state.failed {
+            return;
+        }
+        if let Some(dir) = &self.capture {
+            self.save_capture(dir, records, raw, state);
+        }
+        if state.recorder.is_none() && !Converter::has_work(records) {
+            state.early.extend(records.iter().copied());
+            return;
+        }
+        let Some(rec) = state.ensure_recorder(self) else {
+            return;
+        };
+        let early = std::mem::take(&mut state.early);
+        let names = LiveNames {
+            agent: self,
+            cache: &mut state.api_names,
+        };
+        if !early.is_empty() {
+            state.converter.convert(&early, &names, &rec);
+        }
+        state.converter.convert(records, &names, &rec);
+        // Remember API names looked up, so later buffers skip CUPTI.
+        for r in records {
+            if let Record::Api { domain, cbid, .. } = r {
+                let key = (*domain, *cbid);
+                if !names.cache.contains_key(&key) {
+                    let n = names.api(*domain, *cbid);
+                    names.cache.insert(key, n);
+                }
+            }
+        }
+        if self.enabled.nvlink {
+            let ordinals: Vec<u32> = state.converter.device_uuids.keys().copied().collect();
+            for d in ordinals {
+                state.sample_nvlink(self, d);
+            }
+        }
+    }
+
+    fn save_capture(
+        &self,
+        dir: &std::path::Path,
+        records: &[Record],
+        raw: &[Vec<u8>],
+        state: &State,
+    ) {
+        let n = self.captured.fetch_add(1, Ordering::Relaxed);
+        let mut c = Capture {
+            api_version: self.version.api(),
+            library_major: self.version.cuda().0,
+            records: raw.to_vec(),
+            ..Capture::default()
+        };
+        for r in records {
+            match r {
+                Record::Kernel { name, .. } | Record::Device { name, .. } => {
+                    if let Some(s) = c_string(*name) {
+                        c.strings.insert(*name, s);
+                    }
+                }
+                Record::Api { domain, cbid, .. } => {
+                    let cached = state.api_names.get(&(*domain, *cbid)).cloned().flatten();
+                    if let Some(s) = cached.or_else(|| self.api_name(*domain, *cbid)) {
+                        c.api_names.insert((*domain, *cbid), s);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let path = dir.join(format!("{}-{n:04}.cupti", std::process::id()));
+        if let Err(e) = std::fs::File::create(&path).and_then(|mut f| c.write(&mut f)) {
+            diag::warn_once(&format!(
+                "cannot write CUPTI capture {}: {e}",
+                path.display()
+            ));
+        }
+    }
+}
+
+impl State {
+    /// The process's CUDA stream, created at the first sign of GPU work.
+    fn ensure_recorder(&mut self, agent: &Agent) -> Option<Recorder> {
+        if let Some(r) = &self.recorder {
+            return Some(r.clone());
+        }
+        if self.failed {
+            return None;
+        }
+        match tracer::runtime::start_with(Producer::Cuda, &agent.config) {
+            Some(rec) => {
+                self.recorder = Some(rec.clone());
+                Some(rec)
+            }
+            None => {
+                self.failed = true;
+                None
+            }
+        }
+    }
+
+    fn sample_nvlink(&mut self, agent: &Agent, device: u32) {
+        if self.sampled.contains(&device) {
+            return;
+        }
+        let Some(rec) = self.recorder.clone() else {
+            return;
+        };
+        let Some(uuid) = self
+            .converter
+            .device_uuids
+            .get(&device)
+            .copied()
+            .or_else(|| cupti_sys::driver::device_uuid(device))
+        else {
+            return;
+        };
+        self.sampled.push(device);
+        if self.sampler.is_none() {
+            match Sampler::start(rec, agent.config.nvlink_interval) {
+                Ok(s) => self.sampler = Some(s),
+                Err(e) => {
+                    diag::warn_once(&format!("NVLink traffic is not sampled: {e}"));
+                    return;
+                }
+            }
+        }
+        if let Some(s) = &self.sampler {
+            s.add(device, uuid);
+        }
+    }
+}

@@ -1,0 +1,643 @@
+//! Records → raw events: which location each record belongs to, what
+//! events it becomes, and in which order they are written.
+//!
+//! - API calls become regions on the calling host thread (CUPTI reports
+//!   the kernel's tid, so the MPI stream's thread and the CUDA stream's
+//!   thread are the same location in the archive), entered with the call's
+//!   correlation id;
+//! - synchronizations become regions on the thread whose API call they
+//!   belong to (found by correlation id; a synchronization seen before its
+//!   call waits for the next buffer);
+//! - kernels, copies and memsets become regions on their stream's location;
+//! - devices, contexts and NVLink connections become definitions, once.
+//!
+//! Within one buffer, each location's intervals are sorted by start (the
+//! longer first on ties) and swept with a stack, so that nested calls
+//! (a runtime call and the driver calls inside it) come out properly
+//! nested whatever order CUPTI delivered them in.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use tracer::Recorder;
+use tracer::config::EnabledSet;
+use tracer::raw::{
+    Copy, Definition, DeviceDef, Event, LinkEnd, LocationKind, MemoryKind, NvLinkDef, Paradigm,
+    PeerEnds, RegionRole,
+};
+
+use crate::names;
+use crate::records::{ApiDomain, NvLink, Record, Span, Strings};
+
+/// Names the records refer to by number.
+pub trait Names: Strings {
+    /// CUPTI's name of API callback `cbid` of `domain`.
+    fn api(&self, domain: ApiDomain, cbid: u32) -> Option<String>;
+}
+
+/// What `GPUTRACE_CUDA_ENABLE` asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Enabled {
+    pub driver: bool,
+    pub runtime: bool,
+    pub kernel: bool,
+    pub memcpy: bool,
+    pub memset: bool,
+    pub peer: bool,
+    pub sync: bool,
+    pub nvlink: bool,
+}
+
+impl Enabled {
+    pub fn from_set(set: &EnabledSet) -> Enabled {
+        Enabled {
+            driver: set.contains("driver"),
+            runtime: set.contains("runtime"),
+            kernel: set.contains("kernel"),
+            memcpy: set.contains("memcpy"),
+            memset: set.contains("memset"),
+            peer: set.contains("peer"),
+            sync: set.contains("sync"),
+            nvlink: set.contains("nvlink"),
+        }
+    }
+
+    pub fn any(&self) -> bool {
+        self.driver
+            || self.runtime
+            || self.kernel
+            || self.memcpy
+            || self.memset
+            || self.peer
+            || self.sync
+            || self.nvlink
+    }
+}
+
+/// One interval on a location: its events at start and end.
+#[derive(Debug, Clone, Copy)]
+struct Interval {
+    start: u64,
+    end: u64,
+    begin: Event,
+    finish: Event,
+}
+
+/// How many correlation ids → thread are remembered for late
+/// synchronization records.
+const CORRELATION_MEMORY: usize = 1 << 16;
+
+/// The conversion state of one process.
+pub struct Converter {
+    enabled: Enabled,
+    pid: u32,
+    threads: HashMap<u32, u32>,
+    streams: HashMap<(u32, u32, u32), u32>,
+    api_regions: HashMap<(ApiDomain, u32), Option<u32>>,
+    kernel_regions: HashMap<u64, Option<u32>>,
+    named_regions: HashMap<&'static str, Option<u32>>,
+    devices: HashSet<u32>,
+    contexts: HashSet<u32>,
+    nvlinks: HashSet<[[u8; 16]; 2]>,
+    correlation_threads: HashMap<u32, u32>,
+    correlation_order: VecDeque<u32>,
+    pending_syncs: Vec<Record>,
+    next_copy: u64,
+    thread_name: fn(u32) -> String,
+    /// Device ordinal → UUID, for the NVLink sampler.
+    pub device_uuids: HashMap<u32, [u8; 16]>,
+}
+
+impl Converter {
+    /// A converter for process `pid`; `thread_name` names host threads.
+    pub fn new(enabled: Enabled, pid: u32, thread_name: fn(u32) -> String) -> Converter {
+        Converter {
+            enabled,
+            pid,
+            threads: HashMap::new(),
+            streams: HashMap::new(),
+            api_regions: HashMap::new(),
+            kernel_regions: HashMap::new(),
+            named_regions: HashMap::new(),
+            devices: HashSet::new(),
+            contexts: HashSet::new(),
+            nvlinks: HashSet::new(),
+            correlation_threads: HashMap::new(),
+            correlation_order: VecDeque::new(),
+            pending_syncs: Vec::new(),
+            next_copy: 1,
+            thread_name,
+            device_uuids: HashMap::new(),
+        }
+    }
+
+    /// Whether `records` hold GPU work (not only definitions): a process
+    /// that never did any leaves no trace.
+    pub fn has_work(records: &[Record]) -> bool {
+        records.iter().any(|r| {
+            matches!(
+                r,
+                Record::Api { .. }
+                    | Record::Kernel { .. }
+                    | Record::Memcpy { .. }
+                    | Record::PeerCopy { .. }
+                    | Record::Memset { .. }
+                    | Record::Sync { .. }
+            )
+        })
+    }
+
+    /// Converts one buffer's records and writes them to `rec`.
+    pub fn convert(&mut self, records: &[Record], names: &dyn Names, rec: &Recorder) {
+        for r in records {
+            if let Record::Api {
+                correlation,
+                thread,
+                ..
+            } = r
+            {
+                self.remember_correlation(*correlation, *thread);
+            }
+        }
+        let mut intervals: HashMap<u32, Vec<Interval>> = HashMap::new();
+        let pending = std::mem::take(&mut self.pending_syncs);
+        for r in pending.iter().chain(records) {
+            self.record(r, names, rec, &mut intervals);
+        }
+        let mut locations: Vec<_> = intervals.into_iter().collect();
+        locations.sort_by_key(|(l, _)| *l);
+        for (location, items) in locations {
+            rec.write_batch(location, &sweep(items));
+        }
+    }
+
+    /// Writes what waits for a later buffer, at the end of the process:
+    /// synchronizations whose API call never showed up are dropped.
+    pub fn finish(&mut self, rec: &Recorder) {
+        if !self.pending_syncs.is_empty() {
+            tracing::debug!(
+                count = self.pending_syncs.len(),
+                "synchronizations without their API call dropped"
+            );
+            self.pending_syncs.clear();
+        }
+        rec.flush_definitions();
+    }
+
+    fn remember_correlation(&mut self, correlation: u32, thread: u32) {
+        if self
+            .correlation_threads
+            .insert(correlation, thread)
+            .is_none()
+        {
+            self.correlation_order.push_back(correlation);
+            if self.correlation_order.len() > CORRELATION_MEMORY
+                && let Some(old) = self.correlation_order.pop_front()
+            {
+                self.correlation_threads.remove(&old);
+            }
+        }
+    }
+
+    fn record(
+        &mut self,
+        r: &Record,
+        names: &dyn Names,
+        rec: &Recorder,
+        out: &mut HashMap<u32, Vec<Interval>>,
+    ) {
+        let e = self.enabled;
+        match *r {
+            Record::Api {
+                domain,
+                cbid,
+                start,
+                end,
+                thread,
+                correlation,
+            } => {
+                let on = match domain {
+                    ApiDomain::Driver => e.driver,
+                    ApiDomain::Runtime => e.runtime,
+                };
+                if !on {
+                    return;
+                }
+                let Some(region) = self.api_region(domain, cbid, names, rec) else {
+                    return;
+                };
+                let loc = self.thread_location(thread, rec);
+                push(
+                    out,
+                    loc,
+                    start,
+                    end,
+                    Event::EnterCorrelated {
+                        region,
+                        correlation,
+                    },
+                    Event::Leave { region },
+                );
+            }
+            Record::Sync {
+                start,
+                end,
+                kind,
+                correlation,
+                ..
+            } => {
+                if !e.sync {
+                    return;
+                }
+                let Some(&thread) = self.correlation_threads.get(&correlation) else {
+                    self.pending_syncs.push(*r);
+                    return;
+                };
+                let Some(region) =
+                    self.named_region(names::sync_region(kind), RegionRole::ImplicitBarrier, rec)
+                else {
+                    return;
+                };
+                let loc = self.thread_location(thread, rec);
+                push(
+                    out,
+                    loc,
+                    start,
+                    end,
+                    Event::EnterCorrelated {
+                        region,
+                        correlation,
+                    },
+                    Event::Leave { region },
+                );
+            }
+            Record::Kernel {
+                span,
+                correlation,
+                name,
+                config,
+            } => {
+                if !e.kernel {
+                    return;
+                }
+                let Some(region) = self.kernel_region(name, names, rec) else {
+                    return;
+                };
+                let loc = self.stream_location(&span, rec);
+                push(
+                    out,
+                    loc,
+                    span.start,
+                    span.end,
+                    Event::KernelBegin {
+                        region,
+                        correlation,
+                        config,
+                    },
+                    Event::Leave { region },
+                );
+            }
+            Record::Memcpy {
+                span,
+                correlation,
+                bytes,
+                kind,
+                src,
+                dst,
+            } => {
+                let kind = names::copy_kind(kind);
+                // Copies between GPUs come with both ends from the peer
+                // records (MEMCPY2); their plain records would count twice.
+                if !e.memcpy || kind == tracer::raw::CopyKind::PeerToPeer {
+                    return;
+                }
+                self.copy(out, rec, &span, correlation, kind, bytes, (src, dst), None);
+            }
+            Record::PeerCopy {
+                span,
+                correlation,
+                bytes,
+                src,
+                dst,
+                ends,
+            } => {
+                if !e.peer {
+                    return;
+                }
+                let peer = PeerEnds {
+                    src_device: ends[0].0,
+                    src_context: ends[0].1,
+                    dst_device: ends[1].0,
+                    dst_context: ends[1].1,
+                };
+                let kind = tracer::raw::CopyKind::PeerToPeer;
+                self.copy(
+                    out,
+                    rec,
+                    &span,
+                    correlation,
+                    kind,
+                    bytes,
+                    (src, dst),
+                    Some(peer),
+                );
+            }
+            Record::Memset {
+                span,
+                correlation,
+                bytes,
+                memory,
+            } => {
+                if !e.memset {
+                    return;
+                }
+                let Some(region) =
+                    self.named_region(names::MEMSET_REGION, RegionRole::DataTransfer, rec)
+                else {
+                    return;
+                };
+                let loc = self.stream_location(&span, rec);
+                let memory = MemoryKind::from_u8(memory.min(255) as u8);
+                let begin = Event::MemsetBegin {
+                    region,
+                    correlation,
+                    bytes,
+                    memory,
+                };
+                push(
+                    out,
+                    loc,
+                    span.start,
+                    span.end,
+                    begin,
+                    Event::Leave { region },
+                );
+            }
+            Record::Device {
+                id,
+                name,
+                uuid,
+                multiprocessors,
+                memory,
+                cc,
+            } => {
+                self.device_uuids.insert(id, uuid);
+                if self.devices.insert(id) {
+                    let name = names.get(name).unwrap_or_else(|| format!("GPU {id}"));
+                    rec.define(&Definition::Device(DeviceDef {
+                        id,
+                        name,
+                        uuid,
+                        multiprocessors,
+                        memory,
+                        compute_capability: cc,
+                    }));
+                }
+            }
+            Record::Context { id, device } => {
+                if self.contexts.insert(id) {
+                    rec.define(&Definition::Context { id, device });
+                }
+            }
+            Record::NvLink(l) => {
+                if e.nvlink && self.nvlinks.insert(l.ids) {
+                    rec.define(&Definition::NvLink(nvlink_def(&l)));
+                }
+            }
+            Record::Other(_) => {}
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn copy(
+        &mut self,
+        out: &mut HashMap<u32, Vec<Interval>>,
+        rec: &Recorder,
+        span: &Span,
+        correlation: u32,
+        kind: tracer::raw::CopyKind,
+        bytes: u64,
+        (src, dst): (u8, u8),
+        peer: Option<PeerEnds>,
+    ) {
+        let Some(region) =
+            self.named_region(names::copy_region(kind), RegionRole::DataTransfer, rec)
+        else {
+            return;
+        };
+        let loc = self.stream_location(span, rec);
+        let id = self.next_copy;
+        self.next_copy += 1;
+        let copy = Copy {
+            region,
+            correlation,
+            kind,
+            src: MemoryKind::from_u8(src),
+            dst: MemoryKind::from_u8(dst),
+            bytes,
+            peer,
+            id,
+        };
+        push(
+            out,
+            loc,
+            span.start,
+            span.end,
+            Event::CopyBegin(copy),
+            Event::CopyEnd { region, id },
+        );
+    }
+
+    fn thread_location(&mut self, tid: u32, rec: &Recorder) -> u32 {
+        let (pid, name) = (self.pid, self.thread_name);
+        *self.threads.entry(tid).or_insert_with(|| {
+            rec.define_location(
+                LocationKind::HostThread {
+                    tid,
+                    is_main: tid == pid,
+                },
+                &name(tid),
+            )
+        })
+    }
+
+    fn stream_location(&mut self, s: &Span, rec: &Recorder) -> u32 {
+        if self.contexts.insert(s.context) {
+            rec.define(&Definition::Context {
+                id: s.context,
+                device: s.device,
+            });
+        }
+        *self
+            .streams
+            .entry((s.device, s.context, s.stream))
+            .or_insert_with(|| {
+                let kind = LocationKind::GpuStream {
+                    device: s.device,
+                    context: s.context,
+                    stream: s.stream,
+                };
+                rec.define_location(kind, &format!("CUDA stream {}", s.stream))
+            })
+    }
+
+    fn api_region(
+        &mut self,
+        domain: ApiDomain,
+        cbid: u32,
+        names: &dyn Names,
+        rec: &Recorder,
+    ) -> Option<u32> {
+        *self.api_regions.entry((domain, cbid)).or_insert_with(|| {
+            let full = names
+                .api(domain, cbid)
+                .unwrap_or_else(|| format!("CUDA API {cbid}"));
+            let group = match domain {
+                ApiDomain::Driver => "CUDA driver",
+                ApiDomain::Runtime => "CUDA runtime",
+            };
+            rec.region(
+                names::api_name(&full),
+                None,
+                Paradigm::Cuda,
+                RegionRole::Wrapper,
+                group,
+            )
+        })
+    }
+
+    fn kernel_region(&mut self, name: u64, names: &dyn Names, rec: &Recorder) -> Option<u32> {
+        *self.kernel_regions.entry(name).or_insert_with(|| {
+            let mangled = names.get(name).unwrap_or_else(|| "[unknown kernel]".into());
+            let demangled = names::demangle(&mangled);
+            let canonical = (demangled != mangled).then_some(mangled.as_str());
+            rec.region(
+                &demangled,
+                canonical,
+                Paradigm::Cuda,
+                RegionRole::Function,
+                "CUDA kernel",
+            )
+        })
+    }
+
+    fn named_region(
+        &mut self,
+        name: &'static str,
+        role: RegionRole,
+        rec: &Recorder,
+    ) -> Option<u32> {
+        *self
+            .named_regions
+            .entry(name)
+            .or_insert_with(|| rec.region(name, None, Paradigm::Cuda, role, "CUDA"))
+    }
+}
+
+fn push(
+    out: &mut HashMap<u32, Vec<Interval>>,
+    loc: u32,
+    start: u64,
+    end: u64,
+    begin: Event,
+    finish: Event,
+) {
+    out.entry(loc).or_default().push(Interval {
+        start,
+        end: end.max(start),
+        begin,
+        finish,
+    });
+}
+
+fn nvlink_def(l: &NvLink) -> NvLinkDef {
+    let end = |i: usize| {
+        if l.types[i] == 1 {
+            LinkEnd::Gpu(l.ids[i])
+        } else {
+            LinkEnd::Other(u32::from_le_bytes([
+                l.ids[i][0],
+                l.ids[i][1],
+                l.ids[i][2],
+                l.ids[i][3],
+            ]))
+        }
+    };
+    NvLinkDef {
+        ends: [end(0), end(1)],
+        version: l.version,
+        links: l.links,
+        bandwidth: l.bandwidth,
+        flags: l.flags,
+        nvswitch: l.nvswitch,
+    }
+}
+
+/// One location's intervals as events in time order, nested intervals
+/// inside their enclosing ones.
+fn sweep(mut items: Vec<Interval>) -> Vec<(u64, Event)> {
+    items.sort_by_key(|i| (i.start, std::cmp::Reverse(i.end)));
+    let mut out = Vec::with_capacity(items.len() * 2);
+    let mut open: Vec<(u64, Event)> = Vec::new();
+    for it in items {
+        while let Some(&(end, finish)) = open.last() {
+            if end > it.start {
+                break;
+            }
+            out.push((end, finish));
+            open.pop();
+        }
+        out.push((it.start, it.begin));
+        open.push((it.end, it.finish));
+    }
+    while let Some(top) = open.pop() {
+        out.push(top);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn iv(start: u64, end: u64, id: u32) -> Interval {
+        Interval {
+            start,
+            end,
+            begin: Event::Enter { region: id },
+            finish: Event::Leave { region: id },
+        }
+    }
+
+    #[test]
+    fn nested_calls_come_out_nested() {
+        // A runtime call [10, 50] with driver calls [10, 20] and [30, 40]
+        // inside, delivered inner first, and a later call [60, 70].
+        let out = sweep(vec![
+            iv(30, 40, 3),
+            iv(10, 20, 2),
+            iv(60, 70, 4),
+            iv(10, 50, 1),
+        ]);
+        let ids: Vec<(u64, Event)> = out;
+        let expect = [
+            (10, Event::Enter { region: 1 }),
+            (10, Event::Enter { region: 2 }),
+            (20, Event::Leave { region: 2 }),
+            (30, Event::Enter { region: 3 }),
+            (40, Event::Leave { region: 3 }),
+            (50, Event::Leave { region: 1 }),
+            (60, Event::Enter { region: 4 }),
+            (70, Event::Leave { region: 4 }),
+        ];
+        assert_eq!(ids, expect);
+    }
+
+    #[test]
+    fn back_to_back_and_empty_intervals_keep_order() {
+        let out = sweep(vec![iv(20, 30, 2), iv(10, 20, 1), iv(30, 30, 3)]);
+        let times: Vec<u64> = out.iter().map(|(t, _)| *t).collect();
+        assert_eq!(times, [10, 20, 20, 30, 30, 30]);
+        assert_eq!(out[1].1, Event::Leave { region: 1 });
+        assert_eq!(out[4].1, Event::Enter { region: 3 });
+    }
+}

@@ -1,0 +1,37 @@
+//! gputrace's CUDA agent, `libgputrace_cuda.so`.
+//!
+//! `gputrace` sets `CUDA_INJECTION64_PATH` to this library for the traced
+//! processes; the CUDA driver loads it when a process initializes CUDA —
+//! whatever the program is written in, Python included — and calls
+//! [`InitializeInjection`]. The agent then records through CUPTI what
+//! `GPUTRACE_CUDA_ENABLE` asks for:
+//!
+//! - [`agent`]: CUPTI set-up, activity buffers, exit;
+//! - [`records`]: CUPTI's versioned record structs decoded into one form;
+//! - [`convert`]: records into raw events on host threads and GPU streams;
+//! - [`nvlink`]: NVLink traffic sampled from NVML;
+//! - [`capture`]: CUPTI buffers saved and replayed, for tests without a GPU;
+//! - [`names`]: kernel and API names.
+//!
+//! A process that never creates a CUDA context leaves no trace; a process
+//! where CUPTI cannot be used (missing, too old, another profiler attached)
+//! gets one warning line and runs untraced for CUDA.
+
+#![deny(unsafe_op_in_unsafe_fn)]
+
+mod agent;
+pub mod capture;
+pub mod convert;
+pub mod names;
+pub mod nvlink;
+pub mod records;
+pub mod replay;
+
+/// The entry point the CUDA driver calls after loading the library from
+/// `CUDA_INJECTION64_PATH`. Returns 1 (success) whatever happens: a
+/// tracing problem never stops CUDA from initializing.
+#[unsafe(no_mangle)]
+pub extern "C" fn InitializeInjection() -> std::ffi::c_int {
+    let _ = std::panic::catch_unwind(agent::start);
+    1
+}

@@ -1,0 +1,315 @@
+//! CUPTI activity records, decoded into one version-independent [`Record`].
+//!
+//! CUPTI writes, for each activity kind, the struct of its own release
+//! (`CUpti_ActivityKernel9` in 12.x, `Kernel10` in 13.0, ...). The struct to
+//! read comes from [`CuptiVersion::record_struct`]; one macro per record
+//! family copies the fields gputrace uses out of whichever struct it is,
+//! so the rest of the agent never sees a versioned type. Names (kernels,
+//! devices) are pointers into CUPTI's memory, kept as numbers here and
+//! resolved through [`Strings`], so that records captured on a GPU machine
+//! decode the same way offline.
+
+use cupti_sys::{self as sys, CuptiVersion, RecordStruct, v12_9, v13_0, v13_5};
+use tracer::raw::KernelConfig;
+
+/// Where an API call came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ApiDomain {
+    Driver,
+    Runtime,
+}
+
+/// A decoded activity record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Record {
+    Api {
+        domain: ApiDomain,
+        cbid: u32,
+        start: u64,
+        end: u64,
+        thread: u32,
+        correlation: u32,
+    },
+    Kernel {
+        span: Span,
+        correlation: u32,
+        name: u64,
+        config: KernelConfig,
+    },
+    Memcpy {
+        span: Span,
+        correlation: u32,
+        bytes: u64,
+        kind: u8,
+        src: u8,
+        dst: u8,
+    },
+    PeerCopy {
+        span: Span,
+        correlation: u32,
+        bytes: u64,
+        src: u8,
+        dst: u8,
+        ends: [(u32, u32); 2],
+    },
+    Memset {
+        span: Span,
+        correlation: u32,
+        bytes: u64,
+        memory: u16,
+    },
+    Sync {
+        start: u64,
+        end: u64,
+        kind: u32,
+        context: u32,
+        stream: u32,
+        correlation: u32,
+    },
+    NvLink(NvLink),
+    Device {
+        id: u32,
+        name: u64,
+        uuid: [u8; 16],
+        multiprocessors: u32,
+        memory: u64,
+        cc: (u32, u32),
+    },
+    Context {
+        id: u32,
+        device: u32,
+    },
+    /// A kind gputrace does not use.
+    Other(u32),
+}
+
+/// When and where a GPU activity ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    pub start: u64,
+    pub end: u64,
+    pub device: u32,
+    pub context: u32,
+    pub stream: u32,
+}
+
+/// An NVLink connection as CUPTI reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NvLink {
+    pub version: u32,
+    /// CUPTI's device types of both ends (1 GPU, 2 NPU = CPU/NVSwitch).
+    pub types: [u32; 2],
+    /// GPU ends: their UUIDs; other ends: their index in the first 4 bytes.
+    pub ids: [[u8; 16]; 2],
+    pub flags: u32,
+    pub links: u32,
+    pub bandwidth: u64,
+    pub nvswitch: bool,
+}
+
+/// Resolves the name pointers of records.
+pub trait Strings {
+    /// The NUL-terminated string at address `ptr`, if known.
+    fn get(&self, ptr: u64) -> Option<String>;
+}
+
+/// Copies a record struct out of the bytes CUPTI wrote.
+fn read<T: Copy>(bytes: &[u8]) -> Option<T> {
+    if bytes.len() < std::mem::size_of::<T>() {
+        return None;
+    }
+    // SAFETY: `bytes` holds at least size_of::<T>() bytes; T is a plain C
+    // struct of integers and pointers (bindgen output) for which any bit
+    // pattern is valid; read_unaligned makes no alignment assumption.
+    Some(unsafe { std::ptr::read_unaligned(bytes.as_ptr().cast::<T>()) })
+}
+
+fn uuid(bytes: [std::ffi::c_char; 16]) -> [u8; 16] {
+    bytes.map(|b| b as u8)
+}
+
+macro_rules! span {
+    ($r:expr) => {
+        Span {
+            start: $r.start,
+            end: $r.end,
+            device: $r.deviceId,
+            context: $r.contextId,
+            stream: $r.streamId,
+        }
+    };
+}
+
+macro_rules! kernel {
+    ($r:expr) => {{
+        let r = $r;
+        Record::Kernel {
+            span: span!(r),
+            correlation: r.correlationId,
+            name: r.name as u64,
+            config: KernelConfig {
+                grid: [r.gridX as u32, r.gridY as u32, r.gridZ as u32],
+                block: [r.blockX as u32, r.blockY as u32, r.blockZ as u32],
+                registers: u32::from(r.registersPerThread),
+                static_shared: r.staticSharedMemory as u32,
+                dynamic_shared: r.dynamicSharedMemory as u32,
+            },
+        }
+    }};
+}
+
+macro_rules! memcpy {
+    ($r:expr) => {{
+        let r = $r;
+        Record::Memcpy {
+            span: span!(r),
+            correlation: r.correlationId,
+            bytes: r.bytes,
+            kind: r.copyKind,
+            src: r.srcKind,
+            dst: r.dstKind,
+        }
+    }};
+}
+
+macro_rules! memset {
+    ($r:expr) => {{
+        let r = $r;
+        Record::Memset {
+            span: span!(r),
+            correlation: r.correlationId,
+            bytes: r.bytes,
+            memory: r.memoryKind,
+        }
+    }};
+}
+
+macro_rules! sync {
+    ($r:expr) => {{
+        let r = $r;
+        Record::Sync {
+            start: r.start,
+            end: r.end,
+            kind: r.type_,
+            context: r.contextId,
+            stream: r.streamId,
+            correlation: r.correlationId,
+        }
+    }};
+}
+
+macro_rules! nvlink {
+    ($r:expr) => {{
+        let r = $r;
+        // SAFETY (of the union reads): both members are plain bytes; the
+        // type fields say which one is meant, and either reading is valid.
+        let ids = unsafe { [uuid(r.idDev0.uuidDev.bytes), uuid(r.idDev1.uuidDev.bytes)] };
+        Record::NvLink(NvLink {
+            version: r.nvlinkVersion,
+            types: [r.typeDev0, r.typeDev1],
+            ids,
+            flags: r.flag,
+            links: r.physicalNvLinkCount,
+            bandwidth: r.bandwidth,
+            nvswitch: r.nvswitchConnected != 0,
+        })
+    }};
+}
+
+macro_rules! device {
+    ($r:expr) => {{
+        let r = $r;
+        Record::Device {
+            id: r.id,
+            name: r.name as u64,
+            uuid: uuid(r.uuid.bytes),
+            multiprocessors: r.numMultiprocessors,
+            memory: r.globalMemorySize,
+            cc: (r.computeCapabilityMajor, r.computeCapabilityMinor),
+        }
+    }};
+}
+
+macro_rules! context {
+    ($r:expr) => {{
+        let r = $r;
+        Record::Context {
+            id: r.contextId,
+            device: r.deviceId,
+        }
+    }};
+}
+
+/// Decodes the record in `bytes` (which starts with its `kind`), written by
+/// a CUPTI of `version`. `None` when the bytes are too short for the
+/// struct that release writes.
+pub fn decode(version: CuptiVersion, bytes: &[u8]) -> Option<Record> {
+    let kind: u32 = read(bytes)?;
+    let Some(rs) = version.record_struct(kind) else {
+        return Some(Record::Other(kind));
+    };
+    use RecordStruct as R;
+    Some(match rs {
+        R::Api => {
+            let r: v12_9::CUpti_ActivityAPI = read(bytes)?;
+            let domain = if kind == sys::CUPTI_ACTIVITY_KIND_RUNTIME {
+                ApiDomain::Runtime
+            } else {
+                ApiDomain::Driver
+            };
+            Record::Api {
+                domain,
+                cbid: r.cbid,
+                start: r.start,
+                end: r.end,
+                thread: r.threadId,
+                correlation: r.correlationId,
+            }
+        }
+        R::Kernel9 => kernel!(read::<v12_9::CUpti_ActivityKernel9>(bytes)?),
+        R::Kernel10 => kernel!(read::<v13_0::CUpti_ActivityKernel10>(bytes)?),
+        R::Kernel11 => kernel!(read::<v13_5::CUpti_ActivityKernel11>(bytes)?),
+        R::Kernel12 => kernel!(read::<v13_5::CUpti_ActivityKernel12>(bytes)?),
+        R::Kernel13 => kernel!(read::<v13_5::CUpti_ActivityKernel13>(bytes)?),
+        R::Memcpy5 => memcpy!(read::<v12_9::CUpti_ActivityMemcpy5>(bytes)?),
+        R::Memcpy6Cuda12 => memcpy!(read::<v12_9::CUpti_ActivityMemcpy6>(bytes)?),
+        R::Memcpy6 => memcpy!(read::<v13_0::CUpti_ActivityMemcpy6>(bytes)?),
+        R::Memcpy7 => memcpy!(read::<v13_5::CUpti_ActivityMemcpy7>(bytes)?),
+        R::MemcpyPtoP4 => {
+            let r: v12_9::CUpti_ActivityMemcpyPtoP4 = read(bytes)?;
+            Record::PeerCopy {
+                span: span!(r),
+                correlation: r.correlationId,
+                bytes: r.bytes,
+                src: r.srcKind,
+                dst: r.dstKind,
+                ends: [
+                    (r.srcDeviceId, r.srcContextId),
+                    (r.dstDeviceId, r.dstContextId),
+                ],
+            }
+        }
+        R::Memset4Cuda12 => memset!(read::<v12_9::CUpti_ActivityMemset4>(bytes)?),
+        R::Memset4 => memset!(read::<v13_0::CUpti_ActivityMemset4>(bytes)?),
+        R::Memset5 => memset!(read::<v13_5::CUpti_ActivityMemset5>(bytes)?),
+        R::Synchronization => sync!(read::<v12_9::CUpti_ActivitySynchronization>(bytes)?),
+        R::Synchronization2 => sync!(read::<v12_9::CUpti_ActivitySynchronization2>(bytes)?),
+        R::NvLink4 => nvlink!(read::<v12_9::CUpti_ActivityNvLink4>(bytes)?),
+        R::NvLink5 => nvlink!(read::<v13_5::CUpti_ActivityNvLink5>(bytes)?),
+        R::Device4 => device!(read::<v12_9::CUpti_ActivityDevice4>(bytes)?),
+        R::Device5 => device!(read::<v12_9::CUpti_ActivityDevice5>(bytes)?),
+        R::Device6 => device!(read::<v13_5::CUpti_ActivityDevice6>(bytes)?),
+        R::Context => context!(read::<v12_9::CUpti_ActivityContext>(bytes)?),
+        R::Context2 => context!(read::<v12_9::CUpti_ActivityContext2>(bytes)?),
+        R::Context3 => context!(read::<v12_9::CUpti_ActivityContext3>(bytes)?),
+        R::Context4 => context!(read::<v13_5::CUpti_ActivityContext4>(bytes)?),
+        _ => Record::Other(kind),
+    })
+}
+
+/// The size of the struct a CUPTI of `version` writes for the record at
+/// the start of `bytes`, if known.
+pub fn record_size(version: CuptiVersion, bytes: &[u8]) -> Option<usize> {
+    let kind: u32 = read(bytes)?;
+    version.record_struct(kind).map(RecordStruct::size)
+}

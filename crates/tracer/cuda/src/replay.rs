@@ -1,0 +1,52 @@
+//! Replaying captured CUPTI buffers into a raw stream, exactly as the live
+//! agent would have written it: how the decoding and conversion are tested
+//! on a machine without a GPU, from buffers captured on one.
+
+use std::io;
+use std::path::Path;
+
+use cupti_sys::CuptiVersion;
+use tracer::Recorder;
+use tracer::raw::StreamHeader;
+use tracer::runtime::RecorderOptions;
+
+use crate::capture::Capture;
+use crate::convert::{Converter, Enabled, Names};
+use crate::records::{self, ApiDomain, Record};
+
+impl Names for Capture {
+    fn api(&self, domain: ApiDomain, cbid: u32) -> Option<String> {
+        self.api_names.get(&(domain, cbid)).cloned()
+    }
+}
+
+/// Decodes the records of a capture.
+pub fn decode(capture: &Capture) -> io::Result<Vec<Record>> {
+    let major = (capture.library_major != 0).then_some(capture.library_major);
+    let version = CuptiVersion::from_api(capture.api_version, major)
+        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
+    Ok(capture
+        .records
+        .iter()
+        .filter_map(|r| records::decode(version, r))
+        .collect())
+}
+
+/// Writes the CUDA stream that `captures` (one process's buffers, in
+/// order) make, under `dir/raw/`, with the identity in `header`.
+pub fn replay(
+    captures: &[Capture],
+    dir: &Path,
+    header: StreamHeader,
+    enabled: Enabled,
+) -> io::Result<()> {
+    let pid = header.pid;
+    let rec = Recorder::create_with_header(dir, header, RecorderOptions::default())?;
+    let mut converter = Converter::new(enabled, pid, |tid| format!("thread {tid}"));
+    for c in captures {
+        converter.convert(&decode(c)?, c, &rec);
+    }
+    converter.finish(&rec);
+    rec.finish();
+    Ok(())
+}
