@@ -1,0 +1,232 @@
+//! Measuring how the clocks of the processes relate, at `MPI_Init` and
+//! `MPI_Finalize`, so that the merge can put every event on rank 0's
+//! clock (linearly between the two measurements).
+//!
+//! Processes that share a kernel share CLOCK_MONOTONIC, so only one
+//! process per clock domain — per boot id — needs measuring: every rank
+//! sends rank 0 a hash of `/proc/sys/kernel/random/boot_id`, rank 0
+//! ping-pongs ten times with the lowest rank of each domain other than its
+//! own, keeps the round with the shortest round trip, and scatters the
+//! result (offset = mid-point of rank 0's send and receive times − the
+//! worker's time, error = half the round trip) to every rank of that
+//! domain. Ranks of rank 0's domain get offset 0, error 0. The cost is a
+//! gather and a scatter of a few bytes per rank and ten round trips per
+//! host. All of it runs over our own duplicate of `MPI_COMM_WORLD`, never
+//! on a communicator of the program.
+
+use std::ffi::{c_int, c_void};
+
+use tracer::Recorder;
+use tracer::raw::Definition;
+
+use crate::abi::MpiAbi;
+use crate::pmpi;
+
+/// Round trips per measured domain.
+pub const PING_PONGS: usize = 10;
+
+/// Test hook: gives every rank `rank % N` (`rank%N`) or its own rank
+/// (`rank`) as clock domain, so that the measurement runs on one host.
+/// Named outside `GPUTRACE_*` because it is not a user setting.
+pub const TEST_DOMAIN_VARIABLE: &str = "_GPUTRACE_TEST_CLOCK_DOMAIN";
+
+const TAG_PING: c_int = 1;
+const TAG_PONG: c_int = 2;
+
+/// This process's clock domain.
+fn domain(rank: u64) -> u64 {
+    if let Ok(v) = std::env::var(TEST_DOMAIN_VARIABLE) {
+        let v = v.trim();
+        if v == "rank" {
+            return rank;
+        }
+        if let Some(n) = v.strip_prefix("rank%").and_then(|n| n.parse::<u64>().ok()) {
+            return rank % n.max(1);
+        }
+    }
+    // The same hash of the boot id that the stream header records.
+    tracer::runtime::identity::clock_domain()
+}
+
+/// One rank's result: offset, error and the local time it refers to (0:
+/// "now", for ranks whose clock is rank 0's).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[repr(C)]
+struct Measured {
+    offset: i64,
+    error: u64,
+    local: u64,
+}
+
+/// The best of a series of round trips: (rank 0's send time, its receive
+/// time, the worker's time) → (offset, error, worker's time).
+fn best_round(rounds: &[(u64, u64, u64)]) -> Option<Measured> {
+    rounds
+        .iter()
+        .min_by_key(|(sent, got, _)| got.saturating_sub(*sent))
+        .map(|&(sent, got, worker)| {
+            let mid = (i128::from(sent) + i128::from(got)) / 2;
+            Measured {
+                offset: (mid - i128::from(worker)) as i64,
+                error: got.saturating_sub(sent) / 2,
+                local: worker,
+            }
+        })
+}
+
+fn ok<A: MpiAbi>(rc: c_int) -> Option<()> {
+    (rc == A::SUCCESS).then_some(())
+}
+
+/// Measures and records this process's clock offset; collective over
+/// `comm` (a duplicate of the world).
+pub fn synchronize<A: MpiAbi>(rec: &Recorder, comm: A::Comm) -> Option<()> {
+    let rank = pmpi::rank_in::<A>(comm)?;
+    let n = pmpi::size_of::<A>(comm)? as usize;
+    let mine = domain(rank as u64);
+    let mut domains = vec![0u64; n];
+    // SAFETY: 8 bytes sent from `mine`, 8 received per rank into
+    // `domains`; every rank makes this call.
+    ok::<A>(unsafe {
+        pmpi::allgather::<A>(
+            (&mine as *const u64).cast::<c_void>(),
+            8,
+            A::byte(),
+            domains.as_mut_ptr().cast::<c_void>(),
+            8,
+            A::byte(),
+            comm,
+        )
+    })?;
+    let reference = domains[0];
+    // The lowest rank of each domain other than rank 0's.
+    let leaders: Vec<usize> = (1..n)
+        .filter(|&r| domains[r] != reference && !domains[..r].contains(&domains[r]))
+        .collect();
+    let mut results = vec![Measured::default(); if rank == 0 { n } else { 0 }];
+    if rank == 0 {
+        for &leader in &leaders {
+            let m = measure::<A>(comm, leader as c_int)?;
+            for r in 0..n {
+                if domains[r] == domains[leader] {
+                    results[r] = m;
+                }
+            }
+        }
+    } else if leaders.contains(&(rank as usize)) {
+        answer::<A>(comm)?;
+    }
+    let mut got = Measured::default();
+    let size = std::mem::size_of::<Measured>() as c_int;
+    // SAFETY: rank 0 sends `size` bytes per rank from `results` (n
+    // entries there); everyone receives `size` bytes into `got`.
+    ok::<A>(unsafe {
+        pmpi::scatter::<A>(
+            results.as_ptr().cast::<c_void>(),
+            size,
+            A::byte(),
+            (&mut got as *mut Measured).cast::<c_void>(),
+            size,
+            A::byte(),
+            0,
+            comm,
+        )
+    })?;
+    let local = if got.local == 0 {
+        tracer::clock::now()
+    } else {
+        got.local
+    };
+    rec.define(&Definition::ClockSync {
+        local,
+        offset: got.offset,
+        error: got.error,
+    });
+    Some(())
+}
+
+/// Rank 0's side: ping-pongs with `peer`.
+fn measure<A: MpiAbi>(comm: A::Comm, peer: c_int) -> Option<Measured> {
+    let mut rounds = Vec::with_capacity(PING_PONGS);
+    for _ in 0..PING_PONGS {
+        let ping = 0u64;
+        let mut worker = 0u64;
+        let sent = tracer::clock::now();
+        // SAFETY: 8-byte buffers; the peer runs `answer`.
+        unsafe {
+            ok::<A>(pmpi::send::<A>(
+                (&ping as *const u64).cast(),
+                8,
+                A::byte(),
+                peer,
+                TAG_PING,
+                comm,
+            ))?;
+            ok::<A>(pmpi::recv::<A>(
+                (&mut worker as *mut u64).cast(),
+                8,
+                A::byte(),
+                peer,
+                TAG_PONG,
+                comm,
+                A::status_ignore(),
+            ))?;
+        }
+        rounds.push((sent, tracer::clock::now(), worker));
+    }
+    best_round(&rounds)
+}
+
+/// A measured rank's side: answers each ping with its time.
+fn answer<A: MpiAbi>(comm: A::Comm) -> Option<()> {
+    for _ in 0..PING_PONGS {
+        let mut ping = 0u64;
+        // SAFETY: 8-byte buffers; rank 0 runs `measure`.
+        unsafe {
+            ok::<A>(pmpi::recv::<A>(
+                (&mut ping as *mut u64).cast(),
+                8,
+                A::byte(),
+                0,
+                TAG_PING,
+                comm,
+                A::status_ignore(),
+            ))?;
+            let now = tracer::clock::now();
+            ok::<A>(pmpi::send::<A>(
+                (&now as *const u64).cast(),
+                8,
+                A::byte(),
+                0,
+                TAG_PONG,
+                comm,
+            ))?;
+        }
+    }
+    Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shortest_round_trip_wins() {
+        // Worker clock 1000 ns ahead; the second round is the tightest.
+        let rounds = [(100, 180, 1150), (200, 210, 1205), (300, 400, 1330)];
+        let m = best_round(&rounds).unwrap();
+        assert_eq!(
+            m,
+            Measured {
+                offset: -1000,
+                error: 5,
+                local: 1205
+            }
+        );
+    }
+
+    #[test]
+    fn the_domain_is_the_hosts() {
+        assert_eq!(domain(3), tracer::runtime::identity::clock_domain());
+    }
+}

@@ -1,0 +1,22 @@
+//! What each wrapped function does besides calling PMPI, by family.
+//!
+//! A hook is a function called before the PMPI call with the arguments it
+//! needs (as `&mut` where it substitutes one, like a status the program
+//! ignores) and returning a value whose [`Post`](crate::call::Post)
+//! implementation runs after the call. The signature list in
+//! [`functions`](crate::functions) names one hook per MPI function.
+
+pub mod cg;
+pub mod coll;
+pub mod p2p;
+pub mod wait;
+
+/// Functions recorded as a region and nothing else.
+pub mod plain {
+    use crate::abi::MpiAbi;
+    use crate::call::Call;
+
+    /// No events besides Enter and Leave.
+    #[inline]
+    pub fn region<A: MpiAbi>(_: &Call) {}
+}
