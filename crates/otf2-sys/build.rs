@@ -36,10 +36,7 @@ fn main() {
         } else {
             "install OTF2 3.x (Debian/Ubuntu: libopen-trace-format2-dev) or set OTF2_LIB_DIR"
         };
-        panic!(
-            "otf2-sys: no libotf2 / libopen-trace-format2 (.a or .so) in [{}]: {hint}",
-            searched.join(", ")
-        );
+        panic!("otf2-sys: no libotf2 / libopen-trace-format2 (.a or .so) in [{}]: {hint}", searched.join(", "));
     };
 
     println!("cargo:rustc-link-search=native={}", dir.display());
@@ -49,10 +46,7 @@ fn main() {
         println!("cargo:rustc-link-lib=dylib={name}");
     }
     // For this crate's linkage test.
-    println!(
-        "cargo:rustc-env=OTF2_SYS_LINKAGE={}",
-        if is_static { "static" } else { "dylib" }
-    );
+    println!("cargo:rustc-env=OTF2_SYS_LINKAGE={}", if is_static { "static" } else { "dylib" });
     // Exposed to dependents' build scripts as DEP_OTF2_LIB_DIR / _STATIC.
     println!("cargo:lib_dir={}", dir.display());
     println!("cargo:static={}", u8::from(is_static));
@@ -61,19 +55,11 @@ fn main() {
 /// The first directory holding the library decides; inside it the static
 /// archive wins unless the caller asked for the shared one.
 fn find(dirs: &[PathBuf], prefer_static: bool) -> Option<(PathBuf, &'static str, bool)> {
-    let order: [bool; 2] = if prefer_static {
-        [true, false]
-    } else {
-        [false, true]
-    };
+    let order: [bool; 2] = if prefer_static { [true, false] } else { [false, true] };
     for dir in dirs {
         for is_static in order {
             for name in NAMES {
-                let file = if is_static {
-                    format!("lib{name}.a")
-                } else {
-                    format!("lib{name}.so")
-                };
+                let file = if is_static { format!("lib{name}.a") } else { format!("lib{name}.so") };
                 if dir.join(file).is_file() {
                     return Some((dir.clone(), name, is_static));
                 }
@@ -91,11 +77,7 @@ fn candidate_dirs() -> Vec<PathBuf> {
         && out.status.success()
     {
         let text = String::from_utf8_lossy(&out.stdout);
-        dirs.extend(
-            text.split_whitespace()
-                .filter_map(|flag| flag.strip_prefix("-L"))
-                .map(PathBuf::from),
-        );
+        dirs.extend(text.split_whitespace().filter_map(|flag| flag.strip_prefix("-L")).map(PathBuf::from));
     }
     let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     let multiarch = match arch.as_str() {

@@ -31,11 +31,7 @@ static SEEN: Mutex<BTreeMap<u32, Seen>> = Mutex::new(BTreeMap::new());
 
 const BUFFER: usize = 1 << 20;
 
-unsafe extern "C" fn buffer_requested(
-    buffer: *mut *mut u8,
-    size: *mut usize,
-    max_records: *mut usize,
-) {
+unsafe extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
     let layout = std::alloc::Layout::from_size_align(BUFFER, 8).unwrap();
     // SAFETY: the layout has a nonzero size; CUPTI passes valid pointers.
     unsafe {
@@ -45,13 +41,7 @@ unsafe extern "C" fn buffer_requested(
     }
 }
 
-unsafe extern "C" fn buffer_completed(
-    _: c::CUcontext,
-    _: u32,
-    buffer: *mut u8,
-    _: usize,
-    valid: usize,
-) {
+unsafe extern "C" fn buffer_completed(_: c::CUcontext, _: u32, buffer: *mut u8, _: usize, valid: usize) {
     let _ = std::panic::catch_unwind(|| {
         // SAFETY: CUPTI hands back a buffer from buffer_requested with
         // `valid` bytes of records.
@@ -137,23 +127,11 @@ unsafe fn describe(kind: u32, record: *const CUpti_Activity) -> String {
             }
             c::CUPTI_ACTIVITY_KIND_MEMSET => {
                 let m = &*(record as *const v12_9::CUpti_ActivityMemset4);
-                format!(
-                    "{} bytes value {} memoryKind {} {} ns",
-                    m.bytes,
-                    m.value,
-                    m.memoryKind,
-                    m.end - m.start
-                )
+                format!("{} bytes value {} memoryKind {} {} ns", m.bytes, m.value, m.memoryKind, m.end - m.start)
             }
             c::CUPTI_ACTIVITY_KIND_DRIVER => {
                 let a = &*(record as *const v12_9::CUpti_ActivityAPI);
-                format!(
-                    "cbid {} pid {} tid {} {} ns",
-                    a.cbid,
-                    a.processId,
-                    a.threadId,
-                    a.end - a.start
-                )
+                format!("cbid {} pid {} tid {} {} ns", a.cbid, a.processId, a.threadId, a.end - a.start)
             }
             c::CUPTI_ACTIVITY_KIND_DEVICE => {
                 let d = &*(record as *const v12_9::CUpti_ActivityDevice4);
@@ -169,10 +147,7 @@ unsafe fn describe(kind: u32, record: *const CUpti_Activity) -> String {
             }
             c::CUPTI_ACTIVITY_KIND_CONTEXT => {
                 let x = &*(record as *const v12_9::CUpti_ActivityContext);
-                format!(
-                    "context {} device {} null stream {}",
-                    x.contextId, x.deviceId, x.nullStreamId
-                )
+                format!("context {} device {} null stream {}", x.contextId, x.deviceId, x.nullStreamId)
             }
             c::CUPTI_ACTIVITY_KIND_SYNCHRONIZATION => {
                 let s = &*(record as *const v12_9::CUpti_ActivitySynchronization);
@@ -209,8 +184,7 @@ fn gpu_work() -> Result<(), String> {
     macro_rules! sym {
         ($name:literal: $ty:ty) => {
             // SAFETY: the type is cuda.h's for this function.
-            *unsafe { cuda.get::<$ty>(concat!($name, "\0").as_bytes()) }
-                .map_err(|e| e.to_string())?
+            *unsafe { cuda.get::<$ty>(concat!($name, "\0").as_bytes()) }.map_err(|e| e.to_string())?
         };
     }
     let init = sym!("cuInit": unsafe extern "C" fn(c_uint) -> CuResult);
@@ -221,9 +195,9 @@ fn gpu_work() -> Result<(), String> {
     let htod = sym!("cuMemcpyHtoD_v2": unsafe extern "C" fn(u64, *const c_void, usize) -> CuResult);
     let dtoh = sym!("cuMemcpyDtoH_v2": unsafe extern "C" fn(*mut c_void, u64, usize) -> CuResult);
     let memset = sym!("cuMemsetD8_v2": unsafe extern "C" fn(u64, u8, usize) -> CuResult);
-    let load =
-        sym!("cuModuleLoadData": unsafe extern "C" fn(*mut *mut c_void, *const c_void) -> CuResult);
-    let function = sym!("cuModuleGetFunction": unsafe extern "C" fn(*mut *mut c_void, *mut c_void, *const c_char) -> CuResult);
+    let load = sym!("cuModuleLoadData": unsafe extern "C" fn(*mut *mut c_void, *const c_void) -> CuResult);
+    let function =
+        sym!("cuModuleGetFunction": unsafe extern "C" fn(*mut *mut c_void, *mut c_void, *const c_char) -> CuResult);
     type Launch = unsafe extern "C" fn(
         *mut c_void,
         c_uint,
@@ -241,11 +215,7 @@ fn gpu_work() -> Result<(), String> {
     let synchronize = sym!("cuCtxSynchronize": unsafe extern "C" fn() -> CuResult);
 
     let check = |name: &str, result: CuResult| {
-        if result == 0 {
-            Ok(())
-        } else {
-            Err(format!("{name} failed: CUresult {result}"))
-        }
+        if result == 0 { Ok(()) } else { Err(format!("{name} failed: CUresult {result}")) }
     };
     let (mut device, mut context, mut memory) = (0, std::ptr::null_mut(), 0u64);
     let (mut module, mut kernel) = (std::ptr::null_mut(), std::ptr::null_mut());
@@ -258,39 +228,18 @@ fn gpu_work() -> Result<(), String> {
         check("cuDevicePrimaryCtxRetain", retain(&mut context, device))?;
         check("cuCtxSetCurrent", set_current(context))?;
         check("cuMemAlloc", alloc(&mut memory, host.len()))?;
-        check(
-            "cuMemcpyHtoD",
-            htod(memory, host.as_ptr().cast(), host.len()),
-        )?;
+        check("cuMemcpyHtoD", htod(memory, host.as_ptr().cast(), host.len()))?;
         check("cuMemsetD8", memset(memory, 0, host.len()))?;
         check("cuModuleLoadData", load(&mut module, PTX.as_ptr().cast()))?;
-        check(
-            "cuModuleGetFunction",
-            function(&mut kernel, module, c"gputrace_smoke".as_ptr()),
-        )?;
+        check("cuModuleGetFunction", function(&mut kernel, module, c"gputrace_smoke".as_ptr()))?;
         let mut arg = memory;
         let mut params = [(&raw mut arg).cast::<c_void>()];
         check(
             "cuLaunchKernel",
-            launch(
-                kernel,
-                2,
-                1,
-                1,
-                64,
-                1,
-                1,
-                0,
-                std::ptr::null_mut(),
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            ),
+            launch(kernel, 2, 1, 1, 64, 1, 1, 0, std::ptr::null_mut(), params.as_mut_ptr(), std::ptr::null_mut()),
         )?;
         check("cuCtxSynchronize", synchronize())?;
-        check(
-            "cuMemcpyDtoH",
-            dtoh(back.as_mut_ptr().cast(), memory, back.len()),
-        )?;
+        check("cuMemcpyDtoH", dtoh(back.as_mut_ptr().cast(), memory, back.len()))?;
     }
     std::mem::forget(cuda);
     Ok(())
@@ -323,9 +272,7 @@ fn main() -> ExitCode {
                 (cupti.activity_register_callbacks)(Some(buffer_requested), Some(buffer_completed)),
             )
             .and_then(|()| {
-                kinds.iter().try_for_each(|&kind| {
-                    cupti.check("cuptiActivityEnable", (cupti.activity_enable)(kind))
-                })
+                kinds.iter().try_for_each(|&kind| cupti.check("cuptiActivityEnable", (cupti.activity_enable)(kind)))
             })
     };
     if let Err(error) = setup {
@@ -334,27 +281,15 @@ fn main() -> ExitCode {
     }
     let work = gpu_work();
     // SAFETY: plain call; flushes every buffer through buffer_completed.
-    let flushed = cupti.check("cuptiActivityFlushAll", unsafe {
-        (cupti.activity_flush_all)(c::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED)
-    });
-    if let Err(error) = work
-        .map_err(|e| e.to_string())
-        .and(flushed.map_err(|e| e.to_string()))
-    {
+    let flushed = cupti
+        .check("cuptiActivityFlushAll", unsafe { (cupti.activity_flush_all)(c::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) });
+    if let Err(error) = work.map_err(|e| e.to_string()).and(flushed.map_err(|e| e.to_string())) {
         eprintln!("error: {error}");
         return ExitCode::FAILURE;
     }
 
     let mut ok = true;
-    for (
-        kind,
-        Seen {
-            count,
-            gaps,
-            sample,
-        },
-    ) in SEEN.lock().unwrap().iter()
-    {
+    for (kind, Seen { count, gaps, sample }) in SEEN.lock().unwrap().iter() {
         let Some(record) = version.record_struct(*kind) else {
             println!("kind {kind}: {count} records, not in the table");
             continue;
@@ -363,20 +298,12 @@ fn main() -> ExitCode {
         let mut distinct = gaps.clone();
         distinct.sort_unstable();
         distinct.dedup();
-        let verdict = if distinct.iter().all(|&g| g == expected) {
-            "ok"
-        } else {
-            "MISMATCH"
-        };
+        let verdict = if distinct.iter().all(|&g| g == expected) { "ok" } else { "MISMATCH" };
         ok &= verdict == "ok";
         println!(
             "kind {kind:>2} {:<34} {count:>3} records, struct {expected} B, gaps {distinct:?} {verdict}: {sample}",
             record.c_name()
         );
     }
-    if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }

@@ -62,11 +62,7 @@ impl SearchEnv {
             virtual_env: path("VIRTUAL_ENV"),
             conda_prefix: path("CONDA_PREFIX"),
             python_path: var("PYTHONPATH")
-                .map(|paths| {
-                    std::env::split_paths(&paths)
-                        .filter(|p| !p.as_os_str().is_empty())
-                        .collect()
-                })
+                .map(|paths| std::env::split_paths(&paths).filter(|p| !p.as_os_str().is_empty()).collect())
                 .unwrap_or_default(),
             home: path("HOME"),
             root: PathBuf::from("/"),
@@ -106,21 +102,14 @@ pub struct Candidate {
 }
 
 const LOADER_NAMES: [&str; 3] = ["libcupti.so", "libcupti.so.13", "libcupti.so.12"];
-const PIP_LIBS: [&str; 2] = [
-    "nvidia/cu13/lib/libcupti.so.13",
-    "nvidia/cuda_cupti/lib/libcupti.so.12",
-];
+const PIP_LIBS: [&str; 2] = ["nvidia/cu13/lib/libcupti.so.13", "nvidia/cuda_cupti/lib/libcupti.so.12"];
 
 /// The libraries to try, in order (see the module docs). Only existing
 /// files are listed, each once, except the override and the loader names,
 /// which are listed as given.
 pub fn candidates(env: &SearchEnv) -> Vec<Candidate> {
     if let Some(path) = &env.cupti_lib {
-        return vec![Candidate {
-            library: path.clone(),
-            origin: Origin::Override,
-            major: file_major(path),
-        }];
+        return vec![Candidate { library: path.clone(), origin: Origin::Override, major: file_major(path) }];
     }
 
     let mut found = Vec::new();
@@ -134,11 +123,7 @@ pub fn candidates(env: &SearchEnv) -> Vec<Candidate> {
     toolkits.extend(versioned.into_iter().map(|dir| (dir, Origin::Toolkit)));
     for (root, origin) in toolkits {
         let mut dirs = vec![root.join("extras/CUPTI/lib64")];
-        dirs.extend(
-            matching_dirs(&root.join("targets"), "")
-                .into_iter()
-                .map(|t| t.join("lib")),
-        );
+        dirs.extend(matching_dirs(&root.join("targets"), "").into_iter().map(|t| t.join("lib")));
         for dir in dirs {
             for file in libcupti_files(&dir) {
                 push_file(&mut found, file, origin);
@@ -147,11 +132,7 @@ pub fn candidates(env: &SearchEnv) -> Vec<Candidate> {
     }
 
     for name in LOADER_NAMES {
-        found.push(Candidate {
-            library: PathBuf::from(name),
-            origin: Origin::Loader,
-            major: elf::cupti_major(name),
-        });
+        found.push(Candidate { library: PathBuf::from(name), origin: Origin::Loader, major: elf::cupti_major(name) });
     }
 
     if let Some(prefix) = &env.conda_prefix {
@@ -198,10 +179,8 @@ impl Cupti {
     /// [`find_and_load`](Self::find_and_load) with a given environment.
     pub fn find_and_load_in(env: &SearchEnv) -> Result<Cupti, LoadError> {
         if let Some(path) = &env.cupti_lib {
-            return Cupti::load(path).map_err(|source| LoadError::Override {
-                path: path.clone(),
-                source: Box::new(source),
-            });
+            return Cupti::load(path)
+                .map_err(|source| LoadError::Override { path: path.clone(), source: Box::new(source) });
         }
         for name in LOADER_NAMES.iter().rev() {
             if let Ok(cupti) = Cupti::load_if_loaded(name) {
@@ -266,15 +245,8 @@ fn matching_dirs(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 /// The numbers after `prefix` in a directory name: `cuda-12.9` → [12, 9],
 /// `python3.11` → [3, 11]; anything that is not a number sorts first.
 fn version_suffix(dir: &Path, prefix: &str) -> Vec<u32> {
-    let name = dir
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    name.strip_prefix(prefix)
-        .unwrap_or("")
-        .split('.')
-        .map_while(|part| part.parse().ok())
-        .collect()
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    name.strip_prefix(prefix).unwrap_or("").split('.').map_while(|part| part.parse().ok()).collect()
 }
 
 /// Files in `dir` named `libcupti.so*`, sorted by name.
@@ -296,16 +268,11 @@ fn libcupti_files(dir: &Path) -> Vec<PathBuf> {
 fn push_file(found: &mut Vec<Candidate>, file: PathBuf, origin: Origin) {
     let real = fs::canonicalize(&file).unwrap_or_else(|_| file.clone());
     let same = |c: &Candidate| {
-        c.origin != Origin::Loader
-            && fs::canonicalize(&c.library).unwrap_or_else(|_| c.library.clone()) == real
+        c.origin != Origin::Loader && fs::canonicalize(&c.library).unwrap_or_else(|_| c.library.clone()) == real
     };
     if !found.iter().any(same) {
         let major = file_major(&file);
-        found.push(Candidate {
-            library: file,
-            origin,
-            major,
-        });
+        found.push(Candidate { library: file, origin, major });
     }
 }
 
@@ -321,9 +288,7 @@ fn file_major(file: &Path) -> Option<u32> {
         .or_else(|| {
             real.ancestors().find_map(|dir| {
                 let name = dir.file_name()?.to_str()?;
-                let digits = name
-                    .strip_prefix("cuda-")
-                    .or_else(|| name.strip_prefix("cu"))?;
+                let digits = name.strip_prefix("cuda-").or_else(|| name.strip_prefix("cu"))?;
                 let major: String = digits.chars().take_while(char::is_ascii_digit).collect();
                 let rest = &digits[major.len()..];
                 if major.is_empty() || !(rest.is_empty() || rest.starts_with('.')) {
@@ -351,13 +316,7 @@ fn python_dirs(env: &SearchEnv) -> Vec<PathBuf> {
     if let Some(home) = &env.home {
         installs(home.join(".local/lib"), &["site-packages"]);
     }
-    installs(
-        env.root.join("usr/local/lib"),
-        &["dist-packages", "site-packages"],
-    );
-    installs(
-        env.root.join("usr/lib"),
-        &["dist-packages", "site-packages"],
-    );
+    installs(env.root.join("usr/local/lib"), &["dist-packages", "site-packages"]);
+    installs(env.root.join("usr/lib"), &["dist-packages", "site-packages"]);
     dirs
 }

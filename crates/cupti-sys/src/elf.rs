@@ -62,14 +62,10 @@ pub fn soname(path: &Path) -> Option<String> {
     // DT_STRTAB is an address; find the file offset of the segment holding it.
     let strtab = strtab?;
     let strtab_offset = loads.iter().find_map(|&(vaddr, offset, filesz)| {
-        (vaddr..vaddr.checked_add(filesz)?)
-            .contains(&strtab)
-            .then(|| strtab - vaddr + offset)
+        (vaddr..vaddr.checked_add(filesz)?).contains(&strtab).then(|| strtab - vaddr + offset)
     })?;
     let start = strtab_offset.checked_add(name?)?;
-    let bytes = read(&file, start, 256)
-        .or_else(|| read(&file, start, 64))
-        .or_else(|| read(&file, start, 16))?;
+    let bytes = read(&file, start, 256).or_else(|| read(&file, start, 64)).or_else(|| read(&file, start, 16))?;
     let end = bytes.iter().position(|&b| b == 0)?;
     String::from_utf8(bytes[..end].to_vec()).ok()
 }
@@ -119,12 +115,7 @@ mod tests {
         // SAFETY: dli_fname is a NUL-terminated path owned by the loader.
         let path = unsafe { std::ffi::CStr::from_ptr(info.dli_fname) };
         let path = Path::new(path.to_str().unwrap());
-        assert_eq!(
-            soname(path).as_deref(),
-            Some("libc.so.6"),
-            "{}",
-            path.display()
-        );
+        assert_eq!(soname(path).as_deref(), Some("libc.so.6"), "{}", path.display());
     }
 
     #[test]
@@ -144,10 +135,7 @@ mod tests {
         assert_eq!(cupti_major("libcupti.so.12"), Some(12));
         assert_eq!(cupti_major("libcupti.so.13"), Some(13));
         assert_eq!(cupti_major("libcupti.so.11.8"), Some(11));
-        assert_eq!(
-            cupti_major("/usr/local/cuda/lib/libcupti.so.13.0.85"),
-            Some(13)
-        );
+        assert_eq!(cupti_major("/usr/local/cuda/lib/libcupti.so.13.0.85"), Some(13));
         assert_eq!(cupti_major("libcupti.so.2025.3.1"), None);
         assert_eq!(cupti_major("libcupti.so"), None);
         assert_eq!(cupti_major("libcuda.so.1"), None);

@@ -37,9 +37,7 @@ impl std::error::Error for CuptiError {}
 pub enum UnsupportedVersion {
     /// Older than CUDA 12.0, whose record layouts these bindings do not
     /// describe.
-    #[error(
-        "CUPTI API version {api} is CUDA {cuda}, older than 12.0; use the CUPTI of CUDA 12.0 or newer"
-    )]
+    #[error("CUPTI API version {api} is CUDA {cuda}, older than 12.0; use the CUPTI of CUDA 12.0 or newer")]
     TooOld {
         /// `cuptiGetVersion`'s value.
         api: u32,
@@ -162,47 +160,25 @@ mod tests {
             tried: vec![
                 LoadError::Unsupported {
                     library: "/opt/cuda-11.8/libcupti.so".into(),
-                    source: UnsupportedVersion::TooOld {
-                        api: 18,
-                        cuda: "11.8",
-                    },
+                    source: UnsupportedVersion::TooOld { api: 18, cuda: "11.8" },
                 },
                 LoadError::Version {
                     library: "libcupti.so.13".into(),
-                    source: CuptiError {
-                        function: "cuptiGetVersion",
-                        code: 999,
-                        name: None,
-                    },
+                    source: CuptiError { function: "cuptiGetVersion", code: 999, name: None },
                 },
             ],
         };
         let text = err.to_string();
         assert!(!text.contains('\n'), "{text}");
-        assert!(
-            text.contains("/opt/cuda-11.8/libcupti.so: CUPTI API version 18"),
-            "{text}"
-        );
-        assert!(
-            text.contains("libcupti.so.13: cuptiGetVersion failed with CUptiResult 999"),
-            "{text}"
-        );
-        assert!(
-            text.ends_with("(CUDA's extras/CUPTI/lib64 or targets/*/lib)"),
-            "{text}"
-        );
+        assert!(text.contains("/opt/cuda-11.8/libcupti.so: CUPTI API version 18"), "{text}");
+        assert!(text.contains("libcupti.so.13: cuptiGetVersion failed with CUptiResult 999"), "{text}");
+        assert!(text.ends_with("(CUDA's extras/CUPTI/lib64 or targets/*/lib)"), "{text}");
     }
 
     #[test]
     fn cupti_error_names_the_call_and_the_code() {
-        let err = CuptiError {
-            function: "cuptiActivityEnable",
-            code: 21,
-            name: Some("CUPTI_ERROR_INVALID_KIND".into()),
-        };
-        assert_eq!(
-            err.to_string(),
-            "cuptiActivityEnable failed: CUPTI_ERROR_INVALID_KIND (21)"
-        );
+        let err =
+            CuptiError { function: "cuptiActivityEnable", code: 21, name: Some("CUPTI_ERROR_INVALID_KIND".into()) };
+        assert_eq!(err.to_string(), "cuptiActivityEnable failed: CUPTI_ERROR_INVALID_KIND (21)");
     }
 }

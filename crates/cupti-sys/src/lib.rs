@@ -76,7 +76,6 @@ generated! {
 }
 
 pub mod discover;
-pub mod driver;
 mod elf;
 mod error;
 mod library;

@@ -191,11 +191,8 @@ impl Cupti {
         let name = library.to_string_lossy().into_owned();
         // SAFETY: opening runs the library's initializers; libcupti's only
         // set up its own state.
-        let lib =
-            unsafe { Library::open(Some(library), flags) }.map_err(|source| LoadError::Open {
-                library: name.clone(),
-                source,
-            })?;
+        let lib = unsafe { Library::open(Some(library), flags) }
+            .map_err(|source| LoadError::Open { library: name.clone(), source })?;
         let functions = functions(&lib, &name)?;
 
         let mut api = 0;
@@ -203,24 +200,14 @@ impl Cupti {
         let result = unsafe { (functions.get_version)(&mut api) };
         if result != CUPTI_SUCCESS {
             let source = error(functions.get_result_string, "cuptiGetVersion", result);
-            return Err(LoadError::Version {
-                library: name,
-                source,
-            });
+            return Err(LoadError::Version { library: name, source });
         }
         // The file that actually provides the functions: the one the loader
         // found for a bare name, or one already loaded under that SONAME.
-        let path = loaded_path(functions.get_version as *const c_void)
-            .unwrap_or_else(|| PathBuf::from(library));
-        let soname_major = elf::soname(&path)
-            .as_deref()
-            .and_then(elf::cupti_major)
-            .or_else(|| elf::cupti_major(&name));
-        let version =
-            CuptiVersion::from_api(api, soname_major).map_err(|source| LoadError::Unsupported {
-                library: name,
-                source,
-            })?;
+        let path = loaded_path(functions.get_version as *const c_void).unwrap_or_else(|| PathBuf::from(library));
+        let soname_major = elf::soname(&path).as_deref().and_then(elf::cupti_major).or_else(|| elf::cupti_major(&name));
+        let version = CuptiVersion::from_api(api, soname_major)
+            .map_err(|source| LoadError::Unsupported { library: name, source })?;
 
         // Never unloaded; see the type's docs.
         let _handle = lib.into_raw();
@@ -241,11 +228,7 @@ impl Cupti {
     /// and the result: `cupti.check("cuptiActivityEnable", unsafe {
     /// (cupti.activity_enable)(kind) })?`.
     pub fn check(&self, function: &'static str, result: CUptiResult) -> Result<(), CuptiError> {
-        if result == CUPTI_SUCCESS {
-            Ok(())
-        } else {
-            Err(error(self.get_result_string, function, result))
-        }
+        if result == CUPTI_SUCCESS { Ok(()) } else { Err(error(self.get_result_string, function, result)) }
     }
 
     /// The library's name for a result code (`"CUPTI_ERROR_INVALID_KIND"`),
@@ -257,10 +240,7 @@ impl Cupti {
 
 impl std::fmt::Debug for Cupti {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cupti")
-            .field("path", &self.path)
-            .field("version", &self.version)
-            .finish_non_exhaustive()
+        f.debug_struct("Cupti").field("path", &self.path).field("version", &self.version).finish_non_exhaustive()
     }
 }
 
@@ -276,11 +256,7 @@ fn result_string<'a>(get: ResultStringFn, result: CUptiResult) -> Option<&'a CSt
 }
 
 fn error(get: ResultStringFn, function: &'static str, code: CUptiResult) -> CuptiError {
-    CuptiError {
-        function,
-        code,
-        name: result_string(get, code).map(|name| name.to_string_lossy().into_owned()),
-    }
+    CuptiError { function, code, name: result_string(get, code).map(|name| name.to_string_lossy().into_owned()) }
 }
 
 /// The path of the loaded object that contains `address`.
@@ -310,11 +286,7 @@ mod tests {
     fn a_missing_library_is_an_open_error_naming_it() {
         let err = Cupti::load("/nonexistent/libcupti.so.13").unwrap_err();
         assert!(matches!(err, LoadError::Open { .. }), "{err:?}");
-        assert!(
-            err.to_string()
-                .starts_with("cannot open /nonexistent/libcupti.so.13: "),
-            "{err}"
-        );
+        assert!(err.to_string().starts_with("cannot open /nonexistent/libcupti.so.13: "), "{err}");
     }
 
     #[test]

@@ -80,10 +80,7 @@ impl CuptiVersion {
     pub fn from_api(api: u32, soname_major: Option<u32>) -> Result<Self, UnsupportedVersion> {
         let (major, minor) = match api {
             0..=17 => {
-                return Err(UnsupportedVersion::TooOld {
-                    api,
-                    cuda: "11.6 or older",
-                });
+                return Err(UnsupportedVersion::TooOld { api, cuda: "11.6 or older" });
             }
             18 => match soname_major {
                 Some(12) => (12, 0),
@@ -157,15 +154,13 @@ impl CuptiVersion {
         use RecordStruct as R;
         let release = self.major * 100 + self.minor;
         Some(match kind {
-            c::CUPTI_ACTIVITY_KIND_KERNEL | c::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL => {
-                match release {
-                    ..1300 => R::Kernel9,
-                    1300 => R::Kernel10,
-                    1301..=1302 => R::Kernel11,
-                    1303 => R::Kernel12,
-                    _ => R::Kernel13,
-                }
-            }
+            c::CUPTI_ACTIVITY_KIND_KERNEL | c::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL => match release {
+                ..1300 => R::Kernel9,
+                1300 => R::Kernel10,
+                1301..=1302 => R::Kernel11,
+                1303 => R::Kernel12,
+                _ => R::Kernel13,
+            },
             c::CUPTI_ACTIVITY_KIND_MEMCPY => match release {
                 ..1208 => R::Memcpy5,
                 1208..1300 => R::Memcpy6Cuda12,
@@ -221,11 +216,7 @@ impl CuptiVersion {
 
 impl fmt::Display for CuptiVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "CUPTI {}.{} (API version {})",
-            self.major, self.minor, self.api
-        )
+        write!(f, "CUPTI {}.{} (API version {})", self.major, self.minor, self.api)
     }
 }
 
@@ -378,16 +369,9 @@ mod tests {
         ];
         for (api, cuda, layout) in cases {
             let v = version(api);
-            assert_eq!(
-                (v.api(), v.cuda(), v.layout()),
-                (api, cuda, layout),
-                "API {api}"
-            );
+            assert_eq!((v.api(), v.cuda(), v.layout()), (api, cuda, layout), "API {api}");
         }
-        assert_eq!(
-            version(130_001).to_string(),
-            "CUPTI 13.0 (API version 130001)"
-        );
+        assert_eq!(version(130_001).to_string(), "CUPTI 13.0 (API version 130001)");
     }
 
     #[test]
@@ -402,33 +386,12 @@ mod tests {
     #[test]
     fn too_old_ambiguous_and_unknown_versions_are_refused() {
         let refused = |api, soname| CuptiVersion::from_api(api, soname).unwrap_err();
-        assert_eq!(
-            refused(17, None),
-            UnsupportedVersion::TooOld {
-                api: 17,
-                cuda: "11.6 or older"
-            }
-        );
-        assert_eq!(
-            refused(18, Some(11)),
-            UnsupportedVersion::TooOld {
-                api: 18,
-                cuda: "11.8"
-            }
-        );
+        assert_eq!(refused(17, None), UnsupportedVersion::TooOld { api: 17, cuda: "11.6 or older" });
+        assert_eq!(refused(18, Some(11)), UnsupportedVersion::TooOld { api: 18, cuda: "11.8" });
         assert_eq!(refused(18, None), UnsupportedVersion::Ambiguous18);
         assert_eq!(refused(18, Some(13)), UnsupportedVersion::Ambiguous18);
-        assert_eq!(
-            refused(140_000, None),
-            UnsupportedVersion::NewerMajor {
-                api: 140_000,
-                major: 14
-            }
-        );
-        assert_eq!(
-            refused(1000, None),
-            UnsupportedVersion::Unrecognized { api: 1000 }
-        );
+        assert_eq!(refused(140_000, None), UnsupportedVersion::NewerMajor { api: 140_000, major: 14 });
+        assert_eq!(refused(1000, None), UnsupportedVersion::Unrecognized { api: 1000 });
         assert!(refused(0, None).to_string().contains("older than 12.0"));
     }
 
@@ -486,20 +449,14 @@ mod tests {
             }
             // The same in every release.
             for (kind, want) in [
-                (
-                    c::CUPTI_ACTIVITY_KIND_KERNEL,
-                    v.record_struct(kinds[0]).unwrap(),
-                ),
+                (c::CUPTI_ACTIVITY_KIND_KERNEL, v.record_struct(kinds[0]).unwrap()),
                 (c::CUPTI_ACTIVITY_KIND_DRIVER, R::Api),
                 (c::CUPTI_ACTIVITY_KIND_RUNTIME, R::Api),
                 (c::CUPTI_ACTIVITY_KIND_INTERNAL_LAUNCH_API, R::Api),
                 (c::CUPTI_ACTIVITY_KIND_MEMCPY2, R::MemcpyPtoP4),
                 (c::CUPTI_ACTIVITY_KIND_STREAM, R::Stream),
                 (c::CUPTI_ACTIVITY_KIND_MARKER, R::Marker2),
-                (
-                    c::CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION,
-                    R::ExternalCorrelation,
-                ),
+                (c::CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, R::ExternalCorrelation),
                 (c::CUPTI_ACTIVITY_KIND_MEMORY, R::Memory),
                 (c::CUPTI_ACTIVITY_KIND_NAME, R::Name),
             ] {
@@ -520,10 +477,7 @@ mod tests {
                     match v.layout() {
                         Layout::V12_9 => assert_eq!(record.layout(), Layout::V12_9, "{record:?}"),
                         _ => assert!(
-                            !matches!(
-                                record,
-                                RecordStruct::Memcpy6Cuda12 | RecordStruct::Memset4Cuda12
-                            ),
+                            !matches!(record, RecordStruct::Memcpy6Cuda12 | RecordStruct::Memset4Cuda12),
                             "{record:?} for {v}"
                         ),
                     }
@@ -535,11 +489,7 @@ mod tests {
     #[test]
     fn record_table_names_modules_consistently() {
         for &record in RecordStruct::ALL {
-            assert_eq!(
-                record.module_written(),
-                record.layout().module(),
-                "{record:?}"
-            );
+            assert_eq!(record.module_written(), record.layout().module(), "{record:?}");
             assert!(record.c_name().starts_with("CUpti_Activity"));
             assert!(record.size() >= 8 && record.size() % 8 == 0, "{record:?}");
         }

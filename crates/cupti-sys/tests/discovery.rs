@@ -14,9 +14,7 @@ struct Tree {
 
 impl Tree {
     fn new() -> Tree {
-        Tree {
-            dir: tempfile::tempdir().unwrap(),
-        }
+        Tree { dir: tempfile::tempdir().unwrap() }
     }
 
     fn path(&self, relative: &str) -> PathBuf {
@@ -38,10 +36,7 @@ impl Tree {
     }
 
     fn env(&self) -> SearchEnv {
-        SearchEnv {
-            root: self.path("root"),
-            ..SearchEnv::default()
-        }
+        SearchEnv { root: self.path("root"), ..SearchEnv::default() }
     }
 }
 
@@ -50,10 +45,7 @@ fn listing(tree: &Tree, found: &[Candidate]) -> Vec<String> {
     found
         .iter()
         .map(|c| {
-            let name = c
-                .library
-                .strip_prefix(tree.dir.path())
-                .unwrap_or(&c.library);
+            let name = c.library.strip_prefix(tree.dir.path()).unwrap_or(&c.library);
             let major = c.major.map_or("-".to_string(), |m| m.to_string());
             format!("{:?} {major} {}", c.origin, name.display())
         })
@@ -66,14 +58,8 @@ fn populated() -> (Tree, SearchEnv) {
     let tree = Tree::new();
     // CUDA 12.9: CUPTI in extras/, the versioned file plus its links.
     tree.file("root/usr/local/cuda-12.9/extras/CUPTI/lib64/libcupti.so.2025.2.1");
-    tree.link(
-        "root/usr/local/cuda-12.9/extras/CUPTI/lib64/libcupti.so.12",
-        "libcupti.so.2025.2.1",
-    );
-    tree.link(
-        "root/usr/local/cuda-12.9/extras/CUPTI/lib64/libcupti.so",
-        "libcupti.so.12",
-    );
+    tree.link("root/usr/local/cuda-12.9/extras/CUPTI/lib64/libcupti.so.12", "libcupti.so.2025.2.1");
+    tree.link("root/usr/local/cuda-12.9/extras/CUPTI/lib64/libcupti.so", "libcupti.so.12");
     // CUDA 13.0: CUPTI under targets/, and /usr/local/cuda pointing there.
     tree.file("root/usr/local/cuda-13.0/targets/x86_64-linux/lib/libcupti.so.13");
     tree.link("root/usr/local/cuda", "cuda-13.0");
@@ -127,11 +113,7 @@ const DISCOVERY_ORDER: [&str; 15] = [
 #[test]
 fn finds_toolkits_then_loader_names_then_python_wheels() {
     let (tree, env) = populated();
-    let expected: Vec<&str> = DISCOVERY_ORDER
-        .iter()
-        .copied()
-        .filter(|l| !l.is_empty())
-        .collect();
+    let expected: Vec<&str> = DISCOVERY_ORDER.iter().copied().filter(|l| !l.is_empty()).collect();
     assert_eq!(listing(&tree, &candidates(&env)), expected);
 }
 
@@ -143,12 +125,7 @@ fn the_driver_major_moves_matching_libraries_first_and_newer_ones_last() {
     let majors: Vec<&str> = found.iter().map(|l| l.split(' ').nth(1).unwrap()).collect();
     // All 12s first (in discovery order), then unknown, then 13s (newer
     // than the driver: they would not initialize).
-    assert_eq!(
-        majors,
-        [
-            "12", "12", "12", "12", "12", "12", "12", "-", "13", "13", "13", "13", "13", "13"
-        ]
-    );
+    assert_eq!(majors, ["12", "12", "12", "12", "12", "12", "12", "-", "13", "13", "13", "13", "13", "13"]);
     assert_eq!(found[0], DISCOVERY_ORDER[0]);
     assert_eq!(found[1], DISCOVERY_ORDER[2]);
 
@@ -165,18 +142,11 @@ fn cuda_path_is_searched_after_cuda_home() {
     let tree = Tree::new();
     tree.file("a/targets/sbsa-linux/lib/libcupti.so.13");
     tree.file("b/extras/CUPTI/lib64/libcupti.so.12");
-    let env = SearchEnv {
-        cuda_home: Some(tree.path("b")),
-        cuda_path: Some(tree.path("a")),
-        ..tree.env()
-    };
+    let env = SearchEnv { cuda_home: Some(tree.path("b")), cuda_path: Some(tree.path("a")), ..tree.env() };
     let found = listing(&tree, &candidates(&env));
     assert_eq!(
         found[..2],
-        [
-            "CudaHome 12 b/extras/CUPTI/lib64/libcupti.so.12",
-            "CudaPath 13 a/targets/sbsa-linux/lib/libcupti.so.13"
-        ]
+        ["CudaHome 12 b/extras/CUPTI/lib64/libcupti.so.12", "CudaPath 13 a/targets/sbsa-linux/lib/libcupti.so.13"]
     );
 }
 
@@ -184,9 +154,7 @@ fn cuda_path_is_searched_after_cuda_home() {
 fn versioned_toolkits_are_searched_newest_first() {
     let tree = Tree::new();
     for version in ["12.4", "12.10", "13.0", "12.9"] {
-        tree.file(&format!(
-            "root/usr/local/cuda-{version}/extras/CUPTI/lib64/libcupti.so.1"
-        ));
+        tree.file(&format!("root/usr/local/cuda-{version}/extras/CUPTI/lib64/libcupti.so.1"));
     }
     let found = listing(&tree, &candidates(&tree.env()));
     let dirs: Vec<&str> = found
@@ -202,11 +170,7 @@ fn an_empty_machine_still_offers_the_loader_names() {
     let tree = Tree::new();
     assert_eq!(
         listing(&tree, &candidates(&tree.env())),
-        [
-            "Loader - libcupti.so",
-            "Loader 13 libcupti.so.13",
-            "Loader 12 libcupti.so.12"
-        ]
+        ["Loader - libcupti.so", "Loader 13 libcupti.so.13", "Loader 12 libcupti.so.12"]
     );
 }
 
@@ -216,10 +180,7 @@ fn the_override_is_the_only_candidate() {
     env.cupti_lib = Some(tree.path("custom/libcupti.so.13"));
     env.driver_major = Some(12);
     let found = candidates(&env);
-    assert_eq!(
-        listing(&tree, &found),
-        ["Override 13 custom/libcupti.so.13"]
-    );
+    assert_eq!(listing(&tree, &found), ["Override 13 custom/libcupti.so.13"]);
     assert_eq!(found[0].origin, Origin::Override);
 }
 
@@ -227,10 +188,7 @@ fn the_override_is_the_only_candidate() {
 fn a_broken_override_is_an_error_and_nothing_else_is_tried() {
     let tree = Tree::new();
     let library = tree.file("custom/libcupti.so");
-    let env = SearchEnv {
-        cupti_lib: Some(library.clone()),
-        ..tree.env()
-    };
+    let env = SearchEnv { cupti_lib: Some(library.clone()), ..tree.env() };
     let err = Cupti::find_and_load_in(&env).unwrap_err();
     match &err {
         LoadError::Override { path, source } => {
@@ -257,10 +215,7 @@ fn when_nothing_loads_the_error_lists_what_was_tried() {
     };
     assert_eq!(tried.len(), candidates(&env).len());
     let text = err.to_string();
-    assert!(
-        text.contains("opt/cuda-12.6/extras/CUPTI/lib64/libcupti.so.2024.3.2"),
-        "{text}"
-    );
+    assert!(text.contains("opt/cuda-12.6/extras/CUPTI/lib64/libcupti.so.2024.3.2"), "{text}");
     assert!(text.contains("cannot open libcupti.so.13"), "{text}");
     assert!(text.contains("GPUTRACE_CUPTI_LIB"), "{text}");
     drop(tree);
@@ -277,29 +232,10 @@ fn libraries_newer_than_the_driver_are_not_opened() {
     let LoadError::NotFound { tried } = Cupti::find_and_load_in(&env).unwrap_err() else {
         panic!("expected NotFound");
     };
-    let skipped: Vec<&LoadError> = tried
-        .iter()
-        .filter(|e| {
-            matches!(
-                e,
-                LoadError::NewerThanDriver {
-                    major: 13,
-                    driver: 12,
-                    ..
-                }
-            )
-        })
-        .collect();
+    let skipped: Vec<&LoadError> =
+        tried.iter().filter(|e| matches!(e, LoadError::NewerThanDriver { major: 13, driver: 12, .. })).collect();
     assert_eq!(skipped.len(), 6, "{tried:?}");
     // They come last, after everything that was actually opened.
-    assert!(
-        tried[tried.len() - 6..]
-            .iter()
-            .all(|e| matches!(e, LoadError::NewerThanDriver { .. }))
-    );
-    assert!(
-        skipped[0]
-            .to_string()
-            .ends_with("is CUPTI 13.x but the driver supports CUDA 12.x only; not tried")
-    );
+    assert!(tried[tried.len() - 6..].iter().all(|e| matches!(e, LoadError::NewerThanDriver { .. })));
+    assert!(skipped[0].to_string().ends_with("is CUPTI 13.x but the driver supports CUDA 12.x only; not tried"));
 }

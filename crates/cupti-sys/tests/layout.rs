@@ -304,10 +304,7 @@ fn where_versions_differ() {
     // portDev1, bandwidth and nvswitchConnected moved, and the record shrank.
     assert_eq!(offset_of!(v12_9::CUpti_ActivityNvLink4, bandwidth), 120);
     assert_eq!(offset_of!(v13_5::CUpti_ActivityNvLink5, bandwidth), 72);
-    assert_ne!(
-        offset_of!(v12_9::CUpti_ActivityNvLink4, portDev1),
-        offset_of!(v13_5::CUpti_ActivityNvLink5, portDev1)
-    );
+    assert_ne!(offset_of!(v12_9::CUpti_ActivityNvLink4, portDev1), offset_of!(v13_5::CUpti_ActivityNvLink5, portDev1));
     assert!(size_of::<v13_5::CUpti_ActivityNvLink5>() < size_of::<v13_5::CUpti_ActivityNvLink4>());
 
     // Memcpy6 and Memset4 keep their names and sizes, but 12.x headers end
@@ -316,10 +313,7 @@ fn where_versions_differ() {
     let _ = |r: &v13_0::CUpti_ActivityMemcpy6| -> u8 { r.isDeviceLaunched };
     let _ = |r: &v12_9::CUpti_ActivityMemset4| -> u32 { r.pad2 };
     let _ = |r: &v13_0::CUpti_ActivityMemset4| -> u8 { r.isDeviceLaunched };
-    assert_eq!(
-        size_of::<v12_9::CUpti_ActivityMemcpy6>(),
-        size_of::<v13_0::CUpti_ActivityMemcpy6>()
-    );
+    assert_eq!(size_of::<v12_9::CUpti_ActivityMemcpy6>(), size_of::<v13_0::CUpti_ActivityMemcpy6>());
 
     // Each newer kernel record appends to the previous one.
     assert_eq!(size_of::<v12_9::CUpti_ActivityKernel9>(), 208);

@@ -45,9 +45,7 @@ const FUNCTIONS: [&str; 26] = [
 /// `name -> declaration` for each `pub fn` in the file's extern block,
 /// whitespace collapsed.
 fn prototypes(source: &str) -> BTreeMap<String, String> {
-    let start = source
-        .find("unsafe extern \"C\" {")
-        .expect("an extern block");
+    let start = source.find("unsafe extern \"C\" {").expect("an extern block");
     let block = &source[start..];
     let block = &block[..block.find("\n}").expect("end of the extern block")];
     let flat = block.split_whitespace().collect::<Vec<_>>().join(" ");
@@ -64,14 +62,9 @@ fn prototypes(source: &str) -> BTreeMap<String, String> {
 /// The types the prototypes use, as each file defines them (a prototype is
 /// only the same if `CUpti_CallbackFunc` & co. are too).
 fn type_alias(source: &str, name: &str) -> String {
-    let start = source
-        .find(&format!("pub type {name} ="))
-        .unwrap_or_else(|| panic!("no type {name}"));
+    let start = source.find(&format!("pub type {name} =")).unwrap_or_else(|| panic!("no type {name}"));
     let decl = &source[start..];
-    decl[..decl.find(';').unwrap()]
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
+    decl[..decl.find(';').unwrap()].split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[test]
@@ -81,10 +74,7 @@ fn every_file_declares_the_same_prototypes() {
     let names: Vec<&str> = expected.keys().map(String::as_str).collect();
     let mut sorted = FUNCTIONS.to_vec();
     sorted.sort_unstable();
-    assert_eq!(
-        names, sorted,
-        "{first_name} declares other functions than Cupti loads"
-    );
+    assert_eq!(names, sorted, "{first_name} declares other functions than Cupti loads");
     for (name, source) in &SOURCES[1..] {
         assert_eq!(prototypes(source), expected, "{name} vs {first_name}");
     }
@@ -110,11 +100,7 @@ fn the_types_in_the_prototypes_are_the_same_everywhere() {
         let (first_name, first) = SOURCES[0];
         let expected = type_alias(first, alias);
         for (name, source) in &SOURCES[1..] {
-            assert_eq!(
-                type_alias(source, alias),
-                expected,
-                "{alias}: {name} vs {first_name}"
-            );
+            assert_eq!(type_alias(source, alias), expected, "{alias}: {name} vs {first_name}");
         }
     }
 }
@@ -150,10 +136,8 @@ fn version_dependent(name: &str) -> bool {
 
 #[test]
 fn enum_values_never_change_between_releases() {
-    let tables: Vec<(&str, BTreeMap<&str, &str>)> = SOURCES
-        .iter()
-        .map(|(name, source)| (*name, constants(source)))
-        .collect();
+    let tables: Vec<(&str, BTreeMap<&str, &str>)> =
+        SOURCES.iter().map(|(name, source)| (*name, constants(source))).collect();
     let mut compared = 0;
     for (i, (name_a, a)) in tables.iter().enumerate() {
         for (name_b, b) in &tables[i + 1..] {
@@ -168,10 +152,7 @@ fn enum_values_never_change_between_releases() {
             }
         }
     }
-    assert!(
-        compared > 1000,
-        "only {compared} comparisons: is the parser broken?"
-    );
+    assert!(compared > 1000, "only {compared} comparisons: is the parser broken?");
 }
 
 /// The type of each `pub const`.
@@ -191,10 +172,7 @@ fn newer_headers_only_add_constants() {
     let v13_0 = constants(SOURCES[1].1);
     let v13_5 = constants(SOURCES[2].1);
     for constant in v12_9.keys().chain(v13_0.keys()) {
-        assert!(
-            v13_5.contains_key(constant),
-            "{constant} vanished from 13.5"
-        );
+        assert!(v13_5.contains_key(constant), "{constant} vanished from 13.5");
     }
 }
 
@@ -207,16 +185,9 @@ fn the_root_has_every_value_of_its_enums() {
     let mut checked = 0;
     for (constant, ty) in constant_types(SOURCES[2].1) {
         if ty.starts_with("CU") && common.contains(&format!("pub type {ty} =")) {
-            assert_eq!(
-                in_common.get(constant),
-                Some(&ty),
-                "{constant} missing from common.rs"
-            );
+            assert_eq!(in_common.get(constant), Some(&ty), "{constant} missing from common.rs");
             checked += 1;
         }
     }
-    assert!(
-        checked > 200,
-        "only {checked} enum values: is the parser broken?"
-    );
+    assert!(checked > 200, "only {checked} enum values: is the parser broken?");
 }

@@ -33,11 +33,7 @@ fn real_libraries_report_the_expected_versions() {
     for entry in list.split(';').filter(|e| !e.is_empty()) {
         let (library, expected) = entry.rsplit_once('=').expect("path=expected");
         let output = Command::new(std::env::current_exe().unwrap())
-            .args([
-                "--exact",
-                "real_libraries_report_the_expected_versions",
-                "--nocapture",
-            ])
+            .args(["--exact", "real_libraries_report_the_expected_versions", "--nocapture"])
             .env(CHILD, library)
             .output()
             .unwrap();
@@ -45,12 +41,7 @@ fn real_libraries_report_the_expected_versions() {
         let outcome = stdout
             .lines()
             .find_map(|l| l.strip_prefix("OUTCOME "))
-            .unwrap_or_else(|| {
-                panic!(
-                    "{library}: no outcome\n{stdout}{}",
-                    String::from_utf8_lossy(&output.stderr)
-                )
-            });
+            .unwrap_or_else(|| panic!("{library}: no outcome\n{stdout}{}", String::from_utf8_lossy(&output.stderr)));
         println!("{library}: {outcome}");
         let got = outcome.split(' ').next().unwrap();
         assert_eq!(got, expected, "{library}: {outcome}");
@@ -66,9 +57,7 @@ fn child(library: &str) {
             // The library answers a second call, through the table.
             let mut now = 0;
             // SAFETY: writes one u64 to a valid pointer.
-            let ok = cupti.check("cuptiGetTimestamp", unsafe {
-                (cupti.get_timestamp)(&mut now)
-            });
+            let ok = cupti.check("cuptiGetTimestamp", unsafe { (cupti.get_timestamp)(&mut now) });
             let invalid = cupti.result_string(cupti_sys::CUPTI_ERROR_INVALID_KIND);
             println!(
                 "OUTCOME {major}.{minor} {version} layout={:?} path={} timestamp={ok:?} name(21)={invalid:?} timestamp_callback={} driver_api={}",
@@ -78,10 +67,7 @@ fn child(library: &str) {
                 cupti.activity_enable_driver_api.is_some(),
             );
         }
-        Err(LoadError::Unsupported {
-            source: UnsupportedVersion::TooOld { api, cuda },
-            ..
-        }) => {
+        Err(LoadError::Unsupported { source: UnsupportedVersion::TooOld { api, cuda }, .. }) => {
             println!("OUTCOME too-old API {api} = CUDA {cuda}");
         }
         Err(LoadError::Version { source, .. }) => println!("OUTCOME no-version {source}"),

@@ -18,9 +18,7 @@ pub const ARCHIVE_NAME: &str = "traces";
 
 impl Experiment {
     pub fn at(dir: &Path) -> Experiment {
-        Experiment {
-            dir: dir.to_path_buf(),
-        }
+        Experiment { dir: dir.to_path_buf() }
     }
 
     pub fn raw_dir(&self) -> PathBuf {
@@ -52,22 +50,16 @@ impl Experiment {
     pub fn create_default(program: &str) -> Result<Experiment> {
         let base = format!("gputrace-{}-{}", sanitize(program), local_timestamp());
         for n in 1.. {
-            let name = if n == 1 {
-                base.clone()
-            } else {
-                format!("{base}-{n}")
-            };
+            let name = if n == 1 { base.clone() } else { format!("{base}-{n}") };
             let dir = PathBuf::from(&name);
             match std::fs::create_dir(&dir) {
                 Ok(()) => {
-                    std::fs::create_dir(dir.join("raw"))
-                        .with_context(|| format!("cannot create {name}/raw"))?;
+                    std::fs::create_dir(dir.join("raw")).with_context(|| format!("cannot create {name}/raw"))?;
                     return Ok(Experiment { dir });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => {
-                    return Err(e)
-                        .with_context(|| format!("cannot create experiment directory {name}"));
+                    return Err(e).with_context(|| format!("cannot create experiment directory {name}"));
                 }
             }
         }
@@ -77,39 +69,19 @@ impl Experiment {
 
 fn create(dir: &Path) -> Result<Experiment> {
     if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create {}", parent.display()))?;
+        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
     }
-    std::fs::create_dir(dir)
-        .with_context(|| format!("cannot create experiment directory {}", dir.display()))?;
-    std::fs::create_dir(dir.join("raw"))
-        .with_context(|| format!("cannot create {}/raw", dir.display()))?;
-    Ok(Experiment {
-        dir: dir.to_path_buf(),
-    })
+    std::fs::create_dir(dir).with_context(|| format!("cannot create experiment directory {}", dir.display()))?;
+    std::fs::create_dir(dir.join("raw")).with_context(|| format!("cannot create {}/raw", dir.display()))?;
+    Ok(Experiment { dir: dir.to_path_buf() })
 }
 
 /// Keeps a program name usable in a directory name.
 fn sanitize(program: &str) -> String {
-    let base = Path::new(program)
-        .file_name()
-        .and_then(|n| n.to_str())
-        .unwrap_or("program");
-    let clean: String = base
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.+".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    if clean.is_empty() {
-        "program".into()
-    } else {
-        clean
-    }
+    let base = Path::new(program).file_name().and_then(|n| n.to_str()).unwrap_or("program");
+    let clean: String =
+        base.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.+".contains(c) { c } else { '_' }).collect();
+    if clean.is_empty() { "program".into() } else { clean }
 }
 
 /// The local time as `YYYYmmdd_HHMMSS`.

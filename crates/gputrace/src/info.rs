@@ -11,11 +11,7 @@ pub fn config_vars(out: &mut impl Write, full: bool) -> io::Result<()> {
         writeln!(out, "{}", v.name)?;
         writeln!(out, "  Description: {}", v.brief)?;
         writeln!(out, "         Type: {}", v.ty.name())?;
-        let default = if v.default.is_empty() {
-            "(empty)"
-        } else {
-            v.default
-        };
+        let default = if v.default.is_empty() { "(empty)" } else { v.default };
         writeln!(out, "      Default: {default}")?;
         if full {
             for line in wrap(v.help, 72) {
@@ -49,11 +45,7 @@ pub fn config_vars_markdown() -> String {
          config-vars --full` prints the same.\n",
     );
     for v in VARS {
-        let default = if v.default.is_empty() {
-            "(empty)".to_string()
-        } else {
-            format!("`{}`", v.default)
-        };
+        let default = if v.default.is_empty() { "(empty)".to_string() } else { format!("`{}`", v.default) };
         s.push_str(&format!(
             "\n## `{}`\n\n{}\n\n- Type: {}\n- Default: {default}\n\n{}\n",
             v.name,
@@ -113,9 +105,6 @@ mod tests {
             std::fs::write(path, &want).unwrap();
         }
         let have = std::fs::read_to_string(path).unwrap_or_default();
-        assert!(
-            have == want,
-            "docs/configuration.md is stale: run UPDATE_DOCS=1 cargo test -p gputrace config_doc"
-        );
+        assert!(have == want, "docs/configuration.md is stale: run UPDATE_DOCS=1 cargo test -p gputrace config_doc");
     }
 }

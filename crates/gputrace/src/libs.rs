@@ -25,9 +25,5 @@ pub fn find(name: &str) -> Option<PathBuf> {
 }
 
 fn candidates(dir: &Path, name: &str) -> Vec<PathBuf> {
-    vec![
-        dir.join(name),
-        dir.join("../lib/gputrace").join(name),
-        dir.join("../lib").join(name),
-    ]
+    vec![dir.join(name), dir.join("../lib/gputrace").join(name), dir.join("../lib").join(name)]
 }

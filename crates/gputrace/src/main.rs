@@ -53,9 +53,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             cmd.print_help()?;
             Ok(2)
         }
-        Some(Command::Info {
-            what: Info::ConfigVars { full },
-        }) => {
+        Some(Command::Info { what: Info::ConfigVars { full } }) => {
             let mut out = std::io::stdout().lock();
             info::config_vars(&mut out, full)?;
             out.flush()?;
@@ -71,8 +69,5 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| {
-        c.downcast_ref::<std::io::Error>()
-            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-    })
+    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
 }

@@ -37,30 +37,26 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
         Some(dir) => Experiment::create_requested(dir).map_err(|e| UsageError(format!("{e:#}")))?,
         None => Experiment::create_default(&program)?,
     };
-    let dir =
-        std::path::absolute(&experiment.dir).context("cannot resolve the experiment directory")?;
+    let dir = std::path::absolute(&experiment.dir).context("cannot resolve the experiment directory")?;
 
     let mut env: Vec<(String, OsString)> = settings
         .iter()
         .filter(|(k, _)| k != "GPUTRACE_EXPERIMENT_DIRECTORY")
         .map(|(k, v)| (k.clone(), OsString::from(v)))
         .collect();
-    env.push((
-        "GPUTRACE_EXPERIMENT_DIRECTORY".into(),
-        dir.clone().into_os_string(),
-    ));
+    env.push(("GPUTRACE_EXPERIMENT_DIRECTORY".into(), dir.clone().into_os_string()));
     if let Some(preload) = mpi_preload(launcher, argv) {
         env.push(("LD_PRELOAD".into(), preload));
     }
     if !config.cuda_enable.is_empty() {
         match libs::find(libs::CUDA_AGENT) {
             Some(agent) => env.push(("CUDA_INJECTION64_PATH".into(), agent.into_os_string())),
-            None => eprintln!(
-                "[gputrace] warning: {} not found next to gputrace; CUDA is not traced",
-                libs::CUDA_AGENT
-            ),
+            None => {
+                eprintln!("[gputrace] warning: {} not found next to gputrace; CUDA is not traced", libs::CUDA_AGENT)
+            }
         }
     }
+    warn_about_other_profilers(launcher, argv, &config);
     let (argv, env) = launcher.inject(argv, &env);
     tracing::debug!(?argv, ?env, "launching");
     let code = launch::run(&Plan { argv, env }).inspect_err(|_| {
@@ -70,6 +66,11 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
 
     match merge::run(&experiment, &config, false) {
         Ok(summary) => report(&experiment, &summary, &config),
+        Err(e) if e.is::<merge::inputs::NothingRecorded>() => {
+            eprintln!("[gputrace] warning: {e}");
+            // An experiment directory with nothing in it helps nobody.
+            let _ = std::fs::remove_dir(experiment.raw_dir()).and_then(|()| std::fs::remove_dir(&experiment.dir));
+        }
         Err(e) => eprintln!("[gputrace] error: {e:#}"),
     }
     Ok(code)
@@ -79,11 +80,7 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
 pub fn merge_again(dir: &Path, config: &Config, force: bool) -> Result<()> {
     let experiment = Experiment::at(dir);
     if !experiment.raw_dir().is_dir() {
-        return Err(UsageError(format!(
-            "{} is not an experiment directory (it has no raw/)",
-            dir.display()
-        ))
-        .into());
+        return Err(UsageError(format!("{} is not an experiment directory (it has no raw/)", dir.display())).into());
     }
     let summary = merge::run(&experiment, config, force)?;
     report(&experiment, &summary, config);
@@ -94,10 +91,7 @@ fn report(experiment: &Experiment, summary: &merge::summary::Summary, config: &C
     let text = summary.render(10);
     if config.enable_profiling {
         if let Err(e) = std::fs::write(experiment.summary(), &text) {
-            eprintln!(
-                "[gputrace] warning: cannot write {}: {e}",
-                experiment.summary().display()
-            );
+            eprintln!("[gputrace] warning: cannot write {}: {e}", experiment.summary().display());
         }
         for line in text.lines() {
             eprintln!("[gputrace] {line}");
@@ -117,17 +111,13 @@ fn mpi_preload(launcher: Launcher, argv: &[OsString]) -> Option<OsString> {
         Launcher::Hydra => MpiFlavor::Mpich,
         Launcher::Torchrun => return None,
         Launcher::Srun | Launcher::None => {
-            let program = launcher
-                .program_index(argv)
-                .map(|i| PathBuf::from(&argv[i]))?;
+            let program = launcher.program_index(argv).map(|i| PathBuf::from(&argv[i]))?;
             launcher::guess_flavor(&which(&program))
         }
     };
     let name = libs::mpi_hooks_name(flavor);
     let Some(lib) = libs::find(name) else {
-        eprintln!(
-            "[gputrace] warning: {name} not found next to gputrace; MPI calls are not traced"
-        );
+        eprintln!("[gputrace] warning: {name} not found next to gputrace; MPI calls are not traced");
         return None;
     };
     let mut value = lib.into_os_string();
@@ -138,16 +128,25 @@ fn mpi_preload(launcher: Launcher, argv: &[OsString]) -> Option<OsString> {
     Some(value)
 }
 
+/// NVIDIA's profilers take CUPTI and set CUDA's injection themselves, so
+/// the program they run never loads the agent: say so once.
+fn warn_about_other_profilers(launcher: Launcher, argv: &[OsString], config: &Config) {
+    let Some(i) = launcher.program_index(argv) else { return };
+    let name = std::path::Path::new(&argv[i]).file_name().and_then(|n| n.to_str()).unwrap_or("");
+    if !config.cuda_enable.is_empty() && matches!(name, "nsys" | "ncu" | "nv-nsight-cu-cli" | "nvprof") {
+        eprintln!(
+            "[gputrace] warning: the program runs under {name}, which takes CUPTI for itself: CUDA is not traced \
+             (MPI is)"
+        );
+    }
+}
+
 /// Resolves a bare program name through PATH.
 fn which(program: &Path) -> PathBuf {
     if program.components().count() > 1 {
         return program.to_path_buf();
     }
     std::env::var_os("PATH")
-        .and_then(|path| {
-            std::env::split_paths(&path)
-                .map(|d| d.join(program))
-                .find(|p| p.is_file())
-        })
+        .and_then(|path| std::env::split_paths(&path).map(|d| d.join(program)).find(|p| p.is_file()))
         .unwrap_or_else(|| program.to_path_buf())
 }

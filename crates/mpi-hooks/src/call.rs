@@ -51,13 +51,7 @@ static DEFINING: Mutex<()> = Mutex::new(());
 
 impl FnInfo {
     pub const fn new(name: &'static str, group: Group, role: RegionRole, follow: Follow) -> Self {
-        FnInfo {
-            name,
-            group,
-            role,
-            follow,
-            region: AtomicU32::new(UNDEFINED),
-        }
+        FnInfo { name, group, role, follow, region: AtomicU32::new(UNDEFINED) }
     }
 
     /// The region id, defining the region on first use; `None` when the
@@ -93,10 +87,7 @@ thread_local! {
 /// thread-locals are gone, at thread exit).
 #[inline]
 pub fn enter_guard() -> Option<Guard> {
-    INSIDE
-        .try_with(|inside| (!inside.replace(true)).then_some(Guard(())))
-        .ok()
-        .flatten()
+    INSIDE.try_with(|inside| (!inside.replace(true)).then_some(Guard(()))).ok().flatten()
 }
 
 /// Whether the calling thread is inside a wrapper.
@@ -189,22 +180,11 @@ impl Call {
         let guard = enter_guard()?;
         let rec = state::recorder()?;
         let enter = tracer::clock::now();
-        let region = if recording {
-            shielded(|| info.region(rec)).flatten()
-        } else {
-            None
-        };
+        let region = if recording { shielded(|| info.region(rec)).flatten() } else { None };
         if let Some(region) = region {
             rec.record(enter, &Event::Enter { region });
         }
-        Some(Call {
-            rec,
-            enter,
-            recording,
-            region,
-            leave: Cell::new(0),
-            _guard: guard,
-        })
+        Some(Call { rec, enter, recording, region, leave: Cell::new(0), _guard: guard })
     }
 
     /// The time of Leave, read once: events that happen at the end

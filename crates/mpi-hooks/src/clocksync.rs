@@ -61,17 +61,10 @@ struct Measured {
 /// The best of a series of round trips: (rank 0's send time, its receive
 /// time, the worker's time) → (offset, error, worker's time).
 fn best_round(rounds: &[(u64, u64, u64)]) -> Option<Measured> {
-    rounds
-        .iter()
-        .min_by_key(|(sent, got, _)| got.saturating_sub(*sent))
-        .map(|&(sent, got, worker)| {
-            let mid = (i128::from(sent) + i128::from(got)) / 2;
-            Measured {
-                offset: (mid - i128::from(worker)) as i64,
-                error: got.saturating_sub(sent) / 2,
-                local: worker,
-            }
-        })
+    rounds.iter().min_by_key(|(sent, got, _)| got.saturating_sub(*sent)).map(|&(sent, got, worker)| {
+        let mid = (i128::from(sent) + i128::from(got)) / 2;
+        Measured { offset: (mid - i128::from(worker)) as i64, error: got.saturating_sub(sent) / 2, local: worker }
+    })
 }
 
 fn ok<A: MpiAbi>(rc: c_int) -> Option<()> {
@@ -100,9 +93,8 @@ pub fn synchronize<A: MpiAbi>(rec: &Recorder, comm: A::Comm) -> Option<()> {
     })?;
     let reference = domains[0];
     // The lowest rank of each domain other than rank 0's.
-    let leaders: Vec<usize> = (1..n)
-        .filter(|&r| domains[r] != reference && !domains[..r].contains(&domains[r]))
-        .collect();
+    let leaders: Vec<usize> =
+        (1..n).filter(|&r| domains[r] != reference && !domains[..r].contains(&domains[r])).collect();
     let mut results = vec![Measured::default(); if rank == 0 { n } else { 0 }];
     if rank == 0 {
         for &leader in &leaders {
@@ -132,16 +124,8 @@ pub fn synchronize<A: MpiAbi>(rec: &Recorder, comm: A::Comm) -> Option<()> {
             comm,
         )
     })?;
-    let local = if got.local == 0 {
-        tracer::clock::now()
-    } else {
-        got.local
-    };
-    rec.define(&Definition::ClockSync {
-        local,
-        offset: got.offset,
-        error: got.error,
-    });
+    let local = if got.local == 0 { tracer::clock::now() } else { got.local };
+    rec.define(&Definition::ClockSync { local, offset: got.offset, error: got.error });
     Some(())
 }
 
@@ -154,14 +138,7 @@ fn measure<A: MpiAbi>(comm: A::Comm, peer: c_int) -> Option<Measured> {
         let sent = tracer::clock::now();
         // SAFETY: 8-byte buffers; the peer runs `answer`.
         unsafe {
-            ok::<A>(pmpi::send::<A>(
-                (&ping as *const u64).cast(),
-                8,
-                A::byte(),
-                peer,
-                TAG_PING,
-                comm,
-            ))?;
+            ok::<A>(pmpi::send::<A>((&ping as *const u64).cast(), 8, A::byte(), peer, TAG_PING, comm))?;
             ok::<A>(pmpi::recv::<A>(
                 (&mut worker as *mut u64).cast(),
                 8,
@@ -193,14 +170,7 @@ fn answer<A: MpiAbi>(comm: A::Comm) -> Option<()> {
                 A::status_ignore(),
             ))?;
             let now = tracer::clock::now();
-            ok::<A>(pmpi::send::<A>(
-                (&now as *const u64).cast(),
-                8,
-                A::byte(),
-                0,
-                TAG_PONG,
-                comm,
-            ))?;
+            ok::<A>(pmpi::send::<A>((&now as *const u64).cast(), 8, A::byte(), 0, TAG_PONG, comm))?;
         }
     }
     Some(())
@@ -215,14 +185,7 @@ mod tests {
         // Worker clock 1000 ns ahead; the second round is the tightest.
         let rounds = [(100, 180, 1150), (200, 210, 1205), (300, 400, 1330)];
         let m = best_round(&rounds).unwrap();
-        assert_eq!(
-            m,
-            Measured {
-                offset: -1000,
-                error: 5,
-                local: 1205
-            }
-        );
+        assert_eq!(m, Measured { offset: -1000, error: 5, local: 1205 });
     }
 
     #[test]

@@ -146,11 +146,7 @@ pub fn scan(ctx: Ctx, in_place: bool, block: u64) -> Bytes {
 mod tests {
     use super::*;
 
-    const INTRA: Ctx = Ctx {
-        me: 1,
-        n: 4,
-        remote: None,
-    };
+    const INTRA: Ctx = Ctx { me: 1, n: 4, remote: None };
 
     #[test]
     fn rooted_operations_count_the_roots_own_block() {
@@ -168,11 +164,7 @@ mod tests {
 
     #[test]
     fn intercommunicators_move_data_between_the_groups() {
-        let inter = Ctx {
-            me: 0,
-            n: 2,
-            remote: Some(3),
-        };
+        let inter = Ctx { me: 0, n: 2, remote: Some(3) };
         assert_eq!(one_to_all(inter, Side::Root, false, 8, 8), (24, 0));
         assert_eq!(one_to_all(inter, Side::Member, false, 8, 8), (0, 8));
         assert_eq!(one_to_all(inter, Side::Idle, false, 8, 8), (0, 0));
@@ -189,10 +181,7 @@ mod tests {
         assert_eq!(scatterv(INTRA, Side::Member, false, &[], 2), (0, 2));
         assert_eq!(allgatherv(INTRA, false, 2, &[1, 2, 3, 4]), (8, 10));
         assert_eq!(allgatherv(INTRA, true, 0, &[1, 2, 3, 4]), (6, 8));
-        assert_eq!(
-            alltoallv(INTRA, false, &[1, 1, 1, 1], &[2, 2, 2, 2]),
-            (4, 8)
-        );
+        assert_eq!(alltoallv(INTRA, false, &[1, 1, 1, 1], &[2, 2, 2, 2]), (4, 8));
         assert_eq!(alltoallv(INTRA, true, &[], &[2, 2, 2, 2]), (6, 6));
     }
 

@@ -66,14 +66,7 @@ impl CommInfo {
     }
 
     fn intra(id: u32, rank: c_int, size: c_int) -> Self {
-        CommInfo {
-            id,
-            rank,
-            size,
-            remote_size: None,
-            remote_base: 0,
-            local_base: 0,
-        }
+        CommInfo { id, rank, size, remote_size: None, remote_base: 0, local_base: 0 }
     }
 }
 
@@ -118,17 +111,10 @@ fn cached(key: usize) -> Option<CommInfo> {
         .try_with(|c| {
             let mut c = c.try_borrow_mut().ok()?;
             if c.generation != generation {
-                *c = Cache {
-                    generation,
-                    ..Cache::default()
-                };
+                *c = Cache { generation, ..Cache::default() };
                 return None;
             }
-            c.slots
-                .iter()
-                .flatten()
-                .find(|(k, _)| *k == key)
-                .map(|(_, info)| *info)
+            c.slots.iter().flatten().find(|(k, _)| *k == key).map(|(_, info)| *info)
         })
         .ok()
         .flatten()
@@ -155,11 +141,7 @@ pub fn lookup<A: MpiAbi>(rec: &Recorder, comm: A::Comm) -> Option<CommInfo> {
         return Some(info);
     }
     let generation = GENERATION.load(Ordering::Acquire);
-    let found = MAP
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_ref()
-        .and_then(|m| m.get(&key).copied());
+    let found = MAP.read().unwrap_or_else(|e| e.into_inner()).as_ref().and_then(|m| m.get(&key).copied());
     let info = match found {
         Some(info) => info,
         None => register_untracked::<A>(rec, comm)?,
@@ -176,11 +158,7 @@ pub fn world_ranks<A: MpiAbi>(comm: A::Comm, remote: bool) -> Option<Vec<u32>> {
     // SAFETY: `group` is writable; the communicator is live (it was just
     // created or is being used by the program's own call).
     let rc = unsafe {
-        if remote {
-            pmpi::comm_remote_group::<A>(comm, &mut group)
-        } else {
-            pmpi::comm_group::<A>(comm, &mut group)
-        }
+        if remote { pmpi::comm_remote_group::<A>(comm, &mut group) } else { pmpi::comm_group::<A>(comm, &mut group) }
     };
     if rc != A::SUCCESS {
         return None;
@@ -191,33 +169,15 @@ pub fn world_ranks<A: MpiAbi>(comm: A::Comm, remote: bool) -> Option<Vec<u32>> {
     let ranks: Vec<c_int> = (0..n.max(0)).collect();
     let mut out = vec![A::UNDEFINED; ranks.len()];
     // SAFETY: both arrays hold `n` ints; both groups are valid.
-    let rc = unsafe {
-        pmpi::group_translate_ranks::<A>(group, n, ranks.as_ptr(), world, out.as_mut_ptr())
-    };
+    let rc = unsafe { pmpi::group_translate_ranks::<A>(group, n, ranks.as_ptr(), world, out.as_mut_ptr()) };
     // SAFETY: we own `group`.
     unsafe { pmpi::group_free::<A>(&mut group) };
-    (rc == A::SUCCESS).then(|| {
-        out.into_iter()
-            .map(|r| u32::try_from(r).unwrap_or(u32::MAX))
-            .collect()
-    })
+    (rc == A::SUCCESS).then(|| out.into_iter().map(|r| u32::try_from(r).unwrap_or(u32::MAX)).collect())
 }
 
-fn define(
-    rec: &Recorder,
-    key: (u32, u64),
-    name: String,
-    members: &[u32],
-    parent: Option<u32>,
-) -> u32 {
+fn define(rec: &Recorder, key: (u32, u64), name: String, members: &[u32], parent: Option<u32>) -> u32 {
     let id = rec.next_comm_id();
-    rec.define(&Definition::Comm(CommDef {
-        id,
-        key,
-        name,
-        members: rank_runs(members.iter().copied()),
-        parent,
-    }));
+    rec.define(&Definition::Comm(CommDef { id, key, name, members: rank_runs(members.iter().copied()), parent }));
     id
 }
 
@@ -236,13 +196,7 @@ pub fn register_predefined<A: MpiAbi>(rec: &Recorder) -> Option<(u32, u32)> {
     let all: Vec<u32> = (0..usize_).collect();
     let id = define(rec, (0, 0), "MPI_COMM_WORLD".into(), &all, None);
     insert(world.key(), CommInfo::intra(id, rank, size));
-    let id = define(
-        rec,
-        (urank, u64::MAX),
-        "MPI_COMM_SELF".into(),
-        &[urank],
-        None,
-    );
+    let id = define(rec, (urank, u64::MAX), "MPI_COMM_SELF".into(), &[urank], None);
     insert(A::comm_self().key(), CommInfo::intra(id, 0, 1));
     Some((urank, usize_))
 }
@@ -263,15 +217,7 @@ fn bcast_u64s<A: MpiAbi>(values: &mut [u64], root: c_int, comm: A::Comm) -> bool
     let n = (values.len() * 8) as c_int;
     // SAFETY: `values` is writable for `n` bytes; every member of `comm`
     // makes the same call at the same point (creation is collective).
-    let rc = unsafe {
-        pmpi::bcast::<A>(
-            values.as_mut_ptr().cast::<c_void>(),
-            n,
-            A::byte(),
-            root,
-            comm,
-        )
-    };
+    let rc = unsafe { pmpi::bcast::<A>(values.as_mut_ptr().cast::<c_void>(), n, A::byte(), root, comm) };
     rc == A::SUCCESS
 }
 
@@ -337,11 +283,7 @@ pub fn register_new<A: MpiAbi>(
                 Some(s) => s,
                 None => agree_inter::<A>(comm, rank, first)?,
             };
-            let (a, b) = if first {
-                (&local, &remote)
-            } else {
-                (&remote, &local)
-            };
+            let (a, b) = if first { (&local, &remote) } else { (&remote, &local) };
             let a_len = a.len() as u32;
             let info = CommInfo {
                 id: 0,
@@ -356,13 +298,7 @@ pub fn register_new<A: MpiAbi>(
     };
     let root = *members.first()?;
     let parent = parent.and_then(|p| lookup::<A>(rec, p)).map(|p| p.id);
-    info.id = define(
-        rec,
-        (root, seq),
-        format!("MPI_Comm {root}.{seq}"),
-        &members,
-        parent,
-    );
+    info.id = define(rec, (root, seq), format!("MPI_Comm {root}.{seq}"), &members, parent);
     insert(comm.key(), info);
     Some(info)
 }
@@ -384,17 +320,8 @@ fn register_untracked<A: MpiAbi>(rec: &Recorder, comm: A::Comm) -> Option<CommIn
         h = (h ^ u64::from(*m)).wrapping_mul(0x0100_0000_01b3);
     }
     let root = *members.first()?;
-    let id = define(
-        rec,
-        (root, (1 << 63) | (h >> 1)),
-        "MPI_Comm (untracked)".into(),
-        &members,
-        None,
-    );
-    let info = CommInfo {
-        remote_size,
-        ..CommInfo::intra(id, rank, members.len() as c_int)
-    };
+    let id = define(rec, (root, (1 << 63) | (h >> 1)), "MPI_Comm (untracked)".into(), &members, None);
+    let info = CommInfo { remote_size, ..CommInfo::intra(id, rank, members.len() as c_int) };
     insert(comm.key(), info);
     Some(info)
 }

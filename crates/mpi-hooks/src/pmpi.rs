@@ -27,14 +27,8 @@ impl Symbol {
     /// `name` must end with a NUL byte.
     pub const fn new(name: &'static str) -> Self {
         let b = name.as_bytes();
-        assert!(
-            !b.is_empty() && b[b.len() - 1] == 0,
-            "symbol names end with NUL"
-        );
-        Symbol {
-            name,
-            addr: AtomicUsize::new(0),
-        }
+        assert!(!b.is_empty() && b[b.len() - 1] == 0, "symbol names end with NUL");
+        Symbol { name, addr: AtomicUsize::new(0) }
     }
 
     /// The name, without the NUL.
@@ -220,11 +214,7 @@ pub fn type_size<A: MpiAbi>(datatype: A::Datatype) -> u64 {
     // SAFETY: `size` is writable; an invalid type makes MPI return an
     // error (or call the error handler, as the program's own call would).
     let rc = unsafe { type_size_x::<A>(datatype, &mut size) };
-    if rc == A::SUCCESS {
-        u64::try_from(size).unwrap_or(0)
-    } else {
-        0
-    }
+    if rc == A::SUCCESS { u64::try_from(size).unwrap_or(0) } else { 0 }
 }
 
 /// The bytes a completed receive delivered, from its status.
@@ -240,11 +230,7 @@ pub fn received_bytes<A: MpiAbi>(status: &A::Status) -> u64 {
     let mut big: Count = 0;
     // SAFETY: as above.
     let rc = unsafe { get_elements_x::<A>(status, A::byte(), &mut big) };
-    if rc == A::SUCCESS {
-        u64::try_from(big).unwrap_or(0)
-    } else {
-        0
-    }
+    if rc == A::SUCCESS { u64::try_from(big).unwrap_or(0) } else { 0 }
 }
 
 /// Whether the request that filled `status` was cancelled.

@@ -56,8 +56,7 @@ const SHARDS: usize = 16;
 
 type Shard = Mutex<HashMap<usize, Vec<Entry>>>;
 
-static TABLE: LazyLock<[Shard; SHARDS]> =
-    LazyLock::new(|| std::array::from_fn(|_| Mutex::new(HashMap::new())));
+static TABLE: LazyLock<[Shard; SHARDS]> = LazyLock::new(|| std::array::from_fn(|_| Mutex::new(HashMap::new())));
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
@@ -99,10 +98,7 @@ pub fn complete(key: usize) -> Option<Completed> {
         e.active = false;
         let pending = match &e.pending {
             Pending::Send(m) => Pending::Send(*m),
-            Pending::Recv { comm, remote_base } => Pending::Recv {
-                comm: *comm,
-                remote_base: *remote_base,
-            },
+            Pending::Recv { comm, remote_base } => Pending::Recv { comm: *comm, remote_base: *remote_base },
             Pending::Collective(c) => Pending::Collective(*c),
             Pending::Deferred(_) => return None,
         };
@@ -113,10 +109,7 @@ pub fn complete(key: usize) -> Option<Completed> {
         map.remove(&key);
     }
     LIVE.fetch_sub(1, Ordering::Relaxed);
-    Some(Completed {
-        id: e.id,
-        pending: e.pending,
-    })
+    Some(Completed { id: e.id, pending: e.pending })
 }
 
 /// A completed request.
@@ -130,18 +123,12 @@ pub struct Completed {
 /// fresh id (`MPI_Start`); returns the id and a copy of what it does.
 pub fn start(key: usize) -> Option<(u64, Pending)> {
     let mut map = shard(key);
-    let e = map
-        .get_mut(&key)?
-        .iter_mut()
-        .find(|e| e.persistent && !e.active)?;
+    let e = map.get_mut(&key)?.iter_mut().find(|e| e.persistent && !e.active)?;
     e.active = true;
     e.id = next_id();
     let copy = match &e.pending {
         Pending::Send(m) => Pending::Send(*m),
-        Pending::Recv { comm, remote_base } => Pending::Recv {
-            comm: *comm,
-            remote_base: *remote_base,
-        },
+        Pending::Recv { comm, remote_base } => Pending::Recv { comm: *comm, remote_base: *remote_base },
         Pending::Collective(c) => Pending::Collective(*c),
         Pending::Deferred(_) => return None,
     };
@@ -151,11 +138,7 @@ pub fn start(key: usize) -> Option<(u64, Pending)> {
 /// The id of the oldest active request with `key`, left in place (a test
 /// that found it unfinished).
 pub fn peek_active(key: usize) -> Option<u64> {
-    shard(key)
-        .get(&key)?
-        .iter()
-        .find(|e| e.active)
-        .map(|e| e.id)
+    shard(key).get(&key)?.iter().find(|e| e.active).map(|e| e.id)
 }
 
 /// Forgets a request freed by `MPI_Request_free`: the oldest inactive
@@ -166,10 +149,7 @@ pub fn free(key: usize) {
     let Some(list) = map.get_mut(&key) else {
         return;
     };
-    let i = list
-        .iter()
-        .position(|e| e.persistent && !e.active)
-        .unwrap_or(0);
+    let i = list.iter().position(|e| e.persistent && !e.active).unwrap_or(0);
     if i < list.len() {
         list.remove(i);
         LIVE.fetch_sub(1, Ordering::Relaxed);
@@ -186,12 +166,7 @@ mod tests {
     fn send(id: u64) -> Entry {
         Entry {
             id,
-            pending: Pending::Send(Message {
-                peer: 1,
-                comm: 0,
-                tag: 5,
-                bytes: 8,
-            }),
+            pending: Pending::Send(Message { peer: 1, comm: 0, tag: 5, bytes: 8 }),
             persistent: false,
             active: true,
         }
@@ -210,14 +185,7 @@ mod tests {
     #[test]
     fn persistent_requests_cycle() {
         let key = 0x7272;
-        insert(
-            key,
-            Entry {
-                active: false,
-                persistent: true,
-                ..send(0)
-            },
-        );
+        insert(key, Entry { active: false, persistent: true, ..send(0) });
         assert!(complete(key).is_none(), "inactive until started");
         let (id, _) = start(key).unwrap();
         assert!(start(key).is_none(), "already active");

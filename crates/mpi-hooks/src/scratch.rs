@@ -26,8 +26,7 @@ thread_local! {
 #[inline]
 pub fn status<A: MpiAbi>() -> *mut A::Status {
     const { assert_status_fits::<A>() };
-    ONE.try_with(|s| s.get().cast::<A::Status>())
-        .unwrap_or(std::ptr::null_mut())
+    ONE.try_with(|s| s.get().cast::<A::Status>()).unwrap_or(std::ptr::null_mut())
 }
 
 /// This thread's array of `n` statuses, for the calls that complete

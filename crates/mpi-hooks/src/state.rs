@@ -47,9 +47,7 @@ pub(crate) fn set_phase(p: Phase) {
 /// Moves from `from` to `to`; false if the phase was something else (two
 /// threads racing to finish, say).
 pub(crate) fn transition(from: Phase, to: Phase) -> bool {
-    PHASE
-        .compare_exchange(from as u8, to as u8, Ordering::AcqRel, Ordering::Acquire)
-        .is_ok()
+    PHASE.compare_exchange(from as u8, to as u8, Ordering::AcqRel, Ordering::Acquire).is_ok()
 }
 
 /// The recorder, once `MPI_Init` started it.
@@ -132,10 +130,7 @@ impl Group {
 
 /// The mask of the groups in `set`.
 pub fn group_mask(set: &EnabledSet) -> u32 {
-    Group::ALL
-        .iter()
-        .filter(|g| set.contains(g.name()))
-        .fold(0, |m, g| m | g.bit())
+    Group::ALL.iter().filter(|g| set.contains(g.name())).fold(0, |m, g| m | g.bit())
 }
 
 pub(crate) fn set_groups(mask: u32) {

@@ -107,17 +107,14 @@ impl Nvml {
     pub fn open() -> Result<Nvml, NvmlError> {
         // SAFETY: loading NVML runs its initializers, which have no
         // preconditions; the library stays loaded while `Nvml` lives.
-        let lib = unsafe { Library::open(Some("libnvidia-ml.so.1"), RTLD_NOW | RTLD_LOCAL) }
-            .map_err(NvmlError::Load)?;
+        let lib =
+            unsafe { Library::open(Some("libnvidia-ml.so.1"), RTLD_NOW | RTLD_LOCAL) }.map_err(NvmlError::Load)?;
         // SAFETY: the types are those nvml.h declares for these symbols.
         let (init, by_uuid, field_values) = unsafe {
             (
-                *lib.get::<InitFn>(b"nvmlInit_v2\0")
-                    .map_err(NvmlError::Load)?,
-                *lib.get::<ByUuidFn>(b"nvmlDeviceGetHandleByUUID\0")
-                    .map_err(NvmlError::Load)?,
-                *lib.get::<FieldValuesFn>(b"nvmlDeviceGetFieldValues\0")
-                    .map_err(NvmlError::Load)?,
+                *lib.get::<InitFn>(b"nvmlInit_v2\0").map_err(NvmlError::Load)?,
+                *lib.get::<ByUuidFn>(b"nvmlDeviceGetHandleByUUID\0").map_err(NvmlError::Load)?,
+                *lib.get::<FieldValuesFn>(b"nvmlDeviceGetFieldValues\0").map_err(NvmlError::Load)?,
             )
         };
         // SAFETY: nvmlInit_v2 takes no arguments; calling it more than once
@@ -126,11 +123,7 @@ impl Nvml {
         if rc != NVML_SUCCESS {
             return Err(NvmlError::Call("nvmlInit_v2", rc));
         }
-        Ok(Nvml {
-            _lib: lib,
-            by_uuid,
-            field_values,
-        })
+        Ok(Nvml { _lib: lib, by_uuid, field_values })
     }
 
     /// The device with this UUID (`GPU-xxxxxxxx-xxxx-...`).
@@ -139,37 +132,20 @@ impl Nvml {
         let mut dev: NvmlDevice = std::ptr::null_mut();
         // SAFETY: `c` is a NUL-terminated string and `dev` a writable handle.
         let rc = unsafe { (self.by_uuid)(c.as_ptr(), &mut dev) };
-        if rc == NVML_SUCCESS {
-            Ok(Device(dev))
-        } else {
-            Err(NvmlError::Call("nvmlDeviceGetHandleByUUID", rc))
-        }
+        if rc == NVML_SUCCESS { Ok(Device(dev)) } else { Err(NvmlError::Call("nvmlDeviceGetHandleByUUID", rc)) }
     }
 
     /// Reads the given fields of `device`: `fields` holds (field id, scope
     /// id) pairs; the values come back in the same order.
-    pub fn field_values(
-        &self,
-        device: Device,
-        fields: &[(u32, u32)],
-    ) -> Result<Vec<FieldValue>, NvmlError> {
+    pub fn field_values(&self, device: Device, fields: &[(u32, u32)]) -> Result<Vec<FieldValue>, NvmlError> {
         let mut values: Vec<FieldValue> = fields
             .iter()
-            .map(|&(field_id, scope_id)| FieldValue {
-                field_id,
-                scope_id,
-                ..FieldValue::default()
-            })
+            .map(|&(field_id, scope_id)| FieldValue { field_id, scope_id, ..FieldValue::default() })
             .collect();
         // SAFETY: `values` holds `len` initialized elements of the layout
         // NVML expects; NVML writes only within them.
-        let rc =
-            unsafe { (self.field_values)(device.0, values.len() as c_int, values.as_mut_ptr()) };
-        if rc == NVML_SUCCESS {
-            Ok(values)
-        } else {
-            Err(NvmlError::Call("nvmlDeviceGetFieldValues", rc))
-        }
+        let rc = unsafe { (self.field_values)(device.0, values.len() as c_int, values.as_mut_ptr()) };
+        if rc == NVML_SUCCESS { Ok(values) } else { Err(NvmlError::Call("nvmlDeviceGetFieldValues", rc)) }
     }
 }
 
@@ -184,11 +160,8 @@ mod tests {
 
     #[test]
     fn values_read_by_type() {
-        let mut v = FieldValue {
-            value_type: NVML_VALUE_TYPE_UNSIGNED_INT,
-            value: 0xdead_0000_0012,
-            ..Default::default()
-        };
+        let mut v =
+            FieldValue { value_type: NVML_VALUE_TYPE_UNSIGNED_INT, value: 0xdead_0000_0012, ..Default::default() };
         assert_eq!(v.as_u64(), Some(0x12));
         v.value_type = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
         assert_eq!(v.as_u64(), Some(0xdead_0000_0012));

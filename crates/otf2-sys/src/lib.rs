@@ -26,13 +26,7 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
-#[allow(
-    non_camel_case_types,
-    non_snake_case,
-    non_upper_case_globals,
-    unsafe_op_in_unsafe_fn,
-    clippy::all
-)]
+#[allow(non_camel_case_types, non_snake_case, non_upper_case_globals, unsafe_op_in_unsafe_fn, clippy::all)]
 mod bindings {
     include!("bindings.rs");
 }

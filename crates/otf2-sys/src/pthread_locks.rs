@@ -10,9 +10,9 @@
 use std::ffi::c_void;
 
 use crate::{
-    OTF2_Archive, OTF2_Archive_SetLockingCallbacks, OTF2_CALLBACK_ERROR, OTF2_CALLBACK_SUCCESS,
-    OTF2_CallbackCode, OTF2_ERROR_INVALID_ARGUMENT, OTF2_ErrorCode, OTF2_Lock,
-    OTF2_LockingCallbacks, OTF2_Reader, OTF2_Reader_SetLockingCallbacks, OTF2_SUCCESS,
+    OTF2_Archive, OTF2_Archive_SetLockingCallbacks, OTF2_CALLBACK_ERROR, OTF2_CALLBACK_SUCCESS, OTF2_CallbackCode,
+    OTF2_ERROR_INVALID_ARGUMENT, OTF2_ErrorCode, OTF2_Lock, OTF2_LockingCallbacks, OTF2_Reader,
+    OTF2_Reader_SetLockingCallbacks, OTF2_SUCCESS,
 };
 
 /// What OTF2 hands back to every callback as `userData`.
@@ -72,11 +72,7 @@ unsafe extern "C" fn destroy(_user_data: *mut c_void, lock: OTF2_Lock) -> OTF2_C
     let err = unsafe { libc::pthread_mutex_destroy(&raw mut (*object).mutex) };
     // SAFETY: as above, `object` is the Box from `create`.
     drop(unsafe { Box::from_raw(object) });
-    if err == 0 {
-        OTF2_CALLBACK_SUCCESS
-    } else {
-        OTF2_CALLBACK_ERROR
-    }
+    if err == 0 { OTF2_CALLBACK_SUCCESS } else { OTF2_CALLBACK_ERROR }
 }
 
 unsafe extern "C" fn lock(_user_data: *mut c_void, lock: OTF2_Lock) -> OTF2_CallbackCode {
@@ -85,11 +81,7 @@ unsafe extern "C" fn lock(_user_data: *mut c_void, lock: OTF2_Lock) -> OTF2_Call
     }
     // SAFETY: `lock` was made by `create` and is not yet destroyed.
     let err = unsafe { libc::pthread_mutex_lock(&raw mut (*lock.cast::<PthreadLock>()).mutex) };
-    if err == 0 {
-        OTF2_CALLBACK_SUCCESS
-    } else {
-        OTF2_CALLBACK_ERROR
-    }
+    if err == 0 { OTF2_CALLBACK_SUCCESS } else { OTF2_CALLBACK_ERROR }
 }
 
 unsafe extern "C" fn unlock(_user_data: *mut c_void, lock: OTF2_Lock) -> OTF2_CallbackCode {
@@ -98,11 +90,7 @@ unsafe extern "C" fn unlock(_user_data: *mut c_void, lock: OTF2_Lock) -> OTF2_Ca
     }
     // SAFETY: `lock` was made by `create` and is held by this thread.
     let err = unsafe { libc::pthread_mutex_unlock(&raw mut (*lock.cast::<PthreadLock>()).mutex) };
-    if err == 0 {
-        OTF2_CALLBACK_SUCCESS
-    } else {
-        OTF2_CALLBACK_ERROR
-    }
+    if err == 0 { OTF2_CALLBACK_SUCCESS } else { OTF2_CALLBACK_ERROR }
 }
 
 static CALLBACKS: OTF2_LockingCallbacks = OTF2_LockingCallbacks {
@@ -178,10 +166,7 @@ mod tests {
 
     #[test]
     fn lock_lifecycle() {
-        let user_data = Box::into_raw(Box::new(UserData {
-            mutex_attribute: ptr::null(),
-        }))
-        .cast::<c_void>();
+        let user_data = Box::into_raw(Box::new(UserData { mutex_attribute: ptr::null() })).cast::<c_void>();
         let mut handle: OTF2_Lock = ptr::null_mut();
         // SAFETY: the calls follow OTF2's protocol: create, lock, unlock,
         // destroy, release, each on the objects made just before.
@@ -199,8 +184,7 @@ mod tests {
     #[test]
     fn null_handles_are_rejected() {
         // SAFETY: null is the documented invalid-argument case.
-        let code =
-            unsafe { OTF2_Pthread_Archive_SetLockingCallbacks(ptr::null_mut(), ptr::null()) };
+        let code = unsafe { OTF2_Pthread_Archive_SetLockingCallbacks(ptr::null_mut(), ptr::null()) };
         assert_eq!(code, OTF2_ERROR_INVALID_ARGUMENT);
     }
 }

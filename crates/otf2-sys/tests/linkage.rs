@@ -13,11 +13,7 @@ fn binary_linkage_matches_the_build_script() {
     assert!(!name.to_bytes().is_empty());
 
     let exe = std::env::current_exe().unwrap();
-    let out = Command::new("readelf")
-        .arg("-d")
-        .arg(&exe)
-        .output()
-        .expect("readelf (binutils) is needed for this test");
+    let out = Command::new("readelf").arg("-d").arg(&exe).output().expect("readelf (binutils) is needed for this test");
     assert!(out.status.success(), "readelf failed on {}", exe.display());
     let dynamic = String::from_utf8_lossy(&out.stdout);
     let needs_otf2 = dynamic

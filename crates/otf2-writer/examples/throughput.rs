@@ -35,9 +35,7 @@ impl EventVisitor for Count {
 
 fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
-    let events: u64 = args
-        .next()
-        .map_or(10_000_000, |n| n.parse().expect("EVENTS is a number"));
+    let events: u64 = args.next().map_or(10_000_000, |n| n.parse().expect("EVENTS is a number"));
     let base = args.next().map_or_else(std::env::temp_dir, Into::into);
     let dir = base.join(format!("otf2-throughput-{}", std::process::id()));
 
@@ -47,13 +45,7 @@ fn main() -> Result<()> {
     let process = defs.location_group("process", LocationGroupType::Process, machine, None);
     let thread = defs.location(0, "Master thread", LocationType::CpuThread, process)?;
     let regions: Vec<RegionRef> = (0..8)
-        .map(|i| {
-            defs.region(Region::new(
-                &format!("kernel_{i}"),
-                RegionRole::Function,
-                Paradigm::Cuda,
-            ))
-        })
+        .map(|i| defs.region(Region::new(&format!("kernel_{i}"), RegionRole::Function, Paradigm::Cuda)))
         .collect();
     let grid = defs.attribute("grid", "", Type::U32);
 
@@ -75,10 +67,7 @@ fn main() -> Result<()> {
     let write_rss = peak_rss_mib();
 
     let size: u64 = std::fs::read_dir(dir.join("bench"))
-        .map_err(|source| Error::Io {
-            path: dir.clone(),
-            source,
-        })?
+        .map_err(|source| Error::Io { path: dir.clone(), source })?
         .filter_map(|e| e.ok()?.metadata().ok())
         .map(|m| m.len())
         .sum();

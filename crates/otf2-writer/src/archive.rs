@@ -64,14 +64,9 @@ impl ArchiveWriter {
     /// [`Error::InvalidName`] for an empty name or one with `/` or NUL.
     pub fn create(dir: &Path, name: &str) -> Result<Self> {
         if name.is_empty() || name == "." || name == ".." || name.contains(['/', '\0']) {
-            return Err(Error::InvalidName {
-                name: name.to_owned(),
-            });
+            return Err(Error::InvalidName { name: name.to_owned() });
         }
-        std::fs::create_dir_all(dir).map_err(|source| Error::Io {
-            path: dir.to_owned(),
-            source,
-        })?;
+        std::fs::create_dir_all(dir).map_err(|source| Error::Io { path: dir.to_owned(), source })?;
         let anchor = dir.join(format!("{name}.otf2"));
         for path in [dir.join(format!("{name}.def")), dir.join(name)] {
             if path.symlink_metadata().is_ok() {
@@ -80,19 +75,10 @@ impl ArchiveWriter {
         }
         // Creating the anchor file with create_new is the atomic claim on
         // the name: of two writers racing for it, one gets AlreadyExists.
-        OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&anchor)
-            .map_err(|source| match source.kind() {
-                io::ErrorKind::AlreadyExists => Error::AlreadyExists {
-                    path: anchor.clone(),
-                },
-                _ => Error::Io {
-                    path: anchor.clone(),
-                    source,
-                },
-            })?;
+        OpenOptions::new().write(true).create_new(true).open(&anchor).map_err(|source| match source.kind() {
+            io::ErrorKind::AlreadyExists => Error::AlreadyExists { path: anchor.clone() },
+            _ => Error::Io { path: anchor.clone(), source },
+        })?;
         let c_name = CString::new(name).expect("checked for NUL above");
         let mut archive = match Archive::create(dir, &c_name) {
             Ok(archive) => archive,
@@ -101,17 +87,9 @@ impl ArchiveWriter {
                 return Err(err);
             }
         };
-        let creator = CString::new(concat!("otf2-writer ", env!("CARGO_PKG_VERSION")))
-            .expect("no NUL in a version");
+        let creator = CString::new(concat!("otf2-writer ", env!("CARGO_PKG_VERSION"))).expect("no NUL in a version");
         archive.set_creator(&creator)?;
-        Ok(Self {
-            archive,
-            defs: Definitions::new(),
-            clock: None,
-            anchor,
-            deferred: None,
-            finished: false,
-        })
+        Ok(Self { archive, defs: Definitions::new(), clock: None, anchor, deferred: None, finished: false })
     }
 
     /// The anchor file, `dir/<name>.otf2`: what readers and Vampir open.
@@ -155,12 +133,7 @@ impl ArchiveWriter {
         trace_length: u64,
         realtime_timestamp: Option<u64>,
     ) {
-        self.clock = Some(ClockProperties {
-            timer_resolution,
-            global_offset,
-            trace_length,
-            realtime_timestamp,
-        });
+        self.clock = Some(ClockProperties { timer_resolution, global_offset, trace_length, realtime_timestamp });
     }
 
     /// The definition builder.
@@ -180,14 +153,7 @@ impl ArchiveWriter {
         standard_deviation: f64,
     ) -> Result<()> {
         let slot = self.defs.location_slot(location)?;
-        self.defs
-            .location_record(slot)
-            .clock_offsets
-            .push(ClockOffset {
-                time,
-                offset,
-                standard_deviation,
-            });
+        self.defs.location_record(slot).clock_offsets.push(ClockOffset { time, offset, standard_deviation });
         Ok(())
     }
 
@@ -206,13 +172,7 @@ impl ArchiveWriter {
         }
         let raw = self.archive.evt_writer(location)?;
         self.defs.location_record(slot).events = Some(Default::default());
-        Ok(EventWriter::new(
-            raw,
-            &mut self.defs,
-            &mut self.deferred,
-            slot,
-            location,
-        ))
+        Ok(EventWriter::new(raw, &mut self.defs, &mut self.deferred, slot, location))
     }
 
     /// Writes the empty event file of every location without events, the
@@ -253,8 +213,7 @@ impl ArchiveWriter {
 
         self.archive.open_def_files()?;
         for record in self.defs.location_records() {
-            self.archive
-                .write_local_defs(record.id, &record.clock_offsets)?;
+            self.archive.write_local_defs(record.id, &record.clock_offsets)?;
         }
         self.archive.close_def_files()?;
 

@@ -101,9 +101,7 @@ pub enum Error {
 
     /// A location's event file ended before all the events its definition
     /// announces (a copy or a write that was cut short).
-    #[error(
-        "location {location}: its event file holds {read} events, its definition announces {announced}"
-    )]
+    #[error("location {location}: its event file holds {read} events, its definition announces {announced}")]
     TruncatedEvents {
         /// The location id.
         location: u64,

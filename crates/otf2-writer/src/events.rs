@@ -56,17 +56,7 @@ impl<'a> EventWriter<'a> {
         slot: usize,
         location: LocationRef,
     ) -> Self {
-        Self {
-            raw,
-            defs,
-            deferred,
-            slot,
-            location,
-            count: 0,
-            first_time: 0,
-            last_time: 0,
-            finished: false,
-        }
+        Self { raw, defs, deferred, slot, location, count: 0, first_time: 0, last_time: 0, finished: false }
     }
 
     /// The location being written.
@@ -90,10 +80,7 @@ impl<'a> EventWriter<'a> {
     /// # Errors
     ///
     /// OTF2 refuses the same attribute twice on one record.
-    pub fn attributes(
-        &mut self,
-        attributes: &[(AttributeRef, AttributeValue)],
-    ) -> Result<&mut Self> {
+    pub fn attributes(&mut self, attributes: &[(AttributeRef, AttributeValue)]) -> Result<&mut Self> {
         for (attribute, value) in attributes {
             self.raw.add_attribute(*attribute, value)?;
         }
@@ -101,11 +88,7 @@ impl<'a> EventWriter<'a> {
     }
 
     /// Attaches one attribute to the next record.
-    pub fn attribute(
-        &mut self,
-        attribute: AttributeRef,
-        value: AttributeValue,
-    ) -> Result<&mut Self> {
+    pub fn attribute(&mut self, attribute: AttributeRef, value: AttributeValue) -> Result<&mut Self> {
         self.raw.add_attribute(attribute, &value)?;
         Ok(self)
     }
@@ -135,14 +118,7 @@ impl<'a> EventWriter<'a> {
 
     /// A blocking send of `length` bytes to rank `receiver` of `comm` (`MpiSend`).
     #[inline]
-    pub fn mpi_send(
-        &mut self,
-        time: u64,
-        receiver: u32,
-        comm: CommRef,
-        tag: u32,
-        length: u64,
-    ) -> Result<()> {
+    pub fn mpi_send(&mut self, time: u64, receiver: u32, comm: CommRef, tag: u32, length: u64) -> Result<()> {
         self.note(time);
         self.raw.mpi_send(time, receiver, comm, tag, length)
     }
@@ -160,8 +136,7 @@ impl<'a> EventWriter<'a> {
         request_id: u64,
     ) -> Result<()> {
         self.note(time);
-        self.raw
-            .mpi_isend(time, receiver, comm, tag, length, request_id)
+        self.raw.mpi_isend(time, receiver, comm, tag, length, request_id)
     }
 
     /// Completion of a non-blocking send (`MpiIsendComplete`).
@@ -181,14 +156,7 @@ impl<'a> EventWriter<'a> {
 
     /// A blocking receive of `length` bytes from rank `sender` of `comm` (`MpiRecv`).
     #[inline]
-    pub fn mpi_recv(
-        &mut self,
-        time: u64,
-        sender: u32,
-        comm: CommRef,
-        tag: u32,
-        length: u64,
-    ) -> Result<()> {
+    pub fn mpi_recv(&mut self, time: u64, sender: u32, comm: CommRef, tag: u32, length: u64) -> Result<()> {
         self.note(time);
         self.raw.mpi_recv(time, sender, comm, tag, length)
     }
@@ -205,8 +173,7 @@ impl<'a> EventWriter<'a> {
         request_id: u64,
     ) -> Result<()> {
         self.note(time);
-        self.raw
-            .mpi_irecv(time, sender, comm, tag, length, request_id)
+        self.raw.mpi_irecv(time, sender, comm, tag, length, request_id)
     }
 
     /// An unsuccessful test of a request (`MpiRequestTest`).
@@ -253,8 +220,7 @@ impl<'a> EventWriter<'a> {
         request_id: u64,
     ) -> Result<()> {
         self.note(time);
-        self.raw
-            .non_blocking_collective_complete(time, collective, request_id)
+        self.raw.non_blocking_collective_complete(time, collective, request_id)
     }
 
     /// Creation of an RMA window (`RmaWinCreate`).
@@ -274,55 +240,30 @@ impl<'a> EventWriter<'a> {
     /// Start of a put of `bytes` to rank `remote` of `win`'s communicator
     /// (`RmaPut`); its completion names the same `matching_id`.
     #[inline]
-    pub fn rma_put(
-        &mut self,
-        time: u64,
-        win: RmaWinRef,
-        remote: u32,
-        bytes: u64,
-        matching_id: u64,
-    ) -> Result<()> {
+    pub fn rma_put(&mut self, time: u64, win: RmaWinRef, remote: u32, bytes: u64, matching_id: u64) -> Result<()> {
         self.note(time);
         self.raw.rma_put(time, win, remote, bytes, matching_id)
     }
 
     /// Start of a get of `bytes` from rank `remote` (`RmaGet`).
     #[inline]
-    pub fn rma_get(
-        &mut self,
-        time: u64,
-        win: RmaWinRef,
-        remote: u32,
-        bytes: u64,
-        matching_id: u64,
-    ) -> Result<()> {
+    pub fn rma_get(&mut self, time: u64, win: RmaWinRef, remote: u32, bytes: u64, matching_id: u64) -> Result<()> {
         self.note(time);
         self.raw.rma_get(time, win, remote, bytes, matching_id)
     }
 
     /// Completion of a blocking RMA operation (`RmaOpCompleteBlocking`).
     #[inline]
-    pub fn rma_op_complete_blocking(
-        &mut self,
-        time: u64,
-        win: RmaWinRef,
-        matching_id: u64,
-    ) -> Result<()> {
+    pub fn rma_op_complete_blocking(&mut self, time: u64, win: RmaWinRef, matching_id: u64) -> Result<()> {
         self.note(time);
         self.raw.rma_op_complete_blocking(time, win, matching_id)
     }
 
     /// Completion of a non-blocking RMA operation (`RmaOpCompleteNonBlocking`).
     #[inline]
-    pub fn rma_op_complete_non_blocking(
-        &mut self,
-        time: u64,
-        win: RmaWinRef,
-        matching_id: u64,
-    ) -> Result<()> {
+    pub fn rma_op_complete_non_blocking(&mut self, time: u64, win: RmaWinRef, matching_id: u64) -> Result<()> {
         self.note(time);
-        self.raw
-            .rma_op_complete_non_blocking(time, win, matching_id)
+        self.raw.rma_op_complete_non_blocking(time, win, matching_id)
     }
 
     /// An unsuccessful test of an RMA operation (`RmaOpTest`).
@@ -342,9 +283,7 @@ impl<'a> EventWriter<'a> {
     #[inline]
     pub fn metric(&mut self, time: u64, metric: MetricRef, values: &[MetricValue]) -> Result<()> {
         if values.len() > usize::from(u8::MAX) {
-            return Err(Error::TooManyMetricValues {
-                count: values.len(),
-            });
+            return Err(Error::TooManyMetricValues { count: values.len() });
         }
         self.note(time);
         self.raw.metric(time, metric, values)
@@ -402,11 +341,8 @@ impl<'a> EventWriter<'a> {
         // call failed after counting it.
         let count = self.raw.number_of_events().unwrap_or(self.count);
         let closed = self.raw.close();
-        self.defs.location_record(self.slot).events = Some(EventSummary {
-            count,
-            first_time: self.first_time,
-            last_time: self.last_time,
-        });
+        self.defs.location_record(self.slot).events =
+            Some(EventSummary { count, first_time: self.first_time, last_time: self.last_time });
         closed.map(|()| count)
     }
 }

@@ -42,17 +42,15 @@ pub use defs::{Definitions, MetricMember, Region};
 pub use error::{Error, Result};
 pub use events::EventWriter;
 pub use refs::{
-    AttributeRef, CommRef, GroupRef, LocationGroupRef, LocationRef, MetricMemberRef, MetricRef,
-    RegionRef, RmaWinRef, StringRef, SystemTreeNodeRef,
+    AttributeRef, CommRef, GroupRef, LocationGroupRef, LocationRef, MetricMemberRef, MetricRef, RegionRef, RmaWinRef,
+    StringRef, SystemTreeNodeRef,
 };
 pub use types::{
-    Base, CollectiveOp, CommFlags, GroupFlags, GroupType, LocationGroupType, LocationType,
-    MetricMode, MetricOccurrence, MetricType, Paradigm, ParadigmClass, ParadigmProperty,
-    RecorderKind, RegionFlags, RegionRole, RmaWinFlags, SystemTreeDomain, Type,
+    Base, CollectiveOp, CommFlags, GroupFlags, GroupType, LocationGroupType, LocationType, MetricMode,
+    MetricOccurrence, MetricType, Paradigm, ParadigmClass, ParadigmProperty, RecorderKind, RegionFlags, RegionRole,
+    RmaWinFlags, SystemTreeDomain, Type,
 };
-pub use values::{
-    AttributeValue, ClockOffset, ClockProperties, Collective, MetricScope, MetricValue,
-};
+pub use values::{AttributeValue, ClockOffset, ClockProperties, Collective, MetricScope, MetricValue};
 
 #[cfg(test)]
 mod tests {

@@ -4,8 +4,8 @@
 //! whose variant is the tag, so a value can never disagree with its type.
 
 use crate::refs::{
-    AttributeRef, CommRef, GroupRef, LocationGroupRef, LocationRef, MetricRef, RegionRef,
-    RmaWinRef, StringRef, SystemTreeNodeRef,
+    AttributeRef, CommRef, GroupRef, LocationGroupRef, LocationRef, MetricRef, RegionRef, RmaWinRef, StringRef,
+    SystemTreeNodeRef,
 };
 use crate::types::{CollectiveOp, Type};
 

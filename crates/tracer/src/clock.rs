@@ -9,18 +9,13 @@
 pub const TICKS_PER_SECOND: u64 = 1_000_000_000;
 
 fn read(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid, writable timespec; clock_gettime only writes it.
     let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
     if rc != 0 {
         return 0;
     }
-    (ts.tv_sec as u64)
-        .wrapping_mul(TICKS_PER_SECOND)
-        .wrapping_add(ts.tv_nsec as u64)
+    (ts.tv_sec as u64).wrapping_mul(TICKS_PER_SECOND).wrapping_add(ts.tv_nsec as u64)
 }
 
 /// CLOCK_MONOTONIC, ns.

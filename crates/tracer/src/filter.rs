@@ -40,16 +40,9 @@ pub struct Filter {
 #[non_exhaustive]
 pub enum FilterError {
     #[error("cannot read filter file {path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    Io { path: String, source: std::io::Error },
     #[error("filter file {path}, line {line}: {problem}")]
-    Syntax {
-        path: String,
-        line: usize,
-        problem: String,
-    },
+    Syntax { path: String, line: usize, problem: String },
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -62,10 +55,7 @@ enum Block {
 impl Filter {
     pub fn load(path: &Path) -> Result<Filter, FilterError> {
         let name = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| FilterError::Io {
-            path: name.clone(),
-            source,
-        })?;
+        let text = std::fs::read_to_string(path).map_err(|source| FilterError::Io { path: name.clone(), source })?;
         Filter::parse(&text, &name)
     }
 
@@ -75,11 +65,7 @@ impl Filter {
         let mut block = Block::None;
         let mut in_rule = false;
         for (i, raw_line) in text.lines().enumerate() {
-            let err = |problem: String| FilterError::Syntax {
-                path: origin.to_string(),
-                line: i + 1,
-                problem,
-            };
+            let err = |problem: String| FilterError::Syntax { path: origin.to_string(), line: i + 1, problem };
             let mut words = split_words(raw_line).into_iter().peekable();
             while let Some(word) = words.next() {
                 match (block, word.as_str()) {
@@ -88,8 +74,7 @@ impl Filter {
                     (Block::None, w) => {
                         return Err(err(format!("'{w}' outside a BEGIN/END block")));
                     }
-                    (Block::Regions, "SCOREP_REGION_NAMES_END")
-                    | (Block::Files, "SCOREP_FILE_NAMES_END") => {
+                    (Block::Regions, "SCOREP_REGION_NAMES_END") | (Block::Files, "SCOREP_FILE_NAMES_END") => {
                         block = Block::None;
                         in_rule = false;
                     }
@@ -105,26 +90,16 @@ impl Filter {
                             words.next();
                         }
                         if b == Block::Regions {
-                            rules.push(Rule {
-                                exclude: kw == "EXCLUDE",
-                                mangled,
-                                patterns: Vec::new(),
-                            });
+                            rules.push(Rule { exclude: kw == "EXCLUDE", mangled, patterns: Vec::new() });
                         }
                         in_rule = true;
                     }
                     (b, pattern) => {
                         if !in_rule {
-                            return Err(err(format!(
-                                "pattern '{pattern}' before EXCLUDE or INCLUDE"
-                            )));
+                            return Err(err(format!("pattern '{pattern}' before EXCLUDE or INCLUDE")));
                         }
                         if b == Block::Regions {
-                            rules
-                                .last_mut()
-                                .expect("a rule is open")
-                                .patterns
-                                .push(pattern.to_string());
+                            rules.last_mut().expect("a rule is open").patterns.push(pattern.to_string());
                         }
                     }
                 }
@@ -145,11 +120,7 @@ impl Filter {
     pub fn excludes(&self, name: &str, mangled: Option<&str>) -> bool {
         let mut excluded = false;
         for rule in &self.rules {
-            let subject = if rule.mangled {
-                mangled.unwrap_or(name)
-            } else {
-                name
-            };
+            let subject = if rule.mangled { mangled.unwrap_or(name) } else { name };
             if rule.patterns.iter().any(|p| wildcard_match(p, subject)) {
                 excluded = rule.exclude;
             }
@@ -320,32 +291,22 @@ mod tests {
 
     #[test]
     fn mangled_rules_match_the_symbol() {
-        let f = Filter::parse(
-            "SCOREP_REGION_NAMES_BEGIN\nEXCLUDE MANGLED _Z6kernel*\nSCOREP_REGION_NAMES_END",
-            "t",
-        )
-        .unwrap();
+        let f = Filter::parse("SCOREP_REGION_NAMES_BEGIN\nEXCLUDE MANGLED _Z6kernel*\nSCOREP_REGION_NAMES_END", "t")
+            .unwrap();
         assert!(f.excludes("kernel(float*)", Some("_Z6kernelPf")));
         assert!(!f.excludes("kernel(float*)", None));
     }
 
     #[test]
     fn file_blocks_are_accepted_and_ignored() {
-        let f = Filter::parse(
-            "SCOREP_FILE_NAMES_BEGIN\n EXCLUDE */foo/*\nSCOREP_FILE_NAMES_END\n",
-            "t",
-        )
-        .unwrap();
+        let f = Filter::parse("SCOREP_FILE_NAMES_BEGIN\n EXCLUDE */foo/*\nSCOREP_FILE_NAMES_END\n", "t").unwrap();
         assert!(f.is_empty());
     }
 
     #[test]
     fn syntax_errors_name_the_line() {
         let e = Filter::parse("SCOREP_REGION_NAMES_BEGIN\n  MPI_Send\n", "f.filt").unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "filter file f.filt, line 2: pattern 'MPI_Send' before EXCLUDE or INCLUDE"
-        );
+        assert_eq!(e.to_string(), "filter file f.filt, line 2: pattern 'MPI_Send' before EXCLUDE or INCLUDE");
         let e = Filter::parse("EXCLUDE x", "f").unwrap_err();
         assert!(e.to_string().contains("outside a BEGIN/END block"));
         let e = Filter::parse("SCOREP_REGION_NAMES_BEGIN\nEXCLUDE x\n", "f").unwrap_err();

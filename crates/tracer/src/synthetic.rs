@@ -12,8 +12,8 @@ use std::path::Path;
 use crate::raw::defs::rank_runs;
 use crate::raw::writer::EventSpan;
 use crate::raw::{
-    ChunkKind, Collective, CollectiveOp, CommDef, Definition, Event, LocationKind, Message,
-    Paradigm, Producer, RegionRole, StreamFile, StreamHeader, stream_file_name, varint,
+    ChunkKind, Collective, CollectiveOp, CommDef, Definition, Event, LocationKind, Message, Paradigm, Producer,
+    RegionRole, StreamFile, StreamHeader, stream_file_name, varint,
 };
 
 /// What one rank did, for checking a merge against.
@@ -52,66 +52,24 @@ fn write_rank(raw_dir: &Path, rank: u32, size: u32, iterations: u64) -> io::Resu
     let path = raw_dir.join(stream_file_name("synthetic", pid, Producer::Synthetic));
     let stream = StreamFile::create(&path, &header)?;
     let names = ["compute", "MPI_Send", "MPI_Recv", "MPI_Allreduce"];
-    let roles = [
-        RegionRole::Function,
-        RegionRole::Point2Point,
-        RegionRole::Point2Point,
-        RegionRole::CollAll2All,
-    ];
+    let roles = [RegionRole::Function, RegionRole::Point2Point, RegionRole::Point2Point, RegionRole::CollAll2All];
     let mut defs = Vec::new();
     for (i, n) in names.iter().enumerate() {
-        Definition::String {
-            id: i as u32 + 1,
-            value: n.to_string(),
-        }
+        Definition::String { id: i as u32 + 1, value: n.to_string() }.encode(&mut defs);
+        let paradigm = if i == 0 { Paradigm::User } else { Paradigm::Mpi };
+        Definition::Region { id: i as u32 + 1, name: i as u32 + 1, canonical: 0, paradigm, role: roles[i], group: 0 }
+            .encode(&mut defs);
+    }
+    Definition::String { id: 10, value: "main".into() }.encode(&mut defs);
+    Definition::Location { id: 0, kind: LocationKind::HostThread { tid: pid, is_main: true }, name: 10 }
         .encode(&mut defs);
-        let paradigm = if i == 0 {
-            Paradigm::User
-        } else {
-            Paradigm::Mpi
-        };
-        Definition::Region {
-            id: i as u32 + 1,
-            name: i as u32 + 1,
-            canonical: 0,
-            paradigm,
-            role: roles[i],
-            group: 0,
-        }
-        .encode(&mut defs);
-    }
-    Definition::String {
-        id: 10,
-        value: "main".into(),
-    }
-    .encode(&mut defs);
-    Definition::Location {
-        id: 0,
-        kind: LocationKind::HostThread {
-            tid: pid,
-            is_main: true,
-        },
-        name: 10,
-    }
-    .encode(&mut defs);
     Definition::MpiRank { rank, size }.encode(&mut defs);
-    let world = CommDef {
-        id: 0,
-        key: (0, 0),
-        name: "MPI_COMM_WORLD".into(),
-        members: rank_runs(0..size),
-        parent: None,
-    };
+    let world =
+        CommDef { id: 0, key: (0, 0), name: "MPI_COMM_WORLD".into(), members: rank_runs(0..size), parent: None };
     Definition::Comm(world).encode(&mut defs);
     stream.write_chunk(ChunkKind::Definitions, None, &defs)?;
 
-    let mut out = ChunkWriter {
-        stream: &stream,
-        data: Vec::with_capacity(CHUNK),
-        count: 0,
-        min: 0,
-        last: 0,
-    };
+    let mut out = ChunkWriter { stream: &stream, data: Vec::with_capacity(CHUNK), count: 0, min: 0, last: 0 };
     let mut counts = RingCounts::default();
     let mut t = 2_000_000_000u64;
     let right = (rank + 1) % size;
@@ -119,12 +77,7 @@ fn write_rank(raw_dir: &Path, rank: u32, size: u32, iterations: u64) -> io::Resu
     for i in 0..iterations {
         let tag = (i % 8) as i32;
         let bytes = 8 * (i % 100);
-        let msg = |peer| Message {
-            peer,
-            comm: 0,
-            tag,
-            bytes,
-        };
+        let msg = |peer| Message { peer, comm: 0, tag, bytes };
         let mut step = |ev: Event, dt: u64| {
             t += dt;
             counts.events += 1;
@@ -141,13 +94,7 @@ fn write_rank(raw_dir: &Path, rank: u32, size: u32, iterations: u64) -> io::Resu
         counts.sends += 1;
         counts.bytes += bytes;
         if i % 10 == 9 {
-            let coll = Collective {
-                op: CollectiveOp::Allreduce,
-                comm: 0,
-                root: None,
-                sent: 8,
-                received: 8,
-            };
+            let coll = Collective { op: CollectiveOp::Allreduce, comm: 0, root: None, sent: 8, received: 8 };
             step(Event::Enter { region: 4 }, 10)?;
             step(Event::MpiCollectiveBegin, 1)?;
             step(Event::MpiCollectiveEnd(coll), 200)?;
@@ -188,14 +135,8 @@ impl ChunkWriter<'_> {
 
     fn flush(&mut self) -> io::Result<()> {
         if self.count > 0 {
-            let span = EventSpan {
-                location: 0,
-                count: self.count,
-                min_time: self.min,
-                max_time: self.last,
-            };
-            self.stream
-                .write_chunk(ChunkKind::Events, Some(span), &self.data)?;
+            let span = EventSpan { location: 0, count: self.count, min_time: self.min, max_time: self.last };
+            self.stream.write_chunk(ChunkKind::Events, Some(span), &self.data)?;
         }
         self.data.clear();
         self.count = 0;

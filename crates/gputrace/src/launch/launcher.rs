@@ -36,10 +36,7 @@ impl Launcher {
     /// Recognises the launcher of `argv0`, asking a generic `mpirun` or
     /// `mpiexec` for its version to tell Open MPI from Hydra.
     pub fn detect(argv0: &OsStr) -> Launcher {
-        let name = Path::new(argv0)
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("");
+        let name = Path::new(argv0).file_name().and_then(|n| n.to_str()).unwrap_or("");
         match name {
             "orterun" | "prterun" | "mpirun.openmpi" | "mpiexec.openmpi" => Launcher::OpenMpi,
             "mpiexec.hydra" | "mpirun.mpich" | "mpiexec.mpich" | "mpiexec.intel" => Launcher::Hydra,
@@ -61,8 +58,7 @@ impl Launcher {
     pub fn from_version_text(text: &str) -> Launcher {
         if text.contains("Open MPI") || text.contains("OpenRTE") || text.contains("PRRTE") {
             Launcher::OpenMpi
-        } else if text.contains("HYDRA") || text.contains("Intel(R) MPI") || text.contains("MPICH")
-        {
+        } else if text.contains("HYDRA") || text.contains("Intel(R) MPI") || text.contains("MPICH") {
             Launcher::Hydra
         } else {
             Launcher::OpenMpi
@@ -279,11 +275,7 @@ impl Launcher {
         while j < argv.len() {
             let a = argv[j].to_string_lossy();
             if a == "-m" || a == "-c" {
-                return argv
-                    .get(j + 1)
-                    .filter(|_| a == "-m")
-                    .map(|m| file_name(m))
-                    .unwrap_or(prog);
+                return argv.get(j + 1).filter(|_| a == "-m").map(|m| file_name(m)).unwrap_or(prog);
             }
             if !a.starts_with('-') {
                 return file_name(&argv[j]).trim_end_matches(".py").to_string();
@@ -301,15 +293,9 @@ impl Launcher {
     /// torchrun, which passes its environment to its workers and has no
     /// other way; it loads no MPI hooks and creates no CUDA context, so it
     /// leaves no trace.
-    pub fn inject(
-        self,
-        argv: &[OsString],
-        env: &[(String, OsString)],
-    ) -> (Vec<OsString>, Vec<(String, OsString)>) {
-        let (rank_only, rest): (Vec<_>, Vec<_>) = env
-            .iter()
-            .cloned()
-            .partition(|(k, _)| RANK_ONLY.contains(&k.as_str()));
+    pub fn inject(self, argv: &[OsString], env: &[(String, OsString)]) -> (Vec<OsString>, Vec<(String, OsString)>) {
+        let (rank_only, rest): (Vec<_>, Vec<_>) =
+            env.iter().cloned().partition(|(k, _)| RANK_ONLY.contains(&k.as_str()));
         let mut out: Vec<OsString> = vec![argv[0].clone()];
         match self {
             Launcher::None => return (argv.to_vec(), env.to_vec()),
@@ -348,11 +334,7 @@ impl Launcher {
 }
 
 /// Variables for the ranks only, never for a launcher.
-pub const RANK_ONLY: &[&str] = &[
-    "LD_PRELOAD",
-    "CUDA_INJECTION64_PATH",
-    "NCCL_PROFILER_PLUGIN",
-];
+pub const RANK_ONLY: &[&str] = &["LD_PRELOAD", "CUDA_INJECTION64_PATH", "NCCL_PROFILER_PLUGIN"];
 
 fn assignment(k: &str, v: &OsStr) -> OsString {
     let mut s = OsString::from(k);
@@ -362,10 +344,7 @@ fn assignment(k: &str, v: &OsStr) -> OsString {
 }
 
 fn file_name(s: &OsStr) -> String {
-    Path::new(s)
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| s.to_string_lossy().into())
+    Path::new(s).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| s.to_string_lossy().into())
 }
 
 /// Guesses the MPI a program uses from the libraries its ELF file names
@@ -406,55 +385,31 @@ mod tests {
         let a = argv("srun -n 8 --ntasks-per-node=4 ./solver");
         assert_eq!(Launcher::Srun.program_name(&a), "solver");
         assert_eq!(Launcher::None.program_name(&argv("/bin/echo hi")), "echo");
-        assert_eq!(
-            Launcher::Hydra.program_name(&argv("mpiexec -n 2 python -m mypkg.run")),
-            "mypkg.run"
-        );
+        assert_eq!(Launcher::Hydra.program_name(&argv("mpiexec -n 2 python -m mypkg.run")), "mypkg.run");
     }
 
     #[test]
     fn ld_preload_goes_to_the_ranks_only() {
         let env = vec![
-            (
-                "LD_PRELOAD".to_string(),
-                OsString::from("/x/libgputrace_mpi.so"),
-            ),
-            (
-                "GPUTRACE_EXPERIMENT_DIRECTORY".to_string(),
-                OsString::from("/tmp/e"),
-            ),
+            ("LD_PRELOAD".to_string(), OsString::from("/x/libgputrace_mpi.so")),
+            ("GPUTRACE_EXPERIMENT_DIRECTORY".to_string(), OsString::from("/tmp/e")),
         ];
         let (args, launcher_env) = Launcher::OpenMpi.inject(&argv("mpirun -np 2 ./a"), &env);
         assert_eq!(
             args,
-            argv(
-                "mpirun -x LD_PRELOAD=/x/libgputrace_mpi.so -x GPUTRACE_EXPERIMENT_DIRECTORY=/tmp/e -np 2 ./a"
-            )
+            argv("mpirun -x LD_PRELOAD=/x/libgputrace_mpi.so -x GPUTRACE_EXPERIMENT_DIRECTORY=/tmp/e -np 2 ./a")
         );
         assert!(launcher_env.iter().all(|(k, _)| k != "LD_PRELOAD"));
         let (args, launcher_env) = Launcher::Hydra.inject(&argv("mpiexec -n 2 ./a"), &env);
-        assert_eq!(
-            args,
-            argv("mpiexec -genv LD_PRELOAD /x/libgputrace_mpi.so -n 2 ./a")
-        );
+        assert_eq!(args, argv("mpiexec -genv LD_PRELOAD /x/libgputrace_mpi.so -n 2 ./a"));
         assert_eq!(launcher_env.len(), 1);
         let (args, _) = Launcher::Srun.inject(&argv("srun -n 2 ./a"), &env);
-        assert_eq!(
-            args,
-            argv("srun --export=ALL,LD_PRELOAD=/x/libgputrace_mpi.so -n 2 ./a")
-        );
-        let cuda = vec![(
-            "CUDA_INJECTION64_PATH".to_string(),
-            OsString::from("/x/libgputrace_cuda.so"),
-        )];
-        let (_, torch_env) =
-            Launcher::Torchrun.inject(&argv("torchrun --nproc-per-node 2 t.py"), &cuda);
+        assert_eq!(args, argv("srun --export=ALL,LD_PRELOAD=/x/libgputrace_mpi.so -n 2 ./a"));
+        let cuda = vec![("CUDA_INJECTION64_PATH".to_string(), OsString::from("/x/libgputrace_cuda.so"))];
+        let (_, torch_env) = Launcher::Torchrun.inject(&argv("torchrun --nproc-per-node 2 t.py"), &cuda);
         assert_eq!(torch_env, cuda);
         let (args, launcher_env) = Launcher::Hydra.inject(&argv("mpiexec -n 2 ./a"), &cuda);
-        assert_eq!(
-            args,
-            argv("mpiexec -genv CUDA_INJECTION64_PATH /x/libgputrace_cuda.so -n 2 ./a")
-        );
+        assert_eq!(args, argv("mpiexec -genv CUDA_INJECTION64_PATH /x/libgputrace_cuda.so -n 2 ./a"));
         assert!(launcher_env.is_empty());
         let (args, plain_env) = Launcher::None.inject(&argv("./a"), &env);
         assert_eq!(args, argv("./a"));
@@ -463,13 +418,7 @@ mod tests {
 
     #[test]
     fn version_texts_tell_the_launchers_apart() {
-        assert_eq!(
-            Launcher::from_version_text("mpirun (Open MPI) 4.1.4"),
-            Launcher::OpenMpi
-        );
-        assert_eq!(
-            Launcher::from_version_text("HYDRA build details:\n Version: 4.0.2"),
-            Launcher::Hydra
-        );
+        assert_eq!(Launcher::from_version_text("mpirun (Open MPI) 4.1.4"), Launcher::OpenMpi);
+        assert_eq!(Launcher::from_version_text("HYDRA build details:\n Version: 4.0.2"), Launcher::Hydra);
     }
 }

@@ -32,13 +32,10 @@ pub fn run(plan: &Plan) -> Result<i32> {
         cmd.env(k, v);
     }
     // Installed before the child starts so that no signal slips by.
-    let mut signals =
-        SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2])
-            .context("cannot install signal handlers")?;
+    let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2])
+        .context("cannot install signal handlers")?;
     let handle = signals.handle();
-    let mut child = cmd
-        .spawn()
-        .with_context(|| format!("cannot start {}", plan.argv[0].to_string_lossy()))?;
+    let mut child = cmd.spawn().with_context(|| format!("cannot start {}", plan.argv[0].to_string_lossy()))?;
     let pid = child.id() as libc::pid_t;
     let forwarder = std::thread::spawn(move || {
         for origin in signals.forever() {
@@ -61,7 +58,5 @@ pub fn run(plan: &Plan) -> Result<i32> {
 
 fn exit_code(status: ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
-    status
-        .code()
-        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+    status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }

@@ -51,21 +51,14 @@ impl ClockMap {
             return o1;
         }
         let slope = (o2 - o1) as f64 / (t2 - t1) as f64;
-        let diff = if t >= t1 {
-            (t - t1) as f64
-        } else {
-            -((t1 - t) as f64)
-        };
+        let diff = if t >= t1 { (t - t1) as f64 } else { -((t1 - t) as f64) };
         o1 + (slope * diff).round() as i64
     }
 }
 
 /// The clock maps of all processes, in the order given.
 pub fn clock_maps(processes: &[Process]) -> Vec<ClockMap> {
-    let reference = processes
-        .iter()
-        .find(|p| p.mpi.is_some_and(|(r, _)| r == 0))
-        .or(processes.first());
+    let reference = processes.iter().find(|p| p.mpi.is_some_and(|(r, _)| r == 0)).or(processes.first());
     let Some(reference) = reference else {
         return Vec::new();
     };
@@ -76,9 +69,7 @@ pub fn clock_maps(processes: &[Process]) -> Vec<ClockMap> {
         .map(|p| {
             let last = last_event_time(p);
             if !p.clock_points.is_empty() {
-                return ClockMap {
-                    points: measured(&p.clock_points, last),
-                };
+                return ClockMap { points: measured(&p.clock_points, last) };
             }
             if p.clock_domain == ref_domain {
                 return ClockMap::identity();
@@ -86,21 +77,14 @@ pub fn clock_maps(processes: &[Process]) -> Vec<ClockMap> {
             // realtime − monotonic differs between hosts by the offset of
             // their monotonic clocks (assuming synchronized realtime clocks).
             let (mono, real) = p.clock_pair;
-            let offset =
-                ((real as i128 - mono as i128) - (ref_real as i128 - ref_mono as i128)) as i64;
-            ClockMap {
-                points: vec![(mono, offset, 0.0), (last.max(mono + 1), offset, 0.0)],
-            }
+            let offset = ((real as i128 - mono as i128) - (ref_real as i128 - ref_mono as i128)) as i64;
+            ClockMap { points: vec![(mono, offset, 0.0), (last.max(mono + 1), offset, 0.0)] }
         })
         .collect()
 }
 
 fn last_event_time(p: &Process) -> u64 {
-    p.streams
-        .iter()
-        .flat_map(|s| s.chunks.iter().map(|c| c.header.max_time))
-        .max()
-        .unwrap_or(0)
+    p.streams.iter().flat_map(|s| s.chunks.iter().map(|c| c.header.max_time)).max().unwrap_or(0)
 }
 
 /// The measurement points (the first per local time), a lone one repeated
@@ -124,41 +108,28 @@ mod tests {
 
     #[test]
     fn linear_between_and_beyond_points() {
-        let m = ClockMap {
-            points: vec![(1000, 100, 0.0), (2000, 200, 0.0)],
-        };
+        let m = ClockMap { points: vec![(1000, 100, 0.0), (2000, 200, 0.0)] };
         assert_eq!(m.global(500), 550);
         assert_eq!(m.global(1000), 1100);
         assert_eq!(m.global(1500), 1650);
         assert_eq!(m.global(2000), 2200);
         assert_eq!(m.global(3000), 3300);
         assert_eq!(ClockMap::identity().global(77), 77);
-        let m = ClockMap {
-            points: vec![(1000, 100, 0.0), (2000, 200, 0.0), (3000, 200, 0.0)],
-        };
+        let m = ClockMap { points: vec![(1000, 100, 0.0), (2000, 200, 0.0), (3000, 200, 0.0)] };
         assert_eq!(m.global(2500), 2700);
         assert_eq!(m.global(4000), 4200);
     }
 
     #[test]
     fn a_lone_measurement_is_repeated() {
-        let pts = measured(
-            &[ClockPoint {
-                local: 10,
-                offset: -3,
-                error: 1,
-            }],
-            500,
-        );
+        let pts = measured(&[ClockPoint { local: 10, offset: -3, error: 1 }], 500);
         assert_eq!(pts, vec![(10, -3, 1.0), (500, -3, 1.0)]);
         assert_eq!(ClockMap { points: pts }.global(1000), 997);
     }
 
     #[test]
     fn correction_keeps_order() {
-        let m = ClockMap {
-            points: vec![(1_000_000, -50_000, 0.0), (2_000_000, 70_000, 0.0)],
-        };
+        let m = ClockMap { points: vec![(1_000_000, -50_000, 0.0), (2_000_000, 70_000, 0.0)] };
         let mut last = 0;
         for t in (900_000..2_100_000).step_by(997) {
             let g = m.global(t);

@@ -8,11 +8,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
-use tracer::raw::{
-    CommDef, Definition, DeviceDef, LocationKind, MetricDef, NvLinkDef, Paradigm, RawFile,
-    RegionRole,
-};
+use anyhow::{Context, Result};
+use tracer::raw::{CommDef, Definition, DeviceDef, LocationKind, MetricDef, NvLinkDef, Paradigm, RawFile, RegionRole};
 
 /// One stream's definitions, indexed.
 #[derive(Debug, Default)]
@@ -69,24 +66,32 @@ pub struct Process {
     pub command: Vec<String>,
 }
 
+/// The experiment holds no raw stream at all.
+#[derive(Debug)]
+pub struct NothingRecorded(pub std::path::PathBuf);
+
+impl std::fmt::Display for NothingRecorded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "nothing was recorded in {}: the program made no MPI call and did no GPU work", self.0.display())
+    }
+}
+
+impl std::error::Error for NothingRecorded {}
+
 /// Problems met while reading, for the user.
 pub type Warnings = Vec<String>;
 
 /// Reads every `*.gtr` file under `raw_dir` and groups them by process.
 pub fn load(raw_dir: &Path) -> Result<(Vec<Process>, Warnings)> {
     let mut warnings = Vec::new();
-    let entries =
-        std::fs::read_dir(raw_dir).with_context(|| format!("cannot read {}", raw_dir.display()))?;
+    let entries = std::fs::read_dir(raw_dir).with_context(|| format!("cannot read {}", raw_dir.display()))?;
     let mut paths: Vec<_> = entries
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| p.extension().is_some_and(|x| x == "gtr"))
         .collect();
     paths.sort();
     if paths.is_empty() {
-        bail!(
-            "no trace data in {} (the program made no traced call)",
-            raw_dir.display()
-        );
+        return Err(NothingRecorded(raw_dir.to_path_buf()).into());
     }
     let mut by_key: BTreeMap<(String, u32, u64), Vec<RawFile>> = BTreeMap::new();
     for path in paths {
@@ -96,10 +101,7 @@ pub fn load(raw_dir: &Path) -> Result<(Vec<Process>, Warnings)> {
                     warnings.push(format!("{}: {p}", path.display()));
                 }
                 let h = &raw.header;
-                by_key
-                    .entry((h.host.clone(), h.pid, h.process_start))
-                    .or_default()
-                    .push(raw);
+                by_key.entry((h.host.clone(), h.pid, h.process_start)).or_default().push(raw);
             }
             Err(e) => warnings.push(format!("{e}; skipped")),
         }
@@ -137,15 +139,9 @@ fn build_process(mut streams: Vec<RawFile>) -> Process {
                     d.strings.insert(*id, value.clone());
                 }
                 Definition::MpiRank { rank, size } => p.mpi = Some((*rank, *size)),
-                Definition::ClockSync {
-                    local,
-                    offset,
-                    error,
-                } => p.clock_points.push(ClockPoint {
-                    local: *local,
-                    offset: *offset,
-                    error: *error,
-                }),
+                Definition::ClockSync { local, offset, error } => {
+                    p.clock_points.push(ClockPoint { local: *local, offset: *offset, error: *error })
+                }
                 Definition::Dropped { count, .. } => p.dropped += count,
                 Definition::StreamEnd { .. } => ended = true,
                 Definition::Comm(c) => {
@@ -169,21 +165,10 @@ fn build_process(mut streams: Vec<RawFile>) -> Process {
         let name = |id: &u32| d.strings.get(id).cloned().unwrap_or_default();
         for def in &s.definitions {
             match def {
-                Definition::Region {
-                    id,
-                    name: n,
-                    canonical,
-                    paradigm,
-                    role,
-                    group,
-                } => {
+                Definition::Region { id, name: n, canonical, paradigm, role, group } => {
                     let r = RegionDef {
                         name: name(n),
-                        canonical: if *canonical == 0 {
-                            String::new()
-                        } else {
-                            name(canonical)
-                        },
+                        canonical: if *canonical == 0 { String::new() } else { name(canonical) },
                         paradigm: *paradigm,
                         role: *role,
                         group: name(group),
@@ -207,20 +192,9 @@ fn build_process(mut streams: Vec<RawFile>) -> Process {
 /// MPI ranks as recorded; the others follow in (rank hint, start) order.
 fn assign_ranks(processes: &mut [Process], warnings: &mut Warnings) {
     let mut seen: HashMap<u32, usize> = HashMap::new();
-    let mut next = processes
-        .iter()
-        .filter_map(|p| p.mpi.map(|(r, _)| r + 1))
-        .max()
-        .unwrap_or(0);
+    let mut next = processes.iter().filter_map(|p| p.mpi.map(|(r, _)| r + 1)).max().unwrap_or(0);
     let mut order: Vec<usize> = (0..processes.len()).collect();
-    order.sort_by_key(|&i| {
-        (
-            processes[i].mpi.is_none(),
-            processes[i].rank_hint,
-            processes[i].start,
-            processes[i].pid,
-        )
-    });
+    order.sort_by_key(|&i| (processes[i].mpi.is_none(), processes[i].rank_hint, processes[i].start, processes[i].pid));
     for i in order {
         let p = &mut processes[i];
         match p.mpi {

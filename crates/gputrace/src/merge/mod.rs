@@ -42,11 +42,7 @@ pub fn run(experiment: &Experiment, config: &Config, force: bool) -> Result<Summ
     let clocks = clock_maps(&processes);
     let total: u64 = processes
         .iter()
-        .flat_map(|p| {
-            p.streams
-                .iter()
-                .flat_map(|s| s.chunks.iter().map(|c| u64::from(c.header.event_count)))
-        })
+        .flat_map(|p| p.streams.iter().flat_map(|s| s.chunks.iter().map(|c| u64::from(c.header.event_count))))
         .sum();
     let progress = Progress::new(total);
     let mut summary = Summary {
@@ -72,33 +68,18 @@ pub fn run(experiment: &Experiment, config: &Config, force: bool) -> Result<Summ
         archive.set_creator(concat!("gputrace ", env!("CARGO_PKG_VERSION")))?;
         archive.set_description(&describe(&processes))?;
         let realtime = reference_realtime(&processes, first);
-        archive.set_clock_properties(
-            tracer::clock::TICKS_PER_SECOND,
-            first,
-            last.saturating_sub(first),
-            realtime,
-        );
+        archive.set_clock_properties(tracer::clock::TICKS_PER_SECOND, first, last.saturating_sub(first), realtime);
         let layout = layout::define(archive.defs(), &processes)?;
         summary.region_names = layout.region_names.clone();
         for ((p, plan), clock) in processes.iter().zip(&layout.processes).zip(&clocks) {
             for loc in &plan.locations {
                 write_clock_offsets(&mut archive, loc.location, clock)?;
                 let writer = archive.event_writer(loc.location)?;
-                write::location_events(
-                    p,
-                    plan,
-                    &layout,
-                    loc,
-                    Some(writer),
-                    &mut summary,
-                    &progress,
-                )?;
+                write::location_events(p, plan, &layout, loc, Some(writer), &mut summary, &progress)?;
                 summary.locations += 1;
             }
         }
-        archive
-            .close()
-            .context("writing the archive's definitions")?;
+        archive.close().context("writing the archive's definitions")?;
         summary.archive = Some((experiment.anchor(), archive_size(&experiment.dir)));
     } else {
         // Only the summary: the same pass with nothing written.
@@ -141,39 +122,23 @@ fn trace_bounds(processes: &[Process], clocks: &[ClockMap]) -> (u64, u64) {
             last = last.max(c.global(chunk.header.max_time));
         }
     }
-    if first == u64::MAX {
-        (0, 0)
-    } else {
-        (first, last)
-    }
+    if first == u64::MAX { (0, 0) } else { (first, last) }
 }
 
 /// Wall-clock time of `first`, from the reference process's clock pair.
 fn reference_realtime(processes: &[Process], first: u64) -> Option<u64> {
-    let p = processes
-        .iter()
-        .find(|p| p.mpi.is_some_and(|(r, _)| r == 0))
-        .or(processes.first())?;
+    let p = processes.iter().find(|p| p.mpi.is_some_and(|(r, _)| r == 0)).or(processes.first())?;
     let (mono, real) = p.clock_pair;
     (mono > 0 && real > 0).then(|| real.wrapping_add(first).wrapping_sub(mono))
 }
 
 fn describe(processes: &[Process]) -> String {
-    let command = processes
-        .first()
-        .map(|p| p.command.join(" "))
-        .unwrap_or_default();
-    format!(
-        "gputrace trace of {} process(es): {command}",
-        processes.len()
-    )
+    let command = processes.first().map(|p| p.command.join(" ")).unwrap_or_default();
+    format!("gputrace trace of {} process(es): {command}", processes.len())
 }
 
 fn remove_archive(dir: &Path) -> Result<()> {
-    for name in [
-        format!("{ARCHIVE_NAME}.otf2"),
-        format!("{ARCHIVE_NAME}.def"),
-    ] {
+    for name in [format!("{ARCHIVE_NAME}.otf2"), format!("{ARCHIVE_NAME}.def")] {
         let p = dir.join(name);
         if p.exists() {
             std::fs::remove_file(&p).with_context(|| format!("cannot remove {}", p.display()))?;
@@ -190,19 +155,15 @@ fn remove_archive(dir: &Path) -> Result<()> {
 pub fn archive_size(dir: &Path) -> u64 {
     fn walk(p: &Path) -> u64 {
         match std::fs::metadata(p) {
-            Ok(m) if m.is_dir() => std::fs::read_dir(p)
-                .map(|rd| rd.filter_map(|e| e.ok()).map(|e| walk(&e.path())).sum())
-                .unwrap_or(0),
+            Ok(m) if m.is_dir() => {
+                std::fs::read_dir(p).map(|rd| rd.filter_map(|e| e.ok()).map(|e| walk(&e.path())).sum()).unwrap_or(0)
+            }
             Ok(m) => m.len(),
             Err(_) => 0,
         }
     }
-    [
-        format!("{ARCHIVE_NAME}.otf2"),
-        format!("{ARCHIVE_NAME}.def"),
-        ARCHIVE_NAME.to_string(),
-    ]
-    .iter()
-    .map(|n| walk(&dir.join(n)))
-    .sum()
+    [format!("{ARCHIVE_NAME}.otf2"), format!("{ARCHIVE_NAME}.def"), ARCHIVE_NAME.to_string()]
+        .iter()
+        .map(|n| walk(&dir.join(n)))
+        .sum()
 }

@@ -20,14 +20,12 @@ impl Progress {
     pub fn new(total_events: u64) -> Progress {
         let bar = ProgressBar::with_draw_target(Some(total_events), ProgressDrawTarget::hidden());
         bar.set_style(
-            ProgressStyle::with_template("[gputrace] merging {bar:40} {percent:>3}% {human_pos}/{human_len} events, {eta} left")
-                .expect("valid template"),
+            ProgressStyle::with_template(
+                "[gputrace] merging {bar:40} {percent:>3}% {human_pos}/{human_len} events, {eta} left",
+            )
+            .expect("valid template"),
         );
-        Progress {
-            bar,
-            start: Instant::now(),
-            shown: AtomicBool::new(false),
-        }
+        Progress { bar, start: Instant::now(), shown: AtomicBool::new(false) }
     }
 
     pub fn add(&self, events: u64) {

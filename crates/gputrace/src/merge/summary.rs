@@ -59,13 +59,7 @@ impl Summary {
     #[inline]
     pub fn region_done(&mut self, region: usize, duration: u64) {
         if self.region_totals.len() <= region {
-            self.region_totals.resize(
-                region + 1,
-                RegionTotals {
-                    min: u64::MAX,
-                    ..Default::default()
-                },
-            );
+            self.region_totals.resize(region + 1, RegionTotals { min: u64::MAX, ..Default::default() });
         }
         let t = &mut self.region_totals[region];
         t.calls += 1;
@@ -84,10 +78,7 @@ impl Summary {
             if *p != paradigm || t.calls == 0 {
                 continue;
             }
-            let e = by_name.entry(name.as_str()).or_insert(RegionTotals {
-                min: u64::MAX,
-                ..Default::default()
-            });
+            let e = by_name.entry(name.as_str()).or_insert(RegionTotals { min: u64::MAX, ..Default::default() });
             e.calls += t.calls;
             e.time += t.time;
             e.min = e.min.min(t.min);
@@ -101,11 +92,7 @@ impl Summary {
     /// The text of the summary (also written to summary.txt).
     pub fn render(&self, top: usize) -> String {
         let mut s = String::new();
-        let ranks = if self.mpi_ranks > 0 {
-            format!(" ({} MPI ranks)", self.mpi_ranks)
-        } else {
-            String::new()
-        };
+        let ranks = if self.mpi_ranks > 0 { format!(" ({} MPI ranks)", self.mpi_ranks) } else { String::new() };
         let _ = writeln!(
             s,
             "{} process{}{} on {} host{}, {} locations, {} events, {} traced",
@@ -122,11 +109,7 @@ impl Summary {
         if !mpi.is_empty() {
             let total: u64 = mpi.iter().map(|(_, t)| t.time).sum();
             let _ = writeln!(s, "MPI functions by time (all ranks):");
-            let _ = writeln!(
-                s,
-                "  {:<24} {:>12} {:>12} {:>11} {:>7}",
-                "function", "calls", "time", "avg", "% MPI"
-            );
+            let _ = writeln!(s, "  {:<24} {:>12} {:>12} {:>11} {:>7}", "function", "calls", "time", "avg", "% MPI");
             for (name, t) in mpi.iter().take(top) {
                 let _ = writeln!(
                     s,
@@ -153,25 +136,13 @@ impl Summary {
             );
         }
         let kernels = self.regions_of(Paradigm::Cuda);
-        let kernel_regions: Vec<_> = kernels
-            .iter()
-            .filter(|(n, _)| !n.starts_with("cu") && !n.starts_with('['))
-            .collect();
+        let kernel_regions: Vec<_> =
+            kernels.iter().filter(|(n, _)| !n.starts_with("cu") && !n.starts_with('[')).collect();
         if self.kernels > 0 {
-            let _ = writeln!(
-                s,
-                "GPU kernels by time (all streams): {} launches",
-                thousands(self.kernels)
-            );
+            let _ = writeln!(s, "GPU kernels by time (all streams): {} launches", thousands(self.kernels));
             for (name, t) in kernel_regions.iter().take(5) {
                 let short: String = name.chars().take(48).collect();
-                let _ = writeln!(
-                    s,
-                    "  {:<48} {:>10} {:>12}",
-                    short,
-                    thousands(t.calls),
-                    human_time(t.time)
-                );
+                let _ = writeln!(s, "  {:<48} {:>10} {:>12}", short, thousands(t.calls), human_time(t.time));
             }
         }
         let copies: Vec<String> = [
@@ -193,21 +164,14 @@ impl Summary {
             let _ = writeln!(
                 s,
                 "GPU copies: {}; memsets: {} ({})",
-                if copies.is_empty() {
-                    "none".to_string()
-                } else {
-                    copies.join(", ")
-                },
+                if copies.is_empty() { "none".to_string() } else { copies.join(", ") },
                 thousands(self.memsets),
                 human_bytes(self.memset_bytes)
             );
         }
         if self.dropped > 0 {
-            let _ = writeln!(
-                s,
-                "lost: {} events could not be written by the traced processes",
-                thousands(self.dropped)
-            );
+            let _ =
+                writeln!(s, "lost: {} events could not be written by the traced processes", thousands(self.dropped));
         }
         if !self.incomplete_processes.is_empty() {
             let _ = writeln!(
@@ -286,11 +250,7 @@ pub fn human_bytes(b: u64) -> String {
         v /= 1024.0;
         u += 1;
     }
-    if u == 0 {
-        format!("{b} B")
-    } else {
-        format!("{v:.1} {}", units[u])
-    }
+    if u == 0 { format!("{b} B") } else { format!("{v:.1} {}", units[u]) }
 }
 
 #[cfg(test)]
@@ -308,18 +268,9 @@ mod tests {
 
     #[test]
     fn render_lists_mpi_functions_by_time() {
-        let mut s = Summary {
-            processes: 2,
-            mpi_ranks: 2,
-            locations: 2,
-            events: 10,
-            ..Default::default()
-        };
+        let mut s = Summary { processes: 2, mpi_ranks: 2, locations: 2, events: 10, ..Default::default() };
         s.hosts.insert("n1".into());
-        s.region_names = vec![
-            ("MPI_Send".into(), Paradigm::Mpi),
-            ("MPI_Recv".into(), Paradigm::Mpi),
-        ];
+        s.region_names = vec![("MPI_Send".into(), Paradigm::Mpi), ("MPI_Recv".into(), Paradigm::Mpi)];
         s.region_done(0, 100);
         s.region_done(1, 300);
         s.region_done(1, 100);
@@ -327,9 +278,6 @@ mod tests {
         let recv = text.find("MPI_Recv").unwrap();
         let send = text.find("MPI_Send").unwrap();
         assert!(recv < send, "{text}");
-        assert!(
-            text.contains("2 processes (2 MPI ranks) on 1 host"),
-            "{text}"
-        );
+        assert!(text.contains("2 processes (2 MPI ranks) on 1 host"), "{text}");
     }
 }

@@ -108,11 +108,7 @@ impl Iterator for Timeline<'_> {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            let front = self
-                .open
-                .iter()
-                .filter_map(|o| o.next.map(|(t, _)| t))
-                .min();
+            let front = self.open.iter().filter_map(|o| o.next.map(|(t, _)| t)).min();
             match (self.pending.front(), front) {
                 (Some(p), Some(f)) if p.chunk.header.min_time <= f => {
                     let p = self.pending.pop_front().expect("front exists");
@@ -126,9 +122,7 @@ impl Iterator for Timeline<'_> {
                 (None, None) => return None,
             }
         }
-        let i = (0..self.open.len())
-            .min_by_key(|&i| self.open[i].next.map(|(t, _)| t))
-            .expect("one is open");
+        let i = (0..self.open.len()).min_by_key(|&i| self.open[i].next.map(|(t, _)| t)).expect("one is open");
         let o = &mut self.open[i];
         let (mut t, ev) = o.next.expect("open chunks have a next event");
         let stream = o.stream;

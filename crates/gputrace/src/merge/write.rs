@@ -16,8 +16,8 @@
 
 use anyhow::{Context, Result};
 use otf2_writer::{
-    AttributeRef, AttributeValue, Collective as OtfCollective, CollectiveOp as OtfOp, CommRef,
-    EventWriter, MetricValue, RegionRef,
+    AttributeRef, AttributeValue, Collective as OtfCollective, CollectiveOp as OtfOp, CommRef, EventWriter,
+    MetricValue, RegionRef,
 };
 use tracer::raw::{Collective, Copy, CopyKind, Event, KernelConfig};
 
@@ -51,22 +51,11 @@ pub fn location_events(
     for &(stream, local) in &loc.feeds {
         let file = &process.streams[stream];
         for chunk in file.chunks.iter().filter(|c| c.header.location == local) {
-            sources.push(Source {
-                file,
-                stream,
-                chunk: *chunk,
-            });
+            sources.push(Source { file, stream, chunk: *chunk });
         }
     }
     let mut timeline = Timeline::new(sources);
-    let mut pass = Pass {
-        plan,
-        layout,
-        role: loc.role,
-        writer,
-        summary,
-        stack: Vec::new(),
-    };
+    let mut pass = Pass { plan, layout, role: loc.role, writer, summary, stack: Vec::new() };
     let mut last = 0u64;
     let mut count = 0u64;
     for (t, stream, ev) in &mut timeline {
@@ -92,28 +81,14 @@ pub fn location_events(
 
 impl Pass<'_, '_> {
     fn region(&self, stream: usize, id: u32) -> Option<(RegionRef, usize)> {
-        self.plan.regions[stream]
-            .get(id as usize)
-            .copied()
-            .flatten()
+        self.plan.regions[stream].get(id as usize).copied().flatten()
     }
 
     fn comm(&self, stream: usize, id: u32) -> Option<CommRef> {
-        self.plan
-            .comms
-            .get(stream)
-            .and_then(|c| c.get(id as usize))
-            .copied()
-            .flatten()
+        self.plan.comms.get(stream).and_then(|c| c.get(id as usize)).copied().flatten()
     }
 
-    fn enter(
-        &mut self,
-        t: u64,
-        stream: usize,
-        id: u32,
-        attrs: &[(AttributeRef, AttributeValue)],
-    ) -> Result<()> {
+    fn enter(&mut self, t: u64, stream: usize, id: u32, attrs: &[(AttributeRef, AttributeValue)]) -> Result<()> {
         let Some((r, idx)) = self.region(stream, id) else {
             return Ok(());
         };
@@ -169,9 +144,7 @@ impl Pass<'_, '_> {
                 self.summary.p2p_bytes += m.bytes;
                 if let (Some(c), Some(w)) = (self.comm(stream, m.comm), &mut self.writer) {
                     match ev {
-                        Event::MpiIsend { request, .. } => {
-                            w.mpi_isend(t, m.peer, c, m.tag as u32, m.bytes, request)?
-                        }
+                        Event::MpiIsend { request, .. } => w.mpi_isend(t, m.peer, c, m.tag as u32, m.bytes, request)?,
                         _ => w.mpi_send(t, m.peer, c, m.tag as u32, m.bytes)?,
                     }
                 }
@@ -179,9 +152,7 @@ impl Pass<'_, '_> {
             Event::MpiRecv(m) | Event::MpiIrecv { msg: m, .. } => {
                 if let (Some(c), Some(w)) = (self.comm(stream, m.comm), &mut self.writer) {
                     match ev {
-                        Event::MpiIrecv { request, .. } => {
-                            w.mpi_irecv(t, m.peer, c, m.tag as u32, m.bytes, request)?
-                        }
+                        Event::MpiIrecv { request, .. } => w.mpi_irecv(t, m.peer, c, m.tag as u32, m.bytes, request)?,
                         _ => w.mpi_recv(t, m.peer, c, m.tag as u32, m.bytes)?,
                     }
                 }
@@ -198,49 +169,24 @@ impl Pass<'_, '_> {
                     }
                 }
             }
-            Event::MpiIsendComplete { request } => {
-                self.write(|w| w.mpi_isend_complete(t, request))?
-            }
-            Event::MpiIrecvRequest { request } => {
-                self.write(|w| w.mpi_irecv_request(t, request))?
-            }
+            Event::MpiIsendComplete { request } => self.write(|w| w.mpi_isend_complete(t, request))?,
+            Event::MpiIrecvRequest { request } => self.write(|w| w.mpi_irecv_request(t, request))?,
             Event::MpiRequestTest { request } => self.write(|w| w.mpi_request_test(t, request))?,
-            Event::MpiRequestCancelled { request } => {
-                self.write(|w| w.mpi_request_cancelled(t, request))?
-            }
+            Event::MpiRequestCancelled { request } => self.write(|w| w.mpi_request_cancelled(t, request))?,
             Event::MpiCollectiveBegin => self.write(|w| w.mpi_collective_begin(t))?,
             Event::NonBlockingCollectiveRequest { request } => {
                 self.write(|w| w.non_blocking_collective_request(t, request))?
             }
-            Event::EnterCorrelated {
-                region,
-                correlation,
-            } => {
-                let attrs: Vec<_> = self
-                    .cuda()
-                    .map(|a| (a.correlation, correlation.into()))
-                    .into_iter()
-                    .collect();
+            Event::EnterCorrelated { region, correlation } => {
+                let attrs: Vec<_> = self.cuda().map(|a| (a.correlation, correlation.into())).into_iter().collect();
                 self.enter(t, stream, region, &attrs)?;
             }
-            Event::KernelBegin {
-                region,
-                correlation,
-                config,
-            } => {
+            Event::KernelBegin { region, correlation, config } => {
                 self.summary.kernels += 1;
-                let attrs = self
-                    .cuda()
-                    .map(|a| kernel_attributes(&a, correlation, &config))
-                    .unwrap_or_default();
+                let attrs = self.cuda().map(|a| kernel_attributes(&a, correlation, &config)).unwrap_or_default();
                 self.enter(t, stream, region, &attrs)?;
             }
-            Event::MemsetBegin {
-                region,
-                correlation,
-                bytes,
-                memory,
-            } => {
+            Event::MemsetBegin { region, correlation, bytes, memory } => {
                 self.summary.memsets += 1;
                 self.summary.memset_bytes += bytes;
                 let attrs = self
@@ -257,17 +203,13 @@ impl Pass<'_, '_> {
             }
             Event::CopyBegin(k) => self.copy_begin(t, stream, &k)?,
             Event::CopyEnd { region, id } => {
-                if let (Some(w), LocationRole::GpuStream { window, .. }) =
-                    (&mut self.writer, self.role)
-                {
+                if let (Some(w), LocationRole::GpuStream { window, .. }) = (&mut self.writer, self.role) {
                     w.rma_op_complete_blocking(t, window, id)?;
                 }
                 self.leave(t, stream, region)?;
             }
             Event::Metric { metric, value } => {
-                if let (Some(w), Some(m)) =
-                    (&mut self.writer, self.plan.metrics[stream].get(&metric))
-                {
+                if let (Some(w), Some(m)) = (&mut self.writer, self.plan.metrics[stream].get(&metric)) {
                     w.metric(t, *m, &[MetricValue::U64(value)])?;
                 }
             }
@@ -275,10 +217,7 @@ impl Pass<'_, '_> {
         Ok(())
     }
 
-    fn write(
-        &mut self,
-        f: impl FnOnce(&mut EventWriter<'_>) -> otf2_writer::Result<()>,
-    ) -> Result<()> {
+    fn write(&mut self, f: impl FnOnce(&mut EventWriter<'_>) -> otf2_writer::Result<()>) -> Result<()> {
         if let Some(w) = &mut self.writer {
             f(w)?;
         }
@@ -315,10 +254,7 @@ impl Pass<'_, '_> {
                     (a.dst_memory, self.string(k.dst.name())),
                 ];
                 if let Some(p) = k.peer {
-                    let (src, dst) = (
-                        self.device_name(p.src_device),
-                        self.device_name(p.dst_device),
-                    );
+                    let (src, dst) = (self.device_name(p.src_device), self.device_name(p.dst_device));
                     v.push((a.src_device, self.string(&src)));
                     v.push((a.dst_device, self.string(&dst)));
                 }
@@ -327,13 +263,7 @@ impl Pass<'_, '_> {
             None => Vec::new(),
         };
         self.enter(t, stream, k.region, &attrs)?;
-        let LocationRole::GpuStream {
-            window,
-            own_rank,
-            host_rank,
-            device,
-        } = self.role
-        else {
+        let LocationRole::GpuStream { window, own_rank, host_rank, device } = self.role else {
             return Ok(());
         };
         let Some(w) = &mut self.writer else {
@@ -341,15 +271,11 @@ impl Pass<'_, '_> {
         };
         match (k.kind, k.peer) {
             (CopyKind::HostToDevice, _) => w.rma_get(t, window, host_rank, k.bytes, k.id)?,
-            (CopyKind::DeviceToHost | CopyKind::HostToHost, _) => {
-                w.rma_put(t, window, host_rank, k.bytes, k.id)?
-            }
+            (CopyKind::DeviceToHost | CopyKind::HostToHost, _) => w.rma_put(t, window, host_rank, k.bytes, k.id)?,
             (CopyKind::PeerToPeer, Some(p)) => {
                 let src = self.plan.devices.get(&p.src_device).copied();
                 let dst = self.plan.devices.get(&p.dst_device).copied();
-                let rank_of = |d: Option<usize>| {
-                    d.and_then(|d| self.layout.device_ranks.get(d).copied().flatten())
-                };
+                let rank_of = |d: Option<usize>| d.and_then(|d| self.layout.device_ranks.get(d).copied().flatten());
                 if src == Some(device) || src.is_none() {
                     w.rma_put(t, window, rank_of(dst).unwrap_or(own_rank), k.bytes, k.id)?
                 } else {
@@ -362,11 +288,7 @@ impl Pass<'_, '_> {
     }
 }
 
-fn kernel_attributes(
-    a: &CudaAttributes,
-    correlation: u32,
-    k: &KernelConfig,
-) -> Vec<(AttributeRef, AttributeValue)> {
+fn kernel_attributes(a: &CudaAttributes, correlation: u32, k: &KernelConfig) -> Vec<(AttributeRef, AttributeValue)> {
     let mut v = vec![(a.correlation, correlation.into())];
     for i in 0..3 {
         v.push((a.grid[i], k.grid[i].into()));

@@ -126,42 +126,18 @@ mod tests {
     fn abi_matches_the_installed_mpi_h() {
         let checks: Vec<(String, i64)> = vec![
             ("sizeof(MPI_Status)".into(), size_of::<Status>() as i64),
-            (
-                "offsetof(MPI_Status, MPI_SOURCE)".into(),
-                offset_of!(Status, source) as i64,
-            ),
-            (
-                "offsetof(MPI_Status, MPI_TAG)".into(),
-                offset_of!(Status, tag) as i64,
-            ),
-            (
-                "offsetof(MPI_Status, MPI_ERROR)".into(),
-                offset_of!(Status, error) as i64,
-            ),
+            ("offsetof(MPI_Status, MPI_SOURCE)".into(), offset_of!(Status, source) as i64),
+            ("offsetof(MPI_Status, MPI_TAG)".into(), offset_of!(Status, tag) as i64),
+            ("offsetof(MPI_Status, MPI_ERROR)".into(), offset_of!(Status, error) as i64),
             ("sizeof(MPI_Comm)".into(), size_of::<c_int>() as i64),
             ("sizeof(MPI_Request)".into(), size_of::<c_int>() as i64),
             ("sizeof(MPI_Datatype)".into(), size_of::<c_int>() as i64),
             ("sizeof(MPI_Message)".into(), size_of::<c_int>() as i64),
-            (
-                "sizeof(MPI_File)".into(),
-                size_of::<mpi_hooks::ObjectHandle>() as i64,
-            ),
-            (
-                "sizeof(MPI_Aint)".into(),
-                size_of::<mpi_hooks::abi::Aint>() as i64,
-            ),
-            (
-                "sizeof(MPI_Offset)".into(),
-                size_of::<mpi_hooks::abi::Offset>() as i64,
-            ),
-            (
-                "sizeof(MPI_Count)".into(),
-                size_of::<mpi_hooks::abi::Count>() as i64,
-            ),
-            (
-                "sizeof(MPI_Fint)".into(),
-                size_of::<mpi_hooks::abi::Fint>() as i64,
-            ),
+            ("sizeof(MPI_File)".into(), size_of::<mpi_hooks::ObjectHandle>() as i64),
+            ("sizeof(MPI_Aint)".into(), size_of::<mpi_hooks::abi::Aint>() as i64),
+            ("sizeof(MPI_Offset)".into(), size_of::<mpi_hooks::abi::Offset>() as i64),
+            ("sizeof(MPI_Count)".into(), size_of::<mpi_hooks::abi::Count>() as i64),
+            ("sizeof(MPI_Fint)".into(), size_of::<mpi_hooks::abi::Fint>() as i64),
             ("MPI_ANY_SOURCE".into(), Mpich::ANY_SOURCE.into()),
             ("MPI_ANY_TAG".into(), Mpich::ANY_TAG.into()),
             ("MPI_PROC_NULL".into(), Mpich::PROC_NULL.into()),
@@ -174,14 +150,8 @@ mod tests {
             ("MPI_REQUEST_NULL".into(), REQUEST_NULL.into()),
             ("MPI_MESSAGE_NULL".into(), MESSAGE_NULL.into()),
             ("MPI_BYTE".into(), BYTE.into()),
-            (
-                "(intptr_t)MPI_STATUS_IGNORE".into(),
-                Mpich::status_ignore() as i64,
-            ),
-            (
-                "(intptr_t)MPI_STATUSES_IGNORE".into(),
-                Mpich::statuses_ignore() as i64,
-            ),
+            ("(intptr_t)MPI_STATUS_IGNORE".into(), Mpich::status_ignore() as i64),
+            ("(intptr_t)MPI_STATUSES_IGNORE".into(), Mpich::statuses_ignore() as i64),
             ("(intptr_t)MPI_IN_PLACE".into(), Mpich::in_place() as i64),
         ];
         probe::check("mpicc.mpich", &checks);

@@ -141,69 +141,30 @@ mod tests {
     fn abi_matches_the_installed_mpi_h() {
         let mut checks: Vec<(String, i64)> = vec![
             ("sizeof(MPI_Status)".into(), size_of::<Status>() as i64),
-            (
-                "offsetof(MPI_Status, MPI_SOURCE)".into(),
-                offset_of!(Status, source) as i64,
-            ),
-            (
-                "offsetof(MPI_Status, MPI_TAG)".into(),
-                offset_of!(Status, tag) as i64,
-            ),
-            (
-                "offsetof(MPI_Status, MPI_ERROR)".into(),
-                offset_of!(Status, error) as i64,
-            ),
+            ("offsetof(MPI_Status, MPI_SOURCE)".into(), offset_of!(Status, source) as i64),
+            ("offsetof(MPI_Status, MPI_TAG)".into(), offset_of!(Status, tag) as i64),
+            ("offsetof(MPI_Status, MPI_ERROR)".into(), offset_of!(Status, error) as i64),
             ("sizeof(MPI_Comm)".into(), size_of::<ObjectHandle>() as i64),
-            (
-                "sizeof(MPI_Request)".into(),
-                size_of::<ObjectHandle>() as i64,
-            ),
-            (
-                "sizeof(MPI_Datatype)".into(),
-                size_of::<ObjectHandle>() as i64,
-            ),
-            (
-                "sizeof(MPI_Message)".into(),
-                size_of::<ObjectHandle>() as i64,
-            ),
-            (
-                "sizeof(MPI_Aint)".into(),
-                size_of::<mpi_hooks::abi::Aint>() as i64,
-            ),
-            (
-                "sizeof(MPI_Offset)".into(),
-                size_of::<mpi_hooks::abi::Offset>() as i64,
-            ),
-            (
-                "sizeof(MPI_Count)".into(),
-                size_of::<mpi_hooks::abi::Count>() as i64,
-            ),
-            (
-                "sizeof(MPI_Fint)".into(),
-                size_of::<mpi_hooks::abi::Fint>() as i64,
-            ),
+            ("sizeof(MPI_Request)".into(), size_of::<ObjectHandle>() as i64),
+            ("sizeof(MPI_Datatype)".into(), size_of::<ObjectHandle>() as i64),
+            ("sizeof(MPI_Message)".into(), size_of::<ObjectHandle>() as i64),
+            ("sizeof(MPI_Aint)".into(), size_of::<mpi_hooks::abi::Aint>() as i64),
+            ("sizeof(MPI_Offset)".into(), size_of::<mpi_hooks::abi::Offset>() as i64),
+            ("sizeof(MPI_Count)".into(), size_of::<mpi_hooks::abi::Count>() as i64),
+            ("sizeof(MPI_Fint)".into(), size_of::<mpi_hooks::abi::Fint>() as i64),
             ("MPI_ANY_SOURCE".into(), OpenMpi::ANY_SOURCE.into()),
             ("MPI_ANY_TAG".into(), OpenMpi::ANY_TAG.into()),
             ("MPI_PROC_NULL".into(), OpenMpi::PROC_NULL.into()),
             ("MPI_ROOT".into(), OpenMpi::ROOT.into()),
             ("MPI_UNDEFINED".into(), OpenMpi::UNDEFINED.into()),
             ("MPI_SUCCESS".into(), OpenMpi::SUCCESS.into()),
-            (
-                "(intptr_t)MPI_STATUS_IGNORE".into(),
-                OpenMpi::status_ignore() as i64,
-            ),
-            (
-                "(intptr_t)MPI_STATUSES_IGNORE".into(),
-                OpenMpi::statuses_ignore() as i64,
-            ),
+            ("(intptr_t)MPI_STATUS_IGNORE".into(), OpenMpi::status_ignore() as i64),
+            ("(intptr_t)MPI_STATUSES_IGNORE".into(), OpenMpi::statuses_ignore() as i64),
             ("(intptr_t)MPI_IN_PLACE".into(), OpenMpi::in_place() as i64),
         ];
         for (name, symbol) in PREDEFINED {
             let symbol = symbol.trim_end_matches('\0');
-            checks.push((
-                format!("(char *)({name}) - (char *)dlsym(RTLD_DEFAULT, \"{symbol}\")"),
-                0,
-            ));
+            checks.push((format!("(char *)({name}) - (char *)dlsym(RTLD_DEFAULT, \"{symbol}\")"), 0));
         }
         probe::check("mpicc", &checks);
     }

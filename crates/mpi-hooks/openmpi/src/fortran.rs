@@ -62,13 +62,7 @@ fn status_f2c(f: *const Fint) -> Status {
     static SYMBOL: Symbol = Symbol::new("PMPI_Status_f2c\0");
     // SAFETY: `int MPI_Status_f2c(const MPI_Fint *, MPI_Status *)`.
     let conv: unsafe extern "C" fn(*const Fint, *mut Status) -> c_int = unsafe { SYMBOL.get() };
-    let mut s = Status {
-        source: 0,
-        tag: 0,
-        error: 0,
-        cancelled: 0,
-        ucount: 0,
-    };
+    let mut s = Status { source: 0, tag: 0, error: 0, cancelled: 0, ucount: 0 };
     // SAFETY: `f` holds STATUS_SIZE integers written by MPI.
     unsafe { conv(f, &mut s) };
     s
@@ -104,22 +98,13 @@ fn ignored(p: *const Fint, plural: bool) -> bool {
 
 /// A sendbuf as the C hooks see it: Fortran's `MPI_IN_PLACE` becomes C's.
 fn buffer(p: *const c_void) -> *const c_void {
-    if is_special(p, 2) {
-        OpenMpi::in_place()
-    } else {
-        p
-    }
+    if is_special(p, 2) { OpenMpi::in_place() } else { p }
 }
 
 /// Follows one Fortran call: `pre` before, `pmpi` (the Fortran binding,
 /// called exactly once), the hook's post with the call's `ierr`.
 #[inline]
-fn follow<H: Post>(
-    info: &'static FnInfo,
-    ierr: *mut Fint,
-    pre: impl FnOnce(&Call) -> H,
-    pmpi: impl FnOnce(),
-) {
+fn follow<H: Post>(info: &'static FnInfo, ierr: *mut Fint, pre: impl FnOnce(&Call) -> H, pmpi: impl FnOnce()) {
     follow_then(info, ierr, pre, pmpi, || ());
 }
 
@@ -374,11 +359,7 @@ fn completion(
 ) {
     let n = n.max(0) as usize;
     let mut own = vec![0 as Fint; STATUS_SIZE * n.max(1)];
-    let statuses = if ignored(statuses, plural) {
-        own.as_mut_ptr()
-    } else {
-        statuses
-    };
+    let statuses = if ignored(statuses, plural) { own.as_mut_ptr() } else { statuses };
     let pre = move |_: &Call| {
         let keys: Vec<usize> = (0..n)
             .map(|i| {
@@ -439,18 +420,9 @@ mod tests {
         }
         let dir = tempfile::tempdir().unwrap();
         let src = dir.path().join("probe.f90");
-        std::fs::write(
-            &src,
-            "program p\ninclude 'mpif.h'\nprint '(I0)', MPI_STATUS_SIZE\nend program\n",
-        )
-        .unwrap();
+        std::fs::write(&src, "program p\ninclude 'mpif.h'\nprint '(I0)', MPI_STATUS_SIZE\nend program\n").unwrap();
         let exe = dir.path().join("probe");
-        let ok = Command::new("mpif90")
-            .arg(&src)
-            .arg("-o")
-            .arg(&exe)
-            .status()
-            .unwrap();
+        let ok = Command::new("mpif90").arg(&src).arg("-o").arg(&exe).status().unwrap();
         assert!(ok.success());
         let out = Command::new(&exe).output().unwrap();
         let size: usize = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();

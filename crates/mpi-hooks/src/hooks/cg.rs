@@ -94,16 +94,7 @@ impl<A: MpiAbi> Post for IdupStarted<A> {
             // SAFETY: the box outlives the broadcast (it is waited for
             // before the box is dropped); every member of the parent
             // starts this broadcast right after the same idup.
-            let rc = unsafe {
-                pmpi::ibcast::<A>(
-                    seq.cast::<c_void>(),
-                    8,
-                    A::byte(),
-                    0,
-                    self.parent,
-                    &mut idup.bcast,
-                )
-            };
+            let rc = unsafe { pmpi::ibcast::<A>(seq.cast::<c_void>(), 8, A::byte(), 0, self.parent, &mut idup.bcast) };
             rc == A::SUCCESS
         };
         // SAFETY: the successful call wrote the request.
@@ -137,15 +128,6 @@ impl<A: MpiAbi> Post for IdupStarted<A> {
 }
 
 /// `MPI_Comm_idup`.
-pub fn idup<A: MpiAbi>(
-    _: &Call,
-    parent: A::Comm,
-    newcomm: *mut A::Comm,
-    request: *mut A::Request,
-) -> IdupStarted<A> {
-    IdupStarted {
-        parent,
-        newcomm,
-        request,
-    }
+pub fn idup<A: MpiAbi>(_: &Call, parent: A::Comm, newcomm: *mut A::Comm, request: *mut A::Request) -> IdupStarted<A> {
+    IdupStarted { parent, newcomm, request }
 }

@@ -29,13 +29,7 @@ struct Shape {
 
 impl Shape {
     fn collective(&self) -> Collective {
-        Collective {
-            op: self.op,
-            comm: self.comm,
-            root: self.root,
-            sent: self.bytes.0,
-            received: self.bytes.1,
-        }
+        Collective { op: self.op, comm: self.comm, root: self.root, sent: self.bytes.0, received: self.bytes.1 }
     }
 }
 
@@ -44,11 +38,7 @@ impl Shape {
 /// intercommunicator (whose definition lists both groups) this process's
 /// own place when it is the root (`MPI_ROOT`), none for `MPI_PROC_NULL`,
 /// else the remote root's place.
-fn context<A: MpiAbi>(
-    call: &Call,
-    comm: A::Comm,
-    root: Option<c_int>,
-) -> Option<(u32, Ctx, Side, Option<u32>)> {
+fn context<A: MpiAbi>(call: &Call, comm: A::Comm, root: Option<c_int>) -> Option<(u32, Ctx, Side, Option<u32>)> {
     let info = comms::lookup::<A>(call.rec, comm)?;
     let ctx = Ctx {
         me: info.rank.max(0) as u64,
@@ -137,23 +127,11 @@ impl<A: MpiAbi> Post for Started<A> {
     }
 }
 
-fn nonblocking<A: MpiAbi>(
-    call: &Call,
-    shape: Option<Shape>,
-    request: *mut A::Request,
-) -> Started<A> {
+fn nonblocking<A: MpiAbi>(call: &Call, shape: Option<Shape>, request: *mut A::Request) -> Started<A> {
     let entry = shape.filter(|_| state::enabled(Group::Xnonblock)).map(|s| {
         let id = requests::next_id();
-        call.record(
-            call.enter,
-            &Event::NonBlockingCollectiveRequest { request: id },
-        );
-        Entry {
-            id,
-            pending: Pending::Collective(s.collective()),
-            persistent: false,
-            active: true,
-        }
+        call.record(call.enter, &Event::NonBlockingCollectiveRequest { request: id });
+        Entry { id, pending: Pending::Collective(s.collective()), persistent: false, active: true }
     });
     Started { request, entry }
 }

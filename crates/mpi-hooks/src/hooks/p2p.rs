@@ -36,24 +36,12 @@ fn envelope<A: MpiAbi>(
         return None;
     }
     let info = comms::lookup::<A>(call.rec, comm)?;
-    Some(Message {
-        peer: info.peer(dest),
-        comm: info.id,
-        tag,
-        bytes: pmpi::bytes_of::<A>(count, datatype),
-    })
+    Some(Message { peer: info.peer(dest), comm: info.id, tag, bytes: pmpi::bytes_of::<A>(count, datatype) })
 }
 
 /// `MPI_Send`, `MPI_Ssend`, `MPI_Bsend`, `MPI_Rsend`.
 #[inline]
-pub fn send<A: MpiAbi>(
-    call: &Call,
-    count: c_int,
-    datatype: A::Datatype,
-    dest: c_int,
-    tag: c_int,
-    comm: A::Comm,
-) {
+pub fn send<A: MpiAbi>(call: &Call, count: c_int, datatype: A::Datatype, dest: c_int, tag: c_int, comm: A::Comm) {
     if let Some(m) = envelope::<A>(call, count, datatype, dest, tag, comm) {
         call.record(call.enter, &Event::MpiSend(m));
     }
@@ -69,12 +57,7 @@ pub fn record_recv<A: MpiAbi>(call: &Call, comm: &CommInfo, status: &A::Status) 
     let bytes = pmpi::received_bytes::<A>(status);
     call.record(
         call.now(),
-        &Event::MpiRecv(Message {
-            peer: comm.peer(source),
-            comm: comm.id,
-            tag: A::status_tag(status),
-            bytes,
-        }),
+        &Event::MpiRecv(Message { peer: comm.peer(source), comm: comm.id, tag: A::status_tag(status), bytes }),
     );
 }
 
@@ -102,10 +85,7 @@ impl<A: MpiAbi> Post for RecvPost<A> {
 /// `MPI_Recv`.
 #[inline]
 pub fn recv<A: MpiAbi>(call: &Call, comm: A::Comm, status: &mut *mut A::Status) -> RecvPost<A> {
-    RecvPost {
-        status: scratch::substitute_status::<A>(status),
-        comm: comms::lookup::<A>(call.rec, comm),
-    }
+    RecvPost { status: scratch::substitute_status::<A>(status), comm: comms::lookup::<A>(call.rec, comm) }
 }
 
 /// `MPI_Sendrecv`, `MPI_Sendrecv_replace`: both halves.
@@ -141,20 +121,13 @@ impl<A: MpiAbi> Post for ProbePost<A> {
     fn post(self, _: &Call, rc: c_int) {
         // SAFETY: the pointers are the caller's arguments, written by the
         // successful call.
-        let (found, message) = unsafe {
-            (
-                self.flag.is_null() || *self.flag != 0,
-                A::Message::read(self.message),
-            )
-        };
+        let (found, message) = unsafe { (self.flag.is_null() || *self.flag != 0, A::Message::read(self.message)) };
         if rc == A::SUCCESS
             && found
             && message != A::message_null()
             && let Some(comm) = self.comm
         {
-            messages()
-                .get_or_insert_with(HashMap::new)
-                .insert(message.key(), comm);
+            messages().get_or_insert_with(HashMap::new).insert(message.key(), comm);
         }
     }
 }
@@ -165,17 +138,8 @@ pub fn mprobe<A: MpiAbi>(call: &Call, comm: A::Comm, message: *mut A::Message) -
 }
 
 /// `MPI_Improbe`.
-pub fn improbe<A: MpiAbi>(
-    call: &Call,
-    comm: A::Comm,
-    flag: *const c_int,
-    message: *mut A::Message,
-) -> ProbePost<A> {
-    ProbePost {
-        comm: comms::lookup::<A>(call.rec, comm),
-        flag,
-        message,
-    }
+pub fn improbe<A: MpiAbi>(call: &Call, comm: A::Comm, flag: *const c_int, message: *mut A::Message) -> ProbePost<A> {
+    ProbePost { comm: comms::lookup::<A>(call.rec, comm), flag, message }
 }
 
 fn take_message<A: MpiAbi>(message: *const A::Message) -> Option<CommInfo> {
@@ -188,15 +152,8 @@ fn take_message<A: MpiAbi>(message: *const A::Message) -> Option<CommInfo> {
 }
 
 /// `MPI_Mrecv`.
-pub fn mrecv<A: MpiAbi>(
-    _: &Call,
-    message: *mut A::Message,
-    status: &mut *mut A::Status,
-) -> RecvPost<A> {
-    RecvPost {
-        comm: take_message::<A>(message),
-        status: scratch::substitute_status::<A>(status),
-    }
+pub fn mrecv<A: MpiAbi>(_: &Call, message: *mut A::Message, status: &mut *mut A::Status) -> RecvPost<A> {
+    RecvPost { comm: take_message::<A>(message), status: scratch::substitute_status::<A>(status) }
 }
 
 /// After the start of a non-blocking operation: track its request.
@@ -209,11 +166,7 @@ pub struct Track<A: MpiAbi> {
 
 impl<A: MpiAbi> Track<A> {
     fn none() -> Self {
-        Track {
-            request: std::ptr::null(),
-            entry: None,
-            irecv: false,
-        }
+        Track { request: std::ptr::null(), entry: None, irecv: false }
     }
 }
 
@@ -240,19 +193,12 @@ pub fn imrecv<A: MpiAbi>(_: &Call, message: *mut A::Message, request: *mut A::Re
     }
 }
 
-fn recv_entry<A: MpiAbi>(
-    comm: &CommInfo,
-    request: *const A::Request,
-    persistent: bool,
-) -> Track<A> {
+fn recv_entry<A: MpiAbi>(comm: &CommInfo, request: *const A::Request, persistent: bool) -> Track<A> {
     Track {
         request,
         entry: Some(Entry {
             id: if persistent { 0 } else { requests::next_id() },
-            pending: Pending::Recv {
-                comm: comm.id,
-                remote_base: comm.remote_base,
-            },
+            pending: Pending::Recv { comm: comm.id, remote_base: comm.remote_base },
             persistent,
             active: !persistent,
         }),
@@ -280,23 +226,13 @@ pub fn isend<A: MpiAbi>(
     call.record(call.enter, &Event::MpiIsend { msg, request: id });
     Track {
         request,
-        entry: Some(Entry {
-            id,
-            pending: Pending::Send(msg),
-            persistent: false,
-            active: true,
-        }),
+        entry: Some(Entry { id, pending: Pending::Send(msg), persistent: false, active: true }),
         irecv: false,
     }
 }
 
 /// `MPI_Irecv`.
-pub fn irecv<A: MpiAbi>(
-    call: &Call,
-    source: c_int,
-    comm: A::Comm,
-    request: *mut A::Request,
-) -> Track<A> {
+pub fn irecv<A: MpiAbi>(call: &Call, source: c_int, comm: A::Comm, request: *mut A::Request) -> Track<A> {
     if !state::enabled(Group::Xnonblock) || source == A::PROC_NULL {
         return Track::none();
     }
@@ -322,12 +258,7 @@ pub fn send_init<A: MpiAbi>(
     match envelope::<A>(call, count, datatype, dest, tag, comm) {
         Some(msg) => Track {
             request,
-            entry: Some(Entry {
-                id: 0,
-                pending: Pending::Send(msg),
-                persistent: true,
-                active: false,
-            }),
+            entry: Some(Entry { id: 0, pending: Pending::Send(msg), persistent: true, active: false }),
             irecv: false,
         },
         None => Track::none(),
@@ -335,12 +266,7 @@ pub fn send_init<A: MpiAbi>(
 }
 
 /// `MPI_Recv_init`: a persistent, inactive receive.
-pub fn recv_init<A: MpiAbi>(
-    call: &Call,
-    source: c_int,
-    comm: A::Comm,
-    request: *mut A::Request,
-) -> Track<A> {
+pub fn recv_init<A: MpiAbi>(call: &Call, source: c_int, comm: A::Comm, request: *mut A::Request) -> Track<A> {
     if !state::enabled(Group::Xnonblock) || source == A::PROC_NULL {
         return Track::none();
     }

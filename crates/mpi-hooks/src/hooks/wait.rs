@@ -85,15 +85,9 @@ enum Outcome {
     All { flag: *const c_int },
     /// The one at `*index` (`MPI_Waitany`, `MPI_Testany`, `MPI_Wait`,
     /// `MPI_Test` with index null meaning 0).
-    One {
-        index: *const c_int,
-        flag: *const c_int,
-    },
+    One { index: *const c_int, flag: *const c_int },
     /// `*outcount` of them, at `indices` (`MPI_Waitsome`, `MPI_Testsome`).
-    Some {
-        outcount: *const c_int,
-        indices: *const c_int,
-    },
+    Some { outcount: *const c_int, indices: *const c_int },
 }
 
 /// After a completion call: turns the completed requests into events.
@@ -105,19 +99,8 @@ pub struct Completion<A: MpiAbi> {
 }
 
 impl<A: MpiAbi> Completion<A> {
-    fn new(
-        n: c_int,
-        requests: *const A::Request,
-        statuses: *const A::Status,
-        outcome: Outcome,
-        is_test: bool,
-    ) -> Self {
-        Completion {
-            keys: save_keys::<A>(n, requests),
-            statuses,
-            outcome,
-            is_test,
-        }
+    fn new(n: c_int, requests: *const A::Request, statuses: *const A::Status, outcome: Outcome, is_test: bool) -> Self {
+        Completion { keys: save_keys::<A>(n, requests), statuses, outcome, is_test }
     }
 }
 
@@ -186,11 +169,7 @@ impl<A: MpiAbi> Post for Completion<A> {
 }
 
 /// `MPI_Wait`.
-pub fn wait<A: MpiAbi>(
-    _: &Call,
-    request: *mut A::Request,
-    status: &mut *mut A::Status,
-) -> Option<Completion<A>> {
+pub fn wait<A: MpiAbi>(_: &Call, request: *mut A::Request, status: &mut *mut A::Status) -> Option<Completion<A>> {
     one::<A>(request, std::ptr::null(), status, false)
 }
 
@@ -214,10 +193,7 @@ fn one<A: MpiAbi>(
         return None;
     }
     let statuses = scratch::substitute_status::<A>(status);
-    let outcome = Outcome::One {
-        index: std::ptr::null(),
-        flag,
-    };
+    let outcome = Outcome::One { index: std::ptr::null(), flag };
     Some(Completion::new(1, request, statuses, outcome, is_test))
 }
 
@@ -235,13 +211,7 @@ pub fn any<A: MpiAbi>(
     }
     let statuses = scratch::substitute_status::<A>(status);
     let outcome = Outcome::One { index, flag };
-    Some(Completion::new(
-        count,
-        requests,
-        statuses,
-        outcome,
-        !flag.is_null(),
-    ))
+    Some(Completion::new(count, requests, statuses, outcome, !flag.is_null()))
 }
 
 /// `MPI_Waitall` and `MPI_Testall` (`flag` null for the wait).
@@ -257,13 +227,7 @@ pub fn all<A: MpiAbi>(
     }
     let s = scratch::substitute_statuses::<A>(statuses, count.max(0) as usize);
     let outcome = Outcome::All { flag };
-    Some(Completion::new(
-        count,
-        requests,
-        s,
-        outcome,
-        !flag.is_null(),
-    ))
+    Some(Completion::new(count, requests, s, outcome, !flag.is_null()))
 }
 
 /// `MPI_Waitsome` and `MPI_Testsome`.
@@ -315,9 +279,7 @@ pub fn start<A: MpiAbi>(call: &Call, request: *mut A::Request) -> Option<Started
 
 /// `MPI_Startall`.
 pub fn startall<A: MpiAbi>(_: &Call, count: c_int, requests: *mut A::Request) -> Option<Started> {
-    requests::any().then(|| Started {
-        keys: save_keys::<A>(count, requests),
-    })
+    requests::any().then(|| Started { keys: save_keys::<A>(count, requests) })
 }
 
 /// After `MPI_Request_free`: forget the request.

@@ -26,32 +26,18 @@ pub fn balanced(s: &Stream) {
     let mut last: HashMap<u32, u64> = HashMap::new();
     for (loc, t, e) in &s.events {
         let prev = last.insert(*loc, *t).unwrap_or(0);
-        assert!(
-            *t >= prev,
-            "rank {} location {loc}: time goes back at {e:?}",
-            s.rank
-        );
+        assert!(*t >= prev, "rank {} location {loc}: time goes back at {e:?}", s.rank);
         match e {
             Event::Enter { region } => stacks.entry(*loc).or_default().push(*region),
             Event::Leave { region } => {
                 let top = stacks.entry(*loc).or_default().pop();
-                assert_eq!(
-                    top,
-                    Some(*region),
-                    "rank {}: Leave of {} unmatched",
-                    s.rank,
-                    s.region(*region)
-                );
+                assert_eq!(top, Some(*region), "rank {}: Leave of {} unmatched", s.rank, s.region(*region));
             }
             _ => {}
         }
     }
     for (loc, st) in stacks {
-        assert!(
-            st.is_empty(),
-            "rank {} location {loc}: regions left open: {st:?}",
-            s.rank
-        );
+        assert!(st.is_empty(), "rank {} location {loc}: regions left open: {st:?}", s.rank);
     }
 }
 
@@ -65,23 +51,11 @@ pub fn messages_match(trace: &Trace) {
         for (_, _, e) in &s.events {
             match e {
                 Event::MpiSend(m) | Event::MpiIsend { msg: m, .. } => {
-                    let env = (
-                        s.comm_key(m.comm),
-                        s.rank,
-                        s.world(m.comm, m.peer),
-                        m.tag,
-                        m.bytes,
-                    );
+                    let env = (s.comm_key(m.comm), s.rank, s.world(m.comm, m.peer), m.tag, m.bytes);
                     *sends.entry(env).or_default() += 1;
                 }
                 Event::MpiRecv(m) | Event::MpiIrecv { msg: m, .. } => {
-                    let env = (
-                        s.comm_key(m.comm),
-                        s.world(m.comm, m.peer),
-                        s.rank,
-                        m.tag,
-                        m.bytes,
-                    );
+                    let env = (s.comm_key(m.comm), s.world(m.comm, m.peer), s.rank, m.tag, m.bytes);
                     *sends.entry(env).or_default() -= 1;
                 }
                 _ => {}
@@ -94,22 +68,11 @@ pub fn messages_match(trace: &Trace) {
                 _ => {}
             }
         }
-        let open: Vec<_> = isends
-            .iter()
-            .chain(&irecvs)
-            .filter(|(_, n)| **n != 0)
-            .collect();
-        assert!(
-            open.is_empty(),
-            "rank {}: requests not completed once: {open:?}",
-            s.rank
-        );
+        let open: Vec<_> = isends.iter().chain(&irecvs).filter(|(_, n)| **n != 0).collect();
+        assert!(open.is_empty(), "rank {}: requests not completed once: {open:?}", s.rank);
     }
     let unmatched: Vec<_> = sends.iter().filter(|(_, n)| **n != 0).collect();
-    assert!(
-        unmatched.is_empty(),
-        "unmatched messages (+ send, - receive): {unmatched:?}"
-    );
+    assert!(unmatched.is_empty(), "unmatched messages (+ send, - receive): {unmatched:?}");
 }
 
 /// Message counts of one stream.

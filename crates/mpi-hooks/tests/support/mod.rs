@@ -67,10 +67,7 @@ fn scratch() -> &'static Path {
 impl Flavour {
     /// Whether this MPI is installed; prints a note when it is not.
     pub fn available(&self) -> bool {
-        let ok = Command::new(self.mpicc)
-            .arg("-show")
-            .output()
-            .is_ok_and(|o| o.status.success());
+        let ok = Command::new(self.mpicc).arg("-show").output().is_ok_and(|o| o.status.success());
         if !ok {
             eprintln!("note: {} not found; {} test skipped", self.mpicc, self.name);
         }
@@ -94,10 +91,7 @@ impl Flavour {
             let built = cmd.status().is_ok_and(|s| s.success());
             assert!(built || path.exists(), "cannot build {}", self.package);
             if !built {
-                eprintln!(
-                    "note: cannot rebuild {}; testing the existing library",
-                    self.package
-                );
+                eprintln!("note: cannot rebuild {}; testing the existing library", self.package);
             }
             done.push(self.package);
         }
@@ -125,43 +119,21 @@ impl Flavour {
             cmd.arg("-lpthread");
         }
         let out = cmd.output().unwrap();
-        assert!(
-            out.status.success(),
-            "{compiler} {name} failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{compiler} {name} failed:\n{}", String::from_utf8_lossy(&out.stderr));
         built.push((key, exe.clone()));
         exe
     }
 
     /// Runs `exe` on `np` ranks, traced into `dir` when given.
-    pub fn run(
-        &self,
-        exe: &Path,
-        np: usize,
-        args: &[&str],
-        dir: Option<&Path>,
-        env: &[(&str, &str)],
-    ) -> Output {
-        let mut vars: Vec<(String, String)> = env
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+    pub fn run(&self, exe: &Path, np: usize, args: &[&str], dir: Option<&Path>, env: &[(&str, &str)]) -> Output {
+        let mut vars: Vec<(String, String)> = env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         if let Some(dir) = dir {
             vars.push(("LD_PRELOAD".into(), self.library().display().to_string()));
-            vars.push((
-                "GPUTRACE_EXPERIMENT_DIRECTORY".into(),
-                dir.display().to_string(),
-            ));
+            vars.push(("GPUTRACE_EXPERIMENT_DIRECTORY".into(), dir.display().to_string()));
         }
         let mut cmd = if self.openmpi_launcher {
             let mut c = Command::new("mpirun");
-            c.args([
-                "--allow-run-as-root",
-                "--oversubscribe",
-                "-np",
-                &np.to_string(),
-            ]);
+            c.args(["--allow-run-as-root", "--oversubscribe", "-np", &np.to_string()]);
             for (k, v) in &vars {
                 c.arg("-x").arg(format!("{k}={v}"));
             }
@@ -181,13 +153,7 @@ impl Flavour {
 
     /// Runs traced and untraced; asserts both succeed with the same
     /// stdout, and returns the trace and the stdout.
-    pub fn traced(
-        &self,
-        program: &str,
-        np: usize,
-        args: &[&str],
-        env: &[(&str, &str)],
-    ) -> (Trace, String) {
+    pub fn traced(&self, program: &str, np: usize, args: &[&str], env: &[(&str, &str)]) -> (Trace, String) {
         let exe = self.compile(program);
         let plain = self.run(&exe, np, args, None, env);
         assert_success(&plain, program);
@@ -197,11 +163,7 @@ impl Flavour {
         let (a, b) = (stdout(&plain), stdout(&traced));
         assert_eq!(a, b, "{program}: stdout differs with the preload");
         let trace = Trace::load(dir.path());
-        assert_eq!(
-            trace.streams.len(),
-            np,
-            "{program}: one MPI stream per rank"
-        );
+        assert_eq!(trace.streams.len(), np, "{program}: one MPI stream per rank");
         (trace, b)
     }
 }
@@ -255,9 +217,7 @@ impl Stream {
                 Definition::String { id, value } => {
                     strings.insert(*id, value.clone());
                 }
-                Definition::Region {
-                    id, name, group, ..
-                } => {
+                Definition::Region { id, name, group, .. } => {
                     let name = strings.get(name).cloned().unwrap_or_default();
                     let group = strings.get(group).cloned().unwrap_or_default();
                     s.regions.insert(*id, (name, group));
@@ -266,11 +226,7 @@ impl Stream {
                 Definition::Comm(c) => {
                     s.comms.insert(c.id, c.clone());
                 }
-                Definition::ClockSync {
-                    local,
-                    offset,
-                    error,
-                } => s.clock_syncs.push((*local, *offset, *error)),
+                Definition::ClockSync { local, offset, error } => s.clock_syncs.push((*local, *offset, *error)),
                 Definition::StreamEnd { .. } => s.ended = true,
                 _ => {}
             }
@@ -278,8 +234,7 @@ impl Stream {
         let mut buf = Vec::new();
         for c in &raw.chunks {
             raw.read_payload(c, &mut buf).unwrap();
-            s.events
-                .extend(RawFile::events(c, &buf).map(|(t, e)| (c.header.location, t, e)));
+            s.events.extend(RawFile::events(c, &buf).map(|(t, e)| (c.header.location, t, e)));
         }
         s
     }

@@ -33,23 +33,10 @@ pub fn check(mpicc: &str, checks: &[(String, i64)]) {
     let src = dir.path().join("probe.c");
     let exe = dir.path().join("probe");
     std::fs::write(&src, c).unwrap();
-    let out = Command::new(mpicc)
-        .arg(&src)
-        .arg("-o")
-        .arg(&exe)
-        .arg("-ldl")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{mpicc} failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = Command::new(mpicc).arg(&src).arg("-o").arg(&exe).arg("-ldl").output().unwrap();
+    assert!(out.status.success(), "{mpicc} failed:\n{}", String::from_utf8_lossy(&out.stderr));
     let out = Command::new(&exe).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "ABI mismatch:\n{stdout}");
-    assert!(
-        stdout.contains(&format!("checked {}", checks.len())),
-        "{stdout}"
-    );
+    assert!(stdout.contains(&format!("checked {}", checks.len())), "{stdout}");
 }

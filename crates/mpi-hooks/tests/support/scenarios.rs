@@ -24,10 +24,7 @@ pub fn p2p(f: &Flavour, np: usize) {
         assert_eq!(c.bytes_recv, want["bytes_recv"], "rank {}", s.rank);
         // 2 iterations x one MPI_Send to MPI_PROC_NULL, entered, no event.
         assert!(s.entered("MPI_Send") > 0 && s.entered("MPI_Bsend") > 0);
-        assert_eq!(
-            s.entered("MPI_Sendrecv_replace") as i64,
-            2 * (np as i64 - 1)
-        );
+        assert_eq!(s.entered("MPI_Sendrecv_replace") as i64, 2 * (np as i64 - 1));
         assert_eq!(s.clock_syncs.len(), 2, "init and finalize");
         assert!(s.clock_syncs.iter().all(|&(_, o, e)| o == 0 && e == 0));
         let (name, group) = s.regions.values().find(|(n, _)| n == "MPI_Send").unwrap();
@@ -45,18 +42,8 @@ pub fn nonblocking(f: &Flavour, np: usize) {
     for s in &trace.streams {
         let want = &sum[&s.rank];
         let c = counts(s);
-        assert_eq!(
-            c.isends,
-            want["isends"] + want["persistent_sends"],
-            "rank {}",
-            s.rank
-        );
-        assert_eq!(
-            c.irecvs,
-            want["irecvs"] + want["persistent_recvs"],
-            "rank {}",
-            s.rank
-        );
+        assert_eq!(c.isends, want["isends"] + want["persistent_sends"], "rank {}", s.rank);
+        assert_eq!(c.irecvs, want["irecvs"] + want["persistent_recvs"], "rank {}", s.rank);
         assert_eq!(c.bytes_sent, want["bytes_sent"]);
         assert_eq!(c.bytes_recv, want["bytes_recv"]);
         assert_eq!((c.sends, c.recvs), (0, 0));
@@ -117,10 +104,9 @@ pub fn collectives(f: &Flavour, np: usize) {
         let me_half = half.iter().position(|&r| r == rank).unwrap() as u64;
         let mut want = Vec::new();
         for it in 0..iters {
-            for (key_is_world, n, me, root) in [
-                (true, np, rank, (it + 1) % np),
-                (false, half.len() as u64, me_half, it % half.len() as u64),
-            ] {
+            for (key_is_world, n, me, root) in
+                [(true, np, rank, (it + 1) % np), (false, half.len() as u64, me_half, it % half.len() as u64)]
+            {
                 for w in expected_run(n, me, root) {
                     want.push((key_is_world, w));
                 }
@@ -130,8 +116,7 @@ pub fn collectives(f: &Flavour, np: usize) {
             .events
             .iter()
             .filter_map(|(_, _, e)| match e {
-                Event::MpiCollectiveEnd(c)
-                | Event::NonBlockingCollectiveComplete { coll: c, .. } => Some(*c),
+                Event::MpiCollectiveEnd(c) | Event::NonBlockingCollectiveComplete { coll: c, .. } => Some(*c),
                 _ => None,
             })
             // The summary's gather at the end is the program's own.
@@ -141,14 +126,9 @@ pub fn collectives(f: &Flavour, np: usize) {
         for (i, (c, (world, (op, root, sent, recv)))) in got.iter().zip(&want).enumerate() {
             let key = s.comm_key(c.comm);
             assert_eq!(key == (0, 0), *world, "rank {rank} call {i}: communicator");
-            assert_eq!(
-                (c.op, c.root, c.sent, c.received),
-                (*op, *root, *sent, *recv),
-                "rank {rank} call {i} ({op:?})"
-            );
+            assert_eq!((c.op, c.root, c.sent, c.received), (*op, *root, *sent, *recv), "rank {rank} call {i} ({op:?})");
             if !world {
-                let members: Vec<u32> =
-                    tracer::raw::defs::expand_runs(&s.comms[&c.comm].members).collect();
+                let members: Vec<u32> = tracer::raw::defs::expand_runs(&s.comms[&c.comm].members).collect();
                 let half32: Vec<u32> = half.iter().map(|&r| r as u32).collect();
                 assert_eq!(members, half32, "split communicator members");
             }
@@ -167,11 +147,7 @@ pub fn collectives(f: &Flavour, np: usize) {
         }
     }
     let distinct: std::collections::HashSet<_> = keys.iter().map(|(k, _)| *k).collect();
-    assert_eq!(
-        distinct.len(),
-        keys.len(),
-        "one member list per key: {keys:?}"
-    );
+    assert_eq!(distinct.len(), keys.len(), "one member list per key: {keys:?}");
 }
 
 /// threads.c: each thread records into its own location, on its own tag.
@@ -187,12 +163,7 @@ pub fn threads(f: &Flavour, np: usize) {
                 tags_by_location.entry(*loc).or_default().push(m.tag);
             }
         }
-        assert_eq!(
-            tags_by_location.len(),
-            4,
-            "rank {}: one location per thread",
-            s.rank
-        );
+        assert_eq!(tags_by_location.len(), 4, "rank {}: one location per thread", s.rank);
         let mut tags: Vec<i32> = tags_by_location
             .values()
             .map(|t| {
@@ -220,19 +191,9 @@ pub fn fortran(f: &Flavour, program: &str, np: usize) {
         assert_eq!(c.isends, want["isends"], "rank {}", s.rank);
         assert_eq!(c.irecvs, want["irecvs"], "rank {}", s.rank);
         let colls = s.count(|e| matches!(e, Event::MpiCollectiveEnd(_)));
-        assert!(
-            colls as i64 >= want["collectives"],
-            "rank {}: {colls} collectives",
-            s.rank
-        );
+        assert!(colls as i64 >= want["collectives"], "rank {}: {colls} collectives", s.rank);
         assert_eq!(s.entered("MPI_Init") + s.entered("MPI_Init_thread"), 1);
-        for name in [
-            "MPI_Comm_split",
-            "MPI_Comm_dup",
-            "MPI_Comm_free",
-            "MPI_Allreduce",
-            "MPI_Finalize",
-        ] {
+        for name in ["MPI_Comm_split", "MPI_Comm_dup", "MPI_Comm_free", "MPI_Allreduce", "MPI_Finalize"] {
             assert!(s.entered(name) > 0, "rank {}: {name} not recorded", s.rank);
         }
         // World, self, the split and the duplicate.
@@ -251,19 +212,10 @@ pub fn clock_sync(f: &Flavour) {
         for &(local, offset, error) in &s.clock_syncs {
             assert!(local > 0);
             if s.rank % 2 == 0 {
-                assert_eq!(
-                    (offset, error),
-                    (0, 0),
-                    "rank {} shares rank 0's clock",
-                    s.rank
-                );
+                assert_eq!((offset, error), (0, 0), "rank {} shares rank 0's clock", s.rank);
             } else {
                 assert!(error > 0, "rank {}: measured", s.rank);
-                assert!(
-                    offset.unsigned_abs() <= error,
-                    "rank {}: offset {offset} error {error}",
-                    s.rank
-                );
+                assert!(offset.unsigned_abs() <= error, "rank {}: offset {offset} error {error}", s.rank);
             }
         }
     }
@@ -272,48 +224,22 @@ pub fn clock_sync(f: &Flavour) {
 /// Groups switched off, a filter: calls still work, messages recorded
 /// only where documented.
 pub fn groups_and_filter(f: &Flavour) {
-    let (trace, _) = f.traced(
-        "p2p.c",
-        2,
-        &["-n", "1"],
-        &[("GPUTRACE_MPI_ENABLE_GROUPS", "none")],
-    );
+    let (trace, _) = f.traced("p2p.c", 2, &["-n", "1"], &[("GPUTRACE_MPI_ENABLE_GROUPS", "none")]);
     for s in &trace.streams {
-        assert!(
-            s.events.is_empty(),
-            "rank {}: {:?}",
-            s.rank,
-            &s.events[..3.min(s.events.len())]
-        );
+        assert!(s.events.is_empty(), "rank {}: {:?}", s.rank, &s.events[..3.min(s.events.len())]);
         assert!(s.comms.len() >= 2, "communicators are tracked anyway");
     }
-    let (trace, _) = f.traced(
-        "nonblocking.c",
-        2,
-        &["-n", "1"],
-        &[("GPUTRACE_MPI_ENABLE_GROUPS", "p2p")],
-    );
+    let (trace, _) = f.traced("nonblocking.c", 2, &["-n", "1"], &[("GPUTRACE_MPI_ENABLE_GROUPS", "p2p")]);
     for s in &trace.streams {
         assert!(s.entered("MPI_Isend") > 0);
-        assert_eq!(
-            s.count(|e| matches!(e, Event::MpiIsend { .. } | Event::MpiIrecv { .. })),
-            0
-        );
+        assert_eq!(s.count(|e| matches!(e, Event::MpiIsend { .. } | Event::MpiIrecv { .. })), 0);
     }
     let dir = tempfile::tempdir().unwrap();
     let filter = dir.path().join("filter");
-    std::fs::write(
-        &filter,
-        "SCOREP_REGION_NAMES_BEGIN\n  EXCLUDE MPI_Send MPI_Recv\nSCOREP_REGION_NAMES_END\n",
-    )
-    .unwrap();
+    std::fs::write(&filter, "SCOREP_REGION_NAMES_BEGIN\n  EXCLUDE MPI_Send MPI_Recv\nSCOREP_REGION_NAMES_END\n")
+        .unwrap();
     let filter = filter.display().to_string();
-    let (trace, _) = f.traced(
-        "p2p.c",
-        2,
-        &["-n", "1"],
-        &[("GPUTRACE_FILTERING_FILE", &filter)],
-    );
+    let (trace, _) = f.traced("p2p.c", 2, &["-n", "1"], &[("GPUTRACE_FILTERING_FILE", &filter)]);
     checks::well_formed(&trace);
     checks::messages_match(&trace);
     for s in &trace.streams {
@@ -326,11 +252,7 @@ pub fn groups_and_filter(f: &Flavour) {
 /// banners about the failure there (Hydra), in an order that depends on
 /// which process it sees end first.
 fn own_lines(o: &std::process::Output, program: &str) -> Vec<String> {
-    stdout(o)
-        .lines()
-        .filter(|l| l.starts_with(&format!("{program}:")))
-        .map(str::to_string)
-        .collect()
+    stdout(o).lines().filter(|l| l.starts_with(&format!("{program}:"))).map(str::to_string).collect()
 }
 
 /// exit3.c: the same exit status traced and untraced, and a complete
@@ -362,10 +284,7 @@ pub fn killself(f: &Flavour) {
     let traced = f.run(&exe, 2, &["-n", "4"], Some(dir.path()), &[]);
     assert!(!plain.status.success());
     assert_eq!(plain.status.success(), traced.status.success());
-    assert_eq!(
-        own_lines(&plain, "killself"),
-        own_lines(&traced, "killself")
-    );
+    assert_eq!(own_lines(&plain, "killself"), own_lines(&traced, "killself"));
     let trace = Trace::load(dir.path());
     let s = trace.rank(1);
     assert!(!s.ended);
@@ -377,29 +296,15 @@ pub fn killself(f: &Flavour) {
 /// The library loads into processes without MPI (launchers, shells).
 pub fn harmless_without_mpi(f: &Flavour) {
     let lib = f.library();
-    let out = std::process::Command::new("/bin/true")
-        .env("LD_PRELOAD", &lib)
-        .output()
-        .unwrap();
+    let out = std::process::Command::new("/bin/true").env("LD_PRELOAD", &lib).output().unwrap();
     assert_success(&out, "/bin/true with the preload");
     assert!(out.stderr.is_empty());
-    let out = std::process::Command::new("sh")
-        .args(["-c", "echo ok"])
-        .env("LD_PRELOAD", &lib)
-        .output()
-        .unwrap();
+    let out = std::process::Command::new("sh").args(["-c", "echo ok"]).env("LD_PRELOAD", &lib).output().unwrap();
     assert_eq!(stdout(&out), "ok\n");
-    let dynamic = std::process::Command::new("readelf")
-        .arg("-d")
-        .arg(&lib)
-        .output();
+    let dynamic = std::process::Command::new("readelf").arg("-d").arg(&lib).output();
     if let Ok(d) = dynamic {
         let d = stdout(&d);
-        assert!(
-            !d.contains("libmpi"),
-            "{} must not need libmpi:\n{d}",
-            lib.display()
-        );
+        assert!(!d.contains("libmpi"), "{} must not need libmpi:\n{d}", lib.display());
     }
 }
 
@@ -414,28 +319,16 @@ pub fn wrong_flavour(lib_of: &Flavour, program_of: &Flavour) {
         let plain = program_of.run(&exe, 2, args, None, &[]);
         let dir = tempfile::tempdir().unwrap();
         let lib = lib_of.library().display().to_string();
-        let env = [
-            ("LD_PRELOAD", lib.as_str()),
-            (
-                "GPUTRACE_EXPERIMENT_DIRECTORY",
-                &*dir.path().to_string_lossy(),
-            ),
-        ];
+        let env = [("LD_PRELOAD", lib.as_str()), ("GPUTRACE_EXPERIMENT_DIRECTORY", &*dir.path().to_string_lossy())];
         let traced = program_of.run(&exe, 2, args, None, &env);
-        assert_success(
-            &traced,
-            &format!("{program} with the other flavour's library"),
-        );
+        assert_success(&traced, &format!("{program} with the other flavour's library"));
         assert_eq!(stdout(&plain), stdout(&traced), "{program}");
         let stderr = String::from_utf8_lossy(&traced.stderr);
         // One warning per rank at MPI_Init; none where the library never
         // sees MPI_Init (Open MPI's Fortran init calls PMPI_Init itself,
         // and the MPICH library has no Fortran wrappers).
         let warnings = stderr.matches("[gputrace] warning:").count();
-        assert!(
-            warnings == 2 || (warnings == 0 && program.ends_with(".f90")),
-            "{stderr}"
-        );
+        assert!(warnings == 2 || (warnings == 0 && program.ends_with(".f90")), "{stderr}");
         assert!(Trace::load(dir.path()).streams.is_empty());
     }
 }
@@ -453,36 +346,18 @@ pub fn communicators(f: &Flavour, np: usize) {
         let want = &sum[&s.rank];
         assert_eq!(want["errors"], 0);
         let c = counts(s);
-        assert_eq!(
-            (c.sends, c.recvs),
-            (want["sends"], want["recvs"]),
-            "rank {}",
-            s.rank
-        );
-        assert_eq!(
-            (c.bytes_sent, c.bytes_recv),
-            (want["bytes_sent"], want["bytes_recv"])
-        );
+        assert_eq!((c.sends, c.recvs), (want["sends"], want["recvs"]), "rank {}", s.rank);
+        assert_eq!((c.bytes_sent, c.bytes_recv), (want["bytes_sent"], want["bytes_recv"]));
         for (_, _, e) in &s.events {
             if let Event::MpiCollectiveEnd(k) = e
                 && k.op == CollectiveOp::Bcast
                 && let Some(root) = k.root
             {
-                assert_eq!(
-                    s.world(k.comm, root),
-                    0,
-                    "rank {}: the broadcast's root",
-                    s.rank
-                );
+                assert_eq!(s.world(k.comm, root), 0, "rank {}: the broadcast's root", s.rank);
             }
         }
         // World, self, idup, half, inter, merged, cart, sub (+ even).
-        assert!(
-            s.comms.len() >= 8,
-            "rank {}: {:?}",
-            s.rank,
-            s.comms.values()
-        );
+        assert!(s.comms.len() >= 8, "rank {}: {:?}", s.rank, s.comms.values());
     }
 }
 

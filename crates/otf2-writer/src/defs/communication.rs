@@ -44,14 +44,7 @@ pub(super) struct CommunicationDefs {
 impl CommunicationDefs {
     pub(super) fn write(&self, out: &mut GlobalDefWriter<'_>) -> Result<()> {
         for (id, g) in self.groups.iter().enumerate() {
-            out.group(
-                GroupRef(id as u32),
-                g.name,
-                g.ty,
-                g.paradigm,
-                g.flags,
-                &g.members,
-            )?;
+            out.group(GroupRef(id as u32), g.name, g.ty, g.paradigm, g.flags, &g.members)?;
         }
         for (id, c) in self.comms.iter().enumerate() {
             out.comm(CommRef(id as u32), c.name, c.group, c.parent, c.flags)?;
@@ -79,38 +72,18 @@ impl Definitions {
         flags: GroupFlags,
         members: &[u64],
     ) -> GroupRef {
-        assert!(
-            u32::try_from(members.len()).is_ok(),
-            "an OTF2 group holds at most u32::MAX members"
-        );
+        assert!(u32::try_from(members.len()).is_ok(), "an OTF2 group holds at most u32::MAX members");
         let id = GroupRef(next_id(self.communication.groups.len(), "group"));
-        let record = GroupRecord {
-            name: self.string(name),
-            ty,
-            paradigm,
-            flags,
-            members: members.to_vec(),
-        };
+        let record = GroupRecord { name: self.string(name), ty, paradigm, flags, members: members.to_vec() };
         self.communication.groups.push(record);
         id
     }
 
     /// A communicator (`Comm`) over a group of type `CommGroup` or
     /// `CommSelf`; `parent` is the communicator it was derived from.
-    pub fn comm(
-        &mut self,
-        name: &str,
-        group: GroupRef,
-        parent: Option<CommRef>,
-        flags: CommFlags,
-    ) -> CommRef {
+    pub fn comm(&mut self, name: &str, group: GroupRef, parent: Option<CommRef>, flags: CommFlags) -> CommRef {
         let id = CommRef(next_id(self.communication.comms.len(), "communicator"));
-        let record = CommRecord {
-            name: self.string(name),
-            group,
-            parent,
-            flags,
-        };
+        let record = CommRecord { name: self.string(name), group, parent, flags };
         self.communication.comms.push(record);
         id
     }
@@ -119,11 +92,7 @@ impl Definitions {
     /// peer by its rank in `comm`.
     pub fn rma_win(&mut self, name: &str, comm: CommRef, flags: RmaWinFlags) -> RmaWinRef {
         let id = RmaWinRef(next_id(self.communication.rma_wins.len(), "RMA window"));
-        let record = RmaWinRecord {
-            name: self.string(name),
-            comm,
-            flags,
-        };
+        let record = RmaWinRecord { name: self.string(name), comm, flags };
         self.communication.rma_wins.push(record);
         id
     }
@@ -136,26 +105,11 @@ mod tests {
     #[test]
     fn ids_count_per_kind() {
         let mut defs = Definitions::new();
-        let locations = defs.group(
-            "",
-            GroupType::CommLocations,
-            Paradigm::Mpi,
-            GroupFlags::NONE,
-            &[0, 1 << 32],
-        );
-        let world = defs.group(
-            "",
-            GroupType::CommGroup,
-            Paradigm::Mpi,
-            GroupFlags::NONE,
-            &[0, 1],
-        );
+        let locations = defs.group("", GroupType::CommLocations, Paradigm::Mpi, GroupFlags::NONE, &[0, 1 << 32]);
+        let world = defs.group("", GroupType::CommGroup, Paradigm::Mpi, GroupFlags::NONE, &[0, 1]);
         let comm = defs.comm("MPI_COMM_WORLD", world, None, CommFlags::NONE);
         let win = defs.rma_win("win", comm, RmaWinFlags::NONE);
-        assert_eq!(
-            (locations.id(), world.id(), comm.id(), win.id()),
-            (0, 1, 0, 0)
-        );
+        assert_eq!((locations.id(), world.id(), comm.id(), win.id()), (0, 1, 0, 0));
         assert_eq!(defs.communication.groups[0].members, vec![0, 1 << 32]);
     }
 }

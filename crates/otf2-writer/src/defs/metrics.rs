@@ -62,16 +62,8 @@ struct MemberRecord {
 }
 
 enum MetricRecord {
-    Class {
-        members: Vec<MetricMemberRef>,
-        occurrence: MetricOccurrence,
-        recorder_kind: RecorderKind,
-    },
-    Instance {
-        class: MetricRef,
-        recorder: LocationRef,
-        scope: MetricScope,
-    },
+    Class { members: Vec<MetricMemberRef>, occurrence: MetricOccurrence, recorder_kind: RecorderKind },
+    Instance { class: MetricRef, recorder: LocationRef, scope: MetricScope },
 }
 
 #[derive(Default)]
@@ -99,16 +91,12 @@ impl MetricDefs {
         for (id, metric) in self.metrics.iter().enumerate() {
             let id = MetricRef(id as u32);
             match metric {
-                MetricRecord::Class {
-                    members,
-                    occurrence,
-                    recorder_kind,
-                } => out.metric_class(id, members, *occurrence, *recorder_kind)?,
-                MetricRecord::Instance {
-                    class,
-                    recorder,
-                    scope,
-                } => out.metric_instance(id, *class, *recorder, *scope)?,
+                MetricRecord::Class { members, occurrence, recorder_kind } => {
+                    out.metric_class(id, members, *occurrence, *recorder_kind)?
+                }
+                MetricRecord::Instance { class, recorder, scope } => {
+                    out.metric_instance(id, *class, *recorder, *scope)?
+                }
             }
         }
         for &(class, recorder) in &self.class_recorders {
@@ -149,34 +137,19 @@ impl Definitions {
         recorder_kind: RecorderKind,
     ) -> Result<MetricRef> {
         if members.is_empty() || members.len() > usize::from(u8::MAX) {
-            return Err(Error::BadMetricClassSize {
-                count: members.len(),
-            });
+            return Err(Error::BadMetricClassSize { count: members.len() });
         }
         let id = MetricRef(next_id(self.metrics.metrics.len(), "metric"));
-        self.metrics.metrics.push(MetricRecord::Class {
-            members: members.to_vec(),
-            occurrence,
-            recorder_kind,
-        });
+        self.metrics.metrics.push(MetricRecord::Class { members: members.to_vec(), occurrence, recorder_kind });
         Ok(id)
     }
 
     /// A metric instance (`MetricInstance`): `class` recorded by `recorder`
     /// (a location, often of type `Metric`) about `scope`, such as a GPU's
     /// NVLink traffic recorded on a metric location, scoped to the device.
-    pub fn metric_instance(
-        &mut self,
-        class: MetricRef,
-        recorder: LocationRef,
-        scope: MetricScope,
-    ) -> MetricRef {
+    pub fn metric_instance(&mut self, class: MetricRef, recorder: LocationRef, scope: MetricScope) -> MetricRef {
         let id = MetricRef(next_id(self.metrics.metrics.len(), "metric"));
-        self.metrics.metrics.push(MetricRecord::Instance {
-            class,
-            recorder,
-            scope,
-        });
+        self.metrics.metrics.push(MetricRecord::Instance { class, recorder, scope });
         id
     }
 
@@ -194,21 +167,9 @@ mod tests {
     #[test]
     fn classes_and_instances_share_ids() {
         let mut defs = Definitions::new();
-        let member = defs.metric_member(MetricMember::new(
-            "bytes",
-            "B",
-            MetricMode::AbsolutePoint,
-            Type::U64,
-        ));
-        let class = defs
-            .metric_class(
-                &[member],
-                MetricOccurrence::Asynchronous,
-                RecorderKind::Abstract,
-            )
-            .unwrap();
-        let instance =
-            defs.metric_instance(class, LocationRef(3), MetricScope::Location(LocationRef(3)));
+        let member = defs.metric_member(MetricMember::new("bytes", "B", MetricMode::AbsolutePoint, Type::U64));
+        let class = defs.metric_class(&[member], MetricOccurrence::Asynchronous, RecorderKind::Abstract).unwrap();
+        let instance = defs.metric_instance(class, LocationRef(3), MetricScope::Location(LocationRef(3)));
         assert_eq!((class.id(), instance.id()), (0, 1));
         assert!(matches!(
             defs.metric_class(&[], MetricOccurrence::Synchronous, RecorderKind::Cpu),

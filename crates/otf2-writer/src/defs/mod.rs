@@ -151,9 +151,8 @@ impl Definitions {
             return id;
         }
         let id = StringRef(next_id(self.strings.len(), "string"));
-        let c_text = CString::new(text).unwrap_or_else(|_| {
-            CString::new(text.replace('\0', "\u{FFFD}")).expect("NUL bytes were replaced")
-        });
+        let c_text = CString::new(text)
+            .unwrap_or_else(|_| CString::new(text.replace('\0', "\u{FFFD}")).expect("NUL bytes were replaced"));
         self.strings.push(c_text);
         self.string_ids.insert(text.into(), id);
         id
@@ -175,12 +174,7 @@ impl Definitions {
     }
 
     /// A property of a paradigm, such as its communicator name template.
-    pub fn paradigm_property(
-        &mut self,
-        paradigm: Paradigm,
-        property: ParadigmProperty,
-        value: AttributeValue,
-    ) {
+    pub fn paradigm_property(&mut self, paradigm: Paradigm, property: ParadigmProperty, value: AttributeValue) {
         self.paradigm_properties.push((paradigm, property, value));
     }
 
@@ -189,11 +183,7 @@ impl Definitions {
         let id = AttributeRef(next_id(self.attributes.len(), "attribute"));
         let name = self.string(name);
         let description = self.string(description);
-        self.attributes.push(AttributeRecord {
-            name,
-            description,
-            ty,
-        });
+        self.attributes.push(AttributeRecord { name, description, ty });
         id
     }
 
@@ -223,11 +213,7 @@ impl Definitions {
 
     /// Writes every definition, `clock` first, in an order where each
     /// reference is defined before it is used.
-    pub(crate) fn write(
-        &self,
-        out: &mut GlobalDefWriter<'_>,
-        clock: &ClockProperties,
-    ) -> Result<()> {
+    pub(crate) fn write(&self, out: &mut GlobalDefWriter<'_>, clock: &ClockProperties) -> Result<()> {
         out.clock_properties(clock)?;
         for (id, text) in self.strings.iter().enumerate() {
             out.string(StringRef(id as u32), text)?;
@@ -278,20 +264,15 @@ mod tests {
         assert_eq!(defs.string("MPI_Send"), a);
         assert_eq!(defs.string_count(), 2);
         let nul = defs.string("a\0b");
-        assert_eq!(
-            defs.strings[nul.id() as usize].to_str().unwrap(),
-            "a\u{FFFD}b"
-        );
+        assert_eq!(defs.strings[nul.id() as usize].to_str().unwrap(), "a\u{FFFD}b");
     }
 
     #[test]
     fn regions_intern_their_strings() {
         let mut defs = Definitions::new();
         let r1 = defs.region(Region::new("k", RegionRole::Function, Paradigm::Cuda));
-        let r2 = defs.region(Region {
-            description: "kernel",
-            ..Region::new("k", RegionRole::Function, Paradigm::Cuda)
-        });
+        let r2 =
+            defs.region(Region { description: "kernel", ..Region::new("k", RegionRole::Function, Paradigm::Cuda) });
         assert_eq!((r1.id(), r2.id()), (0, 1));
         // "k" and "" and "kernel".
         assert_eq!(defs.string_count(), 3);

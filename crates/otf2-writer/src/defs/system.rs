@@ -70,13 +70,7 @@ impl SystemDefs {
             out.system_tree_node_domain(node, domain)?;
         }
         for (id, g) in self.location_groups.iter().enumerate() {
-            out.location_group(
-                LocationGroupRef(id as u32),
-                g.name,
-                g.ty,
-                g.parent,
-                g.creating,
-            )?;
+            out.location_group(LocationGroupRef(id as u32), g.name, g.ty, g.parent, g.creating)?;
         }
         for (group, name, value) in &self.location_group_properties {
             out.location_group_property(*group, *name, value)?;
@@ -103,22 +97,13 @@ impl Definitions {
         parent: Option<SystemTreeNodeRef>,
     ) -> SystemTreeNodeRef {
         let id = SystemTreeNodeRef(next_id(self.system.nodes.len(), "system tree node"));
-        let record = SystemTreeNodeRecord {
-            name: self.string(name),
-            class_name: self.string(class_name),
-            parent,
-        };
+        let record = SystemTreeNodeRecord { name: self.string(name), class_name: self.string(class_name), parent };
         self.system.nodes.push(record);
         id
     }
 
     /// A named property of a system tree node, such as an NVLink count.
-    pub fn system_tree_node_property(
-        &mut self,
-        node: SystemTreeNodeRef,
-        name: &str,
-        value: AttributeValue,
-    ) {
+    pub fn system_tree_node_property(&mut self, node: SystemTreeNodeRef, name: &str, value: AttributeValue) {
         let name = self.string(name);
         self.system.node_properties.push((node, name, value));
     }
@@ -141,27 +126,16 @@ impl Definitions {
         creating_group: Option<LocationGroupRef>,
     ) -> LocationGroupRef {
         let id = LocationGroupRef(next_id(self.system.location_groups.len(), "location group"));
-        let record = LocationGroupRecord {
-            name: self.string(name),
-            ty,
-            parent: system_tree_parent,
-            creating: creating_group,
-        };
+        let record =
+            LocationGroupRecord { name: self.string(name), ty, parent: system_tree_parent, creating: creating_group };
         self.system.location_groups.push(record);
         id
     }
 
     /// A named property of a location group.
-    pub fn location_group_property(
-        &mut self,
-        group: LocationGroupRef,
-        name: &str,
-        value: AttributeValue,
-    ) {
+    pub fn location_group_property(&mut self, group: LocationGroupRef, name: &str, value: AttributeValue) {
         let name = self.string(name);
-        self.system
-            .location_group_properties
-            .push((group, name, value));
+        self.system.location_group_properties.push((group, name, value));
     }
 
     /// A location (`Location`) with a caller-chosen id, unique in the
@@ -175,13 +149,7 @@ impl Definitions {
     ///
     /// [`Error::DuplicateLocation`] for an id already defined,
     /// [`Error::InvalidLocationId`] for `u64::MAX` (OTF2's "undefined").
-    pub fn location(
-        &mut self,
-        id: u64,
-        name: &str,
-        ty: LocationType,
-        group: LocationGroupRef,
-    ) -> Result<LocationRef> {
+    pub fn location(&mut self, id: u64, name: &str, ty: LocationType, group: LocationGroupRef) -> Result<LocationRef> {
         if id == otf2_sys::OTF2_UNDEFINED_LOCATION {
             return Err(Error::InvalidLocationId { id });
         }
@@ -196,9 +164,7 @@ impl Definitions {
             events: None,
             clock_offsets: Vec::new(),
         };
-        self.system
-            .location_index
-            .insert(id, self.system.locations.len());
+        self.system.location_index.insert(id, self.system.locations.len());
         self.system.locations.push(record);
         Ok(LocationRef(id))
     }
@@ -206,9 +172,7 @@ impl Definitions {
     /// A named property of a location.
     pub fn location_property(&mut self, location: LocationRef, name: &str, value: AttributeValue) {
         let name = self.string(name);
-        self.system
-            .location_properties
-            .push((location, name, value));
+        self.system.location_properties.push((location, name, value));
     }
 
     /// Number of locations defined so far.
@@ -222,11 +186,7 @@ impl Definitions {
     }
 
     pub(crate) fn location_slot(&self, location: LocationRef) -> Result<usize> {
-        self.system
-            .location_index
-            .get(&location.0)
-            .copied()
-            .ok_or(Error::UnknownLocation { id: location.0 })
+        self.system.location_index.get(&location.0).copied().ok_or(Error::UnknownLocation { id: location.0 })
     }
 
     pub(crate) fn location_record(&mut self, slot: usize) -> &mut LocationRecord {
@@ -241,26 +201,12 @@ impl Definitions {
     /// resolution, from the earliest to the latest timestamp. Used when the
     /// caller set none.
     pub(crate) fn observed_clock(&self) -> ClockProperties {
-        let spans = self
-            .system
-            .locations
-            .iter()
-            .filter_map(|l| l.events)
-            .filter(|e| e.count > 0);
-        let (first, last) = spans.fold((u64::MAX, 0), |(first, last), e| {
-            (first.min(e.first_time), last.max(e.last_time))
-        });
-        let (global_offset, trace_length) = if first == u64::MAX {
-            (0, 0)
-        } else {
-            (first, last.saturating_sub(first))
-        };
-        ClockProperties {
-            timer_resolution: 1_000_000_000,
-            global_offset,
-            trace_length,
-            realtime_timestamp: None,
-        }
+        let spans = self.system.locations.iter().filter_map(|l| l.events).filter(|e| e.count > 0);
+        let (first, last) =
+            spans.fold((u64::MAX, 0), |(first, last), e| (first.min(e.first_time), last.max(e.last_time)));
+        let (global_offset, trace_length) =
+            if first == u64::MAX { (0, 0) } else { (first, last.saturating_sub(first)) };
+        ClockProperties { timer_resolution: 1_000_000_000, global_offset, trace_length, realtime_timestamp: None }
     }
 }
 
@@ -273,9 +219,7 @@ mod tests {
         let mut defs = Definitions::new();
         let machine = defs.system_tree_node("machine", "machine", None);
         let rank0 = defs.location_group("MPI Rank 0", LocationGroupType::Process, machine, None);
-        let loc = defs
-            .location(7, "Master thread", LocationType::CpuThread, rank0)
-            .unwrap();
+        let loc = defs.location(7, "Master thread", LocationType::CpuThread, rank0).unwrap();
         assert_eq!(loc.id(), 7);
         assert!(matches!(
             defs.location(7, "again", LocationType::CpuThread, rank0),
@@ -286,10 +230,7 @@ mod tests {
             Err(Error::InvalidLocationId { .. })
         ));
         assert!(defs.has_location(loc));
-        assert!(matches!(
-            defs.location_slot(LocationRef(8)),
-            Err(Error::UnknownLocation { id: 8 })
-        ));
+        assert!(matches!(defs.location_slot(LocationRef(8)), Err(Error::UnknownLocation { id: 8 })));
     }
 
     #[test]
@@ -298,15 +239,9 @@ mod tests {
         let machine = defs.system_tree_node("m", "machine", None);
         let group = defs.location_group("p", LocationGroupType::Process, machine, None);
         for (id, first, last) in [(0, 100, 200), (1, 50, 150)] {
-            let loc = defs
-                .location(id, "t", LocationType::CpuThread, group)
-                .unwrap();
+            let loc = defs.location(id, "t", LocationType::CpuThread, group).unwrap();
             let slot = defs.location_slot(loc).unwrap();
-            defs.location_record(slot).events = Some(EventSummary {
-                count: 2,
-                first_time: first,
-                last_time: last,
-            });
+            defs.location_record(slot).events = Some(EventSummary { count: 2, first_time: first, last_time: last });
         }
         let clock = defs.observed_clock();
         assert_eq!((clock.global_offset, clock.trace_length), (50, 150));

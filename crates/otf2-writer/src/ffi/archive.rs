@@ -38,10 +38,8 @@ unsafe extern "C" fn pre_flush(
     sys::OTF2_FLUSH as sys::OTF2_FlushType
 }
 
-static FLUSH_CALLBACKS: sys::OTF2_FlushCallbacks = sys::OTF2_FlushCallbacks {
-    otf2_pre_flush: Some(pre_flush),
-    otf2_post_flush: None,
-};
+static FLUSH_CALLBACKS: sys::OTF2_FlushCallbacks =
+    sys::OTF2_FlushCallbacks { otf2_pre_flush: Some(pre_flush), otf2_post_flush: None };
 
 /// An archive opened for writing. Closed (finalized) by [`Archive::close`]
 /// or, failing that, on drop.
@@ -76,25 +74,13 @@ impl Archive {
             "OTF2_Archive_SetFlushCallbacks",
             // SAFETY: live archive; the callbacks are a static and ignore
             // their user data.
-            unsafe {
-                sys::OTF2_Archive_SetFlushCallbacks(
-                    archive.ptr(),
-                    &FLUSH_CALLBACKS,
-                    ptr::null_mut(),
-                )
-            },
+            unsafe { sys::OTF2_Archive_SetFlushCallbacks(archive.ptr(), &FLUSH_CALLBACKS, ptr::null_mut()) },
         )?;
         check(
             "OTF2_Archive_SetMemoryCallbacks",
             // SAFETY: live archive; the callbacks are a static and keep
             // their state in OTF2's per-buffer slot, not the user data.
-            unsafe {
-                sys::OTF2_Archive_SetMemoryCallbacks(
-                    archive.ptr(),
-                    &MEMORY_CALLBACKS,
-                    ptr::null_mut(),
-                )
-            },
+            unsafe { sys::OTF2_Archive_SetMemoryCallbacks(archive.ptr(), &MEMORY_CALLBACKS, ptr::null_mut()) },
         )?;
         check(
             "OTF2_Archive_SetSerialCollectiveCallbacks",
@@ -141,9 +127,7 @@ impl Archive {
         check(
             "OTF2_Archive_SetProperty",
             // SAFETY: live archive; OTF2 copies both strings.
-            unsafe {
-                sys::OTF2_Archive_SetProperty(self.ptr(), name.as_ptr(), value.as_ptr(), true)
-            },
+            unsafe { sys::OTF2_Archive_SetProperty(self.ptr(), name.as_ptr(), value.as_ptr(), true) },
         )
     }
 
@@ -173,11 +157,7 @@ impl Archive {
 
     /// Writes the local definition file of `location`: its clock offsets,
     /// or nothing, which still creates the file readers expect.
-    pub(crate) fn write_local_defs(
-        &mut self,
-        location: LocationRef,
-        offsets: &[ClockOffset],
-    ) -> Result<()> {
+    pub(crate) fn write_local_defs(&mut self, location: LocationRef, offsets: &[ClockOffset]) -> Result<()> {
         clear_reports();
         // SAFETY: live archive with definition files open.
         let writer = unsafe { sys::OTF2_Archive_GetDefWriter(self.ptr(), location.0) };
@@ -190,12 +170,7 @@ impl Archive {
                 "OTF2_DefWriter_WriteClockOffset",
                 // SAFETY: `writer` is live until closed below.
                 unsafe {
-                    sys::OTF2_DefWriter_WriteClockOffset(
-                        writer,
-                        offset.time,
-                        offset.offset,
-                        offset.standard_deviation,
-                    )
+                    sys::OTF2_DefWriter_WriteClockOffset(writer, offset.time, offset.offset, offset.standard_deviation)
                 },
             );
             if result.is_err() {
@@ -217,11 +192,7 @@ impl Archive {
         // SAFETY: live archive.
         let raw = unsafe { sys::OTF2_Archive_GetGlobalDefWriter(self.ptr()) };
         let raw = NonNull::new(raw).ok_or_else(|| null_error("OTF2_Archive_GetGlobalDefWriter"))?;
-        Ok(GlobalDefWriter {
-            archive: self.ptr(),
-            raw,
-            _archive: PhantomData,
-        })
+        Ok(GlobalDefWriter { archive: self.ptr(), raw, _archive: PhantomData })
     }
 
     /// Finalizes the archive: flushes and closes every file, writes the

@@ -15,16 +15,14 @@ use otf2_sys as sys;
 use super::{check, null_error};
 use crate::error::Result;
 use crate::refs::{
-    AttributeRef, CommRef, GroupRef, LocationGroupRef, LocationRef, MetricRef, RegionRef,
-    RmaWinRef, StringRef, SystemTreeNodeRef,
+    AttributeRef, CommRef, GroupRef, LocationGroupRef, LocationRef, MetricRef, RegionRef, RmaWinRef, StringRef,
+    SystemTreeNodeRef,
 };
 use crate::types::Type;
 use crate::values::{AttributeValue, MetricScope, MetricValue};
 
 /// The OTF2 (type, union) pair for a value.
-pub(crate) fn attribute_to_raw(
-    value: &AttributeValue,
-) -> (sys::OTF2_Type, sys::OTF2_AttributeValue) {
+pub(crate) fn attribute_to_raw(value: &AttributeValue) -> (sys::OTF2_Type, sys::OTF2_AttributeValue) {
     use sys::OTF2_AttributeValue as V;
     let raw = match *value {
         AttributeValue::U8(v) => V { uint8: v },
@@ -45,9 +43,7 @@ pub(crate) fn attribute_to_raw(
         AttributeValue::Metric(r) => V { metricRef: r.0 },
         AttributeValue::Comm(r) => V { commRef: r.0 },
         AttributeValue::RmaWin(r) => V { rmaWinRef: r.0 },
-        AttributeValue::LocationGroup(r) => V {
-            locationGroupRef: r.0,
-        },
+        AttributeValue::LocationGroup(r) => V { locationGroupRef: r.0 },
         AttributeValue::Raw { ty, bits } => return (ty.to_raw(), raw_bits(ty, bits)),
     };
     (value.ty().to_raw(), raw)
@@ -59,12 +55,8 @@ fn raw_bits(ty: Type, bits: u64) -> sys::OTF2_AttributeValue {
     use sys::OTF2_AttributeValue as V;
     match width(ty) {
         1 => V { uint8: bits as u8 },
-        2 => V {
-            uint16: bits as u16,
-        },
-        4 => V {
-            uint32: bits as u32,
-        },
+        2 => V { uint16: bits as u16 },
+        4 => V { uint32: bits as u32 },
         _ => V { uint64: bits },
     }
 }
@@ -81,10 +73,7 @@ fn width(ty: Type) -> usize {
 }
 
 /// The typed value of an OTF2 (type, union) pair.
-pub(crate) fn attribute_from_raw(
-    ty: sys::OTF2_Type,
-    value: sys::OTF2_AttributeValue,
-) -> AttributeValue {
+pub(crate) fn attribute_from_raw(ty: sys::OTF2_Type, value: sys::OTF2_AttributeValue) -> AttributeValue {
     let ty = Type::from_raw(ty);
     // SAFETY: for each arm OTF2 wrote the union member that belongs to
     // `ty`; every member is plain old data, so even a mismatched producer
@@ -109,9 +98,7 @@ pub(crate) fn attribute_from_raw(
             Type::Metric => AttributeValue::Metric(MetricRef(value.metricRef)),
             Type::Comm => AttributeValue::Comm(CommRef(value.commRef)),
             Type::RmaWin => AttributeValue::RmaWin(RmaWinRef(value.rmaWinRef)),
-            Type::LocationGroup => {
-                AttributeValue::LocationGroup(LocationGroupRef(value.locationGroupRef))
-            }
+            Type::LocationGroup => AttributeValue::LocationGroup(LocationGroupRef(value.locationGroupRef)),
             other => {
                 let bits = match width(other) {
                     1 => u64::from(value.uint8),
@@ -168,9 +155,7 @@ pub(crate) fn scope_from_raw(kind: sys::OTF2_MetricScope, id: u64) -> Option<Met
     match u32::from(kind) {
         sys::OTF2_SCOPE_LOCATION => Some(MetricScope::Location(LocationRef(id))),
         sys::OTF2_SCOPE_LOCATION_GROUP => Some(MetricScope::LocationGroup(LocationGroupRef(id32))),
-        sys::OTF2_SCOPE_SYSTEM_TREE_NODE => {
-            Some(MetricScope::SystemTreeNode(SystemTreeNodeRef(id32)))
-        }
+        sys::OTF2_SCOPE_SYSTEM_TREE_NODE => Some(MetricScope::SystemTreeNode(SystemTreeNodeRef(id32))),
         sys::OTF2_SCOPE_GROUP => Some(MetricScope::Group(GroupRef(id32))),
         _ => None,
     }
@@ -197,9 +182,7 @@ impl AttributeList {
             "OTF2_AttributeList_AddAttribute",
             // SAFETY: `self.raw` is a live list we own; the value is
             // passed by value.
-            unsafe {
-                sys::OTF2_AttributeList_AddAttribute(self.raw.as_ptr(), attribute.0, ty, raw)
-            },
+            unsafe { sys::OTF2_AttributeList_AddAttribute(self.raw.as_ptr(), attribute.0, ty, raw) },
         )
     }
 
@@ -246,20 +229,12 @@ impl<'a> Attributes<'a> {
             // SAFETY: the caller's contract: a valid list.
             unsafe { sys::OTF2_AttributeList_GetNumberOfElements(raw) }
         };
-        Self {
-            raw,
-            len,
-            _list: PhantomData,
-        }
+        Self { raw, len, _list: PhantomData }
     }
 
     /// An empty attribute list.
     pub fn empty() -> Self {
-        Self {
-            raw: std::ptr::null(),
-            len: 0,
-            _list: PhantomData,
-        }
+        Self { raw: std::ptr::null(), len: 0, _list: PhantomData }
     }
 
     /// Number of attributes on the event.
@@ -281,16 +256,9 @@ impl<'a> Attributes<'a> {
         // SAFETY: `raw` is non-null here (len > 0) and valid for 'a; the
         // out pointers point to live locals.
         let code = unsafe {
-            sys::OTF2_AttributeList_GetAttributeByIndex(
-                self.raw,
-                index,
-                &mut attribute,
-                &mut ty,
-                &mut value,
-            )
+            sys::OTF2_AttributeList_GetAttributeByIndex(self.raw, index, &mut attribute, &mut ty, &mut value)
         };
-        (code == sys::OTF2_SUCCESS)
-            .then(|| (AttributeRef(attribute), attribute_from_raw(ty, value)))
+        (code == sys::OTF2_SUCCESS).then(|| (AttributeRef(attribute), attribute_from_raw(ty, value)))
     }
 
     /// The value of `attribute`, if the event carries it.
@@ -330,11 +298,7 @@ mod tests {
             let (ty, raw) = attribute_to_raw(&value);
             assert_eq!(attribute_from_raw(ty, raw), value);
         }
-        for value in [
-            MetricValue::I64(-5),
-            MetricValue::U64(5),
-            MetricValue::F64(0.5),
-        ] {
+        for value in [MetricValue::I64(-5), MetricValue::U64(5), MetricValue::F64(0.5)] {
             let (ty, raw) = metric_to_raw(&value);
             assert_eq!(metric_from_raw(ty, raw), value);
         }
@@ -344,8 +308,7 @@ mod tests {
     fn list_collects_attributes() {
         let mut list = AttributeList::new().unwrap();
         list.add(AttributeRef(1), &AttributeValue::U32(5)).unwrap();
-        list.add(AttributeRef(2), &AttributeValue::String(StringRef(0)))
-            .unwrap();
+        list.add(AttributeRef(2), &AttributeValue::String(StringRef(0))).unwrap();
         // A second value for the same attribute is refused by OTF2.
         assert!(list.add(AttributeRef(1), &AttributeValue::U32(6)).is_err());
         // SAFETY: the list lives until the end of the test, unchanged.

@@ -55,11 +55,7 @@ impl Archive {
 
 impl EvtWriter<'_> {
     /// Attaches an attribute to the next record.
-    pub(crate) fn add_attribute(
-        &mut self,
-        attribute: AttributeRef,
-        value: &AttributeValue,
-    ) -> Result<()> {
+    pub(crate) fn add_attribute(&mut self, attribute: AttributeRef, value: &AttributeValue) -> Result<()> {
         let list = match &mut self.attributes {
             Some(list) => list,
             None => self.attributes.insert(AttributeList::new()?),
@@ -74,9 +70,7 @@ impl EvtWriter<'_> {
     fn take_attributes(&mut self) -> RawList {
         if self.attributes_pending {
             self.attributes_pending = false;
-            self.attributes
-                .as_mut()
-                .map_or(ptr::null_mut(), AttributeList::as_ptr)
+            self.attributes.as_mut().map_or(ptr::null_mut(), AttributeList::as_ptr)
         } else {
             ptr::null_mut()
         }
@@ -92,22 +86,13 @@ impl EvtWriter<'_> {
     ) -> Result<()> {
         let list = self.take_attributes();
         let code = call(self.raw.as_ptr(), list);
-        if code == sys::OTF2_SUCCESS {
-            Ok(())
-        } else {
-            Err(self.failed(operation, code, list))
-        }
+        if code == sys::OTF2_SUCCESS { Ok(()) } else { Err(self.failed(operation, code, list)) }
     }
 
     /// A failed record may leave its attributes in the list; drop them so
     /// they do not ride along with the next record.
     #[cold]
-    fn failed(
-        &mut self,
-        operation: &'static str,
-        code: sys::OTF2_ErrorCode,
-        list: RawList,
-    ) -> Error {
+    fn failed(&mut self, operation: &'static str, code: sys::OTF2_ErrorCode, list: RawList) -> Error {
         let err = error(operation, code);
         if !list.is_null()
             && let Some(list) = &mut self.attributes
@@ -163,14 +148,7 @@ impl EvtWriter<'_> {
     }
 
     #[inline]
-    pub(crate) fn mpi_send(
-        &mut self,
-        time: u64,
-        receiver: u32,
-        comm: CommRef,
-        tag: u32,
-        length: u64,
-    ) -> Result<()> {
+    pub(crate) fn mpi_send(&mut self, time: u64, receiver: u32, comm: CommRef, tag: u32, length: u64) -> Result<()> {
         self.record("OTF2_EvtWriter_MpiSend", |w, l| {
             // SAFETY: see above.
             unsafe { sys::OTF2_EvtWriter_MpiSend(w, l, time, receiver, comm.0, tag, length) }
@@ -189,9 +167,7 @@ impl EvtWriter<'_> {
     ) -> Result<()> {
         self.record("OTF2_EvtWriter_MpiIsend", |w, l| {
             // SAFETY: see above.
-            unsafe {
-                sys::OTF2_EvtWriter_MpiIsend(w, l, time, receiver, comm.0, tag, length, request)
-            }
+            unsafe { sys::OTF2_EvtWriter_MpiIsend(w, l, time, receiver, comm.0, tag, length, request) }
         })
     }
 
@@ -212,14 +188,7 @@ impl EvtWriter<'_> {
     }
 
     #[inline]
-    pub(crate) fn mpi_recv(
-        &mut self,
-        time: u64,
-        sender: u32,
-        comm: CommRef,
-        tag: u32,
-        length: u64,
-    ) -> Result<()> {
+    pub(crate) fn mpi_recv(&mut self, time: u64, sender: u32, comm: CommRef, tag: u32, length: u64) -> Result<()> {
         self.record("OTF2_EvtWriter_MpiRecv", |w, l| {
             // SAFETY: see above.
             unsafe { sys::OTF2_EvtWriter_MpiRecv(w, l, time, sender, comm.0, tag, length) }
@@ -238,9 +207,7 @@ impl EvtWriter<'_> {
     ) -> Result<()> {
         self.record("OTF2_EvtWriter_MpiIrecv", |w, l| {
             // SAFETY: see above.
-            unsafe {
-                sys::OTF2_EvtWriter_MpiIrecv(w, l, time, sender, comm.0, tag, length, request)
-            }
+            unsafe { sys::OTF2_EvtWriter_MpiIrecv(w, l, time, sender, comm.0, tag, length, request) }
         })
     }
 
@@ -289,11 +256,7 @@ impl EvtWriter<'_> {
     }
 
     #[inline]
-    pub(crate) fn non_blocking_collective_request(
-        &mut self,
-        time: u64,
-        request: u64,
-    ) -> Result<()> {
+    pub(crate) fn non_blocking_collective_request(&mut self, time: u64, request: u64) -> Result<()> {
         self.record("OTF2_EvtWriter_NonBlockingCollectiveRequest", |w, l| {
             // SAFETY: see above.
             unsafe { sys::OTF2_EvtWriter_NonBlockingCollectiveRequest(w, l, time, request) }
@@ -301,12 +264,7 @@ impl EvtWriter<'_> {
     }
 
     #[inline]
-    pub(crate) fn non_blocking_collective_complete(
-        &mut self,
-        time: u64,
-        c: &Collective,
-        request: u64,
-    ) -> Result<()> {
+    pub(crate) fn non_blocking_collective_complete(&mut self, time: u64, c: &Collective, request: u64) -> Result<()> {
         let root = c.root.unwrap_or(sys::OTF2_UNDEFINED_UINT32);
         self.record("OTF2_EvtWriter_NonBlockingCollectiveComplete", |w, l| {
             // SAFETY: see above.
@@ -373,12 +331,7 @@ impl EvtWriter<'_> {
     }
 
     #[inline]
-    pub(crate) fn rma_op_complete_blocking(
-        &mut self,
-        time: u64,
-        win: RmaWinRef,
-        matching_id: u64,
-    ) -> Result<()> {
+    pub(crate) fn rma_op_complete_blocking(&mut self, time: u64, win: RmaWinRef, matching_id: u64) -> Result<()> {
         self.record("OTF2_EvtWriter_RmaOpCompleteBlocking", |w, l| {
             // SAFETY: see above.
             unsafe { sys::OTF2_EvtWriter_RmaOpCompleteBlocking(w, l, time, win.0, matching_id) }
@@ -386,12 +339,7 @@ impl EvtWriter<'_> {
     }
 
     #[inline]
-    pub(crate) fn rma_op_complete_non_blocking(
-        &mut self,
-        time: u64,
-        win: RmaWinRef,
-        matching_id: u64,
-    ) -> Result<()> {
+    pub(crate) fn rma_op_complete_non_blocking(&mut self, time: u64, win: RmaWinRef, matching_id: u64) -> Result<()> {
         self.record("OTF2_EvtWriter_RmaOpCompleteNonBlocking", |w, l| {
             // SAFETY: see above.
             unsafe { sys::OTF2_EvtWriter_RmaOpCompleteNonBlocking(w, l, time, win.0, matching_id) }
@@ -399,12 +347,7 @@ impl EvtWriter<'_> {
     }
 
     #[inline]
-    pub(crate) fn rma_op_test(
-        &mut self,
-        time: u64,
-        win: RmaWinRef,
-        matching_id: u64,
-    ) -> Result<()> {
+    pub(crate) fn rma_op_test(&mut self, time: u64, win: RmaWinRef, matching_id: u64) -> Result<()> {
         self.record("OTF2_EvtWriter_RmaOpTest", |w, l| {
             // SAFETY: see above.
             unsafe { sys::OTF2_EvtWriter_RmaOpTest(w, l, time, win.0, matching_id) }
@@ -413,12 +356,7 @@ impl EvtWriter<'_> {
 
     /// A metric record; the caller checked `values.len() <= 255`.
     #[inline]
-    pub(crate) fn metric(
-        &mut self,
-        time: u64,
-        metric: MetricRef,
-        values: &[MetricValue],
-    ) -> Result<()> {
+    pub(crate) fn metric(&mut self, time: u64, metric: MetricRef, values: &[MetricValue]) -> Result<()> {
         // Reused buffers: no allocation once the widest record was seen.
         self.metric_types.clear();
         self.metric_values.clear();
@@ -471,11 +409,7 @@ impl EvtWriter<'_> {
 
     #[inline]
     pub(crate) fn measurement_on_off(&mut self, time: u64, on: bool) -> Result<()> {
-        let mode = if on {
-            sys::OTF2_MEASUREMENT_ON
-        } else {
-            sys::OTF2_MEASUREMENT_OFF
-        } as sys::OTF2_MeasurementMode;
+        let mode = if on { sys::OTF2_MEASUREMENT_ON } else { sys::OTF2_MEASUREMENT_OFF } as sys::OTF2_MeasurementMode;
         self.record("OTF2_EvtWriter_MeasurementOnOff", |w, l| {
             // SAFETY: see above.
             unsafe { sys::OTF2_EvtWriter_MeasurementOnOff(w, l, time, mode) }

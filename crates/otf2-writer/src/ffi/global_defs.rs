@@ -12,13 +12,13 @@ use super::attributes::{attribute_to_raw, scope_to_raw};
 use super::check;
 use crate::error::Result;
 use crate::refs::{
-    AttributeRef, CommRef, GroupRef, LocationGroupRef, LocationRef, MetricMemberRef, MetricRef,
-    RegionRef, RmaWinRef, StringRef, SystemTreeNodeRef,
+    AttributeRef, CommRef, GroupRef, LocationGroupRef, LocationRef, MetricMemberRef, MetricRef, RegionRef, RmaWinRef,
+    StringRef, SystemTreeNodeRef,
 };
 use crate::types::{
-    Base, CommFlags, GroupFlags, GroupType, LocationGroupType, LocationType, MetricMode,
-    MetricOccurrence, MetricType, Paradigm, ParadigmClass, ParadigmProperty, RecorderKind,
-    RegionFlags, RegionRole, RmaWinFlags, SystemTreeDomain, Type,
+    Base, CommFlags, GroupFlags, GroupType, LocationGroupType, LocationType, MetricMode, MetricOccurrence, MetricType,
+    Paradigm, ParadigmClass, ParadigmProperty, RecorderKind, RegionFlags, RegionRole, RmaWinFlags, SystemTreeDomain,
+    Type,
 };
 use crate::values::{AttributeValue, ClockProperties, MetricScope};
 
@@ -52,9 +52,7 @@ impl GlobalDefWriter<'_> {
                     clock.timer_resolution,
                     clock.global_offset,
                     clock.trace_length,
-                    clock
-                        .realtime_timestamp
-                        .unwrap_or(sys::OTF2_UNDEFINED_TIMESTAMP),
+                    clock.realtime_timestamp.unwrap_or(sys::OTF2_UNDEFINED_TIMESTAMP),
                 )
             },
         )
@@ -68,23 +66,11 @@ impl GlobalDefWriter<'_> {
         )
     }
 
-    pub(crate) fn paradigm(
-        &mut self,
-        paradigm: Paradigm,
-        name: StringRef,
-        class: ParadigmClass,
-    ) -> Result<()> {
+    pub(crate) fn paradigm(&mut self, paradigm: Paradigm, name: StringRef, class: ParadigmClass) -> Result<()> {
         check(
             "OTF2_GlobalDefWriter_WriteParadigm",
             // SAFETY: live writer.
-            unsafe {
-                sys::OTF2_GlobalDefWriter_WriteParadigm(
-                    self.ptr(),
-                    paradigm.to_raw(),
-                    name.0,
-                    class.to_raw(),
-                )
-            },
+            unsafe { sys::OTF2_GlobalDefWriter_WriteParadigm(self.ptr(), paradigm.to_raw(), name.0, class.to_raw()) },
         )
     }
 
@@ -120,15 +106,7 @@ impl GlobalDefWriter<'_> {
         check(
             "OTF2_GlobalDefWriter_WriteAttribute",
             // SAFETY: live writer.
-            unsafe {
-                sys::OTF2_GlobalDefWriter_WriteAttribute(
-                    self.ptr(),
-                    id.0,
-                    name.0,
-                    description.0,
-                    ty.to_raw(),
-                )
-            },
+            unsafe { sys::OTF2_GlobalDefWriter_WriteAttribute(self.ptr(), id.0, name.0, description.0, ty.to_raw()) },
         )
     }
 
@@ -164,33 +142,15 @@ impl GlobalDefWriter<'_> {
         check(
             "OTF2_GlobalDefWriter_WriteSystemTreeNodeProperty",
             // SAFETY: live writer.
-            unsafe {
-                sys::OTF2_GlobalDefWriter_WriteSystemTreeNodeProperty(
-                    self.ptr(),
-                    node.0,
-                    name.0,
-                    ty,
-                    raw,
-                )
-            },
+            unsafe { sys::OTF2_GlobalDefWriter_WriteSystemTreeNodeProperty(self.ptr(), node.0, name.0, ty, raw) },
         )
     }
 
-    pub(crate) fn system_tree_node_domain(
-        &mut self,
-        node: SystemTreeNodeRef,
-        domain: SystemTreeDomain,
-    ) -> Result<()> {
+    pub(crate) fn system_tree_node_domain(&mut self, node: SystemTreeNodeRef, domain: SystemTreeDomain) -> Result<()> {
         check(
             "OTF2_GlobalDefWriter_WriteSystemTreeNodeDomain",
             // SAFETY: live writer.
-            unsafe {
-                sys::OTF2_GlobalDefWriter_WriteSystemTreeNodeDomain(
-                    self.ptr(),
-                    node.0,
-                    domain.to_raw(),
-                )
-            },
+            unsafe { sys::OTF2_GlobalDefWriter_WriteSystemTreeNodeDomain(self.ptr(), node.0, domain.to_raw()) },
         )
     }
 
@@ -228,15 +188,7 @@ impl GlobalDefWriter<'_> {
         check(
             "OTF2_GlobalDefWriter_WriteLocationGroupProperty",
             // SAFETY: live writer.
-            unsafe {
-                sys::OTF2_GlobalDefWriter_WriteLocationGroupProperty(
-                    self.ptr(),
-                    group.0,
-                    name.0,
-                    ty,
-                    raw,
-                )
-            },
+            unsafe { sys::OTF2_GlobalDefWriter_WriteLocationGroupProperty(self.ptr(), group.0, name.0, ty, raw) },
         )
     }
 
@@ -274,15 +226,7 @@ impl GlobalDefWriter<'_> {
         check(
             "OTF2_GlobalDefWriter_WriteLocationProperty",
             // SAFETY: live writer.
-            unsafe {
-                sys::OTF2_GlobalDefWriter_WriteLocationProperty(
-                    self.ptr(),
-                    location.0,
-                    name.0,
-                    ty,
-                    raw,
-                )
-            },
+            unsafe { sys::OTF2_GlobalDefWriter_WriteLocationProperty(self.ptr(), location.0, name.0, ty, raw) },
         )
     }
 
@@ -374,25 +318,11 @@ impl GlobalDefWriter<'_> {
         )
     }
 
-    pub(crate) fn rma_win(
-        &mut self,
-        id: RmaWinRef,
-        name: StringRef,
-        comm: CommRef,
-        flags: RmaWinFlags,
-    ) -> Result<()> {
+    pub(crate) fn rma_win(&mut self, id: RmaWinRef, name: StringRef, comm: CommRef, flags: RmaWinFlags) -> Result<()> {
         check(
             "OTF2_GlobalDefWriter_WriteRmaWin",
             // SAFETY: live writer.
-            unsafe {
-                sys::OTF2_GlobalDefWriter_WriteRmaWin(
-                    self.ptr(),
-                    id.0,
-                    name.0,
-                    comm.0,
-                    flags.to_raw(),
-                )
-            },
+            unsafe { sys::OTF2_GlobalDefWriter_WriteRmaWin(self.ptr(), id.0, name.0, comm.0, flags.to_raw()) },
         )
     }
 
@@ -466,29 +396,16 @@ impl GlobalDefWriter<'_> {
             "OTF2_GlobalDefWriter_WriteMetricInstance",
             // SAFETY: live writer.
             unsafe {
-                sys::OTF2_GlobalDefWriter_WriteMetricInstance(
-                    self.ptr(),
-                    id.0,
-                    class.0,
-                    recorder.0,
-                    kind,
-                    scope_id,
-                )
+                sys::OTF2_GlobalDefWriter_WriteMetricInstance(self.ptr(), id.0, class.0, recorder.0, kind, scope_id)
             },
         )
     }
 
-    pub(crate) fn metric_class_recorder(
-        &mut self,
-        class: MetricRef,
-        recorder: LocationRef,
-    ) -> Result<()> {
+    pub(crate) fn metric_class_recorder(&mut self, class: MetricRef, recorder: LocationRef) -> Result<()> {
         check(
             "OTF2_GlobalDefWriter_WriteMetricClassRecorder",
             // SAFETY: live writer.
-            unsafe {
-                sys::OTF2_GlobalDefWriter_WriteMetricClassRecorder(self.ptr(), class.0, recorder.0)
-            },
+            unsafe { sys::OTF2_GlobalDefWriter_WriteMetricClassRecorder(self.ptr(), class.0, recorder.0) },
         )
     }
 

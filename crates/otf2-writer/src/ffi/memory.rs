@@ -58,10 +58,7 @@ unsafe extern "C" fn allocate(
         let Ok(layout) = Layout::from_size_align(size, CHUNK_ALIGN) else {
             return ptr::null_mut();
         };
-        let pool = Box::new(ChunkPool {
-            layout,
-            chunks: Vec::new(),
-        });
+        let pool = Box::new(ChunkPool { layout, chunks: Vec::new() });
         *slot = Box::into_raw(pool).cast();
     }
     // SAFETY: the slot holds the pool made above or by an earlier call for
@@ -106,10 +103,8 @@ unsafe extern "C" fn free_all(
     }
 }
 
-pub(crate) static MEMORY_CALLBACKS: sys::OTF2_MemoryCallbacks = sys::OTF2_MemoryCallbacks {
-    otf2_allocate: Some(allocate),
-    otf2_free_all: Some(free_all),
-};
+pub(crate) static MEMORY_CALLBACKS: sys::OTF2_MemoryCallbacks =
+    sys::OTF2_MemoryCallbacks { otf2_allocate: Some(allocate), otf2_free_all: Some(free_all) };
 
 #[cfg(test)]
 mod tests {

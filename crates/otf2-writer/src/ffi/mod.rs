@@ -42,12 +42,7 @@ thread_local! {
 unsafe extern "C" {
     // The callback's `va_list` is `*mut __va_list_tag` on x86_64, the ABI
     // the bindings were generated for; vsnprintf takes it the same way.
-    fn vsnprintf(
-        buffer: *mut c_char,
-        size: usize,
-        format: *const c_char,
-        args: *mut sys::__va_list_tag,
-    ) -> c_int;
+    fn vsnprintf(buffer: *mut c_char, size: usize, format: *const c_char, args: *mut sys::__va_list_tag) -> c_int;
 }
 
 unsafe extern "C" fn on_error(
@@ -107,11 +102,7 @@ pub(crate) fn install_error_callback() {
 /// `operation`.
 #[inline(always)]
 pub(crate) fn check(operation: &'static str, code: sys::OTF2_ErrorCode) -> Result<()> {
-    if code == sys::OTF2_SUCCESS {
-        Ok(())
-    } else {
-        Err(error(operation, code))
-    }
+    if code == sys::OTF2_SUCCESS { Ok(()) } else { Err(error(operation, code)) }
 }
 
 /// Builds the error for a failed call, with the reports OTF2 made about
@@ -125,11 +116,8 @@ pub(crate) fn error(operation: &'static str, code: sys::OTF2_ErrorCode) -> Error
         Some((last, _)) if *last == code => {
             // The innermost report (the cause) and the outermost (what it
             // broke); the layers in between repeat them.
-            let texts: Vec<&str> = reports
-                .iter()
-                .map(|(_, text)| text.as_str())
-                .filter(|text| !text.is_empty())
-                .collect();
+            let texts: Vec<&str> =
+                reports.iter().map(|(_, text)| text.as_str()).filter(|text| !text.is_empty()).collect();
             match texts.as_slice() {
                 [] => None,
                 [only] => Some((*only).to_owned()),
@@ -155,12 +143,7 @@ pub(crate) fn error(operation: &'static str, code: sys::OTF2_ErrorCode) -> Error
 
 fn take_reports() -> Vec<(sys::OTF2_ErrorCode, String)> {
     REPORTS
-        .try_with(|reports| {
-            reports
-                .try_borrow_mut()
-                .map(|mut r| std::mem::take(&mut *r))
-                .unwrap_or_default()
-        })
+        .try_with(|reports| reports.try_borrow_mut().map(|mut r| std::mem::take(&mut *r)).unwrap_or_default())
         .unwrap_or_default()
 }
 
@@ -169,12 +152,7 @@ fn take_reports() -> Vec<(sys::OTF2_ErrorCode, String)> {
 #[cold]
 pub(crate) fn null_error(operation: &'static str) -> Error {
     let code = REPORTS
-        .try_with(|reports| {
-            reports
-                .try_borrow()
-                .ok()
-                .and_then(|r| r.last().map(|(c, _)| *c))
-        })
+        .try_with(|reports| reports.try_borrow().ok().and_then(|r| r.last().map(|(c, _)| *c)))
         .ok()
         .flatten()
         .unwrap_or(sys::OTF2_ERROR_PROCESSED_WITH_FAULTS);
@@ -216,9 +194,7 @@ pub(crate) unsafe fn copy_str(ptr: *const c_char) -> String {
         return String::new();
     }
     // SAFETY: the caller's contract.
-    unsafe { CStr::from_ptr(ptr) }
-        .to_string_lossy()
-        .into_owned()
+    unsafe { CStr::from_ptr(ptr) }.to_string_lossy().into_owned()
 }
 
 #[cfg(test)]
@@ -232,9 +208,6 @@ mod tests {
         let err = check("OTF2_Foo", sys::OTF2_ERROR_INVALID_ARGUMENT).unwrap_err();
         assert_eq!(err.otf2_code(), Some(sys::OTF2_ERROR_INVALID_ARGUMENT));
         let text = err.to_string();
-        assert!(
-            text.starts_with("OTF2_Foo failed: INVALID_ARGUMENT"),
-            "{text}"
-        );
+        assert!(text.starts_with("OTF2_Foo failed: INVALID_ARGUMENT"), "{text}");
     }
 }

@@ -35,10 +35,7 @@ impl Reader {
         // SAFETY: NUL-terminated path, valid for the call.
         let raw = unsafe { sys::OTF2_Reader_Open(path.as_ptr()) };
         let raw = NonNull::new(raw).ok_or_else(|| null_error("OTF2_Reader_Open"))?;
-        let reader = Self {
-            raw,
-            evt_files_open: false,
-        };
+        let reader = Self { raw, evt_files_open: false };
         check(
             "OTF2_Reader_SetSerialCollectiveCallbacks",
             // SAFETY: live reader.
@@ -100,9 +97,7 @@ impl Reader {
             check(
                 "OTF2_Reader_ReadAllGlobalDefinitions",
                 // SAFETY: as above; `read` is a live local.
-                unsafe {
-                    sys::OTF2_Reader_ReadAllGlobalDefinitions(self.ptr(), def_reader, &mut read)
-                },
+                unsafe { sys::OTF2_Reader_ReadAllGlobalDefinitions(self.ptr(), def_reader, &mut read) },
             )
         });
         // SAFETY: the def reader came from this reader; closed once.
@@ -130,10 +125,7 @@ impl Reader {
         )?;
         let callbacks = LocalDefCallbacks::new()?;
         for &location in &locations {
-            let mut sink = LocalDefSink {
-                location,
-                defs: &mut *defs,
-            };
+            let mut sink = LocalDefSink { location, defs: &mut *defs };
             match self.read_local_defs(location, &callbacks, &mut sink) {
                 // Some writers create no local definition file for a
                 // location without local definitions; OTF2's tools accept
@@ -185,15 +177,12 @@ impl Reader {
             check(
                 "OTF2_Reader_ReadAllLocalDefinitions",
                 // SAFETY: as above; `read` is a live local.
-                unsafe {
-                    sys::OTF2_Reader_ReadAllLocalDefinitions(self.ptr(), def_reader, &mut read)
-                },
+                unsafe { sys::OTF2_Reader_ReadAllLocalDefinitions(self.ptr(), def_reader, &mut read) },
             )
         });
         // SAFETY: the def reader came from this reader; closed once.
-        let closed = check("OTF2_Reader_CloseDefReader", unsafe {
-            sys::OTF2_Reader_CloseDefReader(self.ptr(), def_reader)
-        });
+        let closed =
+            check("OTF2_Reader_CloseDefReader", unsafe { sys::OTF2_Reader_CloseDefReader(self.ptr(), def_reader) });
         result.and(closed)
     }
 
@@ -237,12 +226,7 @@ impl LocalDefCallbacks {
         check(
             "OTF2_DefReaderCallbacks_SetClockOffsetCallback",
             // SAFETY: live callbacks object; matching trampoline.
-            unsafe {
-                sys::OTF2_DefReaderCallbacks_SetClockOffsetCallback(
-                    this.raw.as_ptr(),
-                    Some(on_clock_offset),
-                )
-            },
+            unsafe { sys::OTF2_DefReaderCallbacks_SetClockOffsetCallback(this.raw.as_ptr(), Some(on_clock_offset)) },
         )?;
         Ok(this)
     }
@@ -264,14 +248,6 @@ unsafe extern "C" fn on_clock_offset(
     // SAFETY: `u` is the LocalDefSink registered in read_local_defs, alive
     // and otherwise unused during the read.
     let sink = unsafe { &mut *u.cast::<LocalDefSink<'_>>() };
-    sink.defs
-        .clock_offsets
-        .entry(sink.location)
-        .or_default()
-        .push(ClockOffset {
-            time,
-            offset,
-            standard_deviation,
-        });
+    sink.defs.clock_offsets.entry(sink.location).or_default().push(ClockOffset { time, offset, standard_deviation });
     sys::OTF2_CALLBACK_SUCCESS
 }

@@ -23,8 +23,7 @@ impl GlobalDefCallbacks {
     pub(crate) fn new() -> Result<Self> {
         // SAFETY: no arguments; returns an owned object or null.
         let raw = unsafe { sys::OTF2_GlobalDefReaderCallbacks_New() };
-        let raw =
-            NonNull::new(raw).ok_or_else(|| null_error("OTF2_GlobalDefReaderCallbacks_New"))?;
+        let raw = NonNull::new(raw).ok_or_else(|| null_error("OTF2_GlobalDefReaderCallbacks_New"))?;
         let this = Self { raw };
         let cb = this.raw.as_ptr();
         macro_rules! set {

@@ -51,12 +51,7 @@ impl Reader {
         if evt_reader.is_null() {
             return Err(null_error("OTF2_Reader_GetEvtReader"));
         }
-        let mut dispatch = Dispatch {
-            visitor,
-            metric_values: Vec::new(),
-            panic: None,
-            stopped: false,
-        };
+        let mut dispatch = Dispatch { visitor, metric_values: Vec::new(), panic: None, stopped: false };
         let mut events = 0;
         let result = check(
             "OTF2_Reader_RegisterEvtCallbacks",
@@ -79,23 +74,16 @@ impl Reader {
             )
         });
         // SAFETY: the event reader came from this reader; closed once.
-        let closed = check("OTF2_Reader_CloseEvtReader", unsafe {
-            sys::OTF2_Reader_CloseEvtReader(self.ptr(), evt_reader)
-        });
+        let closed =
+            check("OTF2_Reader_CloseEvtReader", unsafe { sys::OTF2_Reader_CloseEvtReader(self.ptr(), evt_reader) });
         if let Some(payload) = dispatch.panic.take() {
             panic::resume_unwind(payload);
         }
         if dispatch.stopped {
             // OTF2 reports the interruption as an error; it was a request.
-            return Ok(ReadOutcome {
-                events,
-                stopped: true,
-            });
+            return Ok(ReadOutcome { events, stopped: true });
         }
-        result.and(closed).map(|()| ReadOutcome {
-            events,
-            stopped: false,
-        })
+        result.and(closed).map(|()| ReadOutcome { events, stopped: false })
     }
 }
 

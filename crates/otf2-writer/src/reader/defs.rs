@@ -8,13 +8,13 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::refs::{
-    AttributeRef, CommRef, GroupRef, LocationGroupRef, LocationRef, MetricMemberRef, MetricRef,
-    RegionRef, RmaWinRef, StringRef, SystemTreeNodeRef,
+    AttributeRef, CommRef, GroupRef, LocationGroupRef, LocationRef, MetricMemberRef, MetricRef, RegionRef, RmaWinRef,
+    StringRef, SystemTreeNodeRef,
 };
 use crate::types::{
-    Base, CommFlags, GroupFlags, GroupType, LocationGroupType, LocationType, MetricMode,
-    MetricOccurrence, MetricType, Paradigm, ParadigmClass, ParadigmProperty, RecorderKind,
-    RegionFlags, RegionRole, RmaWinFlags, SystemTreeDomain, Type,
+    Base, CommFlags, GroupFlags, GroupType, LocationGroupType, LocationType, MetricMode, MetricOccurrence, MetricType,
+    Paradigm, ParadigmClass, ParadigmProperty, RecorderKind, RegionFlags, RegionRole, RmaWinFlags, SystemTreeDomain,
+    Type,
 };
 use crate::values::{AttributeValue, ClockOffset, ClockProperties, MetricScope};
 
@@ -190,23 +190,17 @@ impl GlobalDefs {
 
     /// The name of a region, or `""`.
     pub fn region_name(&self, region: RegionRef) -> &str {
-        self.regions
-            .get(&region)
-            .map_or("", |r| self.string(r.name))
+        self.regions.get(&region).map_or("", |r| self.string(r.name))
     }
 
     /// The name of a location, or `""`.
     pub fn location_name(&self, location: LocationRef) -> &str {
-        self.locations
-            .get(&location)
-            .map_or("", |l| self.string(l.name))
+        self.locations.get(&location).map_or("", |l| self.string(l.name))
     }
 
     /// The name of an attribute, or `""`.
     pub fn attribute_name(&self, attribute: AttributeRef) -> &str {
-        self.attributes
-            .get(&attribute)
-            .map_or("", |a| self.string(a.name))
+        self.attributes.get(&attribute).map_or("", |a| self.string(a.name))
     }
 
     /// The location of rank `rank` of communicator `comm`: the rank's
@@ -219,13 +213,8 @@ impl GlobalDefs {
             GroupType::CommGroup => *group.members.get(rank as usize)?,
             _ => return None,
         };
-        let locations = self
-            .groups
-            .values()
-            .find(|g| g.ty == GroupType::CommLocations && g.paradigm == group.paradigm)?;
-        locations
-            .members
-            .get(usize::try_from(index).ok()?)
-            .map(|&id| LocationRef(id))
+        let locations =
+            self.groups.values().find(|g| g.ty == GroupType::CommLocations && g.paradigm == group.paradigm)?;
+        locations.members.get(usize::try_from(index).ok()?).map(|&id| LocationRef(id))
     }
 }

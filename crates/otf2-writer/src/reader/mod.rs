@@ -73,14 +73,8 @@ impl TraceReader {
     /// for a file that is empty, not an OTF2 anchor, or whose definitions
     /// are incomplete, [`Error::Otf2`] for what OTF2 rejects.
     pub fn open(anchor: &Path) -> Result<Self> {
-        let not_an_archive = |reason: String| Error::NotAnArchive {
-            path: anchor.to_owned(),
-            reason,
-        };
-        let metadata = std::fs::metadata(anchor).map_err(|source| Error::Io {
-            path: anchor.to_owned(),
-            source,
-        })?;
+        let not_an_archive = |reason: String| Error::NotAnArchive { path: anchor.to_owned(), reason };
+        let metadata = std::fs::metadata(anchor).map_err(|source| Error::Io { path: anchor.to_owned(), source })?;
         if !metadata.is_file() {
             return Err(not_an_archive("not a regular file".into()));
         }
@@ -92,16 +86,10 @@ impl TraceReader {
         }
 
         let mut raw = Reader::open(anchor).map_err(|e| not_an_archive(e.to_string()))?;
-        let announced = raw
-            .number_of_locations()
-            .map_err(|e| not_an_archive(e.to_string()))?;
-        let announced_defs = raw
-            .number_of_global_definitions()
-            .map_err(|e| not_an_archive(e.to_string()))?;
+        let announced = raw.number_of_locations().map_err(|e| not_an_archive(e.to_string()))?;
+        let announced_defs = raw.number_of_global_definitions().map_err(|e| not_an_archive(e.to_string()))?;
         let mut defs = GlobalDefs::default();
-        let read = raw
-            .read_global_defs(&mut defs)
-            .map_err(|e| not_an_archive(format!("global definitions: {e}")))?;
+        let read = raw.read_global_defs(&mut defs).map_err(|e| not_an_archive(format!("global definitions: {e}")))?;
         // A definitions file cut at a record boundary reads without error;
         // the counts in the anchor file tell.
         if read != announced_defs {
@@ -116,17 +104,10 @@ impl TraceReader {
             )));
         }
         if defs.clock_properties.is_none() {
-            return Err(not_an_archive(
-                "the global definitions lack clock properties".into(),
-            ));
+            return Err(not_an_archive("the global definitions lack clock properties".into()));
         }
         raw.prepare_locations(&mut defs)?;
-        Ok(Self {
-            callbacks: EvtCallbacks::new()?,
-            raw,
-            defs,
-            anchor: anchor.to_owned(),
-        })
+        Ok(Self { callbacks: EvtCallbacks::new()?, raw, defs, anchor: anchor.to_owned() })
     }
 
     /// The archive's definitions.
@@ -153,31 +134,18 @@ impl TraceReader {
     /// [`Error::TruncatedEvents`] for one with fewer events than its
     /// definition announces (the visitor has seen the events before the
     /// damage either way).
-    pub fn read_location(
-        &mut self,
-        location: LocationRef,
-        visitor: &mut dyn EventVisitor,
-    ) -> Result<ReadSummary> {
+    pub fn read_location(&mut self, location: LocationRef, visitor: &mut dyn EventVisitor) -> Result<ReadSummary> {
         if !self.defs.locations.contains_key(&location) || !self.raw.evt_files_open() {
             return Err(Error::UnknownLocation { id: location.id() });
         }
-        let outcome = self
-            .raw
-            .read_location_events(&self.callbacks, location, visitor)?;
+        let outcome = self.raw.read_location_events(&self.callbacks, location, visitor)?;
         // A file cut at a chunk boundary reads without error; the count in
         // the definition tells.
         let announced = self.defs.locations[&location].number_of_events;
         if !outcome.stopped && outcome.events < announced {
-            return Err(Error::TruncatedEvents {
-                location: location.id(),
-                announced,
-                read: outcome.events,
-            });
+            return Err(Error::TruncatedEvents { location: location.id(), announced, read: outcome.events });
         }
-        Ok(ReadSummary {
-            events: outcome.events,
-            stopped: outcome.stopped,
-        })
+        Ok(ReadSummary { events: outcome.events, stopped: outcome.stopped })
     }
 
     /// Reads the events of every location, one location after the other

@@ -38,15 +38,7 @@ pub trait EventVisitor {
     /// `Leave`.
     fn leave(&mut self, ev: &EventContext<'_>, region: RegionRef) {}
     /// `MpiSend`.
-    fn mpi_send(
-        &mut self,
-        ev: &EventContext<'_>,
-        receiver: u32,
-        comm: CommRef,
-        tag: u32,
-        length: u64,
-    ) {
-    }
+    fn mpi_send(&mut self, ev: &EventContext<'_>, receiver: u32, comm: CommRef, tag: u32, length: u64) {}
     /// `MpiIsend`.
     fn mpi_isend(
         &mut self,
@@ -63,25 +55,9 @@ pub trait EventVisitor {
     /// `MpiIrecvRequest`.
     fn mpi_irecv_request(&mut self, ev: &EventContext<'_>, request_id: u64) {}
     /// `MpiRecv`.
-    fn mpi_recv(
-        &mut self,
-        ev: &EventContext<'_>,
-        sender: u32,
-        comm: CommRef,
-        tag: u32,
-        length: u64,
-    ) {
-    }
+    fn mpi_recv(&mut self, ev: &EventContext<'_>, sender: u32, comm: CommRef, tag: u32, length: u64) {}
     /// `MpiIrecv`.
-    fn mpi_irecv(
-        &mut self,
-        ev: &EventContext<'_>,
-        sender: u32,
-        comm: CommRef,
-        tag: u32,
-        length: u64,
-        request_id: u64,
-    ) {
+    fn mpi_irecv(&mut self, ev: &EventContext<'_>, sender: u32, comm: CommRef, tag: u32, length: u64, request_id: u64) {
     }
     /// `MpiRequestTest`.
     fn mpi_request_test(&mut self, ev: &EventContext<'_>, request_id: u64) {}
@@ -94,53 +70,19 @@ pub trait EventVisitor {
     /// `NonBlockingCollectiveRequest`.
     fn non_blocking_collective_request(&mut self, ev: &EventContext<'_>, request_id: u64) {}
     /// `NonBlockingCollectiveComplete`.
-    fn non_blocking_collective_complete(
-        &mut self,
-        ev: &EventContext<'_>,
-        collective: &Collective,
-        request_id: u64,
-    ) {
-    }
+    fn non_blocking_collective_complete(&mut self, ev: &EventContext<'_>, collective: &Collective, request_id: u64) {}
     /// `RmaWinCreate`.
     fn rma_win_create(&mut self, ev: &EventContext<'_>, win: RmaWinRef) {}
     /// `RmaWinDestroy`.
     fn rma_win_destroy(&mut self, ev: &EventContext<'_>, win: RmaWinRef) {}
     /// `RmaPut`.
-    fn rma_put(
-        &mut self,
-        ev: &EventContext<'_>,
-        win: RmaWinRef,
-        remote: u32,
-        bytes: u64,
-        matching_id: u64,
-    ) {
-    }
+    fn rma_put(&mut self, ev: &EventContext<'_>, win: RmaWinRef, remote: u32, bytes: u64, matching_id: u64) {}
     /// `RmaGet`.
-    fn rma_get(
-        &mut self,
-        ev: &EventContext<'_>,
-        win: RmaWinRef,
-        remote: u32,
-        bytes: u64,
-        matching_id: u64,
-    ) {
-    }
+    fn rma_get(&mut self, ev: &EventContext<'_>, win: RmaWinRef, remote: u32, bytes: u64, matching_id: u64) {}
     /// `RmaOpCompleteBlocking`.
-    fn rma_op_complete_blocking(
-        &mut self,
-        ev: &EventContext<'_>,
-        win: RmaWinRef,
-        matching_id: u64,
-    ) {
-    }
+    fn rma_op_complete_blocking(&mut self, ev: &EventContext<'_>, win: RmaWinRef, matching_id: u64) {}
     /// `RmaOpCompleteNonBlocking`.
-    fn rma_op_complete_non_blocking(
-        &mut self,
-        ev: &EventContext<'_>,
-        win: RmaWinRef,
-        matching_id: u64,
-    ) {
-    }
+    fn rma_op_complete_non_blocking(&mut self, ev: &EventContext<'_>, win: RmaWinRef, matching_id: u64) {}
     /// `RmaOpTest`.
     fn rma_op_test(&mut self, ev: &EventContext<'_>, win: RmaWinRef, matching_id: u64) {}
     /// `Metric`: one value per member of the metric's class.

@@ -36,12 +36,9 @@ fn create_refuses_an_existing_archive() {
 
     let err = ArchiveWriter::create(dir.path(), "traces").unwrap_err();
     match &err {
-        Error::AlreadyExists { path } => assert!(
-            path.ends_with("traces.def")
-                || path.ends_with("traces")
-                || path.ends_with("traces.otf2"),
-            "{err}"
-        ),
+        Error::AlreadyExists { path } => {
+            assert!(path.ends_with("traces.def") || path.ends_with("traces") || path.ends_with("traces.otf2"), "{err}")
+        }
         other => panic!("expected AlreadyExists, got {other}"),
     }
     assert!(err.to_string().contains("already exists"), "{err}");
@@ -69,19 +66,10 @@ fn create_refuses_each_part_of_an_archive() {
 fn create_rejects_bad_names_and_makes_missing_directories() {
     let dir = TempDir::new("names");
     for name in ["", "a/b", "..", "nul\0"] {
-        assert!(
-            matches!(
-                ArchiveWriter::create(dir.path(), name),
-                Err(Error::InvalidName { .. })
-            ),
-            "{name:?}"
-        );
+        assert!(matches!(ArchiveWriter::create(dir.path(), name), Err(Error::InvalidName { .. })), "{name:?}");
     }
     let nested = dir.path().join("x/y");
-    ArchiveWriter::create(&nested, "t")
-        .unwrap()
-        .close()
-        .unwrap();
+    ArchiveWriter::create(&nested, "t").unwrap().close().unwrap();
     assert!(nested.join("t.otf2").is_file());
     let trace = TraceReader::open(&nested.join("t.otf2")).unwrap();
     assert!(trace.defs().locations.is_empty());
@@ -113,10 +101,7 @@ fn reading_bad_files_is_an_error() {
         assert!(matches!(err, Error::NotAnArchive { .. }), "{name}: {err}");
         assert!(err.to_string().contains(name), "{name}: {err}");
     }
-    assert!(matches!(
-        open_err(&dir.path().join("missing.otf2")),
-        Error::Io { .. }
-    ));
+    assert!(matches!(open_err(&dir.path().join("missing.otf2")), Error::Io { .. }));
     assert!(matches!(open_err(dir.path()), Error::NotAnArchive { .. }));
 }
 
@@ -130,10 +115,7 @@ fn truncated_definitions_or_events_are_errors() {
     let defs = dir.path().join("traces.def");
     let original = fs::read(&defs).unwrap();
     fs::write(&defs, &original[..original.len() / 2]).unwrap();
-    assert!(matches!(
-        open_err(&sample.anchor),
-        Error::NotAnArchive { .. }
-    ));
+    assert!(matches!(open_err(&sample.anchor), Error::NotAnArchive { .. }));
     fs::write(&defs, &original).unwrap();
 
     // Cut an event file: open works, reading that location fails.
@@ -143,19 +125,13 @@ fn truncated_definitions_or_events_are_errors() {
     let mut trace = TraceReader::open(&sample.anchor).unwrap();
     struct Nothing;
     impl EventVisitor for Nothing {}
-    let err = trace
-        .read_location(LocationRef::from_id(master0), &mut Nothing)
-        .unwrap_err();
+    let err = trace.read_location(LocationRef::from_id(master0), &mut Nothing).unwrap_err();
     assert!(matches!(err, Error::Otf2 { .. }), "{err}");
 
     // A missing event file is an error too.
     fs::remove_file(&events).unwrap();
     let mut trace = TraceReader::open(&sample.anchor).unwrap();
-    assert!(
-        trace
-            .read_location(LocationRef::from_id(master0), &mut Nothing)
-            .is_err()
-    );
+    assert!(trace.read_location(LocationRef::from_id(master0), &mut Nothing).is_err());
 }
 
 #[test]
@@ -165,9 +141,7 @@ fn misuse_is_an_error() {
     let defs = archive.defs();
     let root = defs.system_tree_node("m", "machine", None);
     let group = defs.location_group("p", LocationGroupType::Process, root, None);
-    let location = defs
-        .location(1, "t", LocationType::CpuThread, group)
-        .unwrap();
+    let location = defs.location(1, "t", LocationType::CpuThread, group).unwrap();
     let region = defs.region(Region::new("r", RegionRole::Function, Paradigm::User));
     assert!(matches!(
         defs.metric_class(&[], MetricOccurrence::Synchronous, RecorderKind::Cpu),
@@ -175,14 +149,8 @@ fn misuse_is_an_error() {
     ));
 
     let stranger = LocationRef::from_id(2);
-    assert!(matches!(
-        archive.event_writer(stranger),
-        Err(Error::UnknownLocation { id: 2 })
-    ));
-    assert!(matches!(
-        archive.clock_offset(stranger, 0, 0, 0.0),
-        Err(Error::UnknownLocation { id: 2 })
-    ));
+    assert!(matches!(archive.event_writer(stranger), Err(Error::UnknownLocation { id: 2 })));
+    assert!(matches!(archive.clock_offset(stranger, 0, 0, 0.0), Err(Error::UnknownLocation { id: 2 })));
 
     let mut writer = archive.event_writer(location).unwrap();
     writer.enter(1, region).unwrap();
@@ -194,17 +162,11 @@ fn misuse_is_an_error() {
     // OTF2 refuses one attribute twice on a record; the next record is
     // clean.
     let attribute = writer.defs().attribute("a", "", Type::U8);
-    let twice = [
-        (attribute, AttributeValue::U8(1)),
-        (attribute, AttributeValue::U8(2)),
-    ];
+    let twice = [(attribute, AttributeValue::U8(1)), (attribute, AttributeValue::U8(2))];
     assert!(writer.attributes(&twice).is_err());
     writer.leave(3, region).unwrap();
     assert_eq!(writer.close().unwrap(), 2);
-    assert!(matches!(
-        archive.event_writer(location),
-        Err(Error::EventsAlreadyWritten { id: 1 })
-    ));
+    assert!(matches!(archive.event_writer(location), Err(Error::EventsAlreadyWritten { id: 1 })));
     archive.close().unwrap();
 }
 
@@ -216,9 +178,7 @@ fn abandoned_writers_still_finalize_the_archive() {
         let defs = archive.defs();
         let root = defs.system_tree_node("m", "machine", None);
         let group = defs.location_group("p", LocationGroupType::Process, root, None);
-        let location = defs
-            .location(0, "t", LocationType::CpuThread, group)
-            .unwrap();
+        let location = defs.location(0, "t", LocationType::CpuThread, group).unwrap();
         let region = defs.region(Region::new("r", RegionRole::Function, Paradigm::User));
         let mut writer = archive.event_writer(location).unwrap();
         for i in 0..1000 {
@@ -236,16 +196,7 @@ fn abandoned_writers_still_finalize_the_archive() {
         }
     }
     let mut trace = TraceReader::open(&anchor).unwrap();
-    assert_eq!(
-        trace
-            .defs()
-            .locations
-            .values()
-            .next()
-            .unwrap()
-            .number_of_events,
-        2000
-    );
+    assert_eq!(trace.defs().locations.values().next().unwrap().number_of_events, 2000);
     let clock = trace.defs().clock_properties.unwrap();
     // Without explicit clock properties the observed span is written.
     assert_eq!((clock.global_offset, clock.trace_length), (0, 1999));

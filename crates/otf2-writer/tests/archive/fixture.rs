@@ -19,8 +19,7 @@ impl TempDir {
     pub fn new(tag: &str) -> Self {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
-        let path =
-            std::env::temp_dir().join(format!("otf2-writer-{tag}-{}-{n}", std::process::id()));
+        let path = std::env::temp_dir().join(format!("otf2-writer-{tag}-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
         std::fs::create_dir_all(&path).unwrap();
         Self(path)
@@ -129,25 +128,11 @@ pub fn write_sample(dir: &Path) -> Result<Sample> {
     let mut masters = Vec::new();
     let mut locations = Vec::new();
     for rank in 0..2 {
-        let group = defs.location_group(
-            &format!("MPI Rank {rank}"),
-            LocationGroupType::Process,
-            node,
-            None,
-        );
+        let group = defs.location_group(&format!("MPI Rank {rank}"), LocationGroupType::Process, node, None);
         defs.location_group_property(group, "rank", AttributeValue::U64(rank));
         for thread in 0..2 {
-            let name = if thread == 0 {
-                "Master thread".to_owned()
-            } else {
-                format!("Pthread {thread}")
-            };
-            let location = defs.location(
-                location_id(rank, thread),
-                &name,
-                LocationType::CpuThread,
-                group,
-            )?;
+            let name = if thread == 0 { "Master thread".to_owned() } else { format!("Pthread {thread}") };
+            let location = defs.location(location_id(rank, thread), &name, LocationType::CpuThread, group)?;
             if thread == 0 {
                 masters.push(location);
             }
@@ -163,65 +148,26 @@ pub fn write_sample(dir: &Path) -> Result<Sample> {
         end_line: 20,
         ..Region::new("worker", RegionRole::Function, Paradigm::Pthread)
     });
-    let send = defs.region(Region::new(
-        "MPI_Send",
-        RegionRole::Point2Point,
-        Paradigm::Mpi,
-    ));
-    let recv = defs.region(Region::new(
-        "MPI_Recv",
-        RegionRole::Point2Point,
-        Paradigm::Mpi,
-    ));
-    let allreduce_region = defs.region(Region::new(
-        "MPI_Allreduce",
-        RegionRole::CollAll2All,
-        Paradigm::Mpi,
-    ));
+    let send = defs.region(Region::new("MPI_Send", RegionRole::Point2Point, Paradigm::Mpi));
+    let recv = defs.region(Region::new("MPI_Recv", RegionRole::Point2Point, Paradigm::Mpi));
+    let allreduce_region = defs.region(Region::new("MPI_Allreduce", RegionRole::CollAll2All, Paradigm::Mpi));
     let put_region = defs.region(Region::new("MPI_Put", RegionRole::Rma, Paradigm::Mpi));
 
     let master_ids: Vec<u64> = masters.iter().map(|l| l.id()).collect();
-    defs.group(
-        "",
-        GroupType::CommLocations,
-        Paradigm::Mpi,
-        GroupFlags::NONE,
-        &master_ids,
-    );
-    let world_group = defs.group(
-        "",
-        GroupType::CommGroup,
-        Paradigm::Mpi,
-        GroupFlags::NONE,
-        &[0, 1],
-    );
+    defs.group("", GroupType::CommLocations, Paradigm::Mpi, GroupFlags::NONE, &master_ids);
+    let world_group = defs.group("", GroupType::CommGroup, Paradigm::Mpi, GroupFlags::NONE, &[0, 1]);
     let comm = defs.comm("MPI_COMM_WORLD", world_group, None, CommFlags::NONE);
     let win = defs.rma_win("MPI_Win", comm, RmaWinFlags::NONE);
 
-    let tx = defs.metric_member(MetricMember::new(
-        "nvlink_tx",
-        "bytes",
-        MetricMode::AccumulatedStart,
-        Type::U64,
-    ));
+    let tx = defs.metric_member(MetricMember::new("nvlink_tx", "bytes", MetricMode::AccumulatedStart, Type::U64));
     let temperature = defs.metric_member(MetricMember {
         description: "GPU temperature",
         ..MetricMember::new("temperature", "C", MetricMode::AbsolutePoint, Type::F64)
     });
-    let class = defs.metric_class(
-        &[tx, temperature],
-        MetricOccurrence::Asynchronous,
-        RecorderKind::Abstract,
-    )?;
+    let class = defs.metric_class(&[tx, temperature], MetricOccurrence::Asynchronous, RecorderKind::Abstract)?;
     let metric = defs.metric_instance(class, masters[0], MetricScope::SystemTreeNode(node));
 
-    let allreduce = Collective {
-        op: CollectiveOp::Allreduce,
-        comm,
-        root: None,
-        bytes_sent: 8,
-        bytes_received: 8,
-    };
+    let allreduce = Collective { op: CollectiveOp::Allreduce, comm, root: None, bytes_sent: 8, bytes_received: 8 };
 
     let mut events = BTreeMap::new();
     events.insert(
@@ -240,22 +186,14 @@ pub fn write_sample(dir: &Path) -> Result<Sample> {
             Ev::RmaPut(60, 1, PUT_BYTES, 7),
             Ev::RmaOpCompleteBlocking(65, 7),
             Ev::Leave(66, put_region),
-            Ev::Metric(
-                70,
-                vec![MetricValue::U64(PUT_BYTES), MetricValue::F64(42.5)],
-            ),
+            Ev::Metric(70, vec![MetricValue::U64(PUT_BYTES), MetricValue::F64(42.5)]),
             Ev::RmaWinDestroy(75),
             Ev::Leave(100, main),
         ],
     );
     events.insert(
         location_id(0, 1),
-        vec![
-            Ev::Enter(12, worker),
-            Ev::Leave(18, worker),
-            Ev::Enter(22, worker),
-            Ev::Leave(28, worker),
-        ],
+        vec![Ev::Enter(12, worker), Ev::Leave(18, worker), Ev::Enter(22, worker), Ev::Leave(28, worker)],
     );
     events.insert(
         location_id(1, 0),
@@ -289,10 +227,7 @@ pub fn write_sample(dir: &Path) -> Result<Sample> {
                 Ev::EnterWithAttributes(t, r) => {
                     let name = writer.defs().string(KERNEL_NAME);
                     writer
-                        .attributes(&[
-                            (grid, AttributeValue::U32(GRID)),
-                            (kernel_name, AttributeValue::String(name)),
-                        ])?
+                        .attributes(&[(grid, AttributeValue::U32(GRID)), (kernel_name, AttributeValue::String(name))])?
                         .enter(t, r)?
                 }
                 Ev::Leave(t, r) => writer.leave(t, r)?,
@@ -311,14 +246,5 @@ pub fn write_sample(dir: &Path) -> Result<Sample> {
     }
     let anchor = archive.anchor_path().to_owned();
     archive.close()?;
-    Ok(Sample {
-        anchor,
-        events,
-        comm,
-        win,
-        metric,
-        grid,
-        kernel_name,
-        allreduce,
-    })
+    Ok(Sample { anchor, events, comm, win, metric, grid, kernel_name, allreduce })
 }

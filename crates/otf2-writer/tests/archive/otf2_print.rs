@@ -11,16 +11,8 @@ fn otf2_print(args: &[&str], anchor: &std::path::Path) -> String {
         .arg(anchor)
         .output()
         .expect("otf2-print not runnable: install otf2-tools");
-    assert!(
-        out.status.success(),
-        "otf2-print failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(
-        out.stderr.is_empty(),
-        "otf2-print complained: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "otf2-print failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "otf2-print complained: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -31,10 +23,7 @@ fn camel(kind: &str) -> String {
         .map(|part| {
             let lower = part.to_ascii_lowercase();
             let mut chars = lower.chars();
-            chars
-                .next()
-                .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
-                .unwrap_or_default()
+            chars.next().map(|c| c.to_ascii_uppercase().to_string() + chars.as_str()).unwrap_or_default()
         })
         .collect()
 }
@@ -50,14 +39,7 @@ fn event_lines(output: &str) -> Vec<(String, u64, u64, String)> {
             let time = fields.next()?.parse().ok()?;
             kind.chars()
                 .all(|c| c.is_ascii_uppercase() || c == '_')
-                .then(|| {
-                    (
-                        camel(kind),
-                        location,
-                        time,
-                        fields.collect::<Vec<_>>().join(" "),
-                    )
-                })
+                .then(|| (camel(kind), location, time, fields.collect::<Vec<_>>().join(" ")))
         })
         .collect()
 }
@@ -75,54 +57,24 @@ fn events_and_counts_match() {
     }
     assert_eq!(counts, sample.counts(), "{output}");
 
-    let find = |kind: &str| {
-        events
-            .iter()
-            .find(|e| e.0 == kind)
-            .unwrap_or_else(|| panic!("no {kind} in\n{output}"))
-    };
+    let find = |kind: &str| events.iter().find(|e| e.0 == kind).unwrap_or_else(|| panic!("no {kind} in\n{output}"));
     let send = find("MpiSend");
     assert_eq!((send.1, send.2), (fixture::location_id(0, 0), 21));
-    for part in [
-        "Receiver: 1",
-        "Communicator: \"MPI_COMM_WORLD\"",
-        "Tag: 42",
-        "Length: 1024",
-    ] {
+    for part in ["Receiver: 1", "Communicator: \"MPI_COMM_WORLD\"", "Tag: 42", "Length: 1024"] {
         assert!(send.3.contains(part), "{part} missing in {send:?}");
     }
     let recv = find("MpiRecv");
     // Written at 25 on rank 1, whose clock offsets add 5.
-    assert_eq!(
-        (recv.1, recv.2),
-        (
-            fixture::location_id(1, 0),
-            25 + fixture::RANK1_OFFSET as u64
-        )
-    );
-    assert!(
-        recv.3.contains("Sender: 0") && recv.3.contains("Tag: 42"),
-        "{recv:?}"
-    );
+    assert_eq!((recv.1, recv.2), (fixture::location_id(1, 0), 25 + fixture::RANK1_OFFSET as u64));
+    assert!(recv.3.contains("Sender: 0") && recv.3.contains("Tag: 42"), "{recv:?}");
     let put = find("RmaPut");
-    for part in [
-        "Window: \"MPI_Win\"",
-        "Remote: 1",
-        "Bytes: 4096",
-        "Matching: 7",
-    ] {
+    for part in ["Window: \"MPI_Win\"", "Remote: 1", "Bytes: 4096", "Matching: 7"] {
         assert!(put.3.contains(part), "{part} missing in {put:?}");
     }
     let end = find("MpiCollectiveEnd");
-    assert!(
-        end.3.contains("Operation: ALLREDUCE") && end.3.contains("Sent: 8"),
-        "{end:?}"
-    );
+    assert!(end.3.contains("Operation: ALLREDUCE") && end.3.contains("Sent: 8"), "{end:?}");
     let metric = find("Metric");
-    assert!(
-        metric.3.contains("UINT64; 4096") && metric.3.contains("DOUBLE; 42.5"),
-        "{metric:?}"
-    );
+    assert!(metric.3.contains("UINT64; 4096") && metric.3.contains("DOUBLE; 42.5"), "{metric:?}");
     assert!(output.contains("(\"grid\" <0>; UINT32; 128)"), "{output}");
     assert!(output.contains("STRING; \"saxpy_kernel\""), "{output}");
 }
@@ -144,14 +96,9 @@ fn definitions_match() {
     for (id, events) in &sample.events {
         let line = definitions
             .iter()
-            .find(|l| {
-                l.starts_with("LOCATION ") && l.split_whitespace().nth(1) == Some(&id.to_string())
-            })
+            .find(|l| l.starts_with("LOCATION ") && l.split_whitespace().nth(1) == Some(&id.to_string()))
             .unwrap_or_else(|| panic!("no location {id} in\n{output}"));
-        assert!(
-            line.contains(&format!("# Events: {},", events.len())),
-            "{line}"
-        );
+        assert!(line.contains(&format!("# Events: {},", events.len())), "{line}");
     }
     // Every kind of definition the fixture made, in dependency order.
     let order = [
@@ -181,12 +128,7 @@ fn definitions_match() {
             .unwrap_or_else(|| panic!("no {kind} in\n{output}"))
     };
     for pair in order.windows(2) {
-        assert!(
-            first(pair[0]) < first(pair[1]),
-            "{} after {}\n{output}",
-            pair[0],
-            pair[1]
-        );
+        assert!(first(pair[0]) < first(pair[1]), "{} after {}\n{output}", pair[0], pair[1]);
     }
 }
 

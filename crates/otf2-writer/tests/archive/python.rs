@@ -30,10 +30,7 @@ fn python_reader_sees_the_sample() {
         let fields: Vec<&str> = line.split_whitespace().collect();
         match fields.as_slice() {
             ["count", location, kind, n] => {
-                counts.insert(
-                    (location.parse::<u64>().unwrap(), kind.to_string()),
-                    n.parse::<usize>().unwrap(),
-                );
+                counts.insert((location.parse::<u64>().unwrap(), kind.to_string()), n.parse::<usize>().unwrap());
             }
             [fact, rest @ ..] => facts.entry(fact).or_default().push(rest.to_vec()),
             [] => {}
@@ -43,41 +40,19 @@ fn python_reader_sees_the_sample() {
 
     let master0 = fixture::location_id(0, 0).to_string();
     let master1 = fixture::location_id(1, 0).to_string();
-    assert_eq!(
-        facts["send"],
-        vec![vec![master0.as_str(), "1", "MPI_COMM_WORLD", "42", "1024"]]
-    );
-    assert_eq!(
-        facts["recv"],
-        vec![vec![master1.as_str(), "0", "MPI_COMM_WORLD", "42", "1024"]]
-    );
-    assert_eq!(
-        facts["put"],
-        vec![vec![master0.as_str(), "MPI_Win", "1", "4096", "7"]]
-    );
-    assert_eq!(
-        facts["metric"],
-        vec![vec![master0.as_str(), "4096", "42.5"]]
-    );
+    assert_eq!(facts["send"], vec![vec![master0.as_str(), "1", "MPI_COMM_WORLD", "42", "1024"]]);
+    assert_eq!(facts["recv"], vec![vec![master1.as_str(), "0", "MPI_COMM_WORLD", "42", "1024"]]);
+    assert_eq!(facts["put"], vec![vec![master0.as_str(), "MPI_Win", "1", "4096", "7"]]);
+    assert_eq!(facts["metric"], vec![vec![master0.as_str(), "4096", "42.5"]]);
     assert_eq!(facts["collective"].len(), 2);
-    assert!(
-        facts["collective"]
-            .iter()
-            .all(|c| c[1..] == ["ALLREDUCE", "MPI_COMM_WORLD", "8", "8"])
-    );
+    assert!(facts["collective"].iter().all(|c| c[1..] == ["ALLREDUCE", "MPI_COMM_WORLD", "8", "8"]));
     assert_eq!(
         facts["attr"],
-        vec![
-            vec![master0.as_str(), "grid", "128"],
-            vec![master0.as_str(), "kernel", fixture::KERNEL_NAME]
-        ]
+        vec![vec![master0.as_str(), "grid", "128"], vec![master0.as_str(), "kernel", fixture::KERNEL_NAME]]
     );
     // The location definitions carry the counts the writers measured.
     for (id, events) in &sample.events {
-        let line = facts["events"]
-            .iter()
-            .find(|f| f[0] == id.to_string())
-            .unwrap();
+        let line = facts["events"].iter().find(|f| f[0] == id.to_string()).unwrap();
         assert_eq!(line[1], events.len().to_string());
     }
 }

@@ -14,9 +14,7 @@ fn events_reach_disk_before_the_writer_closes() {
     let defs = archive.defs();
     let root = defs.system_tree_node("m", "machine", None);
     let group = defs.location_group("p", LocationGroupType::Process, root, None);
-    let location = defs
-        .location(3, "t", LocationType::CpuThread, group)
-        .unwrap();
+    let location = defs.location(3, "t", LocationType::CpuThread, group).unwrap();
     let region = defs.region(Region::new("r", RegionRole::Function, Paradigm::User));
 
     let mut writer = archive.event_writer(location).unwrap();
@@ -26,13 +24,8 @@ fn events_reach_disk_before_the_writer_closes() {
     }
     // About 24 MB of records so far: more than one buffer's budget, so
     // OTF2 must have flushed part of them to the event file already.
-    let on_disk = std::fs::metadata(dir.path().join("big/3.evt"))
-        .unwrap()
-        .len();
-    assert!(
-        on_disk >= 8 << 20,
-        "only {on_disk} bytes on disk before close"
-    );
+    let on_disk = std::fs::metadata(dir.path().join("big/3.evt")).unwrap().len();
+    assert!(on_disk >= 8 << 20, "only {on_disk} bytes on disk before close");
     assert_eq!(writer.close().unwrap(), 2 * PAIRS);
     archive.close().unwrap();
 

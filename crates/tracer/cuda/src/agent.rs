@@ -55,6 +55,8 @@ static STARTED: AtomicBool = AtomicBool::new(false);
 static OFF: AtomicBool = AtomicBool::new(false);
 
 const ALIGN: usize = 8;
+/// At most this many records wait for the first GPU work.
+const EARLY_LIMIT: usize = 1 << 20;
 
 /// Starts the agent (once per process). Any problem is one warning line
 /// and CUDA runs untraced.
@@ -87,49 +89,26 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
     match rc {
         sys::CUPTI_SUCCESS => {}
         sys::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED => {
-            return Err(
-                "another CUDA profiler (Nsight Systems, say) is already attached to CUPTI".into(),
-            );
+            return Err("another CUDA profiler (Nsight Systems, say) is already attached to CUPTI".into());
         }
-        sys::CUPTI_ERROR_INSUFFICIENT_PRIVILEGES
-        | sys::CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES => {
-            return Err(
-                "insufficient privileges for CUPTI (see NVreg_RestrictProfilingToAdminUsers)"
-                    .into(),
-            );
+        sys::CUPTI_ERROR_INSUFFICIENT_PRIVILEGES | sys::CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES => {
+            return Err("insufficient privileges for CUPTI (see NVreg_RestrictProfilingToAdminUsers)".into());
         }
         other => {
-            return Err(format!(
-                "cuptiSubscribe failed: {}",
-                describe(&cupti, other)
-            ));
+            return Err(format!("cuptiSubscribe failed: {}", describe(&cupti, other)));
         }
     }
     let check = |name: &str, rc: sys::CUptiResult| {
-        if rc == sys::CUPTI_SUCCESS {
-            Ok(())
-        } else {
-            Err(format!("{name} failed: {}", describe(&cupti, rc)))
-        }
+        if rc == sys::CUPTI_SUCCESS { Ok(()) } else { Err(format!("{name} failed: {}", describe(&cupti, rc))) }
     };
     // SAFETY: for each call below, the arguments are valid handles and
     // callbacks of the types CUPTI declares; callbacks never unwind.
     unsafe {
-        check(
-            "cuptiEnableDomain",
-            (cupti.enable_domain)(1, handle, sys::CUPTI_CB_DOMAIN_RESOURCE),
-        )?;
         if let Some(f) = cupti.set_thread_id_type {
-            check(
-                "cuptiSetThreadIdType",
-                f(sys::CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM),
-            )?;
+            check("cuptiSetThreadIdType", f(sys::CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM))?;
         }
         match cupti.activity_register_timestamp_callback {
-            Some(f) => check(
-                "cuptiActivityRegisterTimestampCallback",
-                f(Some(monotonic_ns)),
-            )?,
+            Some(f) => check("cuptiActivityRegisterTimestampCallback", f(Some(monotonic_ns)))?,
             None => return Err("this CUPTI predates CUDA 11.6 (no timestamp callback)".into()),
         }
         check(
@@ -137,10 +116,7 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
             (cupti.activity_register_callbacks)(Some(buffer_requested), Some(buffer_completed)),
         )?;
     }
-    let mut kinds = vec![
-        sys::CUPTI_ACTIVITY_KIND_DEVICE,
-        sys::CUPTI_ACTIVITY_KIND_CONTEXT,
-    ];
+    let mut kinds = vec![sys::CUPTI_ACTIVITY_KIND_DEVICE, sys::CUPTI_ACTIVITY_KIND_CONTEXT];
     let wanted = [
         (enabled.driver, sys::CUPTI_ACTIVITY_KIND_DRIVER),
         (enabled.runtime, sys::CUPTI_ACTIVITY_KIND_RUNTIME),
@@ -200,16 +176,11 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
 }
 
 fn describe(cupti: &Cupti, rc: sys::CUptiResult) -> String {
-    cupti
-        .result_string(rc)
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| format!("CUPTI error {rc}"))
+    cupti.result_string(rc).map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| format!("CUPTI error {rc}"))
 }
 
 fn thread_name(tid: u32) -> String {
-    std::fs::read_to_string(format!("/proc/self/task/{tid}/comm"))
-        .map(|s| s.trim_end().to_string())
-        .unwrap_or_default()
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/comm")).map(|s| s.trim_end().to_string()).unwrap_or_default()
 }
 
 /// Runs `f` with the agent unless it is off; a panic switches it off.
@@ -228,40 +199,11 @@ extern "C" fn monotonic_ns() -> u64 {
     tracer::clock::now()
 }
 
-/// CUPTI's callback: a context was created, so the process does GPU work.
-unsafe extern "C" fn on_callback(
-    _: *mut c_void,
-    domain: sys::CUpti_CallbackDomain,
-    cbid: u32,
-    data: *const c_void,
-) {
-    if domain != sys::CUPTI_CB_DOMAIN_RESOURCE
-        || cbid != sys::CUPTI_CBID_RESOURCE_CONTEXT_CREATED
-        || data.is_null()
-    {
-        return;
-    }
-    guarded(|agent| {
-        // SAFETY: for resource callbacks CUPTI passes a CUpti_ResourceData.
-        let ctx = unsafe { (*data.cast::<sys::CUpti_ResourceData>()).context };
-        let mut device = 0u32;
-        // SAFETY: `ctx` is the context CUPTI just reported; `device` is writable.
-        let rc = unsafe { (agent.cupti.get_device_id)(ctx, &mut device) };
-        let mut state = agent.lock();
-        if state.ensure_recorder(agent).is_none() {
-            return;
-        }
-        if rc == sys::CUPTI_SUCCESS && agent.enabled.nvlink {
-            state.sample_nvlink(agent, device);
-        }
-    });
-}
+/// CUPTI's callback API is subscribed to only to hold CUPTI (and to learn
+/// when another profiler holds it already); no callback is enabled.
+unsafe extern "C" fn on_callback(_: *mut c_void, _: sys::CUpti_CallbackDomain, _: u32, _: *const c_void) {}
 
-unsafe extern "C" fn buffer_requested(
-    buffer: *mut *mut u8,
-    size: *mut usize,
-    max_records: *mut usize,
-) {
+unsafe extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
     let len = AGENT.get().map_or(1 << 20, |a| a.buffer_size);
     let layout = Layout::from_size_align(len, ALIGN).expect("valid layout");
     // SAFETY: `layout` has a non-zero size.
@@ -274,13 +216,7 @@ unsafe extern "C" fn buffer_requested(
     }
 }
 
-unsafe extern "C" fn buffer_completed(
-    ctx: sys::CUcontext,
-    stream: u32,
-    buffer: *mut u8,
-    size: usize,
-    valid: usize,
-) {
+unsafe extern "C" fn buffer_completed(ctx: sys::CUcontext, stream: u32, buffer: *mut u8, size: usize, valid: usize) {
     guarded(|agent| {
         if !buffer.is_null() && valid > 0 {
             // SAFETY: CUPTI hands back the buffer we allocated, `valid`
@@ -290,8 +226,7 @@ unsafe extern "C" fn buffer_completed(
         }
         let mut dropped = 0usize;
         // SAFETY: `ctx`/`stream` are the ones CUPTI passed for this buffer.
-        if unsafe { (agent.cupti.activity_get_num_dropped_records)(ctx, stream, &mut dropped) }
-            == sys::CUPTI_SUCCESS
+        if unsafe { (agent.cupti.activity_get_num_dropped_records)(ctx, stream, &mut dropped) } == sys::CUPTI_SUCCESS
             && dropped > 0
         {
             diag::warn_once(&format!(
@@ -301,12 +236,7 @@ unsafe extern "C" fn buffer_completed(
     });
     if !buffer.is_null() && size > 0 {
         // SAFETY: allocated in `buffer_requested` with this size and alignment.
-        unsafe {
-            dealloc(
-                buffer,
-                Layout::from_size_align(size, ALIGN).expect("valid layout"),
-            )
-        };
+        unsafe { dealloc(buffer, Layout::from_size_align(size, ALIGN).expect("valid layout")) };
     }
 }
 
@@ -336,11 +266,7 @@ fn c_string(ptr: u64) -> Option<String> {
     }
     // SAFETY: a non-null name pointer in a live record points to a
     // NUL-terminated string CUPTI keeps for the life of the process.
-    Some(
-        unsafe { CStr::from_ptr(ptr as *const c_char) }
-            .to_string_lossy()
-            .into_owned(),
-    )
+    Some(unsafe { CStr::from_ptr(ptr as *const c_char) }.to_string_lossy().into_owned())
 }
 
 impl Strings for LiveNames<'_> {
@@ -372,11 +298,8 @@ impl Agent {
         // SAFETY: `name` is writable; CUPTI points it at a static string.
         let rc = unsafe { (self.cupti.get_callback_name)(d, cbid, &mut name) };
         // SAFETY: on success `name` is a NUL-terminated static string.
-        (rc == sys::CUPTI_SUCCESS && !name.is_null()).then(|| {
-            unsafe { CStr::from_ptr(name) }
-                .to_string_lossy()
-                .into_owned()
-        })
+        (rc == sys::CUPTI_SUCCESS && !name.is_null())
+            .then(|| unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned())
     }
 
     /// Decodes the records of a completed buffer, keeping each record's
@@ -389,9 +312,7 @@ impl Agent {
         let mut ptrs: Vec<usize> = Vec::new();
         let mut rec: *mut sys::CUpti_Activity = std::ptr::null_mut();
         // SAFETY: CUPTI walks its own buffer; `rec` is its cursor.
-        while unsafe { (self.cupti.activity_get_next_record)(buffer, valid, &mut rec) }
-            == sys::CUPTI_SUCCESS
-        {
+        while unsafe { (self.cupti.activity_get_next_record)(buffer, valid, &mut rec) } == sys::CUPTI_SUCCESS {
             ptrs.push(rec as usize);
         }
         let base = buffer as usize;
@@ -422,6 +343,12 @@ impl Agent {
             self.save_capture(dir, records, raw, state);
         }
         if state.recorder.is_none() && !Converter::has_work(records) {
+            // API calls and device records before any GPU work wait here;
+            // a process that never does GPU work leaves no trace.
+            if state.early.len() + records.len() > EARLY_LIMIT {
+                tracing::debug!(dropped = state.early.len(), "records before any GPU work dropped");
+                state.early.clear();
+            }
             state.early.extend(records.iter().copied());
             return;
         }
@@ -429,10 +356,7 @@ impl Agent {
             return;
         };
         let early = std::mem::take(&mut state.early);
-        let names = LiveNames {
-            agent: self,
-            cache: &mut state.api_names,
-        };
+        let names = LiveNames { agent: self, cache: &mut state.api_names };
         if !early.is_empty() {
             state.converter.convert(&early, &names, &rec);
         }
@@ -455,13 +379,7 @@ impl Agent {
         }
     }
 
-    fn save_capture(
-        &self,
-        dir: &std::path::Path,
-        records: &[Record],
-        raw: &[Vec<u8>],
-        state: &State,
-    ) {
+    fn save_capture(&self, dir: &std::path::Path, records: &[Record], raw: &[Vec<u8>], state: &State) {
         let n = self.captured.fetch_add(1, Ordering::Relaxed);
         let mut c = Capture {
             api_version: self.version.api(),
@@ -487,10 +405,7 @@ impl Agent {
         }
         let path = dir.join(format!("{}-{n:04}.cupti", std::process::id()));
         if let Err(e) = std::fs::File::create(&path).and_then(|mut f| c.write(&mut f)) {
-            diag::warn_once(&format!(
-                "cannot write CUPTI capture {}: {e}",
-                path.display()
-            ));
+            diag::warn_once(&format!("cannot write CUPTI capture {}: {e}", path.display()));
         }
     }
 }
@@ -523,13 +438,7 @@ impl State {
         let Some(rec) = self.recorder.clone() else {
             return;
         };
-        let Some(uuid) = self
-            .converter
-            .device_uuids
-            .get(&device)
-            .copied()
-            .or_else(|| cupti_sys::driver::device_uuid(device))
-        else {
+        let Some(uuid) = self.converter.device_uuids.get(&device).copied() else {
             return;
         };
         self.sampled.push(device);

@@ -64,11 +64,7 @@ impl Capture {
             out.write_all(&(s.len() as u32).to_le_bytes())?;
             out.write_all(s.as_bytes())?;
         }
-        let mut names: Vec<_> = self
-            .api_names
-            .iter()
-            .map(|((d, c), n)| (domain_code(*d), *c, n))
-            .collect();
+        let mut names: Vec<_> = self.api_names.iter().map(|((d, c), n)| (domain_code(*d), *c, n)).collect();
         names.sort();
         out.write_all(&(names.len() as u64).to_le_bytes())?;
         for (d, cbid, n) in names {
@@ -81,22 +77,13 @@ impl Capture {
     }
 
     pub fn read(input: &mut impl Read) -> io::Result<Capture> {
-        let bad = |what: &str| {
-            io::Error::new(
-                io::ErrorKind::InvalidData,
-                format!("bad CUPTI capture: {what}"),
-            )
-        };
+        let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("bad CUPTI capture: {what}"));
         let mut magic = [0u8; 8];
         input.read_exact(&mut magic)?;
         if &magic != MAGIC {
             return Err(bad("no magic"));
         }
-        let mut c = Capture {
-            api_version: u32_le(input)?,
-            library_major: u32_le(input)?,
-            ..Capture::default()
-        };
+        let mut c = Capture { api_version: u32_le(input)?, library_major: u32_le(input)?, ..Capture::default() };
         for _ in 0..u64_le(input)? {
             let n = u32_le(input)? as usize;
             if n > 1 << 20 {
@@ -144,10 +131,7 @@ fn u64_le(r: &mut impl Read) -> io::Result<u64> {
 fn string(r: &mut impl Read) -> io::Result<String> {
     let n = u32_le(r)? as usize;
     if n > 1 << 20 {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "bad CUPTI capture: string too long",
-        ));
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "bad CUPTI capture: string too long"));
     }
     let mut b = vec![0u8; n];
     r.read_exact(&mut b)?;
@@ -160,15 +144,10 @@ mod tests {
 
     #[test]
     fn captures_round_trip() {
-        let mut c = Capture {
-            api_version: 130001,
-            library_major: 13,
-            ..Default::default()
-        };
+        let mut c = Capture { api_version: 130001, library_major: 13, ..Default::default() };
         c.records.push(vec![10, 0, 0, 0, 1, 2, 3]);
         c.strings.insert(0xdead, "_Z6kernelPf".into());
-        c.api_names
-            .insert((ApiDomain::Runtime, 211), "cudaLaunchKernel_v7000".into());
+        c.api_names.insert((ApiDomain::Runtime, 211), "cudaLaunchKernel_v7000".into());
         let mut buf = Vec::new();
         c.write(&mut buf).unwrap();
         assert_eq!(Capture::read(&mut buf.as_slice()).unwrap(), c);

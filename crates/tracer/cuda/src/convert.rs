@@ -21,8 +21,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use tracer::Recorder;
 use tracer::config::EnabledSet;
 use tracer::raw::{
-    Copy, Definition, DeviceDef, Event, LinkEnd, LocationKind, MemoryKind, NvLinkDef, Paradigm,
-    PeerEnds, RegionRole,
+    Copy, Definition, DeviceDef, Event, LinkEnd, LocationKind, MemoryKind, NvLinkDef, Paradigm, PeerEnds, RegionRole,
 };
 
 use crate::names;
@@ -130,14 +129,15 @@ impl Converter {
         }
     }
 
-    /// Whether `records` hold GPU work (not only definitions): a process
-    /// that never did any leaves no trace.
+    /// Whether `records` hold GPU work: kernels, copies, memsets or
+    /// synchronizations, not only API calls (cuInit, cudaGetDeviceCount)
+    /// and definitions. A process that never did any leaves no trace: a
+    /// launcher or a tool that only asks CUDA what GPUs there are.
     pub fn has_work(records: &[Record]) -> bool {
         records.iter().any(|r| {
             matches!(
                 r,
-                Record::Api { .. }
-                    | Record::Kernel { .. }
+                Record::Kernel { .. }
                     | Record::Memcpy { .. }
                     | Record::PeerCopy { .. }
                     | Record::Memset { .. }
@@ -149,12 +149,7 @@ impl Converter {
     /// Converts one buffer's records and writes them to `rec`.
     pub fn convert(&mut self, records: &[Record], names: &dyn Names, rec: &Recorder) {
         for r in records {
-            if let Record::Api {
-                correlation,
-                thread,
-                ..
-            } = r
-            {
+            if let Record::Api { correlation, thread, .. } = r {
                 self.remember_correlation(*correlation, *thread);
             }
         }
@@ -174,21 +169,14 @@ impl Converter {
     /// synchronizations whose API call never showed up are dropped.
     pub fn finish(&mut self, rec: &Recorder) {
         if !self.pending_syncs.is_empty() {
-            tracing::debug!(
-                count = self.pending_syncs.len(),
-                "synchronizations without their API call dropped"
-            );
+            tracing::debug!(count = self.pending_syncs.len(), "synchronizations without their API call dropped");
             self.pending_syncs.clear();
         }
         rec.flush_definitions();
     }
 
     fn remember_correlation(&mut self, correlation: u32, thread: u32) {
-        if self
-            .correlation_threads
-            .insert(correlation, thread)
-            .is_none()
-        {
+        if self.correlation_threads.insert(correlation, thread).is_none() {
             self.correlation_order.push_back(correlation);
             if self.correlation_order.len() > CORRELATION_MEMORY
                 && let Some(old) = self.correlation_order.pop_front()
@@ -198,23 +186,10 @@ impl Converter {
         }
     }
 
-    fn record(
-        &mut self,
-        r: &Record,
-        names: &dyn Names,
-        rec: &Recorder,
-        out: &mut HashMap<u32, Vec<Interval>>,
-    ) {
+    fn record(&mut self, r: &Record, names: &dyn Names, rec: &Recorder, out: &mut HashMap<u32, Vec<Interval>>) {
         let e = self.enabled;
         match *r {
-            Record::Api {
-                domain,
-                cbid,
-                start,
-                end,
-                thread,
-                correlation,
-            } => {
+            Record::Api { domain, cbid, start, end, thread, correlation } => {
                 let on = match domain {
                     ApiDomain::Driver => e.driver,
                     ApiDomain::Runtime => e.runtime,
@@ -226,25 +201,9 @@ impl Converter {
                     return;
                 };
                 let loc = self.thread_location(thread, rec);
-                push(
-                    out,
-                    loc,
-                    start,
-                    end,
-                    Event::EnterCorrelated {
-                        region,
-                        correlation,
-                    },
-                    Event::Leave { region },
-                );
+                push(out, loc, start, end, Event::EnterCorrelated { region, correlation }, Event::Leave { region });
             }
-            Record::Sync {
-                start,
-                end,
-                kind,
-                correlation,
-                ..
-            } => {
+            Record::Sync { start, end, kind, correlation, .. } => {
                 if !e.sync {
                     return;
                 }
@@ -252,30 +211,13 @@ impl Converter {
                     self.pending_syncs.push(*r);
                     return;
                 };
-                let Some(region) =
-                    self.named_region(names::sync_region(kind), RegionRole::ImplicitBarrier, rec)
-                else {
+                let Some(region) = self.named_region(names::sync_region(kind), RegionRole::ImplicitBarrier, rec) else {
                     return;
                 };
                 let loc = self.thread_location(thread, rec);
-                push(
-                    out,
-                    loc,
-                    start,
-                    end,
-                    Event::EnterCorrelated {
-                        region,
-                        correlation,
-                    },
-                    Event::Leave { region },
-                );
+                push(out, loc, start, end, Event::EnterCorrelated { region, correlation }, Event::Leave { region });
             }
-            Record::Kernel {
-                span,
-                correlation,
-                name,
-                config,
-            } => {
+            Record::Kernel { span, correlation, name, config } => {
                 if !e.kernel {
                     return;
                 }
@@ -288,22 +230,11 @@ impl Converter {
                     loc,
                     span.start,
                     span.end,
-                    Event::KernelBegin {
-                        region,
-                        correlation,
-                        config,
-                    },
+                    Event::KernelBegin { region, correlation, config },
                     Event::Leave { region },
                 );
             }
-            Record::Memcpy {
-                span,
-                correlation,
-                bytes,
-                kind,
-                src,
-                dst,
-            } => {
+            Record::Memcpy { span, correlation, bytes, kind, src, dst } => {
                 let kind = names::copy_kind(kind);
                 // Copies between GPUs come with both ends from the peer
                 // records (MEMCPY2); their plain records would count twice.
@@ -312,14 +243,7 @@ impl Converter {
                 }
                 self.copy(out, rec, &span, correlation, kind, bytes, (src, dst), None);
             }
-            Record::PeerCopy {
-                span,
-                correlation,
-                bytes,
-                src,
-                dst,
-                ends,
-            } => {
+            Record::PeerCopy { span, correlation, bytes, src, dst, ends } => {
                 if !e.peer {
                     return;
                 }
@@ -330,56 +254,21 @@ impl Converter {
                     dst_context: ends[1].1,
                 };
                 let kind = tracer::raw::CopyKind::PeerToPeer;
-                self.copy(
-                    out,
-                    rec,
-                    &span,
-                    correlation,
-                    kind,
-                    bytes,
-                    (src, dst),
-                    Some(peer),
-                );
+                self.copy(out, rec, &span, correlation, kind, bytes, (src, dst), Some(peer));
             }
-            Record::Memset {
-                span,
-                correlation,
-                bytes,
-                memory,
-            } => {
+            Record::Memset { span, correlation, bytes, memory } => {
                 if !e.memset {
                     return;
                 }
-                let Some(region) =
-                    self.named_region(names::MEMSET_REGION, RegionRole::DataTransfer, rec)
-                else {
+                let Some(region) = self.named_region(names::MEMSET_REGION, RegionRole::DataTransfer, rec) else {
                     return;
                 };
                 let loc = self.stream_location(&span, rec);
                 let memory = MemoryKind::from_u8(memory.min(255) as u8);
-                let begin = Event::MemsetBegin {
-                    region,
-                    correlation,
-                    bytes,
-                    memory,
-                };
-                push(
-                    out,
-                    loc,
-                    span.start,
-                    span.end,
-                    begin,
-                    Event::Leave { region },
-                );
+                let begin = Event::MemsetBegin { region, correlation, bytes, memory };
+                push(out, loc, span.start, span.end, begin, Event::Leave { region });
             }
-            Record::Device {
-                id,
-                name,
-                uuid,
-                multiprocessors,
-                memory,
-                cc,
-            } => {
+            Record::Device { id, name, uuid, multiprocessors, memory, cc } => {
                 self.device_uuids.insert(id, uuid);
                 if self.devices.insert(id) {
                     let name = names.get(name).unwrap_or_else(|| format!("GPU {id}"));
@@ -419,9 +308,7 @@ impl Converter {
         (src, dst): (u8, u8),
         peer: Option<PeerEnds>,
     ) {
-        let Some(region) =
-            self.named_region(names::copy_region(kind), RegionRole::DataTransfer, rec)
-        else {
+        let Some(region) = self.named_region(names::copy_region(kind), RegionRole::DataTransfer, rec) else {
             return;
         };
         let loc = self.stream_location(span, rec);
@@ -437,71 +324,35 @@ impl Converter {
             peer,
             id,
         };
-        push(
-            out,
-            loc,
-            span.start,
-            span.end,
-            Event::CopyBegin(copy),
-            Event::CopyEnd { region, id },
-        );
+        push(out, loc, span.start, span.end, Event::CopyBegin(copy), Event::CopyEnd { region, id });
     }
 
     fn thread_location(&mut self, tid: u32, rec: &Recorder) -> u32 {
         let (pid, name) = (self.pid, self.thread_name);
-        *self.threads.entry(tid).or_insert_with(|| {
-            rec.define_location(
-                LocationKind::HostThread {
-                    tid,
-                    is_main: tid == pid,
-                },
-                &name(tid),
-            )
-        })
+        *self
+            .threads
+            .entry(tid)
+            .or_insert_with(|| rec.define_location(LocationKind::HostThread { tid, is_main: tid == pid }, &name(tid)))
     }
 
     fn stream_location(&mut self, s: &Span, rec: &Recorder) -> u32 {
         if self.contexts.insert(s.context) {
-            rec.define(&Definition::Context {
-                id: s.context,
-                device: s.device,
-            });
+            rec.define(&Definition::Context { id: s.context, device: s.device });
         }
-        *self
-            .streams
-            .entry((s.device, s.context, s.stream))
-            .or_insert_with(|| {
-                let kind = LocationKind::GpuStream {
-                    device: s.device,
-                    context: s.context,
-                    stream: s.stream,
-                };
-                rec.define_location(kind, &format!("CUDA stream {}", s.stream))
-            })
+        *self.streams.entry((s.device, s.context, s.stream)).or_insert_with(|| {
+            let kind = LocationKind::GpuStream { device: s.device, context: s.context, stream: s.stream };
+            rec.define_location(kind, &format!("CUDA stream {}", s.stream))
+        })
     }
 
-    fn api_region(
-        &mut self,
-        domain: ApiDomain,
-        cbid: u32,
-        names: &dyn Names,
-        rec: &Recorder,
-    ) -> Option<u32> {
+    fn api_region(&mut self, domain: ApiDomain, cbid: u32, names: &dyn Names, rec: &Recorder) -> Option<u32> {
         *self.api_regions.entry((domain, cbid)).or_insert_with(|| {
-            let full = names
-                .api(domain, cbid)
-                .unwrap_or_else(|| format!("CUDA API {cbid}"));
+            let full = names.api(domain, cbid).unwrap_or_else(|| format!("CUDA API {cbid}"));
             let group = match domain {
                 ApiDomain::Driver => "CUDA driver",
                 ApiDomain::Runtime => "CUDA runtime",
             };
-            rec.region(
-                names::api_name(&full),
-                None,
-                Paradigm::Cuda,
-                RegionRole::Wrapper,
-                group,
-            )
+            rec.region(names::api_name(&full), None, Paradigm::Cuda, RegionRole::Wrapper, group)
         })
     }
 
@@ -510,43 +361,17 @@ impl Converter {
             let mangled = names.get(name).unwrap_or_else(|| "[unknown kernel]".into());
             let demangled = names::demangle(&mangled);
             let canonical = (demangled != mangled).then_some(mangled.as_str());
-            rec.region(
-                &demangled,
-                canonical,
-                Paradigm::Cuda,
-                RegionRole::Function,
-                "CUDA kernel",
-            )
+            rec.region(&demangled, canonical, Paradigm::Cuda, RegionRole::Function, "CUDA kernel")
         })
     }
 
-    fn named_region(
-        &mut self,
-        name: &'static str,
-        role: RegionRole,
-        rec: &Recorder,
-    ) -> Option<u32> {
-        *self
-            .named_regions
-            .entry(name)
-            .or_insert_with(|| rec.region(name, None, Paradigm::Cuda, role, "CUDA"))
+    fn named_region(&mut self, name: &'static str, role: RegionRole, rec: &Recorder) -> Option<u32> {
+        *self.named_regions.entry(name).or_insert_with(|| rec.region(name, None, Paradigm::Cuda, role, "CUDA"))
     }
 }
 
-fn push(
-    out: &mut HashMap<u32, Vec<Interval>>,
-    loc: u32,
-    start: u64,
-    end: u64,
-    begin: Event,
-    finish: Event,
-) {
-    out.entry(loc).or_default().push(Interval {
-        start,
-        end: end.max(start),
-        begin,
-        finish,
-    });
+fn push(out: &mut HashMap<u32, Vec<Interval>>, loc: u32, start: u64, end: u64, begin: Event, finish: Event) {
+    out.entry(loc).or_default().push(Interval { start, end: end.max(start), begin, finish });
 }
 
 fn nvlink_def(l: &NvLink) -> NvLinkDef {
@@ -554,12 +379,7 @@ fn nvlink_def(l: &NvLink) -> NvLinkDef {
         if l.types[i] == 1 {
             LinkEnd::Gpu(l.ids[i])
         } else {
-            LinkEnd::Other(u32::from_le_bytes([
-                l.ids[i][0],
-                l.ids[i][1],
-                l.ids[i][2],
-                l.ids[i][3],
-            ]))
+            LinkEnd::Other(u32::from_le_bytes([l.ids[i][0], l.ids[i][1], l.ids[i][2], l.ids[i][3]]))
         }
     };
     NvLinkDef {
@@ -600,24 +420,14 @@ mod tests {
     use super::*;
 
     fn iv(start: u64, end: u64, id: u32) -> Interval {
-        Interval {
-            start,
-            end,
-            begin: Event::Enter { region: id },
-            finish: Event::Leave { region: id },
-        }
+        Interval { start, end, begin: Event::Enter { region: id }, finish: Event::Leave { region: id } }
     }
 
     #[test]
     fn nested_calls_come_out_nested() {
         // A runtime call [10, 50] with driver calls [10, 20] and [30, 40]
         // inside, delivered inner first, and a later call [60, 70].
-        let out = sweep(vec![
-            iv(30, 40, 3),
-            iv(10, 20, 2),
-            iv(60, 70, 4),
-            iv(10, 50, 1),
-        ]);
+        let out = sweep(vec![iv(30, 40, 3), iv(10, 20, 2), iv(60, 70, 4), iv(10, 50, 1)]);
         let ids: Vec<(u64, Event)> = out;
         let expect = [
             (10, Event::Enter { region: 1 }),

@@ -22,9 +22,7 @@ pub fn demangle(mangled: &str) -> String {
 pub fn api_name(callback_name: &str) -> &str {
     match callback_name.rfind("_v") {
         Some(i)
-            if i > 0
-                && callback_name[i + 2..].chars().all(|c| c.is_ascii_digit())
-                && i + 2 < callback_name.len() =>
+            if i > 0 && callback_name[i + 2..].chars().all(|c| c.is_ascii_digit()) && i + 2 < callback_name.len() =>
         {
             &callback_name[..i]
         }
@@ -76,10 +74,7 @@ mod tests {
     #[test]
     fn kernel_names_are_demangled() {
         assert_eq!(demangle("_Z6kernelPfi"), "kernel(float*, int)");
-        assert_eq!(
-            demangle("_Z5saxpyIfEviT_PS0_"),
-            "void saxpy<float>(int, float, float*)"
-        );
+        assert_eq!(demangle("_Z5saxpyIfEviT_PS0_"), "void saxpy<float>(int, float, float*)");
         assert_eq!(demangle("plain_c_kernel"), "plain_c_kernel");
         assert_eq!(demangle("_Zgarbage"), "_Zgarbage");
     }

@@ -12,10 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use nvml_sys::{
-    ALL_LINKS, Device, NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX,
-    NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, Nvml,
-};
+use nvml_sys::{ALL_LINKS, Device, NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, Nvml};
 use tracer::Recorder;
 use tracer::raw::{Definition, Event, LocationKind, MetricDef};
 
@@ -30,9 +27,11 @@ pub struct Sampler {
 }
 
 struct Gpu {
+    ordinal: u32,
     device: Device,
-    location: u32,
-    metrics: [u32; 2],
+    /// Location and metric ids, defined at the first successful sample so
+    /// that a GPU without NVLink gets no empty location.
+    defined: Option<(u32, [u32; 2])>,
     base: Option<[u64; 2]>,
     pending: Vec<(u64, Event)>,
 }
@@ -71,20 +70,12 @@ impl Drop for Sampler {
     }
 }
 
-fn run(
-    nvml: Nvml,
-    rec: Recorder,
-    interval: Duration,
-    added: Receiver<(u32, [u8; 16])>,
-    stop: Arc<AtomicBool>,
-) {
+fn run(nvml: Nvml, rec: Recorder, interval: Duration, added: Receiver<(u32, [u8; 16])>, stop: Arc<AtomicBool>) {
     let mut gpus: Vec<Gpu> = Vec::new();
     let mut known: Vec<u32> = Vec::new();
     let mut last_write = tracer::clock::now();
-    let fields = [
-        (NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, ALL_LINKS),
-        (NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, ALL_LINKS),
-    ];
+    let fields =
+        [(NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, ALL_LINKS), (NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, ALL_LINKS)];
     loop {
         let stopping = stop.load(Ordering::Relaxed);
         while let Ok((ordinal, uuid)) = added.try_recv() {
@@ -93,7 +84,7 @@ fn run(
             }
             known.push(ordinal);
             match nvml.device_by_uuid(&uuid_string(&uuid)) {
-                Ok(device) => gpus.push(define(&rec, ordinal, device)),
+                Ok(device) => gpus.push(Gpu { ordinal, device, defined: None, base: None, pending: Vec::new() }),
                 Err(e) => tracing::debug!(ordinal, error = %e, "no NVML device for this GPU"),
             }
         }
@@ -106,20 +97,17 @@ fn run(
                 continue;
             };
             let base = *g.base.get_or_insert([tx, rx]);
+            let (_, metrics) = *g.defined.get_or_insert_with(|| define(&rec, g.ordinal));
             for (i, v) in [tx, rx].into_iter().enumerate() {
                 let bytes = v.saturating_sub(base[i]).saturating_mul(1024);
-                g.pending.push((
-                    now,
-                    Event::Metric {
-                        metric: g.metrics[i],
-                        value: bytes,
-                    },
-                ));
+                g.pending.push((now, Event::Metric { metric: metrics[i], value: bytes }));
             }
         }
         if stopping || now.saturating_sub(last_write) >= WRITE_EVERY_NS {
             for g in &mut gpus {
-                rec.write_batch(g.location, &g.pending);
+                if let Some((location, _)) = g.defined {
+                    rec.write_batch(location, &g.pending);
+                }
                 g.pending.clear();
             }
             last_write = now;
@@ -131,61 +119,37 @@ fn run(
     }
 }
 
-fn define(rec: &Recorder, ordinal: u32, device: Device) -> Gpu {
-    let location = rec.define_location(
-        LocationKind::DeviceMetrics { device: ordinal },
-        &format!("NVLink GPU {ordinal}"),
-    );
+/// Defines the metric location and the two metrics of GPU `ordinal`.
+fn define(rec: &Recorder, ordinal: u32) -> (u32, [u32; 2]) {
+    let location =
+        rec.define_location(LocationKind::DeviceMetrics { device: ordinal }, &format!("NVLink GPU {ordinal}"));
     let mut next = NEXT_METRIC.lock().unwrap_or_else(|e| e.into_inner());
     let ids = [*next, *next + 1];
     *next += 2;
-    for (id, (name, what)) in ids
-        .iter()
-        .zip([("NVLink sent", "sent"), ("NVLink received", "received")])
-    {
+    for (id, (name, what)) in ids.iter().zip([("NVLink sent", "sent"), ("NVLink received", "received")]) {
         rec.define(&Definition::Metric(MetricDef {
             id: *id,
             name: name.into(),
             unit: "bytes".into(),
-            description: format!(
-                "bytes {what} over all NVLinks of the GPU since the process started (NVML)"
-            ),
+            description: format!("bytes {what} over all NVLinks of the GPU since the process started (NVML)"),
             device: ordinal,
             cumulative: true,
         }));
     }
-    Gpu {
-        device,
-        location,
-        metrics: ids,
-        base: None,
-        pending: Vec::new(),
-    }
+    (location, ids)
 }
 
 /// `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, as NVML names devices.
 pub fn uuid_string(u: &[u8; 16]) -> String {
     let h: String = u.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "GPU-{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+    format!("GPU-{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn uuids_print_as_nvml_expects() {
-        let u = [
-            0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 1, 2, 3, 4, 5, 6, 7, 8,
-        ];
-        assert_eq!(
-            super::uuid_string(&u),
-            "GPU-12345678-9abc-def0-0102-030405060708"
-        );
+        let u = [0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 1, 2, 3, 4, 5, 6, 7, 8];
+        assert_eq!(super::uuid_string(&u), "GPU-12345678-9abc-def0-0102-030405060708");
     }
 }

@@ -130,13 +130,7 @@ fn uuid(bytes: [std::ffi::c_char; 16]) -> [u8; 16] {
 
 macro_rules! span {
     ($r:expr) => {
-        Span {
-            start: $r.start,
-            end: $r.end,
-            device: $r.deviceId,
-            context: $r.contextId,
-            stream: $r.streamId,
-        }
+        Span { start: $r.start, end: $r.end, device: $r.deviceId, context: $r.contextId, stream: $r.streamId }
     };
 }
 
@@ -175,12 +169,7 @@ macro_rules! memcpy {
 macro_rules! memset {
     ($r:expr) => {{
         let r = $r;
-        Record::Memset {
-            span: span!(r),
-            correlation: r.correlationId,
-            bytes: r.bytes,
-            memory: r.memoryKind,
-        }
+        Record::Memset { span: span!(r), correlation: r.correlationId, bytes: r.bytes, memory: r.memoryKind }
     }};
 }
 
@@ -233,10 +222,7 @@ macro_rules! device {
 macro_rules! context {
     ($r:expr) => {{
         let r = $r;
-        Record::Context {
-            id: r.contextId,
-            device: r.deviceId,
-        }
+        Record::Context { id: r.contextId, device: r.deviceId }
     }};
 }
 
@@ -252,11 +238,7 @@ pub fn decode(version: CuptiVersion, bytes: &[u8]) -> Option<Record> {
     Some(match rs {
         R::Api => {
             let r: v12_9::CUpti_ActivityAPI = read(bytes)?;
-            let domain = if kind == sys::CUPTI_ACTIVITY_KIND_RUNTIME {
-                ApiDomain::Runtime
-            } else {
-                ApiDomain::Driver
-            };
+            let domain = if kind == sys::CUPTI_ACTIVITY_KIND_RUNTIME { ApiDomain::Runtime } else { ApiDomain::Driver };
             Record::Api {
                 domain,
                 cbid: r.cbid,
@@ -283,10 +265,7 @@ pub fn decode(version: CuptiVersion, bytes: &[u8]) -> Option<Record> {
                 bytes: r.bytes,
                 src: r.srcKind,
                 dst: r.dstKind,
-                ends: [
-                    (r.srcDeviceId, r.srcContextId),
-                    (r.dstDeviceId, r.dstContextId),
-                ],
+                ends: [(r.srcDeviceId, r.srcContextId), (r.dstDeviceId, r.dstContextId)],
             }
         }
         R::Memset4Cuda12 => memset!(read::<v12_9::CUpti_ActivityMemset4>(bytes)?),

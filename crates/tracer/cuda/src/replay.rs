@@ -25,21 +25,12 @@ pub fn decode(capture: &Capture) -> io::Result<Vec<Record>> {
     let major = (capture.library_major != 0).then_some(capture.library_major);
     let version = CuptiVersion::from_api(capture.api_version, major)
         .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-    Ok(capture
-        .records
-        .iter()
-        .filter_map(|r| records::decode(version, r))
-        .collect())
+    Ok(capture.records.iter().filter_map(|r| records::decode(version, r)).collect())
 }
 
 /// Writes the CUDA stream that `captures` (one process's buffers, in
 /// order) make, under `dir/raw/`, with the identity in `header`.
-pub fn replay(
-    captures: &[Capture],
-    dir: &Path,
-    header: StreamHeader,
-    enabled: Enabled,
-) -> io::Result<()> {
+pub fn replay(captures: &[Capture], dir: &Path, header: StreamHeader, enabled: Enabled) -> io::Result<()> {
     let pid = header.pid;
     let rec = Recorder::create_with_header(dir, header, RecorderOptions::default())?;
     let mut converter = Converter::new(enabled, pid, |tid| format!("thread {tid}"));

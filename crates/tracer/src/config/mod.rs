@@ -19,12 +19,7 @@ pub use vars::{SetValue, VARS, Var, VarType};
 #[non_exhaustive]
 pub enum ConfigError {
     #[error("{name}={value}: {problem}; allowed: {allowed}")]
-    BadValue {
-        name: String,
-        value: String,
-        problem: String,
-        allowed: String,
-    },
+    BadValue { name: String, value: String, problem: String, allowed: String },
     #[error("unknown variable {name}{suggestion} (`gputrace info config-vars` lists them)")]
     UnknownVariable { name: String, suggestion: String },
 }
@@ -85,30 +80,14 @@ impl Config {
     /// Strict parsing of explicit (name, value) pairs; unknown `GPUTRACE_`
     /// names are errors.
     pub fn from_pairs(pairs: &[(String, String)]) -> Result<Config, Vec<ConfigError>> {
-        let lookup = |name: &str| {
-            pairs
-                .iter()
-                .rev()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-        };
+        let lookup = |name: &str| pairs.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.clone());
         let (config, mut errors) = Self::parse(lookup);
         for (k, _) in pairs {
-            if k.starts_with("GPUTRACE_")
-                && vars::find(k).is_none()
-                && !INTERNAL.contains(&k.as_str())
-            {
-                errors.push(ConfigError::UnknownVariable {
-                    name: k.clone(),
-                    suggestion: suggest(k),
-                });
+            if k.starts_with("GPUTRACE_") && vars::find(k).is_none() && !INTERNAL.contains(&k.as_str()) {
+                errors.push(ConfigError::UnknownVariable { name: k.clone(), suggestion: suggest(k) });
             }
         }
-        if errors.is_empty() {
-            Ok(config)
-        } else {
-            Err(errors)
-        }
+        if errors.is_empty() { Ok(config) } else { Err(errors) }
     }
 
     fn parse(lookup: impl Fn(&str) -> Option<String>) -> (Config, Vec<ConfigError>) {
@@ -167,19 +146,11 @@ impl Value {
         if let Value::Path(p) = self { p } else { None }
     }
     fn set(self) -> EnabledSet {
-        if let Value::Set(s) = self {
-            s
-        } else {
-            EnabledSet::default()
-        }
+        if let Value::Set(s) = self { s } else { EnabledSet::default() }
     }
     /// The duration of a [`VarType::Duration`] value.
     pub fn duration(self) -> Duration {
-        if let Value::Duration(d) = self {
-            d
-        } else {
-            Duration::ZERO
-        }
+        if let Value::Duration(d) = self { d } else { Duration::ZERO }
     }
 }
 
@@ -193,34 +164,23 @@ pub fn parse_value(var: &Var, raw: &str) -> Result<Value, ConfigError> {
     };
     let text = raw.trim();
     match var.ty {
-        VarType::Bool => parse_bool(text).map(Value::Bool).ok_or_else(|| {
-            bad(
-                "not a Boolean",
-                "true, false, yes, no, on, off, 1, 0".into(),
-            )
-        }),
+        VarType::Bool => parse_bool(text)
+            .map(Value::Bool)
+            .ok_or_else(|| bad("not a Boolean", "true, false, yes, no, on, off, 1, 0".into())),
         VarType::Size => match parse_size(text) {
             Some(n) if var.name == "GPUTRACE_TOTAL_MEMORY" && n < MIN_TOTAL_MEMORY => {
                 Err(bad("too small", "at least 64k".into()))
             }
-            Some(n)
-                if var.name == "GPUTRACE_CUDA_BUFFER" && !(64 << 10..=64 << 20).contains(&n) =>
-            {
+            Some(n) if var.name == "GPUTRACE_CUDA_BUFFER" && !(64 << 10..=64 << 20).contains(&n) => {
                 Err(bad("out of range", "between 64k and 64M".into()))
             }
             Some(n) => Ok(Value::Size(n)),
-            None => Err(bad(
-                "not a size",
-                "a number with an optional k, M or G suffix, e.g. 16M".into(),
-            )),
+            None => Err(bad("not a size", "a number with an optional k, M or G suffix, e.g. 16M".into())),
         },
         VarType::Path => Ok(Value::Path((!text.is_empty()).then(|| PathBuf::from(text)))),
-        VarType::Duration => parse_duration(text).map(Value::Duration).ok_or_else(|| {
-            bad(
-                "not a duration",
-                "a number with an optional ns, us, ms or s suffix".into(),
-            )
-        }),
+        VarType::Duration => parse_duration(text)
+            .map(Value::Duration)
+            .ok_or_else(|| bad("not a duration", "a number with an optional ns, us, ms or s suffix".into())),
         VarType::Set(values) => parse_set(text, values).map(Value::Set).map_err(|unknown| {
             let names: Vec<&str> = values.iter().map(|v| v.name).collect();
             bad(&format!("unknown value '{unknown}'"), names.join(", "))
@@ -242,10 +202,7 @@ pub fn parse_size(text: &str) -> Option<u64> {
     let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let number: u64 = t[..digits].parse().ok()?;
     let unit = t[digits..].trim().to_ascii_lowercase();
-    let unit = unit
-        .strip_suffix('b')
-        .filter(|u| !u.is_empty())
-        .unwrap_or(&unit);
+    let unit = unit.strip_suffix('b').filter(|u| !u.is_empty()).unwrap_or(&unit);
     let factor: u64 = match unit {
         "" => 1,
         "k" => 1 << 10,
@@ -274,20 +231,10 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
 /// Parses a set; on failure returns the first unknown name.
 pub fn parse_set(text: &str, values: &'static [SetValue]) -> Result<EnabledSet, String> {
     let mut enabled: Vec<&'static str> = Vec::new();
-    for word in text
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .filter(|w| !w.is_empty())
-    {
+    for word in text.split(|c: char| c == ',' || c.is_whitespace()).filter(|w| !w.is_empty()) {
         let lower = word.to_ascii_lowercase();
-        let v = values
-            .iter()
-            .find(|v| v.name == lower)
-            .ok_or_else(|| word.to_string())?;
-        let members: Vec<&'static str> = if v.is_alias {
-            v.expands_to.to_vec()
-        } else {
-            vec![v.name]
-        };
+        let v = values.iter().find(|v| v.name == lower).ok_or_else(|| word.to_string())?;
+        let members: Vec<&'static str> = if v.is_alias { v.expands_to.to_vec() } else { vec![v.name] };
         for m in members {
             if !enabled.contains(&m) {
                 enabled.push(m);
@@ -299,13 +246,8 @@ pub fn parse_set(text: &str, values: &'static [SetValue]) -> Result<EnabledSet, 
 
 /// "; did you mean GPUTRACE_X?" for a near miss, or nothing.
 fn suggest(name: &str) -> String {
-    let best = VARS
-        .iter()
-        .map(|v| (edit_distance(name, v.name), v.name))
-        .min()
-        .filter(|(d, _)| *d <= 3);
-    best.map(|(_, n)| format!("; did you mean {n}?"))
-        .unwrap_or_default()
+    let best = VARS.iter().map(|v| (edit_distance(name, v.name), v.name)).min().filter(|(d, _)| *d <= 3);
+    best.map(|(_, n)| format!("; did you mean {n}?")).unwrap_or_default()
 }
 
 fn edit_distance(a: &str, b: &str) -> usize {
@@ -327,9 +269,7 @@ mod tests {
     use super::*;
 
     fn pairs(p: &[(&str, &str)]) -> Vec<(String, String)> {
-        p.iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect()
+        p.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect()
     }
 
     #[test]
@@ -344,22 +284,14 @@ mod tests {
 
     #[test]
     fn bad_values_name_variable_value_and_allowed() {
-        let errs =
-            Config::from_pairs(&pairs(&[("GPUTRACE_MPI_ENABLE_GROUPS", "p2p,bogus")])).unwrap_err();
+        let errs = Config::from_pairs(&pairs(&[("GPUTRACE_MPI_ENABLE_GROUPS", "p2p,bogus")])).unwrap_err();
         let line = errs[0].to_string();
-        assert!(
-            line.starts_with("GPUTRACE_MPI_ENABLE_GROUPS=p2p,bogus: unknown value 'bogus'"),
-            "{line}"
-        );
+        assert!(line.starts_with("GPUTRACE_MPI_ENABLE_GROUPS=p2p,bogus: unknown value 'bogus'"), "{line}");
         assert!(line.contains("allowed: cg, coll"), "{line}");
         let errs = Config::from_pairs(&pairs(&[("GPUTRACE_ENABLE_TRACING", "maybe")])).unwrap_err();
         assert!(errs[0].to_string().contains("allowed: true, false"));
         let errs = Config::from_pairs(&pairs(&[("GPUTRACE_TOTAL_MEMORY", "12q")])).unwrap_err();
-        assert!(
-            errs[0]
-                .to_string()
-                .starts_with("GPUTRACE_TOTAL_MEMORY=12q: not a size")
-        );
+        assert!(errs[0].to_string().starts_with("GPUTRACE_TOTAL_MEMORY=12q: not a size"));
     }
 
     #[test]
@@ -382,10 +314,7 @@ mod tests {
         let s = parse_set("p2p, COLL", vars::MPI_GROUPS).unwrap();
         assert_eq!(s.iter().collect::<Vec<_>>(), ["p2p", "coll"]);
         assert!(parse_set("none", vars::MPI_GROUPS).unwrap().is_empty());
-        assert_eq!(
-            parse_set("all", vars::MPI_GROUPS).unwrap().iter().count(),
-            15
-        );
+        assert_eq!(parse_set("all", vars::MPI_GROUPS).unwrap().iter().count(), 15);
     }
 
     #[test]

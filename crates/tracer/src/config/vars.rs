@@ -43,25 +43,11 @@ pub struct Var {
 }
 
 const fn member(name: &'static str, help: &'static str) -> SetValue {
-    SetValue {
-        name,
-        help,
-        is_alias: false,
-        expands_to: &[],
-    }
+    SetValue { name, help, is_alias: false, expands_to: &[] }
 }
 
-const fn alias(
-    name: &'static str,
-    help: &'static str,
-    expands_to: &'static [&'static str],
-) -> SetValue {
-    SetValue {
-        name,
-        help,
-        is_alias: true,
-        expands_to,
-    }
+const fn alias(name: &'static str, help: &'static str, expands_to: &'static [&'static str]) -> SetValue {
+    SetValue { name, help, is_alias: true, expands_to }
 }
 
 const MPI_DEFAULT: &[&str] = &["cg", "coll", "env", "io", "p2p", "rma", "topo", "xnonblock"];
@@ -87,10 +73,7 @@ const MPI_ALL: &[&str] = &[
 pub const MPI_GROUPS: &[SetValue] = &[
     member("cg", "communicator and group management"),
     member("coll", "collective communication"),
-    member(
-        "env",
-        "environmental management (Init, Finalize, Wtime, ...)",
-    ),
+    member("env", "environmental management (Init, Finalize, Wtime, ...)"),
     member("err", "error handlers"),
     member("ext", "external interfaces (generalized requests, ...)"),
     member("io", "MPI file I/O"),
@@ -106,60 +89,26 @@ pub const MPI_GROUPS: &[SetValue] = &[
         "follow non-blocking requests to completion (MpiIsend/MpiIrecv events); \
          without it non-blocking messages are not recorded",
     ),
-    member(
-        "xreqtest",
-        "record an MpiRequestTest event for every test that finds a request unfinished",
-    ),
-    alias(
-        "default",
-        "cg,coll,env,io,p2p,rma,topo,xnonblock",
-        MPI_DEFAULT,
-    ),
+    member("xreqtest", "record an MpiRequestTest event for every test that finds a request unfinished"),
+    alias("default", "cg,coll,env,io,p2p,rma,topo,xnonblock", MPI_DEFAULT),
     alias("all", "every group", MPI_ALL),
     alias("none", "no MPI recording", &[]),
     alias("no", "no MPI recording", &[]),
 ];
 
-const CUDA_DEFAULT: &[&str] = &[
-    "driver", "runtime", "kernel", "memcpy", "memset", "peer", "sync", "nvlink",
-];
+const CUDA_DEFAULT: &[&str] = &["driver", "runtime", "kernel", "memcpy", "memset", "peer", "sync", "nvlink"];
 
 /// What the CUDA agent records.
 pub const CUDA_FEATURES: &[SetValue] = &[
-    member(
-        "driver",
-        "CUDA driver API calls (cu*), as regions on the calling thread",
-    ),
-    member(
-        "runtime",
-        "CUDA runtime API calls (cuda*), as regions on the calling thread",
-    ),
-    member(
-        "kernel",
-        "kernels, on their stream, with grid, block, registers and shared memory",
-    ),
-    member(
-        "memcpy",
-        "copies host-to-device, device-to-host, device-to-device and host-to-host",
-    ),
+    member("driver", "CUDA driver API calls (cu*), as regions on the calling thread"),
+    member("runtime", "CUDA runtime API calls (cuda*), as regions on the calling thread"),
+    member("kernel", "kernels, on their stream, with grid, block, registers and shared memory"),
+    member("memcpy", "copies host-to-device, device-to-host, device-to-device and host-to-host"),
     member("memset", "memsets, on their stream"),
-    member(
-        "peer",
-        "copies between GPUs (peer-to-peer), with source and destination device",
-    ),
-    member(
-        "sync",
-        "synchronizations (stream, event, context) on the waiting thread",
-    ),
-    member(
-        "nvlink",
-        "NVLink topology, and NVLink traffic per GPU sampled from NVML",
-    ),
-    alias(
-        "default",
-        "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink",
-        CUDA_DEFAULT,
-    ),
+    member("peer", "copies between GPUs (peer-to-peer), with source and destination device"),
+    member("sync", "synchronizations (stream, event, context) on the waiting thread"),
+    member("nvlink", "NVLink topology, and NVLink traffic per GPU sampled from NVML"),
+    alias("default", "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink", CUDA_DEFAULT),
     alias("yes", "the same as default", CUDA_DEFAULT),
     alias("all", "the same as default", CUDA_DEFAULT),
     alias("no", "no CUDA recording: the agent is not loaded", &[]),

@@ -92,9 +92,7 @@ impl RegionRole {
 impl Paradigm {
     fn from_u8(v: u8) -> Option<Self> {
         use Paradigm::*;
-        [User, Mpi, Cuda, Nccl, Measurement]
-            .into_iter()
-            .find(|p| *p as u8 == v)
+        [User, Mpi, Cuda, Nccl, Measurement].into_iter().find(|p| *p as u8 == v)
     }
 }
 
@@ -104,11 +102,7 @@ pub enum LocationKind {
     /// A host thread, by kernel thread id; `is_main` when tid == pid.
     HostThread { tid: u32, is_main: bool },
     /// A CUDA stream: CUPTI's device, context and stream ids.
-    GpuStream {
-        device: u32,
-        context: u32,
-        stream: u32,
-    },
+    GpuStream { device: u32, context: u32, stream: u32 },
     /// Where samples of a device's metrics (NVLink traffic) are recorded.
     DeviceMetrics { device: u32 },
 }
@@ -343,14 +337,7 @@ impl Definition {
                 put_u64(out, u64::from(*id));
                 put_bytes(out, value.as_bytes());
             }
-            Definition::Region {
-                id,
-                name,
-                canonical,
-                paradigm,
-                role,
-                group,
-            } => {
+            Definition::Region { id, name, canonical, paradigm, role, group } => {
                 out.push(tag::REGION);
                 put_u64(out, u64::from(*id));
                 put_u64(out, u64::from(*name));
@@ -368,11 +355,7 @@ impl Definition {
                         put_u64(out, u64::from(*tid));
                         out.push(u8::from(*is_main));
                     }
-                    LocationKind::GpuStream {
-                        device,
-                        context,
-                        stream,
-                    } => {
+                    LocationKind::GpuStream { device, context, stream } => {
                         out.push(2);
                         for v in [device, context, stream] {
                             put_u64(out, u64::from(*v));
@@ -403,11 +386,7 @@ impl Definition {
                 }
                 put_u64(out, c.parent.map_or(0, |p| u64::from(p) + 1));
             }
-            Definition::ClockSync {
-                local,
-                offset,
-                error,
-            } => {
+            Definition::ClockSync { local, offset, error } => {
                 out.push(tag::CLOCK_SYNC);
                 put_u64(out, *local);
                 put_i64(out, *offset);
@@ -461,10 +440,7 @@ impl Definition {
 
     pub fn decode(c: &mut Cursor<'_>) -> Result<Definition, Malformed> {
         Ok(match c.u8()? {
-            tag::STRING => Definition::String {
-                id: c.u32()?,
-                value: c.string()?,
-            },
+            tag::STRING => Definition::String { id: c.u32()?, value: c.string()? },
             tag::REGION => Definition::Region {
                 id: c.u32()?,
                 name: c.u32()?,
@@ -476,28 +452,14 @@ impl Definition {
             tag::LOCATION => {
                 let id = c.u32()?;
                 let kind = match c.u8()? {
-                    1 => LocationKind::HostThread {
-                        tid: c.u32()?,
-                        is_main: c.u8()? != 0,
-                    },
-                    2 => LocationKind::GpuStream {
-                        device: c.u32()?,
-                        context: c.u32()?,
-                        stream: c.u32()?,
-                    },
+                    1 => LocationKind::HostThread { tid: c.u32()?, is_main: c.u8()? != 0 },
+                    2 => LocationKind::GpuStream { device: c.u32()?, context: c.u32()?, stream: c.u32()? },
                     3 => LocationKind::DeviceMetrics { device: c.u32()? },
                     _ => return Err(Malformed),
                 };
-                Definition::Location {
-                    id,
-                    kind,
-                    name: c.u32()?,
-                }
+                Definition::Location { id, kind, name: c.u32()? }
             }
-            tag::MPI_RANK => Definition::MpiRank {
-                rank: c.u32()?,
-                size: c.u32()?,
-            },
+            tag::MPI_RANK => Definition::MpiRank { rank: c.u32()?, size: c.u32()? },
             tag::COMM => {
                 let id = c.u32()?;
                 let key = (c.u32()?, c.u64()?);
@@ -511,23 +473,10 @@ impl Definition {
                     0 => None,
                     p => Some(u32::try_from(p - 1).map_err(|_| Malformed)?),
                 };
-                Definition::Comm(CommDef {
-                    id,
-                    key,
-                    name,
-                    members,
-                    parent,
-                })
+                Definition::Comm(CommDef { id, key, name, members, parent })
             }
-            tag::CLOCK_SYNC => Definition::ClockSync {
-                local: c.u64()?,
-                offset: c.i64()?,
-                error: c.u64()?,
-            },
-            tag::DROPPED => Definition::Dropped {
-                location: c.u32()?,
-                count: c.u64()?,
-            },
+            tag::CLOCK_SYNC => Definition::ClockSync { local: c.u64()?, offset: c.i64()?, error: c.u64()? },
+            tag::DROPPED => Definition::Dropped { location: c.u32()?, count: c.u64()? },
             tag::STREAM_END => Definition::StreamEnd { time: c.u64()? },
             tag::DEVICE => Definition::Device(DeviceDef {
                 id: c.u32()?,
@@ -537,10 +486,7 @@ impl Definition {
                 memory: c.u64()?,
                 compute_capability: (c.u32()?, c.u32()?),
             }),
-            tag::CONTEXT => Definition::Context {
-                id: c.u32()?,
-                device: c.u32()?,
-            },
+            tag::CONTEXT => Definition::Context { id: c.u32()?, device: c.u32()? },
             tag::NVLINK => Definition::NvLink(NvLinkDef {
                 ends: [get_end(c)?, get_end(c)?],
                 version: c.u32()?,
@@ -576,8 +522,7 @@ pub fn rank_runs(ranks: impl IntoIterator<Item = u32>) -> RankRuns {
 
 /// Expands runs back into world ranks.
 pub fn expand_runs(runs: &[(u32, u32)]) -> impl Iterator<Item = u32> + '_ {
-    runs.iter()
-        .flat_map(|&(first, count)| (0..count).map(move |i| first + i))
+    runs.iter().flat_map(|&(first, count)| (0..count).map(move |i| first + i))
 }
 
 #[cfg(test)]
@@ -587,10 +532,7 @@ mod tests {
     #[test]
     fn definitions_round_trip() {
         let defs = vec![
-            Definition::String {
-                id: 1,
-                value: "MPI_Send".into(),
-            },
+            Definition::String { id: 1, value: "MPI_Send".into() },
             Definition::Region {
                 id: 2,
                 name: 1,
@@ -599,14 +541,7 @@ mod tests {
                 role: RegionRole::Point2Point,
                 group: 0,
             },
-            Definition::Location {
-                id: 0,
-                kind: LocationKind::HostThread {
-                    tid: 42,
-                    is_main: true,
-                },
-                name: 1,
-            },
+            Definition::Location { id: 0, kind: LocationKind::HostThread { tid: 42, is_main: true }, name: 1 },
             Definition::MpiRank { rank: 3, size: 4 },
             Definition::Comm(CommDef {
                 id: 1,
@@ -615,30 +550,15 @@ mod tests {
                 members: vec![(0, 4)],
                 parent: Some(0),
             }),
-            Definition::ClockSync {
-                local: 100,
-                offset: -5,
-                error: 2,
-            },
-            Definition::Dropped {
-                location: 0,
-                count: 9,
-            },
+            Definition::ClockSync { local: 100, offset: -5, error: 2 },
+            Definition::Dropped { location: 0, count: 9 },
             Definition::StreamEnd { time: 1234 },
             Definition::Location {
                 id: 3,
-                kind: LocationKind::GpuStream {
-                    device: 1,
-                    context: 2,
-                    stream: 13,
-                },
+                kind: LocationKind::GpuStream { device: 1, context: 2, stream: 13 },
                 name: 0,
             },
-            Definition::Location {
-                id: 4,
-                kind: LocationKind::DeviceMetrics { device: 1 },
-                name: 0,
-            },
+            Definition::Location { id: 4, kind: LocationKind::DeviceMetrics { device: 1 }, name: 0 },
             Definition::Device(DeviceDef {
                 id: 1,
                 name: "NVIDIA H200".into(),

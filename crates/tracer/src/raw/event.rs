@@ -107,16 +107,7 @@ pub enum CopyKind {
 impl CopyKind {
     pub fn from_u8(v: u8) -> Option<Self> {
         use CopyKind::*;
-        [
-            HostToDevice,
-            DeviceToHost,
-            DeviceToDevice,
-            HostToHost,
-            PeerToPeer,
-            Other,
-        ]
-        .into_iter()
-        .find(|k| *k as u8 == v)
+        [HostToDevice, DeviceToHost, DeviceToDevice, HostToHost, PeerToPeer, Other].into_iter().find(|k| *k as u8 == v)
     }
 
     /// Short name: HtoD, DtoH, DtoD, HtoH, PtoP, other.
@@ -149,18 +140,10 @@ pub enum MemoryKind {
 impl MemoryKind {
     pub fn from_u8(v: u8) -> Self {
         use MemoryKind::*;
-        [
-            Pageable,
-            Pinned,
-            Device,
-            Array,
-            Managed,
-            DeviceStatic,
-            ManagedStatic,
-        ]
-        .into_iter()
-        .find(|k| *k as u8 == v)
-        .unwrap_or(Unknown)
+        [Pageable, Pinned, Device, Array, Managed, DeviceStatic, ManagedStatic]
+            .into_iter()
+            .find(|k| *k as u8 == v)
+            .unwrap_or(Unknown)
     }
 
     pub fn name(self) -> &'static str {
@@ -318,12 +301,7 @@ fn put_msg(out: &mut Vec<u8>, m: &Message) {
 }
 
 fn get_msg(c: &mut Cursor<'_>) -> Result<Message, Malformed> {
-    Ok(Message {
-        peer: c.u32()?,
-        comm: c.u32()?,
-        tag: c.i32()?,
-        bytes: c.u64()?,
-    })
+    Ok(Message { peer: c.u32()?, comm: c.u32()?, tag: c.i32()?, bytes: c.u64()? })
 }
 
 fn put_coll(out: &mut Vec<u8>, k: &Collective) {
@@ -341,13 +319,7 @@ fn get_coll(c: &mut Cursor<'_>) -> Result<Collective, Malformed> {
         0 => None,
         r => Some(u32::try_from(r - 1).map_err(|_| Malformed)?),
     };
-    Ok(Collective {
-        op,
-        comm,
-        root,
-        sent: c.u64()?,
-        received: c.u64()?,
-    })
+    Ok(Collective { op, comm, root, sent: c.u64()?, received: c.u64()? })
 }
 
 fn put_config(out: &mut Vec<u8>, k: &KernelConfig) {
@@ -398,24 +370,12 @@ fn get_copy(c: &mut Cursor<'_>) -> Result<Copy, Malformed> {
     let bytes = c.u64()?;
     let peer = match c.u8()? {
         0 => None,
-        1 => Some(PeerEnds {
-            src_device: c.u32()?,
-            dst_device: c.u32()?,
-            src_context: c.u32()?,
-            dst_context: c.u32()?,
-        }),
+        1 => {
+            Some(PeerEnds { src_device: c.u32()?, dst_device: c.u32()?, src_context: c.u32()?, dst_context: c.u32()? })
+        }
         _ => return Err(Malformed),
     };
-    Ok(Copy {
-        region,
-        correlation,
-        kind,
-        src,
-        dst,
-        bytes,
-        peer,
-        id: c.u64()?,
-    })
+    Ok(Copy { region, correlation, kind, src, dst, bytes, peer, id: c.u64()? })
 }
 
 impl Event {
@@ -483,19 +443,12 @@ impl Event {
                 put_coll(out, coll);
                 varint::put_u64(out, *request);
             }
-            Event::EnterCorrelated {
-                region,
-                correlation,
-            } => {
+            Event::EnterCorrelated { region, correlation } => {
                 start(out, tag::ENTER_CORRELATED);
                 varint::put_u64(out, u64::from(*region));
                 varint::put_u64(out, u64::from(*correlation));
             }
-            Event::KernelBegin {
-                region,
-                correlation,
-                config,
-            } => {
+            Event::KernelBegin { region, correlation, config } => {
                 start(out, tag::KERNEL_BEGIN);
                 varint::put_u64(out, u64::from(*region));
                 varint::put_u64(out, u64::from(*correlation));
@@ -510,12 +463,7 @@ impl Event {
                 varint::put_u64(out, u64::from(*region));
                 varint::put_u64(out, *id);
             }
-            Event::MemsetBegin {
-                region,
-                correlation,
-                bytes,
-                memory,
-            } => {
+            Event::MemsetBegin { region, correlation, bytes, memory } => {
                 start(out, tag::MEMSET_BEGIN);
                 varint::put_u64(out, u64::from(*region));
                 varint::put_u64(out, u64::from(*correlation));
@@ -539,49 +487,27 @@ impl Event {
             tag::LEAVE => Event::Leave { region: c.u32()? },
             tag::MPI_SEND => Event::MpiSend(get_msg(c)?),
             tag::MPI_RECV => Event::MpiRecv(get_msg(c)?),
-            tag::MPI_ISEND => Event::MpiIsend {
-                msg: get_msg(c)?,
-                request: c.u64()?,
-            },
+            tag::MPI_ISEND => Event::MpiIsend { msg: get_msg(c)?, request: c.u64()? },
             tag::MPI_ISEND_COMPLETE => Event::MpiIsendComplete { request: c.u64()? },
             tag::MPI_IRECV_REQUEST => Event::MpiIrecvRequest { request: c.u64()? },
-            tag::MPI_IRECV => Event::MpiIrecv {
-                msg: get_msg(c)?,
-                request: c.u64()?,
-            },
+            tag::MPI_IRECV => Event::MpiIrecv { msg: get_msg(c)?, request: c.u64()? },
             tag::MPI_REQUEST_TEST => Event::MpiRequestTest { request: c.u64()? },
             tag::MPI_REQUEST_CANCELLED => Event::MpiRequestCancelled { request: c.u64()? },
             tag::MPI_COLLECTIVE_BEGIN => Event::MpiCollectiveBegin,
             tag::MPI_COLLECTIVE_END => Event::MpiCollectiveEnd(get_coll(c)?),
             tag::NBC_REQUEST => Event::NonBlockingCollectiveRequest { request: c.u64()? },
-            tag::NBC_COMPLETE => Event::NonBlockingCollectiveComplete {
-                coll: get_coll(c)?,
-                request: c.u64()?,
-            },
-            tag::ENTER_CORRELATED => Event::EnterCorrelated {
-                region: c.u32()?,
-                correlation: c.u32()?,
-            },
-            tag::KERNEL_BEGIN => Event::KernelBegin {
-                region: c.u32()?,
-                correlation: c.u32()?,
-                config: get_config(c)?,
-            },
+            tag::NBC_COMPLETE => Event::NonBlockingCollectiveComplete { coll: get_coll(c)?, request: c.u64()? },
+            tag::ENTER_CORRELATED => Event::EnterCorrelated { region: c.u32()?, correlation: c.u32()? },
+            tag::KERNEL_BEGIN => Event::KernelBegin { region: c.u32()?, correlation: c.u32()?, config: get_config(c)? },
             tag::COPY_BEGIN => Event::CopyBegin(get_copy(c)?),
-            tag::COPY_END => Event::CopyEnd {
-                region: c.u32()?,
-                id: c.u64()?,
-            },
+            tag::COPY_END => Event::CopyEnd { region: c.u32()?, id: c.u64()? },
             tag::MEMSET_BEGIN => Event::MemsetBegin {
                 region: c.u32()?,
                 correlation: c.u32()?,
                 bytes: c.u64()?,
                 memory: MemoryKind::from_u8(c.u8()?),
             },
-            tag::METRIC => Event::Metric {
-                metric: c.u32()?,
-                value: c.u64()?,
-            },
+            tag::METRIC => Event::Metric { metric: c.u32()?, value: c.u64()? },
             _ => return Err(Malformed),
         };
         Ok((delta, ev))
@@ -593,19 +519,8 @@ mod tests {
     use super::*;
 
     fn samples() -> Vec<Event> {
-        let msg = Message {
-            peer: 3,
-            comm: 1,
-            tag: -7,
-            bytes: 1 << 40,
-        };
-        let coll = Collective {
-            op: CollectiveOp::Allreduce,
-            comm: 2,
-            root: Some(0),
-            sent: 8,
-            received: 16,
-        };
+        let msg = Message { peer: 3, comm: 1, tag: -7, bytes: 1 << 40 };
+        let coll = Collective { op: CollectiveOp::Allreduce, comm: 2, root: Some(0), sent: 8, received: 16 };
         vec![
             Event::Enter { region: 5 },
             Event::Leave { region: 5 },
@@ -622,10 +537,7 @@ mod tests {
             Event::MpiCollectiveEnd(Collective { root: None, ..coll }),
             Event::NonBlockingCollectiveRequest { request: 11 },
             Event::NonBlockingCollectiveComplete { coll, request: 11 },
-            Event::EnterCorrelated {
-                region: 3,
-                correlation: 77,
-            },
+            Event::EnterCorrelated { region: 3, correlation: 77 },
             Event::KernelBegin {
                 region: 4,
                 correlation: 78,
@@ -644,12 +556,7 @@ mod tests {
                 src: MemoryKind::Device,
                 dst: MemoryKind::Device,
                 bytes: 1 << 33,
-                peer: Some(PeerEnds {
-                    src_device: 0,
-                    dst_device: 1,
-                    src_context: 1,
-                    dst_context: 2,
-                }),
+                peer: Some(PeerEnds { src_device: 0, dst_device: 1, src_context: 1, dst_context: 2 }),
                 id: 12,
             }),
             Event::CopyBegin(Copy {
@@ -663,16 +570,8 @@ mod tests {
                 id: 13,
             }),
             Event::CopyEnd { region: 5, id: 12 },
-            Event::MemsetBegin {
-                region: 7,
-                correlation: 81,
-                bytes: 64,
-                memory: MemoryKind::Device,
-            },
-            Event::Metric {
-                metric: 2,
-                value: 123456,
-            },
+            Event::MemsetBegin { region: 7, correlation: 81, bytes: 64, memory: MemoryKind::Device },
+            Event::Metric { metric: 2, value: 123456 },
         ]
     }
 
@@ -691,18 +590,9 @@ mod tests {
 
     #[test]
     fn no_event_exceeds_the_reserved_room() {
-        let big = Message {
-            peer: u32::MAX,
-            comm: u32::MAX,
-            tag: i32::MIN,
-            bytes: u64::MAX,
-        };
+        let big = Message { peer: u32::MAX, comm: u32::MAX, tag: i32::MIN, bytes: u64::MAX };
         let mut buf = Vec::new();
-        Event::MpiIrecv {
-            msg: big,
-            request: u64::MAX,
-        }
-        .encode(i64::MIN, &mut buf);
+        Event::MpiIrecv { msg: big, request: u64::MAX }.encode(i64::MIN, &mut buf);
         assert!(buf.len() <= MAX_EVENT_LEN, "{}", buf.len());
         buf.clear();
         let coll = Collective {
@@ -712,11 +602,7 @@ mod tests {
             sent: u64::MAX,
             received: u64::MAX,
         };
-        Event::NonBlockingCollectiveComplete {
-            coll,
-            request: u64::MAX,
-        }
-        .encode(i64::MAX, &mut buf);
+        Event::NonBlockingCollectiveComplete { coll, request: u64::MAX }.encode(i64::MAX, &mut buf);
         assert!(buf.len() <= MAX_EVENT_LEN, "{}", buf.len());
     }
 

@@ -17,12 +17,10 @@ pub mod writer;
 
 pub use chunk::{ChunkHeader, ChunkKind};
 pub use defs::{
-    CommDef, Definition, DeviceDef, LinkEnd, LocationKind, MetricDef, NvLinkDef, Paradigm,
-    RankRuns, RegionRole, StreamHeader,
+    CommDef, Definition, DeviceDef, LinkEnd, LocationKind, MetricDef, NvLinkDef, Paradigm, RankRuns, RegionRole,
+    StreamHeader,
 };
-pub use event::{
-    Collective, CollectiveOp, Copy, CopyKind, Event, KernelConfig, MemoryKind, Message, PeerEnds,
-};
+pub use event::{Collective, CollectiveOp, Copy, CopyKind, Event, KernelConfig, MemoryKind, Message, PeerEnds};
 pub use reader::{EventChunk, Problem, RawFile};
 pub use writer::EventSpan;
 pub use writer::StreamFile;
@@ -63,24 +61,13 @@ impl Producer {
     }
 
     pub fn from_name(name: &str) -> Option<Self> {
-        [Self::Mpi, Self::Cuda, Self::Nccl, Self::Synthetic]
-            .into_iter()
-            .find(|p| p.name() == name)
+        [Self::Mpi, Self::Cuda, Self::Nccl, Self::Synthetic].into_iter().find(|p| p.name() == name)
     }
 }
 
 /// The file name of a stream: `<host>.<pid>.<producer>.gtr`.
 pub fn stream_file_name(host: &str, pid: u32, producer: Producer) -> String {
-    let host: String = host
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
+    let host: String = host.chars().map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' }).collect();
     format!("{host}.{pid}.{}.gtr", producer.name())
 }
 
@@ -101,10 +88,7 @@ mod tests {
     fn file_names_round_trip() {
         let name = stream_file_name("node-1.cluster", 4711, Producer::Mpi);
         assert_eq!(name, "node-1_cluster.4711.mpi.gtr");
-        assert_eq!(
-            parse_stream_file_name(&name),
-            Some(("node-1_cluster".into(), 4711, Producer::Mpi))
-        );
+        assert_eq!(parse_stream_file_name(&name), Some(("node-1_cluster".into(), 4711, Producer::Mpi)));
         assert_eq!(parse_stream_file_name("x.gtr"), None);
     }
 }

@@ -22,19 +22,11 @@ use crate::raw::{Definition, Event, Producer, StreamHeader, parse_stream_file_na
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Problem {
     /// Bytes between `offset` and `offset + len` held no valid chunk.
-    Damaged {
-        offset: u64,
-        len: u64,
-        reason: String,
-    },
+    Damaged { offset: u64, len: u64, reason: String },
     /// The last chunk, at `offset`, was cut short: `have` of `need` bytes.
     Truncated { offset: u64, have: u64, need: u64 },
     /// The chunk at `offset` had a valid header but a bad payload.
-    BadPayload {
-        offset: u64,
-        kind: ChunkKind,
-        events: u32,
-    },
+    BadPayload { offset: u64, kind: ChunkKind, events: u32 },
     /// The stream header was lost; the identity came from the file name.
     NoStreamHeader,
 }
@@ -42,43 +34,20 @@ pub enum Problem {
 impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Problem::Damaged {
-                offset,
-                len,
-                reason,
-            } => {
-                write!(
-                    f,
-                    "{len} damaged bytes at offset {offset} skipped ({reason})"
-                )
+            Problem::Damaged { offset, len, reason } => {
+                write!(f, "{len} damaged bytes at offset {offset} skipped ({reason})")
             }
             Problem::Truncated { offset, have, need } => {
-                write!(
-                    f,
-                    "last chunk at offset {offset} cut short ({have} of {need} bytes) dropped"
-                )
+                write!(f, "last chunk at offset {offset} cut short ({have} of {need} bytes) dropped")
             }
-            Problem::BadPayload {
-                offset,
-                kind,
-                events,
-            } => match kind {
+            Problem::BadPayload { offset, kind, events } => match kind {
                 ChunkKind::Events => {
-                    write!(
-                        f,
-                        "chunk at offset {offset} failed its checksum: {events} events dropped"
-                    )
+                    write!(f, "chunk at offset {offset} failed its checksum: {events} events dropped")
                 }
-                _ => write!(
-                    f,
-                    "{kind:?} chunk at offset {offset} failed its checksum: dropped"
-                ),
+                _ => write!(f, "{kind:?} chunk at offset {offset} failed its checksum: dropped"),
             },
             Problem::NoStreamHeader => {
-                write!(
-                    f,
-                    "stream header lost; process identity taken from the file name"
-                )
+                write!(f, "stream header lost; process identity taken from the file name")
             }
         }
     }
@@ -118,10 +87,7 @@ const SCAN_WINDOW: usize = 1 << 20;
 
 impl RawFile {
     pub fn open(path: &Path) -> Result<RawFile, ReadError> {
-        let io_err = |source| ReadError::Io {
-            path: path.to_path_buf(),
-            source,
-        };
+        let io_err = |source| ReadError::Io { path: path.to_path_buf(), source };
         let file = File::open(path).map_err(io_err)?;
         let size = file.metadata().map_err(io_err)?.len();
         let mut raw = RawFile {
@@ -141,11 +107,7 @@ impl RawFile {
                 Ok(h) => h,
                 Err(reason) => {
                     let next = raw.find_next_header(pos + 1).map_err(io_err)?;
-                    raw.problems.push(Problem::Damaged {
-                        offset: pos,
-                        len: next - pos,
-                        reason,
-                    });
+                    raw.problems.push(Problem::Damaged { offset: pos, len: next - pos, reason });
                     pos = next;
                     continue;
                 }
@@ -153,29 +115,16 @@ impl RawFile {
             let start = pos + HEADER_LEN as u64;
             let end = start + u64::from(header.payload_len);
             if end > size {
-                raw.problems.push(Problem::Truncated {
-                    offset: pos,
-                    have: size - pos,
-                    need: end - pos,
-                });
+                raw.problems.push(Problem::Truncated { offset: pos, have: size - pos, need: end - pos });
                 break;
             }
             match header.kind {
-                ChunkKind::Events => raw.chunks.push(EventChunk {
-                    offset: start,
-                    header,
-                }),
+                ChunkKind::Events => raw.chunks.push(EventChunk { offset: start, header }),
                 ChunkKind::StreamHeader | ChunkKind::Definitions => {
                     payload.resize(header.payload_len as usize, 0);
-                    raw.file
-                        .read_exact_at(&mut payload, start)
-                        .map_err(io_err)?;
+                    raw.file.read_exact_at(&mut payload, start).map_err(io_err)?;
                     if !header.payload_ok(&payload) {
-                        raw.problems.push(Problem::BadPayload {
-                            offset: pos,
-                            kind: header.kind,
-                            events: 0,
-                        });
+                        raw.problems.push(Problem::BadPayload { offset: pos, kind: header.kind, events: 0 });
                     } else if header.kind == ChunkKind::StreamHeader {
                         if let Ok(h) = StreamHeader::decode(&payload) {
                             raw.header = h;
@@ -190,9 +139,7 @@ impl RawFile {
         }
         if !have_header {
             if raw.definitions.is_empty() && raw.chunks.is_empty() {
-                return Err(ReadError::NotAStream {
-                    path: path.to_path_buf(),
-                });
+                return Err(ReadError::NotAStream { path: path.to_path_buf() });
             }
             raw.problems.push(Problem::NoStreamHeader);
         }
@@ -212,14 +159,8 @@ impl RawFile {
             kind: chunk.header.kind,
             events: chunk.header.event_count,
         };
-        self.file
-            .read_exact_at(buf, chunk.offset)
-            .map_err(|_| bad())?;
-        if chunk.header.payload_ok(buf) {
-            Ok(())
-        } else {
-            Err(bad())
-        }
+        self.file.read_exact_at(buf, chunk.offset).map_err(|_| bad())?;
+        if chunk.header.payload_ok(buf) { Ok(()) } else { Err(bad()) }
     }
 
     /// The events of a payload read by [`read_payload`](Self::read_payload).
@@ -228,16 +169,8 @@ impl RawFile {
     pub fn events<'a>(chunk: &EventChunk, payload: &'a [u8]) -> Events<'a> {
         let mut cursor = Cursor::new(payload);
         match cursor.u64() {
-            Ok(time) => Events {
-                cursor,
-                time,
-                left: chunk.header.event_count,
-            },
-            Err(_) => Events {
-                cursor,
-                time: 0,
-                left: 0,
-            },
+            Ok(time) => Events { cursor, time, left: chunk.header.event_count },
+            Err(_) => Events { cursor, time: 0, left: 0 },
         }
     }
 
@@ -289,10 +222,7 @@ impl RawFile {
 }
 
 fn memchr_all(hay: &[u8], needle: u8) -> impl Iterator<Item = usize> + '_ {
-    hay.iter()
-        .enumerate()
-        .filter(move |(_, b)| **b == needle)
-        .map(|(i, _)| i)
+    hay.iter().enumerate().filter(move |(_, b)| **b == needle).map(|(i, _)| i)
 }
 
 /// A header made from the file name, for a file whose header was lost.

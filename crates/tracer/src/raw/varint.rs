@@ -131,16 +131,7 @@ mod tests {
 
     #[test]
     fn round_trips_edge_values() {
-        let values = [
-            0u64,
-            1,
-            127,
-            128,
-            300,
-            u32::MAX as u64,
-            u64::MAX - 1,
-            u64::MAX,
-        ];
+        let values = [0u64, 1, 127, 128, 300, u32::MAX as u64, u64::MAX - 1, u64::MAX];
         let mut buf = Vec::new();
         for v in values {
             put_u64(&mut buf, v);

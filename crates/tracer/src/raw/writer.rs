@@ -34,16 +34,8 @@ pub struct EventSpan {
 impl StreamFile {
     /// Creates `path` (which must not exist) and writes the stream header.
     pub fn create(path: &Path, header: &StreamHeader) -> io::Result<StreamFile> {
-        let file = OpenOptions::new()
-            .append(true)
-            .create_new(true)
-            .custom_flags(libc::O_CLOEXEC)
-            .open(path)?;
-        let stream = StreamFile {
-            path: path.to_path_buf(),
-            producer: header.producer,
-            file: Mutex::new(file),
-        };
+        let file = OpenOptions::new().append(true).create_new(true).custom_flags(libc::O_CLOEXEC).open(path)?;
+        let stream = StreamFile { path: path.to_path_buf(), producer: header.producer, file: Mutex::new(file) };
         let mut payload = Vec::new();
         header.encode(&mut payload);
         stream.write_chunk(ChunkKind::StreamHeader, None, &payload)?;
@@ -59,12 +51,7 @@ impl StreamFile {
     }
 
     /// Appends one chunk. `span` is given for event chunks.
-    pub fn write_chunk(
-        &self,
-        kind: ChunkKind,
-        span: Option<EventSpan>,
-        payload: &[u8],
-    ) -> io::Result<()> {
+    pub fn write_chunk(&self, kind: ChunkKind, span: Option<EventSpan>, payload: &[u8]) -> io::Result<()> {
         let mut header = ChunkHeader::for_payload(kind, self.producer, payload);
         if let Some(s) = span {
             header.location = s.location;

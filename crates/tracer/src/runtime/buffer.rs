@@ -1,11 +1,15 @@
 //! Per-thread event buffers: the hot path.
 //!
 //! Each recording thread owns one buffer and appends encoded events to it
-//! without a lock. The only other party that may touch it is a flush of all
-//! buffers (at MPI_Finalize or exit), so ownership is a single `busy` flag:
-//! the owner takes it for each append, the flusher takes it to write a
-//! buffer out. A full buffer, or one whose oldest event is more than
-//! [`MAX_CHUNK_AGE_NS`] old, is written as one events chunk by its owner.
+//! without a lock. The other parties that may touch it — the recorder's
+//! flusher thread, which writes out buffers whose oldest event is more than
+//! [`MAX_CHUNK_AGE_NS`] old so that an idle or killed process loses at most
+//! about a second of events, and a flush of all buffers at MPI_Finalize or
+//! exit — only swap the pending events out ([`ThreadBuffer::take`]) and
+//! write them after letting go. Ownership is a single `busy` flag; the
+//! owner spins for it in the rare case someone else holds it, which is
+//! never for longer than that swap. A full buffer is written as one events
+//! chunk by its owner.
 
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,23 +38,11 @@ pub(crate) struct Pending {
 
 impl Pending {
     pub fn new(capacity: usize) -> Self {
-        Pending {
-            data: Vec::with_capacity(capacity),
-            capacity,
-            count: 0,
-            last: 0,
-            min: u64::MAX,
-            max: 0,
-        }
+        Pending { data: Vec::with_capacity(capacity), capacity, count: 0, last: 0, min: u64::MAX, max: 0 }
     }
 
     pub fn span(&self, location: u32) -> EventSpan {
-        EventSpan {
-            location,
-            count: self.count,
-            min_time: self.min,
-            max_time: self.max,
-        }
+        EventSpan { location, count: self.count, min_time: self.min, max_time: self.max }
     }
 
     pub fn clear(&mut self) {
@@ -107,11 +99,7 @@ pub(crate) enum Pushed {
 
 impl ThreadBuffer {
     pub fn new(location: u32, capacity: usize) -> Self {
-        ThreadBuffer {
-            location,
-            busy: AtomicBool::new(false),
-            pending: UnsafeCell::new(Pending::new(capacity)),
-        }
+        ThreadBuffer { location, busy: AtomicBool::new(false), pending: UnsafeCell::new(Pending::new(capacity)) }
     }
 
     pub fn capacity(&self) -> usize {
@@ -122,15 +110,36 @@ impl ThreadBuffer {
     /// when the buffer is full or old.
     #[inline]
     pub fn push(&self, time: u64, event: &Event, write: impl FnOnce(&mut Pending)) -> Pushed {
-        match self.with_pending(|p| {
-            if p.needs_flush(time) {
-                write(p);
+        let mut spins = 0u32;
+        while self.busy.swap(true, Ordering::Acquire) {
+            // Held by a `take`, which lets go after a memory swap; a holder
+            // that never lets go (a flush interrupted by a signal handler
+            // that records, say) costs this one event, not a hang.
+            spins += 1;
+            if spins > 1 << 20 {
+                return Pushed::Busy;
             }
-            p.push(time, event);
-        }) {
-            Some(()) => Pushed::Done,
-            None => Pushed::Busy,
+            std::hint::spin_loop();
         }
+        // SAFETY: the busy flag is ours until the store below.
+        let p = unsafe { &mut *self.pending.get() };
+        if p.needs_flush(time) {
+            write(p);
+        }
+        p.push(time, event);
+        self.busy.store(false, Ordering::Release);
+        Pushed::Done
+    }
+
+    /// Swaps out the pending events if there are any and `wanted` says so,
+    /// leaving an empty buffer of the same capacity; the caller writes them
+    /// after the owner can append again. Gives up at once if the owner is
+    /// busy, unless `patience` allows waiting.
+    pub fn take(&self, patience: Duration, wanted: impl Fn(&Pending) -> bool) -> Option<Pending> {
+        self.with_pending_waiting(patience, |p| {
+            (p.count > 0 && wanted(p)).then(|| std::mem::replace(p, Pending::new(p.capacity)))
+        })
+        .flatten()
     }
 
     /// Runs `f` with exclusive access to the pending events, or returns
@@ -149,11 +158,7 @@ impl ThreadBuffer {
 
     /// Like [`with_pending`](Self::with_pending), waiting up to `patience`
     /// for the owner to finish its append.
-    pub fn with_pending_waiting<R>(
-        &self,
-        patience: Duration,
-        mut f: impl FnMut(&mut Pending) -> R,
-    ) -> Option<R> {
+    pub fn with_pending_waiting<R>(&self, patience: Duration, mut f: impl FnMut(&mut Pending) -> R) -> Option<R> {
         let start = std::time::Instant::now();
         loop {
             if let Some(r) = self.with_pending(&mut f) {
@@ -194,14 +199,10 @@ mod tests {
         b.push(10, &Event::Enter { region: 1 }, |_| writes += 1);
         b.push(20, &Event::Leave { region: 1 }, |_| writes += 1);
         assert_eq!(writes, 0);
-        b.push(
-            10 + MAX_CHUNK_AGE_NS + 1,
-            &Event::Enter { region: 1 },
-            |p| {
-                writes += 1;
-                p.clear();
-            },
-        );
+        b.push(10 + MAX_CHUNK_AGE_NS + 1, &Event::Enter { region: 1 }, |p| {
+            writes += 1;
+            p.clear();
+        });
         assert_eq!(writes, 1);
     }
 
@@ -228,9 +229,7 @@ mod tests {
     #[test]
     fn a_held_flag_refuses_access() {
         let b = ThreadBuffer::new(0, 1024);
-        let inner = b
-            .with_pending(|_| b.with_pending(|_| ()).is_none())
-            .unwrap();
+        let inner = b.with_pending(|_| b.with_pending(|_| ()).is_none()).unwrap();
         assert!(inner);
     }
 }

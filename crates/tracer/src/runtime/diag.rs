@@ -15,10 +15,7 @@ pub fn warn(message: &str) {
 /// Prints a warning line once per process, however often it is raised.
 pub fn warn_once(message: &str) {
     let mut seen = WARNED.lock().unwrap_or_else(|e| e.into_inner());
-    if seen
-        .get_or_insert_with(HashSet::new)
-        .insert(message.to_string())
-    {
+    if seen.get_or_insert_with(HashSet::new).insert(message.to_string()) {
         drop(seen);
         warn(message);
     }

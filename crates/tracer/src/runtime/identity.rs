@@ -33,30 +33,21 @@ pub fn process_start_ticks() -> u64 {
         return 0;
     };
     // Fields after the name start at field 3 (state); starttime is field 22.
-    after
-        .split_whitespace()
-        .nth(19)
-        .and_then(|f| f.parse().ok())
-        .unwrap_or(0)
+    after.split_whitespace().nth(19).and_then(|f| f.parse().ok()).unwrap_or(0)
 }
 
 /// The clock domain of this host: a hash of the kernel's boot id, equal
 /// for every process (containers included) that reads the same
 /// CLOCK_MONOTONIC, different after a reboot and on other hosts.
 pub fn clock_domain() -> u64 {
-    let id =
-        std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_else(|_| hostname());
+    let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_else(|_| hostname());
     // FNV-1a: stable across builds and processes, unlike std's hasher.
-    id.trim().bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    })
+    id.trim().bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
 }
 
 /// The calling thread's name (`/proc/thread-self/comm`).
 pub fn thread_name() -> String {
-    std::fs::read_to_string("/proc/thread-self/comm")
-        .map(|s| s.trim_end().to_string())
-        .unwrap_or_default()
+    std::fs::read_to_string("/proc/thread-self/comm").map(|s| s.trim_end().to_string()).unwrap_or_default()
 }
 
 /// The program and its arguments (`/proc/self/cmdline`).
@@ -74,21 +65,12 @@ pub fn command_line() -> Vec<String> {
 
 /// Environment variables in which launchers announce a process's rank,
 /// most specific first.
-pub const RANK_VARIABLES: &[&str] = &[
-    "OMPI_COMM_WORLD_RANK",
-    "PMIX_RANK",
-    "PMI_RANK",
-    "MV2_COMM_WORLD_RANK",
-    "SLURM_PROCID",
-    "ALPS_APP_PE",
-    "RANK",
-];
+pub const RANK_VARIABLES: &[&str] =
+    &["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "MV2_COMM_WORLD_RANK", "SLURM_PROCID", "ALPS_APP_PE", "RANK"];
 
 /// The rank a launcher announced, if any.
 pub fn rank_hint() -> Option<u32> {
-    RANK_VARIABLES
-        .iter()
-        .find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
+    RANK_VARIABLES.iter().find_map(|v| std::env::var(v).ok()?.trim().parse().ok())
 }
 
 /// The stream header of this process for `producer`.

@@ -44,10 +44,7 @@ pub struct RecorderOptions {
 
 impl Default for RecorderOptions {
     fn default() -> Self {
-        RecorderOptions {
-            total_memory: 16 << 20,
-            filter: None,
-        }
+        RecorderOptions { total_memory: 16 << 20, filter: None }
     }
 }
 
@@ -98,11 +95,7 @@ impl Drop for LocalBuffers {
 
 impl Recorder {
     /// Creates the stream `<dir>/raw/<host>.<pid>.<producer>.gtr`.
-    pub fn create(
-        dir: &Path,
-        producer: Producer,
-        options: RecorderOptions,
-    ) -> std::io::Result<Recorder> {
+    pub fn create(dir: &Path, producer: Producer, options: RecorderOptions) -> std::io::Result<Recorder> {
         Self::create_with_header(dir, identity::stream_header(producer), options)
     }
 
@@ -116,21 +109,14 @@ impl Recorder {
         let producer = header.producer;
         let raw_dir = dir.join("raw");
         std::fs::create_dir_all(&raw_dir)?;
-        let path: PathBuf = raw_dir.join(crate::raw::stream_file_name(
-            &header.host,
-            header.pid,
-            producer,
-        ));
+        let path: PathBuf = raw_dir.join(crate::raw::stream_file_name(&header.host, header.pid, producer));
         let stream = StreamFile::create(&path, &header)?;
         let total = options.total_memory.max(crate::config::MIN_TOTAL_MEMORY);
         let per_thread = ((total / 4) as usize).clamp(MIN_THREAD_BUFFER, MAX_THREAD_BUFFER);
-        Ok(Recorder(Arc::new(Shared {
+        let rec = Recorder(Arc::new(Shared {
             id: NEXT_RECORDER.fetch_add(1, Ordering::Relaxed),
             stream,
-            defs: Mutex::new(DefTable {
-                next_region: 1,
-                ..DefTable::default()
-            }),
+            defs: Mutex::new(DefTable { next_region: 1, ..DefTable::default() }),
             buffers: Mutex::new(Vec::new()),
             state: AtomicU8::new(ACTIVE),
             budget: AtomicU64::new(total),
@@ -138,7 +124,39 @@ impl Recorder {
             dropped: AtomicU64::new(0),
             next_comm: AtomicU32::new(0),
             filter: options.filter,
-        })))
+        }));
+        rec.start_flusher();
+        Ok(rec)
+    }
+
+    /// Starts the thread that writes out buffers holding events older than
+    /// [`buffer::MAX_CHUNK_AGE_NS`], so that a thread that stops recording
+    /// (idle, waiting, about to be killed) does not keep its last events
+    /// in memory. It only writes files (never calls MPI or CUDA) and ends
+    /// with the recorder.
+    fn start_flusher(&self) {
+        let weak = Arc::downgrade(&self.0);
+        let spawned = std::thread::Builder::new().name("gputrace-flush".into()).spawn(move || {
+            loop {
+                std::thread::sleep(Duration::from_millis(250));
+                let Some(shared) = weak.upgrade() else { return };
+                let rec = Recorder(shared);
+                if !rec.is_active() {
+                    return;
+                }
+                let now = crate::clock::now();
+                let buffers: Vec<Arc<ThreadBuffer>> = rec.0.buffers.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                for b in buffers {
+                    let old = |p: &Pending| now.saturating_sub(p.min) > buffer::MAX_CHUNK_AGE_NS;
+                    if let Some(mut p) = b.take(Duration::ZERO, old) {
+                        rec.write_events(b.location, &mut p);
+                    }
+                }
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::debug!(error = %e, "no flusher thread; buffers are written when full or at exit");
+        }
     }
 
     pub fn path(&self) -> &Path {
@@ -170,11 +188,7 @@ impl Recorder {
         }
         let id = defs.strings.len() as u32 + 1;
         defs.strings.insert(s.to_string(), id);
-        Definition::String {
-            id,
-            value: s.to_string(),
-        }
-        .encode(&mut defs.pending);
+        Definition::String { id, value: s.to_string() }.encode(&mut defs.pending);
         id
     }
 
@@ -188,33 +202,16 @@ impl Recorder {
         role: RegionRole,
         group: &str,
     ) -> Option<u32> {
-        if self
-            .0
-            .filter
-            .as_ref()
-            .is_some_and(|f| f.excludes(name, mangled))
-        {
+        if self.0.filter.as_ref().is_some_and(|f| f.excludes(name, mangled)) {
             return None;
         }
         let mut defs = self.defs();
         let name = Self::intern_locked(&mut defs, name);
         let canonical = mangled.map_or(0, |m| Self::intern_locked(&mut defs, m));
-        let group = if group.is_empty() {
-            0
-        } else {
-            Self::intern_locked(&mut defs, group)
-        };
+        let group = if group.is_empty() { 0 } else { Self::intern_locked(&mut defs, group) };
         let id = defs.next_region;
         defs.next_region += 1;
-        Definition::Region {
-            id,
-            name,
-            canonical,
-            paradigm,
-            role,
-            group,
-        }
-        .encode(&mut defs.pending);
+        Definition::Region { id, name, canonical, paradigm, role, group }.encode(&mut defs.pending);
         Some(id)
     }
 
@@ -273,19 +270,18 @@ impl Recorder {
             let Ok(mut local) = local.try_borrow_mut() else {
                 return false;
             };
-            let buf = match local.0.iter().find(|(r, _)| r.0.id == self.0.id) {
-                Some((_, b)) => Arc::clone(b),
+            let index = match local.0.iter().position(|(r, _)| r.0.id == self.0.id) {
+                Some(i) => i,
                 None => {
                     let b = self.new_thread_buffer();
-                    local.0.push((self.clone(), Arc::clone(&b)));
-                    b
+                    local.0.push((self.clone(), b));
+                    local.0.len() - 1
                 }
             };
-            drop(local);
-            matches!(
-                buf.push(time, event, |p| self.write_events(buf.location, p)),
-                Pushed::Done
-            )
+            // The borrow is held while pushing: writing a full buffer never
+            // comes back to this thread's buffers.
+            let buf = &local.0[index].1;
+            matches!(buf.push(time, event, |p| self.write_events(buf.location, p)), Pushed::Done)
         });
         if done != Ok(true) {
             self.0.dropped.fetch_add(1, Ordering::Relaxed);
@@ -295,12 +291,7 @@ impl Recorder {
     /// Writes every thread's pending events and the definitions. Buffers
     /// of threads busy appending are waited for briefly.
     pub fn flush_all(&self) {
-        let buffers: Vec<Arc<ThreadBuffer>> = self
-            .0
-            .buffers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let buffers: Vec<Arc<ThreadBuffer>> = self.0.buffers.lock().unwrap_or_else(|e| e.into_inner()).clone();
         for b in &buffers {
             self.flush_buffer(b, Duration::from_millis(50));
         }
@@ -312,14 +303,9 @@ impl Recorder {
         self.flush_all();
         let dropped = self.dropped();
         if dropped > 0 {
-            self.define(&Definition::Dropped {
-                location: u32::MAX,
-                count: dropped,
-            });
+            self.define(&Definition::Dropped { location: u32::MAX, count: dropped });
         }
-        self.define(&Definition::StreamEnd {
-            time: crate::clock::now(),
-        });
+        self.define(&Definition::StreamEnd { time: crate::clock::now() });
         self.flush_definitions();
     }
 
@@ -332,9 +318,7 @@ impl Recorder {
         let got = self
             .0
             .budget
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
-                Some(left.saturating_sub(want))
-            })
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| Some(left.saturating_sub(want)))
             .unwrap_or(0)
             .min(want);
         let capacity = (got as usize).max(MIN_THREAD_BUFFER);
@@ -344,43 +328,27 @@ impl Recorder {
             let name = Self::intern_locked(&mut defs, &identity::thread_name());
             let id = defs.next_location;
             defs.next_location += 1;
-            let kind = LocationKind::HostThread {
-                tid,
-                is_main: tid == std::process::id(),
-            };
+            let kind = LocationKind::HostThread { tid, is_main: tid == std::process::id() };
             Definition::Location { id, kind, name }.encode(&mut defs.pending);
             id
         };
         let buf = Arc::new(ThreadBuffer::new(location, capacity));
-        self.0
-            .buffers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Arc::clone(&buf));
+        self.0.buffers.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::clone(&buf));
         buf
     }
 
     fn release_buffer(&self, buf: &Arc<ThreadBuffer>) {
-        self.0
-            .budget
-            .fetch_add(buf.capacity() as u64, Ordering::Relaxed);
-        self.0
-            .buffers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .retain(|b| !Arc::ptr_eq(b, buf));
+        self.0.budget.fetch_add(buf.capacity() as u64, Ordering::Relaxed);
+        self.0.buffers.lock().unwrap_or_else(|e| e.into_inner()).retain(|b| !Arc::ptr_eq(b, buf));
     }
 
     fn flush_buffer(&self, buf: &ThreadBuffer, patience: Duration) {
-        let done = buf.with_pending_waiting(patience, |p| {
-            if p.count > 0 {
-                self.write_events(buf.location, p);
-            }
-        });
-        if done.is_none() {
-            diag::warn_once(
-                "a thread kept its event buffer busy at flush; its last events are lost",
-            );
+        if buf.with_pending_waiting(patience, |_| ()).is_none() {
+            diag::warn_once("a thread kept its event buffer busy at flush; its last events are lost");
+            return;
+        }
+        if let Some(mut p) = buf.take(patience, |_| true) {
+            self.write_events(buf.location, &mut p);
         }
     }
 
@@ -396,9 +364,7 @@ impl Recorder {
             self.fail(&e);
         }
         if !self.is_active() {
-            self.0
-                .dropped
-                .fetch_add(u64::from(p.count), Ordering::Relaxed);
+            self.0.dropped.fetch_add(u64::from(p.count), Ordering::Relaxed);
         }
         p.clear();
     }
@@ -407,11 +373,7 @@ impl Recorder {
         if defs.pending.is_empty() || !self.is_active() {
             return;
         }
-        match self
-            .0
-            .stream
-            .write_chunk(ChunkKind::Definitions, None, &defs.pending)
-        {
+        match self.0.stream.write_chunk(ChunkKind::Definitions, None, &defs.pending) {
             Ok(()) => defs.pending.clear(),
             Err(e) => self.fail(&e),
         }

@@ -45,24 +45,15 @@ pub fn start_with(producer: Producer, config: &Config) -> Option<Recorder> {
     if !config.enable_tracing && !config.enable_profiling {
         return None;
     }
-    let dir = config
-        .experiment_directory
-        .clone()
-        .unwrap_or_else(|| PathBuf::from(FALLBACK_DIRECTORY));
-    let filter = config
-        .filtering_file
-        .as_deref()
-        .and_then(|path| match Filter::load(path) {
-            Ok(f) => Some(f),
-            Err(e) => {
-                diag::warn_once(&format!("{e}; recording without a filter"));
-                None
-            }
-        });
-    let options = RecorderOptions {
-        total_memory: config.total_memory,
-        filter,
-    };
+    let dir = config.experiment_directory.clone().unwrap_or_else(|| PathBuf::from(FALLBACK_DIRECTORY));
+    let filter = config.filtering_file.as_deref().and_then(|path| match Filter::load(path) {
+        Ok(f) => Some(f),
+        Err(e) => {
+            diag::warn_once(&format!("{e}; recording without a filter"));
+            None
+        }
+    });
+    let options = RecorderOptions { total_memory: config.total_memory, filter };
     match Recorder::create(&dir, producer, options) {
         Ok(rec) => {
             ATFORK.call_once(|| {

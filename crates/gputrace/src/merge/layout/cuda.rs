@@ -19,10 +19,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use anyhow::Result;
 use otf2_writer::{
-    AttributeRef, AttributeValue, CommFlags, Definitions, GroupFlags, GroupType, LocationGroupRef,
-    LocationGroupType, LocationType, MetricMember, MetricMode, MetricOccurrence,
-    Paradigm as OtfParadigm, ParadigmClass, RecorderKind, RmaWinFlags, SystemTreeDomain,
-    SystemTreeNodeRef, Type,
+    AttributeRef, AttributeValue, CommFlags, Definitions, GroupFlags, GroupType, LocationGroupRef, LocationGroupType,
+    LocationType, MetricMember, MetricMode, MetricOccurrence, Paradigm as OtfParadigm, ParadigmClass, RecorderKind,
+    RmaWinFlags, SystemTreeDomain, SystemTreeNodeRef, Type,
 };
 use tracer::raw::{LinkEnd, LocationKind};
 
@@ -50,11 +49,7 @@ pub struct CudaAttributes {
 fn attributes(defs: &mut Definitions) -> CudaAttributes {
     let mut a = |name: &str, desc: &str, ty: Type| defs.attribute(name, desc, ty);
     CudaAttributes {
-        correlation: a(
-            "CUDA correlation id",
-            "joins an API call to the kernels and copies it launched",
-            Type::U32,
-        ),
+        correlation: a("CUDA correlation id", "joins an API call to the kernels and copies it launched", Type::U32),
         grid: [
             a("grid x", "kernel grid size, x", Type::U32),
             a("grid y", "kernel grid size, y", Type::U32),
@@ -65,43 +60,15 @@ fn attributes(defs: &mut Definitions) -> CudaAttributes {
             a("block y", "kernel block size, y", Type::U32),
             a("block z", "kernel block size, z", Type::U32),
         ],
-        registers: a(
-            "registers per thread",
-            "registers per thread of the kernel",
-            Type::U32,
-        ),
-        static_shared: a(
-            "static shared memory",
-            "bytes of static shared memory per block",
-            Type::U32,
-        ),
-        dynamic_shared: a(
-            "dynamic shared memory",
-            "bytes of dynamic shared memory per block",
-            Type::U32,
-        ),
+        registers: a("registers per thread", "registers per thread of the kernel", Type::U32),
+        static_shared: a("static shared memory", "bytes of static shared memory per block", Type::U32),
+        dynamic_shared: a("dynamic shared memory", "bytes of dynamic shared memory per block", Type::U32),
         bytes: a("bytes", "bytes copied or set", Type::U64),
         copy_kind: a("copy kind", "HtoD, DtoH, DtoD, HtoH or PtoP", Type::String),
-        src_memory: a(
-            "source memory",
-            "pageable, pinned, device, array, managed",
-            Type::String,
-        ),
-        dst_memory: a(
-            "destination memory",
-            "pageable, pinned, device, array, managed",
-            Type::String,
-        ),
-        src_device: a(
-            "source device",
-            "CUDA device the copy read from",
-            Type::String,
-        ),
-        dst_device: a(
-            "destination device",
-            "CUDA device the copy wrote to",
-            Type::String,
-        ),
+        src_memory: a("source memory", "pageable, pinned, device, array, managed", Type::String),
+        dst_memory: a("destination memory", "pageable, pinned, device, array, managed", Type::String),
+        src_device: a("source device", "CUDA device the copy read from", Type::String),
+        dst_device: a("destination device", "CUDA device the copy wrote to", Type::String),
         memory: a("memory kind", "memory a memset wrote", Type::String),
     }
 }
@@ -122,11 +89,7 @@ pub fn define(
     for (p, plan) in processes.iter().zip(layout.processes.iter_mut()) {
         plan.metrics = vec![HashMap::new(); p.defs.len()];
     }
-    let any_gpu = processes.iter().any(|p| {
-        p.defs
-            .iter()
-            .any(|d| !d.devices.is_empty() || !d.contexts.is_empty())
-    });
+    let any_gpu = processes.iter().any(|p| p.defs.iter().any(|d| !d.devices.is_empty() || !d.contexts.is_empty()));
     if !any_gpu {
         return Ok(());
     }
@@ -150,10 +113,7 @@ pub fn define(
             }
         }
         for (ord, uuid) in ordinals {
-            let index = match devices
-                .iter()
-                .position(|d| d.host == p.host && d.uuid == uuid)
-            {
+            let index = match devices.iter().position(|d| d.host == p.host && d.uuid == uuid) {
                 Some(i) => i,
                 None => {
                     let k = devices.iter().filter(|d| d.host == p.host).count();
@@ -168,10 +128,7 @@ pub fn define(
                             ("memory", format!("{} bytes", dev.memory)),
                             (
                                 "compute capability",
-                                format!(
-                                    "{}.{}",
-                                    dev.compute_capability.0, dev.compute_capability.1
-                                ),
+                                format!("{}.{}", dev.compute_capability.0, dev.compute_capability.1),
                             ),
                         ];
                         for (k, v) in props {
@@ -179,11 +136,7 @@ pub fn define(
                             defs.system_tree_node_property(node, k, AttributeValue::String(v));
                         }
                     }
-                    devices.push(Device {
-                        host: p.host.clone(),
-                        uuid,
-                        node,
-                    });
+                    devices.push(Device { host: p.host.clone(), uuid, node });
                     layout.device_names.push(name);
                     devices.len() - 1
                 }
@@ -197,11 +150,7 @@ pub fn define(
     let mut cuda_members: Vec<u64> = Vec::new();
     let mut windows_todo: Vec<(usize, usize, u32)> = Vec::new(); // (process, location plan, context)
     let mut host_ranks: Vec<Option<u32>> = vec![None; processes.len()];
-    for (pi, (p, plan)) in processes
-        .iter()
-        .zip(layout.processes.iter_mut())
-        .enumerate()
-    {
+    for (pi, (p, plan)) in processes.iter().zip(layout.processes.iter_mut()).enumerate() {
         let process_group = plan.group.expect("process groups are defined first");
         let mut context_groups: BTreeMap<u32, LocationGroupRef> = BTreeMap::new();
         let mut context_group = |defs: &mut Definitions, ctx: u32, device: usize| {
@@ -222,11 +171,7 @@ pub fn define(
             ids.sort_by_key(|(id, _)| **id);
             for (id, (kind, _)) in ids {
                 match *kind {
-                    LocationKind::GpuStream {
-                        device,
-                        context,
-                        stream,
-                    } => {
+                    LocationKind::GpuStream { device, context, stream } => {
                         let Some(&dev) = plan.devices.get(&device) else {
                             continue;
                         };
@@ -234,12 +179,8 @@ pub fn define(
                         let k = device_index_on_host(&devices, dev);
                         let lid = (u64::from(p.rank) << 32) | (1 << 20) | streams;
                         streams += 1;
-                        let location = defs.location(
-                            lid,
-                            &format!("CUDA[{k}:{stream}]"),
-                            LocationType::AcceleratorStream,
-                            group,
-                        )?;
+                        let location =
+                            defs.location(lid, &format!("CUDA[{k}:{stream}]"), LocationType::AcceleratorStream, group)?;
                         windows_todo.push((pi, plan.locations.len(), context));
                         plan.locations.push(LocationPlan {
                             location,
@@ -254,12 +195,8 @@ pub fn define(
                         let k = device_index_on_host(&devices, dev);
                         let lid = (u64::from(p.rank) << 32) | (1 << 21) | metric_locations;
                         metric_locations += 1;
-                        let location = defs.location(
-                            lid,
-                            &format!("NVLink GPU {k}"),
-                            LocationType::Metric,
-                            process_group,
-                        )?;
+                        let location =
+                            defs.location(lid, &format!("NVLink GPU {k}"), LocationType::Metric, process_group)?;
                         plan.locations.push(LocationPlan {
                             location,
                             feeds: vec![(s, *id)],
@@ -270,15 +207,10 @@ pub fn define(
                 }
             }
             for (mid, m) in &d.metrics {
-                let mut member =
-                    MetricMember::new(&m.name, &m.unit, metric_mode(m.cumulative), Type::U64);
+                let mut member = MetricMember::new(&m.name, &m.unit, metric_mode(m.cumulative), Type::U64);
                 member.description = &m.description;
                 let mm = defs.metric_member(member);
-                let class = defs.metric_class(
-                    &[mm],
-                    MetricOccurrence::Asynchronous,
-                    RecorderKind::Abstract,
-                )?;
+                let class = defs.metric_class(&[mm], MetricOccurrence::Asynchronous, RecorderKind::Abstract)?;
                 plan.metrics[s].insert(*mid, class);
             }
         }
@@ -299,37 +231,17 @@ pub fn define(
     }
 
     // The CUDA communicator and a window per context.
-    let rank_of: HashMap<u64, u32> = cuda_members
-        .iter()
-        .enumerate()
-        .map(|(i, l)| (*l, i as u32))
-        .collect();
-    defs.group(
-        "CUDA locations",
-        GroupType::CommLocations,
-        OtfParadigm::Cuda,
-        GroupFlags::NONE,
-        &cuda_members,
-    );
+    let rank_of: HashMap<u64, u32> = cuda_members.iter().enumerate().map(|(i, l)| (*l, i as u32)).collect();
+    defs.group("CUDA locations", GroupType::CommLocations, OtfParadigm::Cuda, GroupFlags::NONE, &cuda_members);
     let all: Vec<u64> = (0..cuda_members.len() as u64).collect();
-    let group = defs.group(
-        "CUDA",
-        GroupType::CommGroup,
-        OtfParadigm::Cuda,
-        GroupFlags::NONE,
-        &all,
-    );
+    let group = defs.group("CUDA", GroupType::CommGroup, OtfParadigm::Cuda, GroupFlags::NONE, &all);
     let comm = defs.comm("CUDA", group, None, CommFlags::NONE);
     let mut windows = HashMap::new();
     layout.device_ranks = vec![None; devices.len()];
     for (pi, li, ctx) in windows_todo {
         let p = &processes[pi];
         let window = *windows.entry((pi, ctx)).or_insert_with(|| {
-            defs.rma_win(
-                &format!("CUDA Context {ctx} of rank {}", p.rank),
-                comm,
-                RmaWinFlags::NONE,
-            )
+            defs.rma_win(&format!("CUDA Context {ctx} of rank {}", p.rank), comm, RmaWinFlags::NONE)
         });
         let plan = &mut layout.processes[pi];
         let loc = &plan.locations[li];
@@ -341,39 +253,22 @@ pub fn define(
         let dev = plan.devices[device];
         layout.device_ranks[dev].get_or_insert(own_rank);
         let host_rank = host_ranks[pi].unwrap_or(own_rank);
-        plan.locations[li].role = LocationRole::GpuStream {
-            window,
-            own_rank,
-            host_rank,
-            device: dev,
-        };
+        plan.locations[li].role = LocationRole::GpuStream { window, own_rank, host_rank, device: dev };
     }
     Ok(())
 }
 
 fn metric_mode(cumulative: bool) -> MetricMode {
-    if cumulative {
-        MetricMode::AccumulatedStart
-    } else {
-        MetricMode::AbsolutePoint
-    }
+    if cumulative { MetricMode::AccumulatedStart } else { MetricMode::AbsolutePoint }
 }
 
 /// The index of archive device `dev` among the devices of its host.
 fn device_index_on_host(devices: &[Device], dev: usize) -> usize {
-    devices[..dev]
-        .iter()
-        .filter(|d| d.host == devices[dev].host)
-        .count()
+    devices[..dev].iter().filter(|d| d.host == devices[dev].host).count()
 }
 
 /// `NVLink to CUDA Device j` properties on both ends of every link.
-fn nvlink_properties(
-    defs: &mut Definitions,
-    processes: &[Process],
-    devices: &[Device],
-    names: &[String],
-) {
+fn nvlink_properties(defs: &mut Definitions, processes: &[Process], devices: &[Device], names: &[String]) {
     let mut seen = Vec::new();
     for p in processes {
         for l in p.defs.iter().flat_map(|d| d.nvlinks.iter()) {
@@ -383,9 +278,7 @@ fn nvlink_properties(
             }
             seen.push(key);
             let find = |end: &LinkEnd| match end {
-                LinkEnd::Gpu(uuid) => devices
-                    .iter()
-                    .position(|d| d.host == p.host && d.uuid == *uuid),
+                LinkEnd::Gpu(uuid) => devices.iter().position(|d| d.host == p.host && d.uuid == *uuid),
                 LinkEnd::Other(_) => None,
             };
             let describe = |end: &LinkEnd| match (end, find(end)) {
@@ -404,11 +297,7 @@ fn nvlink_properties(
                 if let Some(i) = find(&l.ends[here]) {
                     let v = defs.string(&value);
                     let name = format!("NVLink to {}", describe(&l.ends[there]));
-                    defs.system_tree_node_property(
-                        devices[i].node,
-                        &name,
-                        AttributeValue::String(v),
-                    );
+                    defs.system_tree_node_property(devices[i].node, &name, AttributeValue::String(v));
                 }
             }
         }
@@ -418,12 +307,5 @@ fn nvlink_properties(
 /// A UUID in the usual 8-4-4-4-12 form, prefixed `GPU-` as nvidia-smi does.
 pub fn uuid_string(u: &[u8; 16]) -> String {
     let h: String = u.iter().map(|b| format!("{b:02x}")).collect();
-    format!(
-        "GPU-{}-{}-{}-{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[12..16],
-        &h[16..20],
-        &h[20..32]
-    )
+    format!("GPU-{}-{}-{}-{}-{}", &h[0..8], &h[8..12], &h[12..16], &h[16..20], &h[20..32])
 }

@@ -18,9 +18,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use anyhow::Result;
 use otf2_writer::{
-    AttributeValue, CommRef, Definitions, LocationGroupRef, LocationGroupType, LocationRef,
-    LocationType, MetricRef, Paradigm as OtfParadigm, ParadigmClass, ParadigmProperty, Region,
-    RegionRef, RegionRole as OtfRole, RmaWinRef, SystemTreeNodeRef,
+    AttributeValue, CommRef, Definitions, LocationGroupRef, LocationGroupType, LocationRef, LocationType, MetricRef,
+    Paradigm as OtfParadigm, ParadigmClass, ParadigmProperty, Region, RegionRef, RegionRole as OtfRole, RmaWinRef,
+    SystemTreeNodeRef,
 };
 use tracer::raw::{LocationKind, Paradigm, RegionRole};
 
@@ -106,11 +106,7 @@ fn otf2_role(r: RegionRole) -> OtfRole {
 pub fn define(defs: &mut Definitions, processes: &[Process]) -> Result<Layout> {
     defs.paradigm(OtfParadigm::Mpi, "MPI", ParadigmClass::Process);
     let template = defs.string("MPI_COMM_${id}");
-    defs.paradigm_property(
-        OtfParadigm::Mpi,
-        ParadigmProperty::CommNameTemplate,
-        AttributeValue::String(template),
-    );
+    defs.paradigm_property(OtfParadigm::Mpi, ParadigmProperty::CommNameTemplate, AttributeValue::String(template));
     let machine = defs.system_tree_node("machine", "machine", None);
     let mut nodes: BTreeMap<String, SystemTreeNodeRef> = BTreeMap::new();
     for p in processes {
@@ -123,32 +119,17 @@ pub fn define(defs: &mut Definitions, processes: &[Process]) -> Result<Layout> {
     let mut layout = Layout::default();
     let mut masters: BTreeMap<u32, LocationRef> = BTreeMap::new();
     for p in processes {
-        let name = if p.mpi.is_some() {
-            format!("MPI Rank {}", p.rank)
-        } else {
-            format!("Process {}", p.rank)
-        };
+        let name = if p.mpi.is_some() { format!("MPI Rank {}", p.rank) } else { format!("Process {}", p.rank) };
         let group = defs.location_group(&name, LocationGroupType::Process, nodes[&p.host], None);
-        let mut plan = ProcessPlan {
-            group: Some(group),
-            ..ProcessPlan::default()
-        };
+        let mut plan = ProcessPlan { group: Some(group), ..ProcessPlan::default() };
         for (n, (_, is_main, feeds)) in host_threads(p).into_iter().enumerate() {
-            let lname = if is_main || n == 0 {
-                "Master thread".to_string()
-            } else {
-                format!("Pthread {n}")
-            };
+            let lname = if is_main || n == 0 { "Master thread".to_string() } else { format!("Pthread {n}") };
             let id = (u64::from(p.rank) << 32) | n as u64;
             let location = defs.location(id, &lname, LocationType::CpuThread, group)?;
             if n == 0 && p.mpi.is_some() {
                 masters.insert(p.rank, location);
             }
-            plan.locations.push(LocationPlan {
-                location,
-                feeds,
-                role: LocationRole::Host,
-            });
+            plan.locations.push(LocationPlan { location, feeds, role: LocationRole::Host });
         }
         layout.processes.push(plan);
     }
@@ -191,8 +172,7 @@ fn define_regions(defs: &mut Definitions, processes: &[Process], layout: &mut La
             for id in ids {
                 let r = &d.regions[&id];
                 let entry = *region_index.entry(r.clone()).or_insert_with(|| {
-                    let mut region =
-                        Region::new(&r.name, otf2_role(r.role), otf2_paradigm(r.paradigm));
+                    let mut region = Region::new(&r.name, otf2_role(r.role), otf2_paradigm(r.paradigm));
                     region.description = &r.group;
                     if !r.canonical.is_empty() {
                         region.canonical_name = &r.canonical;

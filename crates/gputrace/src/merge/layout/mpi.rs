@@ -7,9 +7,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use otf2_writer::{
-    CommFlags, CommRef, Definitions, GroupFlags, GroupRef, GroupType, LocationRef, Paradigm,
-};
+use otf2_writer::{CommFlags, CommRef, Definitions, GroupFlags, GroupRef, GroupType, LocationRef, Paradigm};
 use tracer::raw::defs::expand_runs;
 
 use super::Layout;
@@ -21,14 +19,8 @@ pub fn define(
     masters: &BTreeMap<u32, LocationRef>,
     layout: &mut Layout,
 ) {
-    let world_size = processes
-        .iter()
-        .filter_map(|p| p.mpi.map(|(_, s)| s))
-        .max()
-        .unwrap_or(0);
-    let any_comm = processes
-        .iter()
-        .any(|p| p.defs.iter().any(|d| !d.comms.is_empty()));
+    let world_size = processes.iter().filter_map(|p| p.mpi.map(|(_, s)| s)).max().unwrap_or(0);
+    let any_comm = processes.iter().any(|p| p.defs.iter().any(|d| !d.comms.is_empty()));
     if !any_comm {
         for plan in &mut layout.processes {
             plan.comms = vec![Vec::new(); plan.regions.len()];
@@ -37,23 +29,9 @@ pub fn define(
     }
     // Index i of the COMM_LOCATIONS group is world rank i; a rank that left
     // no trace gets the id its master thread would have had.
-    let members: Vec<u64> = (0..world_size)
-        .map(|r| masters.get(&r).map_or(u64::from(r) << 32, |l| l.id()))
-        .collect();
-    defs.group(
-        "MPI_COMM_WORLD locations",
-        GroupType::CommLocations,
-        Paradigm::Mpi,
-        GroupFlags::NONE,
-        &members,
-    );
-    let self_group = defs.group(
-        "",
-        GroupType::CommSelf,
-        Paradigm::Mpi,
-        GroupFlags::NONE,
-        &[],
-    );
+    let members: Vec<u64> = (0..world_size).map(|r| masters.get(&r).map_or(u64::from(r) << 32, |l| l.id())).collect();
+    defs.group("MPI_COMM_WORLD locations", GroupType::CommLocations, Paradigm::Mpi, GroupFlags::NONE, &members);
+    let self_group = defs.group("", GroupType::CommSelf, Paradigm::Mpi, GroupFlags::NONE, &[]);
     let self_comm = defs.comm("MPI_COMM_SELF", self_group, None, CommFlags::NONE);
 
     let mut groups: HashMap<Vec<u64>, GroupRef> = HashMap::new();
@@ -72,13 +50,7 @@ pub fn define(
                     *comms.entry(c.key).or_insert_with(|| {
                         let ranks: Vec<u64> = expand_runs(&c.members).map(u64::from).collect();
                         let group = *groups.entry(ranks.clone()).or_insert_with(|| {
-                            defs.group(
-                                "",
-                                GroupType::CommGroup,
-                                Paradigm::Mpi,
-                                GroupFlags::NONE,
-                                &ranks,
-                            )
+                            defs.group("", GroupType::CommGroup, Paradigm::Mpi, GroupFlags::NONE, &ranks)
                         });
                         defs.comm(&c.name, group, None, CommFlags::NONE)
                     })

@@ -1,0 +1,100 @@
+//! CUDA without a GPU: CUPTI activity buffers captured on the GPU machine
+//! (tests/fixtures/cupti) replayed through the agent's decoding and
+//! conversion into a raw stream, merged by `gputrace merge`, and checked
+//! with the Python reader against what the program printed.
+
+use std::path::Path;
+use std::process::Command;
+
+use gputrace_cuda::capture::Capture;
+use gputrace_cuda::convert::Enabled;
+use gputrace_cuda::records::Record;
+use tracer::raw::{Producer, StreamHeader};
+
+use crate::util::*;
+
+fn fixture(name: &str) -> (Vec<Capture>, String) {
+    let dir = workspace().join("tests/fixtures/cupti").join(name);
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let captures = files
+        .iter()
+        .filter(|p| p.extension().is_some_and(|x| x == "cupti"))
+        .map(|p| Capture::load(p).unwrap())
+        .collect();
+    (captures, std::fs::read_to_string(dir.join("expected.txt")).unwrap())
+}
+
+fn header(pid: u32) -> StreamHeader {
+    StreamHeader {
+        producer: Producer::Cuda,
+        host: "gpu-node".into(),
+        pid,
+        process_start: 1,
+        clock_domain: 7,
+        monotonic_ns: 1,
+        realtime_ns: 1_700_000_000_000_000_000,
+        rank_hint: None,
+        command: vec!["cuda_basic".into()],
+    }
+}
+
+fn all() -> Enabled {
+    Enabled::from_set(&tracer::config::Config::from_pairs(&[]).unwrap().cuda_enable)
+}
+
+/// The layout tests/gpu/check_archives.py reads: exp-<name>/ and <name>.out.
+fn replay_and_merge(results: &Path, name: &str, enabled: Enabled) {
+    let (captures, expected) = fixture("cuda_basic");
+    let exp = results.join(format!("exp-{name}"));
+    gputrace_cuda::replay::replay(&captures, &exp, header(468), enabled).unwrap();
+    std::fs::write(results.join(format!("{name}.out")), expected).unwrap();
+    let mut cmd = Command::new(gputrace());
+    let out = run(cmd.arg("merge").arg(&exp));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+}
+
+#[test]
+fn captured_records_decode_to_what_the_program_did() {
+    let (captures, expected) = fixture("cuda_basic");
+    let records: Vec<Record> = captures.iter().flat_map(|c| gputrace_cuda::replay::decode(c).unwrap()).collect();
+    let kernels = records.iter().filter(|r| matches!(r, Record::Kernel { .. })).count();
+    assert!(expected.contains(&format!("expect kernels {kernels}\n")), "{kernels} kernels\n{expected}");
+    let memsets = records.iter().filter(|r| matches!(r, Record::Memset { .. })).count();
+    assert!(expected.contains(&format!("expect memsets {memsets}\n")), "{memsets} memsets");
+    assert!(records.iter().any(|r| matches!(r, Record::Device { .. })));
+    assert!(records.iter().any(|r| matches!(r, Record::Api { .. })));
+}
+
+#[test]
+fn captured_buffers_merge_into_an_archive_the_python_reader_checks() {
+    let results = fresh_dir("cuda-results");
+    std::fs::create_dir_all(&results).unwrap();
+    replay_and_merge(&results, "basic", all());
+    let out = Command::new("/usr/bin/python3")
+        .arg(workspace().join("tests/gpu/check_archives.py"))
+        .arg(&results)
+        .output()
+        .unwrap();
+    let report = text(&out.stdout);
+    assert!(out.status.success(), "{report}{}", text(&out.stderr));
+    assert!(report.contains("ok   basic: kernel count equals launches"), "{report}");
+    assert!(report.contains("ok   basic: every kernel inside its launch"), "{report}");
+}
+
+#[test]
+fn cuda_enable_chooses_what_is_recorded() {
+    let results = fresh_dir("cuda-subset");
+    std::fs::create_dir_all(&results).unwrap();
+    let set = tracer::config::parse_set("driver,kernel,memcpy", tracer::config::vars::CUDA_FEATURES).unwrap();
+    replay_and_merge(&results, "subset", Enabled::from_set(&set));
+    std::fs::copy(results.join("subset.out"), results.join("basic.out")).unwrap();
+    let out = Command::new("/usr/bin/python3")
+        .arg(workspace().join("tests/gpu/check_archives.py"))
+        .arg(&results)
+        .output()
+        .unwrap();
+    let report = text(&out.stdout);
+    assert!(out.status.success(), "{report}{}", text(&out.stderr));
+    assert!(report.contains("ok   subset: no runtime API calls"), "{report}");
+}

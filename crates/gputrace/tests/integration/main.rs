@@ -1,0 +1,7 @@
+//! End-to-end tests of `gputrace`: real programs, real launchers, archives
+//! read by independent readers.
+
+mod bad_input;
+mod cuda;
+mod mpi;
+mod util;

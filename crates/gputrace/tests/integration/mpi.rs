@@ -1,0 +1,234 @@
+//! Real MPI programs launched with `mpirun` under `gputrace`, their archives
+//! read back with `otf2-print` and the Python `otf2` module.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::util::*;
+
+/// Runs `program` with `ranks` ranks traced and untraced; checks that the
+/// output is the same, the exit code 0, and the archive well formed with
+/// every rank once. Returns (facts, program output).
+fn traced_run(name: &str, program: &str, ranks: u32, args: &[&str]) -> (Value, String) {
+    let (mpicc, mpirun, _) = openmpi();
+    let exe = compile(mpicc, program);
+    let n = ranks.to_string();
+    let mut argv = vec![mpirun, "-np", &n, exe.to_str().unwrap()];
+    argv.extend_from_slice(args);
+    let plain = run(Command::new(argv[0]).args(&argv[1..]));
+    assert!(plain.status.success(), "{program} failed untraced: {}", text(&plain.stderr));
+    let dir = fresh_dir(name);
+    let traced = trace(&dir, &argv, &[]);
+    assert_eq!(traced.status.code(), Some(0), "gputrace failed: {}", text(&traced.stderr));
+    assert_eq!(text(&traced.stdout), text(&plain.stdout), "the traced program's stdout changed");
+    let stderr = text(&traced.stderr);
+    assert!(stderr.contains("[gputrace] archive:"), "no summary: {stderr}");
+    let anchor = dir.join("traces.otf2");
+    let facts = facts(&anchor);
+    let ranks_seen: Vec<i64> = facts["ranks"].as_array().unwrap().iter().map(|r| r.as_i64().unwrap()).collect();
+    assert_eq!(ranks_seen, (0..i64::from(ranks)).collect::<Vec<_>>(), "every rank once");
+    assert_well_formed(&facts);
+    // The second, independent reader sees the same number of events.
+    let printed = otf2_print_counts(&anchor);
+    let python_sends: i64 = (0..ranks).map(|r| count(&facts, r, "MpiSend")).sum();
+    assert_eq!(printed.get("MPI_SEND").copied().unwrap_or(0) as i64, python_sends, "otf2-print and Python disagree");
+    (facts, text(&traced.stdout))
+}
+
+/// Every send has exactly one receive with the same sender, receiver,
+/// communicator, tag and size.
+fn assert_sends_match_receives(facts: &Value) {
+    let sends = messages(facts, "sends");
+    let recvs = messages(facts, "recvs");
+    assert!(!sends.is_empty());
+    assert_eq!(sends, recvs, "sends and receives do not pair up");
+}
+
+fn p2p(ranks: u32) {
+    let (facts, out) = traced_run("p2p", "p2p.c", ranks, &["-n", "3"]);
+    let truth = program_counters(&out);
+    assert_eq!(truth.len(), ranks as usize, "{out}");
+    for r in 0..ranks {
+        let t = &truth[&r];
+        assert_eq!(t["errors"], 0);
+        let sends = count(&facts, r, "MpiSend") + count(&facts, r, "MpiIsend");
+        let recvs = count(&facts, r, "MpiRecv") + count(&facts, r, "MpiIrecv");
+        assert_eq!(sends, t["sends"], "rank {r} sends");
+        assert_eq!(recvs, t["recvs"], "rank {r} receives");
+        let bytes: i64 = messages(&facts, "sends").iter().filter(|m| m.0 == i64::from(r)).map(|m| m.4).sum();
+        assert_eq!(bytes, t["bytes_sent"], "rank {r} bytes sent");
+    }
+    // ANY_SOURCE receives carry the true sender: with the program's
+    // receives all matched to sends, none names a wrong or unknown rank.
+    assert!(facts["recvs"].as_array().unwrap().iter().all(|m| m[1].as_i64().is_some_and(|s| s >= 0)));
+    assert_sends_match_receives(&facts);
+}
+
+#[test]
+fn p2p_on_2_ranks() {
+    p2p(2);
+}
+
+#[test]
+fn p2p_on_4_ranks() {
+    p2p(4);
+}
+
+fn nonblocking(ranks: u32) {
+    let (facts, out) = traced_run("nonblocking", "nonblocking.c", ranks, &["-n", "3"]);
+    let truth = program_counters(&out);
+    for r in 0..ranks {
+        let t = &truth[&r];
+        // Every MPI_Start of a persistent request is a send or receive too.
+        let isends = t["isends"] + t["persistent_sends"];
+        let irecvs = t["irecvs"] + t["persistent_recvs"];
+        assert_eq!(count(&facts, r, "MpiIsend"), isends, "rank {r} isends");
+        assert_eq!(count(&facts, r, "MpiIrecv"), irecvs, "rank {r} irecvs");
+        assert_eq!(count(&facts, r, "MpiIsendComplete"), isends, "every isend completes");
+    }
+    assert_sends_match_receives(&facts);
+}
+
+#[test]
+fn nonblocking_on_2_ranks() {
+    nonblocking(2);
+}
+
+#[test]
+fn nonblocking_on_4_ranks() {
+    nonblocking(4);
+}
+
+fn collectives(ranks: u32) {
+    let (facts, out) = traced_run("collectives", "collectives.c", ranks, &["-n", "2"]);
+    let truth = program_counters(&out);
+    let colls = facts["collectives"].as_array().unwrap();
+    for r in 0..ranks {
+        let t = &truth[&r];
+        let mine = colls.iter().filter(|c| c[0].as_i64() == Some(i64::from(r))).count() as i64;
+        // ... and the MPI_Gather that prints the summary.
+        assert_eq!(mine, t["blocking"] + t["nonblocking"] + 1, "rank {r} collectives");
+    }
+    let rooted = ["BCAST", "REDUCE", "GATHER", "GATHERV", "SCATTER", "SCATTERV"];
+    for c in colls {
+        let op = c[1].as_str().unwrap();
+        let root = &c[3];
+        if rooted.contains(&op) {
+            let root = root.as_i64().unwrap_or_else(|| panic!("{op} without root: {c}"));
+            assert!((0..i64::from(ranks)).contains(&root), "{c}");
+        } else {
+            assert!(root.is_null(), "{op} has a root: {c}");
+        }
+    }
+    // What ranks send in a collective, ranks receive: per communicator
+    // and operation, bytes sent and received add up to the same.
+    let mut sums: std::collections::BTreeMap<(String, String), (i64, i64)> = Default::default();
+    for c in colls {
+        let e = sums.entry((c[2].as_str().unwrap().into(), c[1].as_str().unwrap().into())).or_default();
+        e.0 += c[4].as_i64().unwrap();
+        e.1 += c[5].as_i64().unwrap();
+    }
+    let bcast = sums.iter().find(|((comm, op), _)| comm == "MPI_COMM_WORLD" && op == "BCAST").unwrap();
+    assert!(bcast.1.0 > 0 && bcast.1.0 == bcast.1.1, "bcast bytes: {bcast:?}");
+    for ((comm, op), (sent, received)) in &sums {
+        if matches!(op.as_str(), "BCAST" | "REDUCE" | "GATHER" | "SCATTER" | "ALLGATHER" | "ALLTOALL" | "BARRIER") {
+            assert_eq!(sent, received, "{op} on {comm}: sent {sent}, received {received}");
+        }
+    }
+}
+
+#[test]
+fn collectives_on_4_ranks() {
+    collectives(4);
+}
+
+#[test]
+fn collectives_on_2_ranks() {
+    collectives(2);
+}
+
+#[test]
+fn threads_are_locations_of_their_rank() {
+    let (facts, _) = traced_run("threads", "threads.c", 2, &["-n", "3"]);
+    for r in 0..2 {
+        let locs = facts["locations"].as_object().unwrap().values().filter(|l| l["rank"].as_i64() == Some(r)).count();
+        assert!(locs >= 5, "rank {r} has {locs} locations; the main thread and 4 workers call MPI");
+    }
+    assert_sends_match_receives(&facts);
+}
+
+#[test]
+fn fortran_programs_are_traced() {
+    let (_, _, mpif90) = openmpi();
+    if !have(mpif90) {
+        eprintln!("note: {mpif90} not found; Fortran test skipped");
+        return;
+    }
+    for source in ["fortran.f90", "fortran_usempi.f90"] {
+        let exe = compile(mpif90, source);
+        let dir = fresh_dir("fortran");
+        let out = trace(&dir, &[openmpi().1, "-np", "2", exe.to_str().unwrap()], &[]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let facts = facts(&dir.join("traces.otf2"));
+        assert_well_formed(&facts);
+        let regions = &facts["regions"]["0"];
+        assert!(
+            regions["MPI_Send"].as_i64().unwrap_or(0) > 0 || regions["MPI_Sendrecv"].as_i64().unwrap_or(0) > 0,
+            "{source}: {regions}"
+        );
+        assert!(regions["MPI_Allreduce"].as_i64().unwrap_or(0) > 0, "{source}: {regions}");
+        assert_sends_match_receives(&facts);
+    }
+}
+
+#[test]
+fn mpich_programs_are_traced_through_hydra() {
+    if !have("mpicc.mpich") || !have("mpiexec.mpich") {
+        eprintln!("note: MPICH not installed; test skipped");
+        return;
+    }
+    let exe = compile("mpicc.mpich", "p2p.c");
+    let dir = fresh_dir("mpich");
+    let out = trace(&dir, &["mpiexec.mpich", "-n", "2", exe.to_str().unwrap(), "-n", "2"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let truth = program_counters(&text(&out.stdout));
+    let facts = facts(&dir.join("traces.otf2"));
+    assert_well_formed(&facts);
+    for r in 0..2 {
+        let sends = count(&facts, r, "MpiSend") + count(&facts, r, "MpiIsend");
+        assert_eq!(sends, truth[&r]["sends"]);
+    }
+    assert_sends_match_receives(&facts);
+}
+
+#[test]
+fn a_rank_exiting_with_3_makes_gputrace_exit_3_after_merging() {
+    let (mpicc, mpirun, _) = openmpi();
+    let exe = compile(mpicc, "exit3.c");
+    let dir = fresh_dir("exit3");
+    let out = trace(&dir, &[mpirun, "-np", "2", exe.to_str().unwrap(), "-n", "4"], &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let facts = facts(&dir.join("traces.otf2"));
+    assert_eq!(facts["ranks"], serde_json::json!([0, 1]));
+    assert_eq!(count(&facts, 1, "MpiRecv"), 4, "rank 1's messages before it exited are kept");
+    assert_eq!(count(&facts, 0, "MpiSend"), 4);
+}
+
+#[test]
+fn a_killed_rank_leaves_the_others_and_its_written_chunks() {
+    let (mpicc, mpirun, _) = openmpi();
+    let exe = compile(mpicc, "killself.c");
+    let dir = fresh_dir("killself");
+    let out = trace(&dir, &[mpirun, "-np", "2", exe.to_str().unwrap(), "-n", "5"], &[]);
+    assert_ne!(out.status.code(), Some(0));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("incomplete:") && stderr.contains("rank 1 (pid"), "{stderr}");
+    let facts = facts(&dir.join("traces.otf2"));
+    assert_eq!(facts["ranks"], serde_json::json!([0, 1]));
+    // Rank 1 waited over a second before its last receive, so the chunk
+    // with its first 5 receives was written before it died.
+    assert_eq!(count(&facts, 1, "MpiRecv"), 5, "rank 1's written chunks survive");
+    assert_eq!(count(&facts, 0, "MpiSend"), 6, "rank 0's trace is complete");
+    assert_well_formed(&facts);
+}

@@ -1,0 +1,190 @@
+//! Helpers of the end-to-end tests: the built `gputrace` and its
+//! libraries, test programs compiled with the real MPI compilers, runs
+//! under `gputrace`, and the two independent readers of the archive
+//! (`otf2-print` and the Python `otf2` module).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::{Mutex, Once, OnceLock};
+
+use serde_json::Value;
+
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+/// The `gputrace` binary, with the MPI hooks and the CUDA agent built next
+/// to it (`cargo test` builds the binary but not other packages' cdylibs).
+pub fn gputrace() -> PathBuf {
+    static BUILD: Once = Once::new();
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_gputrace"));
+    BUILD.call_once(|| {
+        let release = bin.parent().unwrap().ends_with("release");
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let mut cmd = Command::new(cargo);
+        cmd.current_dir(workspace()).args([
+            "build",
+            "-q",
+            "-p",
+            "mpi-hooks-openmpi",
+            "-p",
+            "mpi-hooks-mpich",
+            "-p",
+            "cuda-agent",
+        ]);
+        if release {
+            cmd.arg("--release");
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "building the libraries failed: {}", String::from_utf8_lossy(&out.stderr));
+    });
+    bin
+}
+
+static SCRATCH: OnceLock<tempfile::TempDir> = OnceLock::new();
+static COMPILED: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
+
+pub fn scratch() -> &'static Path {
+    SCRATCH.get_or_init(|| tempfile::tempdir().unwrap()).path()
+}
+
+/// A fresh, not yet existing directory for an experiment.
+pub fn fresh_dir(name: &str) -> PathBuf {
+    let d = tempfile::Builder::new().prefix(name).tempdir_in(scratch()).unwrap().keep();
+    std::fs::remove_dir(&d).unwrap();
+    d
+}
+
+/// Whether a command exists (the MPI of a test may not be installed).
+pub fn have(cmd: &str) -> bool {
+    Command::new("sh").arg("-c").arg(format!("command -v {cmd}")).output().is_ok_and(|o| o.status.success())
+}
+
+/// Compiles `tests/programs/mpi/<source>` with `compiler`, once.
+pub fn compile(compiler: &str, source: &str) -> PathBuf {
+    let key = format!("{compiler}:{source}");
+    let mut done = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((_, p)) = done.iter().find(|(k, _)| *k == key) {
+        return p.clone();
+    }
+    let src = workspace().join("tests/programs/mpi").join(source);
+    let exe = scratch().join(format!("{}-{}", compiler.replace('.', "_"), source.replace('.', "_")));
+    let out = Command::new(compiler).arg("-O1").arg("-o").arg(&exe).arg(&src).output().unwrap();
+    assert!(out.status.success(), "{compiler} {source}: {}", String::from_utf8_lossy(&out.stderr));
+    done.push((key, exe.clone()));
+    exe
+}
+
+/// The Open MPI tools: explicit names where Debian provides them, so that
+/// a machine with MPICH as the default still runs Open MPI here.
+pub fn openmpi() -> (&'static str, &'static str, &'static str) {
+    if have("mpicc.openmpi") {
+        ("mpicc.openmpi", "mpirun.openmpi", "mpif90.openmpi")
+    } else {
+        ("mpicc", "mpirun", "mpif90")
+    }
+}
+
+/// Runs a command with the environment Open MPI needs as root.
+pub fn run(cmd: &mut Command) -> Output {
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .env("OMPI_MCA_rmaps_base_oversubscribe", "1")
+        .env_remove("LD_PRELOAD");
+    for (k, _) in std::env::vars() {
+        if k.starts_with("GPUTRACE_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.output().unwrap()
+}
+
+/// `gputrace -o dir <args>`.
+pub fn trace(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut cmd = Command::new(gputrace());
+    cmd.arg("-o").arg(dir).args(args);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    run(&mut cmd)
+}
+
+pub fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// Facts about an archive from the Python reader (tests/scripts/otf2_facts.py).
+pub fn facts(anchor: &Path) -> Value {
+    let out = Command::new("/usr/bin/python3")
+        .arg(workspace().join("tests/scripts/otf2_facts.py"))
+        .arg(anchor)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "Python reader failed on {}: {}", anchor.display(), text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Event counts per type from `otf2-print`, the OTF2 library's own tool.
+pub fn otf2_print_counts(anchor: &Path) -> HashMap<String, usize> {
+    let out = Command::new("otf2-print").arg(anchor).output().unwrap();
+    assert!(out.status.success(), "otf2-print failed: {}", text(&out.stderr));
+    let mut counts = HashMap::new();
+    for line in text(&out.stdout).lines() {
+        let Some(word) = line.split_whitespace().next() else { continue };
+        if word.chars().all(|c| c.is_ascii_uppercase() || c == '_') && line.len() > 40 {
+            *counts.entry(word.to_string()).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
+/// "prog rank R: a=1 b=2" lines of a test program → per rank, per name.
+pub fn program_counters(stdout: &str) -> HashMap<u32, HashMap<String, i64>> {
+    let mut out = HashMap::new();
+    for line in stdout.lines() {
+        let Some((head, rest)) = line.split_once(':') else { continue };
+        let Some(rank) = head.split_whitespace().last().and_then(|r| r.parse().ok()) else { continue };
+        if !head.contains(" rank ") {
+            continue;
+        }
+        let m: HashMap<String, i64> = rest
+            .split_whitespace()
+            .filter_map(|kv| kv.split_once('='))
+            .filter_map(|(k, v)| Some((k.to_string(), v.parse().ok()?)))
+            .collect();
+        out.insert(rank, m);
+    }
+    out
+}
+
+/// Number of events of type `ty` on rank `rank`, from the facts.
+pub fn count(facts: &Value, rank: u32, ty: &str) -> i64 {
+    facts["counts"][rank.to_string()][ty].as_i64().unwrap_or(0)
+}
+
+/// The messages of the facts as sorted (sender, receiver, comm, tag, bytes).
+pub fn messages(facts: &Value, key: &str) -> Vec<(i64, i64, String, i64, i64)> {
+    let mut v: Vec<_> = facts[key]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let a = m.as_array().unwrap();
+            let (me, peer) = (a[0].as_i64().unwrap(), a[1].as_i64().unwrap_or(-1));
+            // Sends are (sender, receiver); receives are (receiver, sender).
+            let (s, r) = if key == "sends" { (me, peer) } else { (peer, me) };
+            (s, r, a[2].as_str().unwrap().to_string(), a[3].as_i64().unwrap(), a[4].as_i64().unwrap())
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Every location's timestamps never decrease, and every Enter has its Leave.
+pub fn assert_well_formed(facts: &Value) {
+    for (loc, info) in facts["locations"].as_object().unwrap() {
+        assert_eq!(info["monotonic"], true, "timestamps go back on location {loc}");
+    }
+    assert!(facts["unbalanced"].as_array().unwrap().is_empty(), "unbalanced regions: {}", facts["unbalanced"]);
+}

@@ -1,0 +1,217 @@
+#!/usr/bin/python3
+"""GPU tests, checking side: reads the archives that tests/gpu/run.sh made
+on the GPU machine with the independent Python OTF2 reader and checks them
+against the ground truth the test programs printed ("expect ..." lines).
+
+Usage: check_archives.py RESULTS_DIR   (the unpacked gpu-results.tgz)
+Prints one line per check, "ok" or "FAIL", and exits 1 if any failed.
+"""
+
+import os
+import re
+import sys
+from collections import defaultdict
+
+import otf2
+from otf2.events import (Enter, Leave, Metric, MpiRecv, MpiSend, RmaGet, RmaOpCompleteBlocking, RmaPut)
+
+failures = 0
+
+
+def check(name, cond, detail=""):
+    global failures
+    print(f"{'ok  ' if cond else 'FAIL'} {name}{': ' + str(detail) if detail else ''}")
+    if not cond:
+        failures += 1
+
+
+def expectations(path):
+    out = {}
+    for line in open(path):
+        m = re.match(r"expect (.*) (\S+)$", line.strip())
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+def attr(ev, name):
+    for k, v in (ev.attributes or {}).items():
+        if k.name == name:
+            return v
+    return None
+
+
+SYNC = re.compile(r"ynchronize|\[CUDA sync")
+
+
+def read(archive):
+    """Per location: events; plus kernels, copies, memsets, API regions."""
+    facts = {"locations": {}, "kernels": [], "copies": [], "memsets": [], "api": [], "rma": [],
+             "metrics": defaultdict(list), "mono": True, "balanced": True, "groups": {}, "msgs": 0}
+    with otf2.reader.open(archive) as trace:
+        for i, g in enumerate(trace.definitions.location_groups):
+            creator = getattr(g, "creating_location_group", None)
+            facts["groups"][f"{g.name} #{i}"] = (str(g.location_group_type), creator.name if creator else None)
+        stacks = defaultdict(list)
+        last = {}
+        for loc, ev in trace.events:
+            key = f"{loc.name}@{loc.group.name}#{loc._ref}"
+            on_gpu = "ACCELERATOR" in str(loc.group.location_group_type)
+            facts["locations"].setdefault(key, {"type": str(loc.type), "group": loc.group.name, "events": 0})
+            facts["locations"][key]["events"] += 1
+            if key in last and ev.time < last[key]:
+                facts["mono"] = False
+            last[key] = ev.time
+            if isinstance(ev, Enter):
+                stacks[key].append((ev.region.name, ev.time, ev))
+            elif isinstance(ev, Leave):
+                if not stacks[key] or stacks[key][-1][0] != ev.region.name:
+                    facts["balanced"] = False
+                    continue
+                name, t0, enter = stacks[key].pop()
+                item = {"name": name, "start": t0, "end": ev.time, "loc": key, "group": loc.group.name,
+                        "creator": getattr(loc.group.creating_location_group, "name", None),
+                        "corr": attr(enter, "CUDA correlation id"), "enter": enter}
+                if name.startswith("[CUDA memcpy"):
+                    item["bytes"] = attr(enter, "bytes")
+                    item["kind"] = attr(enter, "copy kind")
+                    item["src"] = attr(enter, "source device")
+                    item["dst"] = attr(enter, "destination device")
+                    facts["copies"].append(item)
+                elif name == "[CUDA memset]":
+                    item["bytes"] = attr(enter, "bytes")
+                    facts["memsets"].append(item)
+                elif on_gpu:
+                    facts["kernels"].append(item)
+                else:
+                    facts["api"].append(item)
+            elif isinstance(ev, (RmaPut, RmaGet)):
+                facts["rma"].append((type(ev).__name__, ev.bytes, key))
+            elif isinstance(ev, Metric):
+                for v in ev.values:
+                    facts["metrics"][key].append((ev.time, v))
+            elif isinstance(ev, (MpiSend, MpiRecv)):
+                facts["msgs"] += 1
+        facts["nodes"] = {n.name: n for n in trace.definitions.system_tree_nodes}
+        facts["props"] = [(p.system_tree_node.name, p.name, p.value)
+                          for p in trace.definitions.system_tree_node_properties]
+    return facts
+
+
+def by(items, key):
+    out = defaultdict(list)
+    for i in items:
+        out[key(i)].append(i)
+    return out
+
+
+def check_basic(d, exp, label):
+    f = read(os.path.join(d, "traces.otf2"))
+    check(f"{label}: timestamps non-decreasing per location", f["mono"])
+    check(f"{label}: Enter/Leave balanced", f["balanced"])
+    kernels = f["kernels"]
+    check(f"{label}: kernel count equals launches", len(kernels) == int(exp["kernels"]),
+          f"{len(kernels)} vs {exp['kernels']}")
+    for short in ("scale", "axpy", "reduce_shared"):
+        n = sum(1 for k in kernels if re.search(r"\b" + short + r"\b", k["name"]))
+        check(f"{label}: kernel {short}", n == int(exp["kernel " + short]), f"{n} vs {exp['kernel ' + short]}")
+    copies = by(f["copies"], lambda c: c["kind"])
+    for kind in ("HtoD", "DtoH", "DtoD", "HtoH"):
+        got = copies.get(kind, [])
+        b = sum(c["bytes"] for c in got)
+        check(f"{label}: {kind} copies and bytes", len(got) == int(exp["copies " + kind])
+              and b == int(exp["bytes " + kind]), f"{len(got)} copies, {b} bytes vs {exp['copies ' + kind]}, "
+              f"{exp['bytes ' + kind]}")
+    rma = sum(1 for r in f["rma"])
+    check(f"{label}: every copy is an RMA operation", rma == len(f["copies"]), f"{rma} vs {len(f['copies'])}")
+    return f, kernels
+
+
+def check_launch_nesting(f, kernels, label):
+    api = by([a for a in f["api"] if a["corr"] is not None], lambda a: a["corr"])
+    syncs = sorted((a for a in f["api"] if SYNC.search(a["name"])), key=lambda a: a["start"])
+    bad = []
+    for k in kernels:
+        launches = [a for a in api.get(k["corr"], []) if "aunch" in a["name"]]
+        if not launches:
+            bad.append((k["name"], "no launch"))
+            continue
+        launch = min(launches, key=lambda a: a["start"])
+        if k["start"] < launch["start"]:
+            bad.append((k["name"], "starts before its launch"))
+            continue
+        after = [s for s in syncs if s["start"] >= launch["start"] and s["end"] >= k["end"]]
+        if not after:
+            bad.append((k["name"], "no synchronization ends after it"))
+    check(f"{label}: every kernel inside its launch's enter and a following synchronization's leave",
+          not bad, bad[:3])
+
+
+def main(results):
+    exp = expectations(os.path.join(results, "basic.out"))
+    if os.path.isdir(os.path.join(results, "exp-basic")):
+        f, kernels = check_basic(os.path.join(results, "exp-basic"), exp, "basic")
+        memsets = f["memsets"]
+        check("basic: memset count and bytes", len(memsets) == int(exp["memsets"])
+              and sum(m["bytes"] for m in memsets) == int(exp["memset_bytes"]),
+              f"{len(memsets)}, {sum(m['bytes'] for m in memsets)}")
+        check_launch_nesting(f, kernels, "basic")
+        names = {a["name"] for a in f["api"]}
+        check("basic: runtime and driver API recorded", "cudaLaunchKernel" in names and any(
+            n.startswith("cu") and not n.startswith("cuda") for n in names))
+        check("basic: synchronization regions recorded", any(n.startswith("[CUDA sync") for n in names))
+    sub = os.path.join(results, "exp-subset")
+    if os.path.isdir(sub):
+        f = read(os.path.join(sub, "traces.otf2"))
+        names = {a["name"] for a in f["api"]}
+        check("subset: no runtime API calls", not any(n.startswith("cuda") for n in names),
+              sorted(n for n in names if n.startswith("cuda"))[:5])
+        check("subset: driver API calls", any(n.startswith("cu") for n in names))
+        check("subset: no memsets, no synchronizations", not f["memsets"]
+              and not any(n.startswith("[CUDA sync") for n in names))
+        check("subset: kernels and copies", len(f["kernels"]) > 0 and len(f["copies"]) > 0)
+    peer = os.path.join(results, "exp-peer")
+    if os.path.isdir(peer):
+        pexp = expectations(os.path.join(results, "peer.out"))
+        f = read(os.path.join(peer, "traces.otf2"))
+        p2p = [c for c in f["copies"] if c["kind"] == "PtoP"]
+        for (src, dst) in (("0", "1"), ("1", "0")):
+            got = [c for c in p2p if c["src"] == f"CUDA Device {src}" and c["dst"] == f"CUDA Device {dst}"]
+            b = sum(c["bytes"] for c in got)
+            check(f"peer: {src}->{dst} copies name source and destination GPU, bytes",
+                  len(got) == int(pexp[f"peer {src}->{dst} copies"]) and b == int(pexp[f"peer {src}->{dst} bytes"]),
+                  f"{len(got)} copies, {b} bytes")
+        links = [p for p in f["props"] if p[1].startswith("NVLink to")]
+        check("peer: NVLink topology present", len(links) >= 2, links[:2])
+        moved = {k: max((v for _, v in vals), default=0) for k, vals in f["metrics"].items()}
+        check("peer: NVLink traffic non-zero during the peer copies", any(v > 0 for v in moved.values()), moved)
+        check("peer: timestamps non-decreasing", f["mono"])
+    mpi = os.path.join(results, "exp-mpi")
+    if os.path.isdir(mpi):
+        mexp = expectations(os.path.join(results, "mpi.out"))
+        f = read(os.path.join(mpi, "traces.otf2"))
+        ranks = sorted(g.split(" #")[0] for g in f["groups"] if g.startswith("MPI Rank"))
+        check("mpi: one archive with both ranks", ranks == ["MPI Rank 0", "MPI Rank 1"], ranks)
+        ctx = {g: v for g, v in f["groups"].items() if g.startswith("CUDA Context")}
+        creators = sorted(v[1] for v in ctx.values())
+        check("mpi: each rank's GPU context under its process", creators == ["MPI Rank 0", "MPI Rank 1"], ctx)
+        per_rank = by(f["kernels"], lambda k: k["creator"])
+        for r in (0, 1):
+            n = len(per_rank.get(f"MPI Rank {r}", []))
+            check(f"mpi: rank {r} kernels", n == int(mexp[f"rank {r} kernels"]), n)
+        check("mpi: MPI messages recorded", f["msgs"] >= 4 * int(mexp["rank 0 sends"]), f["msgs"])
+        check("mpi: timestamps non-decreasing", f["mono"])
+    torch = os.path.join(results, "exp-torch")
+    if os.path.isdir(torch):
+        f = read(os.path.join(torch, "traces.otf2"))
+        procs = [g for g, v in f["groups"].items() if "PROCESS" in v[0]]
+        with_gpu = sorted({v[1] for g, v in f["groups"].items() if g.startswith("CUDA Context")})
+        check("torch: 2 worker processes, each with GPU streams, no phantom launcher",
+              len(procs) == 2 and len(with_gpu) == 2, (procs, with_gpu))
+        check("torch: kernels recorded", len(f["kernels"]) > 0, len(f["kernels"]))
+    print(f"{failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

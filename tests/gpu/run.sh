@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# GPU tests, device side: builds the CUDA test programs with nvcc, runs
+# them under gputrace (and a few without, for the ground truth), and packs
+# the archives, CUPTI captures and logs into $OUT for
+# tests/gpu/check_archives.py, which checks them with the independent
+# Python OTF2 reader (the GPU machine has no OTF2).
+#
+# Usage (on the GPU machine, from the repository root, with gputrace's
+# release binaries in $GT_BIN, default .device/bin):
+#   tests/gpu/run.sh [basic] [subset] [peer] [mpi] [torch] [nsys] [nocupti]
+# With no argument it runs them all. Each part prints "PART <name> rc=<n>".
+set -u
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bin=${GT_BIN:-$root/.device/bin}
+gt=$bin/gputrace
+out=${OUT:-/tmp/gputrace-gpu-out}
+work=/tmp/gputrace-gpu
+rm -rf "$work"
+mkdir -p "$work" "$out"
+export PATH=/usr/local/cuda/bin:$PATH
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
+parts=${*:-basic subset peer mpi torch nsys nocupti}
+progs=$root/tests/gpu/programs
+ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
+echo "GPUs: $ngpu; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
+
+build() { # name sources... -> $work/name
+  local name=$1; shift
+  nvcc -O2 -arch=native -o "$work/$name" "$@" >"$work/$name.build.log" 2>&1 || { cat "$work/$name.build.log"; return 1; }
+}
+
+part() { # name command...: runs, logs to $work/<name>.log, prints the rc
+  local name=$1; shift
+  "$@" >"$work/$name.out" 2>"$work/$name.err"
+  local rc=$?
+  echo "PART $name rc=$rc"
+  tail -n 25 "$work/$name.err" | sed "s/^/  [$name] /"
+  return 0
+}
+
+for p in $parts; do
+  case $p in
+    basic)
+      build cuda_basic "$progs/cuda_basic.cu" || continue
+      "$work/cuda_basic" 20 >"$work/basic.plain.out"
+      part basic env GPUTRACE_CUDA_CAPTURE="$work/capture-basic" "$gt" -o "$work/exp-basic" "$work/cuda_basic" 20
+      cmp -s "$work/basic.plain.out" "$work/basic.out" && echo "  basic: stdout identical to the untraced run"
+      ;;
+    subset)
+      [ -x "$work/cuda_basic" ] || build cuda_basic "$progs/cuda_basic.cu" || continue
+      part subset env GPUTRACE_CUDA_ENABLE=driver,kernel,memcpy "$gt" -o "$work/exp-subset" "$work/cuda_basic" 5
+      ;;
+    peer)
+      if [ "$ngpu" -lt 2 ]; then echo "PART peer skipped (1 GPU)"; continue; fi
+      build cuda_peer "$progs/cuda_peer.cu" || continue
+      part peer env GPUTRACE_CUDA_CAPTURE="$work/capture-peer" "$gt" -o "$work/exp-peer" "$work/cuda_peer" 32
+      ;;
+    mpi)
+      nvcc -O2 -arch=native -o "$work/mpi_cuda" "$progs/mpi_cuda.cu" $(mpicc --showme:compile) $(mpicc --showme:link) \
+        >"$work/mpi_cuda.build.log" 2>&1 || { cat "$work/mpi_cuda.build.log"; continue; }
+      part mpi "$gt" -o "$work/exp-mpi" mpirun -np 2 --bind-to none "$work/mpi_cuda" 10
+      ;;
+    torch)
+      part torch "$gt" -o "$work/exp-torch" torchrun --standalone --nproc-per-node 2 "$progs/torch_two.py"
+      ;;
+    nsys)
+      nsys=$(command -v nsys || find /opt/nvidia /usr/local/cuda* -name nsys -type f -perm -u+x 2>/dev/null | grep -v host- | head -1)
+      [ -x "$work/cuda_basic" ] || build cuda_basic "$progs/cuda_basic.cu" || continue
+      if [ -z "$nsys" ]; then echo "PART nsys skipped (no nsys)"; continue; fi
+      part nsys "$gt" -o "$work/exp-nsys" "$nsys" profile -t cuda -o "$work/nsys-report" "$work/cuda_basic" 5
+      ;;
+    nocupti)
+      [ -x "$work/cuda_basic" ] || build cuda_basic "$progs/cuda_basic.cu" || continue
+      part nocupti env GPUTRACE_CUPTI_LIB=/nonexistent/libcupti.so "$gt" -o "$work/exp-nocupti" "$work/cuda_basic" 5
+      ;;
+  esac
+done
+
+cd "$work"
+tar czf "$out/gpu-results.tgz" --exclude='*.build.log' exp-* capture-* *.out *.err 2>/dev/null
+ls -la "$out"
