@@ -10,7 +10,7 @@
 //! own work before and after the PMPI call runs under `catch_unwind`: a
 //! bug in the tracer loses events, never the call or the program.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ffi::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
@@ -151,6 +151,14 @@ impl ReturnCode for f64 {
     }
 }
 
+impl Drop for Call {
+    fn drop(&mut self) {
+        // A call abandoned on the way (no `finish`) still records what it
+        // staged.
+        self.flush();
+    }
+}
+
 /// An intercepted call that is being followed.
 #[derive(Debug)]
 pub struct Call {
@@ -162,8 +170,20 @@ pub struct Call {
     pub recording: bool,
     region: Option<u32>,
     leave: Cell<u64>,
+    staged: RefCell<Staged>,
     _guard: Guard,
 }
+
+/// Events of a call waiting to be recorded: those before the PMPI call go
+/// to the buffer together just before it, those after together with the
+/// Leave, so that a call costs two buffer accesses whatever it records.
+#[derive(Debug)]
+struct Staged {
+    n: usize,
+    events: [(u64, Event); STAGED],
+}
+
+const STAGED: usize = 4;
 
 impl Call {
     /// Starts following a call of `info`, recording its Enter; `None` when
@@ -181,10 +201,12 @@ impl Call {
         let rec = state::recorder()?;
         let enter = tracer::clock::now();
         let region = if recording { shielded(|| info.region(rec)).flatten() } else { None };
+        let mut staged = Staged { n: 0, events: [(0, Event::MpiCollectiveBegin); STAGED] };
         if let Some(region) = region {
-            rec.record(enter, &Event::Enter { region });
+            staged.events[0] = (enter, Event::Enter { region });
+            staged.n = 1;
         }
-        Some(Call { rec, enter, recording, region, leave: Cell::new(0), _guard: guard })
+        Some(Call { rec, enter, recording, region, leave: Cell::new(0), staged: RefCell::new(staged), _guard: guard })
     }
 
     /// The time of Leave, read once: events that happen at the end
@@ -201,16 +223,38 @@ impl Call {
         }
     }
 
-    /// Records `event` at `time`.
+    /// Records `event` at `time` (staged; see [`Staged`]).
     #[inline]
     pub fn record(&self, time: u64, event: &Event) {
-        self.rec.record(time, event);
+        let full = {
+            let mut s = self.staged.borrow_mut();
+            let n = s.n;
+            s.events[n] = (time, *event);
+            s.n += 1;
+            s.n == STAGED
+        };
+        if full {
+            self.flush();
+        }
     }
 
-    /// Runs the hook's part before the PMPI call.
+    /// Records the staged events.
+    #[inline]
+    fn flush(&self) {
+        let mut s = self.staged.borrow_mut();
+        if s.n > 0 {
+            self.rec.record_many(&s.events[..s.n]);
+            s.n = 0;
+        }
+    }
+
+    /// Runs the hook's part before the PMPI call, then records what was
+    /// staged (the Enter, a send), before MPI is entered.
     #[inline]
     pub fn pre<H>(&self, f: impl FnOnce(&Call) -> H) -> Option<H> {
-        shielded(|| f(self))
+        let hook = shielded(|| f(self));
+        self.flush();
+        hook
     }
 
     /// Runs the hook's part after the PMPI call and records Leave.
@@ -220,7 +264,8 @@ impl Call {
             shielded(|| h.post(&self, rc));
         }
         if let Some(region) = self.region {
-            self.rec.record(self.now(), &Event::Leave { region });
+            self.record(self.now(), &Event::Leave { region });
         }
+        self.flush();
     }
 }

@@ -108,8 +108,14 @@ impl ThreadBuffer {
 
     /// Appends an event; `write` is called with the pending events first
     /// when the buffer is full or old.
+    #[cfg(test)]
+    pub fn push(&self, time: u64, event: &Event, write: impl FnMut(&mut Pending)) -> Pushed {
+        self.push_many(std::slice::from_ref(&(time, *event)), write)
+    }
+
+    /// Appends several events with one acquisition of the buffer.
     #[inline]
-    pub fn push(&self, time: u64, event: &Event, write: impl FnOnce(&mut Pending)) -> Pushed {
+    pub fn push_many(&self, events: &[(u64, Event)], mut write: impl FnMut(&mut Pending)) -> Pushed {
         let mut spins = 0u32;
         while self.busy.swap(true, Ordering::Acquire) {
             // Held by a `take`, which lets go after a memory swap; a holder
@@ -123,10 +129,12 @@ impl ThreadBuffer {
         }
         // SAFETY: the busy flag is ours until the store below.
         let p = unsafe { &mut *self.pending.get() };
-        if p.needs_flush(time) {
-            write(p);
+        for (time, event) in events {
+            if p.needs_flush(*time) {
+                write(p);
+            }
+            p.push(*time, event);
         }
-        p.push(time, event);
         self.busy.store(false, Ordering::Release);
         Pushed::Done
     }
