@@ -104,7 +104,7 @@ fn write_rank(raw_dir: &Path, rank: u32, size: u32, iterations: u64) -> io::Resu
     }
     out.flush()?;
     let mut end = Vec::new();
-    Definition::StreamEnd { time: t + 1 }.encode(&mut end);
+    Definition::StreamEnd { time: t + 1, exit_started: t + 1 }.encode(&mut end);
     stream.write_chunk(ChunkKind::Definitions, None, &end)?;
     Ok(counts)
 }

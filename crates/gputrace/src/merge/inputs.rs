@@ -63,6 +63,8 @@ pub struct Process {
     pub clock_points: Vec<ClockPoint>,
     pub dropped: u64,
     pub complete: bool,
+    /// When the process's producers began their final flush (0: unknown).
+    pub exit_started: u64,
     pub command: Vec<String>,
 }
 
@@ -128,6 +130,7 @@ fn build_process(mut streams: Vec<RawFile>) -> Process {
         clock_points: Vec::new(),
         dropped: 0,
         complete: true,
+        exit_started: 0,
         command: first.command.clone(),
     };
     for s in &streams {
@@ -143,7 +146,10 @@ fn build_process(mut streams: Vec<RawFile>) -> Process {
                     p.clock_points.push(ClockPoint { local: *local, offset: *offset, error: *error })
                 }
                 Definition::Dropped { count, .. } => p.dropped += count,
-                Definition::StreamEnd { .. } => ended = true,
+                Definition::StreamEnd { exit_started, .. } => {
+                    ended = true;
+                    p.exit_started = p.exit_started.max(*exit_started);
+                }
                 Definition::Comm(c) => {
                     d.comms.insert(c.id, c.clone());
                 }

@@ -95,6 +95,13 @@ pub fn run(experiment: &Experiment, config: &Config, force: bool) -> Result<Summ
     }
     progress.finish();
     summary.merge_time = start.elapsed();
+    // From the end of the program's work to the archive written: only
+    // meaningful when the processes ran on this host (their clock is ours).
+    let here = tracer::runtime::identity::clock_domain();
+    let last_exit = processes.iter().filter(|p| p.clock_domain == here).map(|p| p.exit_started).max().unwrap_or(0);
+    if last_exit > 0 && config.enable_tracing {
+        summary.exit_to_archive = Some(tracer::clock::now().saturating_sub(last_exit));
+    }
     Ok(summary)
 }
 

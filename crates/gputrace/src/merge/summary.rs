@@ -45,6 +45,9 @@ pub struct Summary {
     pub incomplete_processes: Vec<String>,
     pub archive: Option<(PathBuf, u64)>,
     pub merge_time: Duration,
+    /// From the moment the program's last process began finishing its
+    /// trace (its work done) to the archive written, when measurable.
+    pub exit_to_archive: Option<u64>,
     pub trace_length: u64,
 }
 
@@ -190,9 +193,13 @@ impl Summary {
         }
         match &self.archive {
             Some((path, bytes)) => {
+                let exit = match self.exit_to_archive {
+                    Some(ns) => format!(" ({:.2} s after the program's exit)", ns as f64 / 1e9),
+                    None => String::new(),
+                };
                 let _ = writeln!(
                     s,
-                    "archive: {} ({}), merged in {:.2} s",
+                    "archive: {} ({}), merged in {:.2} s{exit}",
                     path.display(),
                     human_bytes(*bytes),
                     self.merge_time.as_secs_f64()

@@ -241,6 +241,7 @@ unsafe extern "C" fn buffer_completed(ctx: sys::CUcontext, stream: u32, buffer: 
 }
 
 extern "C" fn at_exit() {
+    let exit_started = tracer::clock::now();
     guarded(|agent| {
         // SAFETY: flushing runs buffer_completed for the remaining buffers.
         unsafe { (agent.cupti.activity_flush_all)(sys::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) };
@@ -248,7 +249,7 @@ extern "C" fn at_exit() {
         state.sampler = None;
         if let Some(rec) = state.recorder.clone() {
             state.converter.finish(&rec);
-            rec.finish();
+            rec.finish_from(exit_started);
         }
     });
 }

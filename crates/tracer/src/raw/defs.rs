@@ -210,9 +210,11 @@ pub enum Definition {
         location: u32,
         count: u64,
     },
-    /// The producer finished cleanly at `time`.
+    /// The producer finished cleanly at `time`; it began finishing (the
+    /// program had ended its work) at `exit_started`.
     StreamEnd {
         time: u64,
+        exit_started: u64,
     },
     Device(DeviceDef),
     /// CUPTI context `id` lives on device `device`.
@@ -397,9 +399,10 @@ impl Definition {
                 put_u64(out, u64::from(*location));
                 put_u64(out, *count);
             }
-            Definition::StreamEnd { time } => {
+            Definition::StreamEnd { time, exit_started } => {
                 out.push(tag::STREAM_END);
                 put_u64(out, *time);
+                put_u64(out, *exit_started);
             }
             Definition::Device(d) => {
                 out.push(tag::DEVICE);
@@ -477,7 +480,7 @@ impl Definition {
             }
             tag::CLOCK_SYNC => Definition::ClockSync { local: c.u64()?, offset: c.i64()?, error: c.u64()? },
             tag::DROPPED => Definition::Dropped { location: c.u32()?, count: c.u64()? },
-            tag::STREAM_END => Definition::StreamEnd { time: c.u64()? },
+            tag::STREAM_END => Definition::StreamEnd { time: c.u64()?, exit_started: c.u64()? },
             tag::DEVICE => Definition::Device(DeviceDef {
                 id: c.u32()?,
                 name: c.string()?,
@@ -552,7 +555,7 @@ mod tests {
             }),
             Definition::ClockSync { local: 100, offset: -5, error: 2 },
             Definition::Dropped { location: 0, count: 9 },
-            Definition::StreamEnd { time: 1234 },
+            Definition::StreamEnd { time: 1234, exit_started: 1200 },
             Definition::Location {
                 id: 3,
                 kind: LocationKind::GpuStream { device: 1, context: 2, stream: 13 },

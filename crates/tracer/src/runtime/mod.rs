@@ -307,12 +307,19 @@ impl Recorder {
 
     /// Flushes everything and marks the stream complete.
     pub fn finish(&self) {
+        self.finish_from(crate::clock::now());
+    }
+
+    /// [`finish`](Self::finish), for a producer whose program ended its
+    /// work at `exit_started` (before the producer's last flush): the
+    /// merge reports the time from then to the archive.
+    pub fn finish_from(&self, exit_started: u64) {
         self.flush_all();
         let dropped = self.dropped();
         if dropped > 0 {
             self.define(&Definition::Dropped { location: u32::MAX, count: dropped });
         }
-        self.define(&Definition::StreamEnd { time: crate::clock::now() });
+        self.define(&Definition::StreamEnd { time: crate::clock::now(), exit_started });
         self.flush_definitions();
     }
 
