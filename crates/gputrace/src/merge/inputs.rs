@@ -163,7 +163,7 @@ fn build_process(mut streams: Vec<RawFile>) -> Process {
                 Definition::Metric(m) => {
                     d.metrics.insert(m.id, m.clone());
                 }
-                Definition::Region { .. } | Definition::Location { .. } => {}
+                Definition::NcclComm { .. } | Definition::Region { .. } | Definition::Location { .. } => {}
             }
         }
         // Regions and locations name strings, which may be defined later

@@ -208,6 +208,7 @@ impl Pass<'_, '_> {
                 }
                 self.leave(t, stream, region)?;
             }
+            Event::Attribute { .. } | Event::AttributeString { .. } => {}
             Event::Metric { metric, value } => {
                 if let (Some(w), Some(m)) = (&mut self.writer, self.plan.metrics[stream].get(&metric)) {
                     w.metric(t, *m, &[MetricValue::U64(value)])?;

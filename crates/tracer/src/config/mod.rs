@@ -55,6 +55,7 @@ pub struct Config {
     pub cuda_buffer: u64,
     pub nvlink_interval: Duration,
     pub cupti_lib: Option<PathBuf>,
+    pub nccl_enable: EnabledSet,
     pub verbose: bool,
 }
 
@@ -114,6 +115,7 @@ impl Config {
             cuda_buffer: get("GPUTRACE_CUDA_BUFFER").size(),
             nvlink_interval: get("GPUTRACE_NVLINK_INTERVAL").duration(),
             cupti_lib: get("GPUTRACE_CUPTI_LIB").path(),
+            nccl_enable: get("GPUTRACE_NCCL_ENABLE").set(),
             verbose: get("GPUTRACE_VERBOSE").bool(),
         };
         (config, errors)

@@ -115,6 +115,23 @@ pub const CUDA_FEATURES: &[SetValue] = &[
     alias("none", "the same as no", &[]),
 ];
 
+const NCCL_DEFAULT: &[&str] = &["group", "coll", "p2p"];
+const NCCL_ALL: &[&str] = &["group", "coll", "p2p", "proxy", "kernel"];
+
+/// What the NCCL profiler plugin records.
+pub const NCCL_LEVELS: &[SetValue] = &[
+    member("group", "ncclGroupStart/End groups, as regions"),
+    member("coll", "collectives (all-reduce, all-gather, ...) with bytes, root, data type, reduction, algorithm, protocol, channels"),
+    member("p2p", "ncclSend/ncclRecv, as messages between the ranks' GPUs"),
+    member("proxy", "proxy operations and steps (network and proxy-driven transfers), on the proxy thread"),
+    member("kernel", "per-channel kernel timing, on NCCL's channel locations"),
+    alias("default", "group,coll,p2p", NCCL_DEFAULT),
+    alias("yes", "the same as default", NCCL_DEFAULT),
+    alias("all", "every level", NCCL_ALL),
+    alias("no", "no NCCL recording: the plugin is not loaded", &[]),
+    alias("none", "the same as no", &[]),
+];
+
 /// Every variable gputrace reads.
 pub const VARS: &[Var] = &[
     Var {
@@ -204,6 +221,15 @@ pub const VARS: &[Var] = &[
         help: "Empty: the CUPTI beside the CUDA toolkit in use (CUDA_HOME, /usr/local/cuda), then \
                the loader's search path, then pip-installed CUPTI (nvidia/cu13/lib, \
                nvidia/cuda_cupti/lib).",
+    },
+    Var {
+        name: "GPUTRACE_NCCL_ENABLE",
+        ty: VarType::Set(NCCL_LEVELS),
+        default: "default",
+        brief: "What the NCCL profiler plugin records.",
+        help: "gputrace sets NCCL_PROFILER_PLUGIN to its plugin for the ranks (NCCL 2.23 and later \
+               load it); the levels become NCCL's event activation mask. `no` leaves NCCL \
+               untraced (its kernels are still seen by the CUDA agent).",
     },
     Var {
         name: "GPUTRACE_VERBOSE",

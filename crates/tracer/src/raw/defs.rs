@@ -224,6 +224,16 @@ pub enum Definition {
     },
     NvLink(NvLinkDef),
     Metric(MetricDef),
+    /// An NCCL communicator as one member saw it: NCCL's communicator id
+    /// (the same in every member), its size and this process's rank in it.
+    /// The merge puts the members together from every process's record.
+    NcclComm {
+        id: u32,
+        comm_hash: u64,
+        nranks: u32,
+        rank: u32,
+        name: String,
+    },
 }
 
 mod tag {
@@ -239,6 +249,7 @@ mod tag {
     pub const CONTEXT: u8 = 10;
     pub const NVLINK: u8 = 11;
     pub const METRIC: u8 = 12;
+    pub const NCCL_COMM: u8 = 13;
 }
 
 fn put_end(out: &mut Vec<u8>, e: &LinkEnd) {
@@ -429,6 +440,14 @@ impl Definition {
                 put_u64(out, u64::from(l.flags));
                 out.push(u8::from(l.nvswitch));
             }
+            Definition::NcclComm { id, comm_hash, nranks, rank, name } => {
+                out.push(tag::NCCL_COMM);
+                put_u64(out, u64::from(*id));
+                put_u64(out, *comm_hash);
+                put_u64(out, u64::from(*nranks));
+                put_u64(out, u64::from(*rank));
+                put_bytes(out, name.as_bytes());
+            }
             Definition::Metric(m) => {
                 out.push(tag::METRIC);
                 put_u64(out, u64::from(m.id));
@@ -489,6 +508,13 @@ impl Definition {
                 memory: c.u64()?,
                 compute_capability: (c.u32()?, c.u32()?),
             }),
+            tag::NCCL_COMM => Definition::NcclComm {
+                id: c.u32()?,
+                comm_hash: c.u64()?,
+                nranks: c.u32()?,
+                rank: c.u32()?,
+                name: c.string()?,
+            },
             tag::CONTEXT => Definition::Context { id: c.u32()?, device: c.u32()? },
             tag::NVLINK => Definition::NvLink(NvLinkDef {
                 ends: [get_end(c)?, get_end(c)?],
@@ -571,6 +597,7 @@ mod tests {
                 compute_capability: (9, 0),
             }),
             Definition::Context { id: 2, device: 1 },
+            Definition::NcclComm { id: 4, comm_hash: 0xfeed_beef, nranks: 2, rank: 1, name: "world".into() },
             Definition::NvLink(NvLinkDef {
                 ends: [LinkEnd::Gpu([1; 16]), LinkEnd::Other(3)],
                 version: 4,

@@ -264,6 +264,19 @@ pub enum Event {
         metric: u32,
         value: u64,
     },
+    /// An attribute of the next event of the same location: `name` is a
+    /// string id, the value a number. Producers whose events carry
+    /// free-form details (NCCL's algorithm, protocol, channels) use these
+    /// instead of an event type of their own.
+    Attribute {
+        name: u32,
+        value: u64,
+    },
+    /// A string attribute of the next event: `value` is a string id.
+    AttributeString {
+        name: u32,
+        value: u32,
+    },
 }
 
 mod tag {
@@ -287,6 +300,8 @@ mod tag {
     pub const COPY_END: u8 = 18;
     pub const MEMSET_BEGIN: u8 = 19;
     pub const METRIC: u8 = 20;
+    pub const ATTRIBUTE: u8 = 21;
+    pub const ATTRIBUTE_STRING: u8 = 22;
 }
 
 /// The most bytes one event can take, timestamp included: the writer keeps
@@ -475,6 +490,16 @@ impl Event {
                 varint::put_u64(out, u64::from(*metric));
                 varint::put_u64(out, *value);
             }
+            Event::Attribute { name, value } => {
+                start(out, tag::ATTRIBUTE);
+                varint::put_u64(out, u64::from(*name));
+                varint::put_u64(out, *value);
+            }
+            Event::AttributeString { name, value } => {
+                start(out, tag::ATTRIBUTE_STRING);
+                varint::put_u64(out, u64::from(*name));
+                varint::put_u64(out, u64::from(*value));
+            }
         }
     }
 
@@ -508,6 +533,8 @@ impl Event {
                 memory: MemoryKind::from_u8(c.u8()?),
             },
             tag::METRIC => Event::Metric { metric: c.u32()?, value: c.u64()? },
+            tag::ATTRIBUTE => Event::Attribute { name: c.u32()?, value: c.u64()? },
+            tag::ATTRIBUTE_STRING => Event::AttributeString { name: c.u32()?, value: c.u32()? },
             _ => return Err(Malformed),
         };
         Ok((delta, ev))
@@ -572,6 +599,8 @@ mod tests {
             Event::CopyEnd { region: 5, id: 12 },
             Event::MemsetBegin { region: 7, correlation: 81, bytes: 64, memory: MemoryKind::Device },
             Event::Metric { metric: 2, value: 123456 },
+            Event::Attribute { name: 9, value: 1 << 40 },
+            Event::AttributeString { name: 9, value: 12 },
         ]
     }
 
