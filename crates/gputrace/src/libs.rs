@@ -8,6 +8,9 @@ use crate::launch::MpiFlavor;
 /// File name of the CUDA agent.
 pub const CUDA_AGENT: &str = "libgputrace_cuda.so";
 
+/// File name of the NCCL profiler plugin.
+pub const NCCL_PLUGIN: &str = "libgputrace_nccl.so";
+
 /// File name of the MPI hooks for `flavor`.
 pub fn mpi_hooks_name(flavor: MpiFlavor) -> &'static str {
     match flavor {

@@ -24,6 +24,17 @@ pub struct StreamDefs {
     pub contexts: BTreeMap<u32, u32>,
     pub nvlinks: Vec<NvLinkDef>,
     pub metrics: BTreeMap<u32, MetricDef>,
+    /// NCCL communicators by stream-local id.
+    pub nccl_comms: BTreeMap<u32, NcclComm>,
+}
+
+/// An NCCL communicator as one member process saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NcclComm {
+    pub hash: u64,
+    pub nranks: u32,
+    pub rank: u32,
+    pub name: String,
 }
 
 /// A region as a stream defined it, names resolved.
@@ -163,7 +174,11 @@ fn build_process(mut streams: Vec<RawFile>) -> Process {
                 Definition::Metric(m) => {
                     d.metrics.insert(m.id, m.clone());
                 }
-                Definition::NcclComm { .. } | Definition::Region { .. } | Definition::Location { .. } => {}
+                Definition::NcclComm { id, comm_hash, nranks, rank, name } => {
+                    let c = NcclComm { hash: *comm_hash, nranks: *nranks, rank: *rank, name: name.clone() };
+                    d.nccl_comms.insert(*id, c);
+                }
+                Definition::Region { .. } | Definition::Location { .. } => {}
             }
         }
         // Regions and locations name strings, which may be defined later

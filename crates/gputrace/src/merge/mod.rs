@@ -58,6 +58,7 @@ pub fn run(experiment: &Experiment, config: &Config, force: bool) -> Result<Summ
         ..Summary::default()
     };
     let (first, last) = trace_bounds(&processes, &clocks);
+    let mut attributes = std::collections::HashMap::new();
     summary.trace_length = last.saturating_sub(first);
 
     if config.enable_tracing {
@@ -75,7 +76,7 @@ pub fn run(experiment: &Experiment, config: &Config, force: bool) -> Result<Summ
             for loc in &plan.locations {
                 write_clock_offsets(&mut archive, loc.location, clock)?;
                 let writer = archive.event_writer(loc.location)?;
-                write::location_events(p, plan, &layout, loc, Some(writer), &mut summary, &progress)?;
+                write::location_events(p, plan, &layout, loc, Some(writer), &mut summary, &mut attributes, &progress)?;
                 summary.locations += 1;
             }
         }
@@ -88,7 +89,7 @@ pub fn run(experiment: &Experiment, config: &Config, force: bool) -> Result<Summ
         summary.region_names = layout.region_names.clone();
         for (p, plan) in processes.iter().zip(&layout.processes) {
             for loc in &plan.locations {
-                write::location_events(p, plan, &layout, loc, None, &mut summary, &progress)?;
+                write::location_events(p, plan, &layout, loc, None, &mut summary, &mut attributes, &progress)?;
                 summary.locations += 1;
             }
         }

@@ -33,6 +33,10 @@ pub struct Summary {
     pub p2p_bytes: u64,
     pub collectives: u64,
     pub collective_bytes: u64,
+    pub nccl_collectives: u64,
+    pub nccl_collective_bytes: u64,
+    pub nccl_messages: u64,
+    pub nccl_message_bytes: u64,
     pub kernels: u64,
     pub memsets: u64,
     pub memset_bytes: u64,
@@ -137,6 +141,20 @@ impl Summary {
                 thousands(self.collectives),
                 human_bytes(self.collective_bytes)
             );
+        }
+        let nccl = self.regions_of(Paradigm::Nccl);
+        if !nccl.is_empty() {
+            let _ = writeln!(
+                s,
+                "NCCL: {} collectives ({} sent), {} send/recv ({}); by time (enqueue on the host):",
+                thousands(self.nccl_collectives),
+                human_bytes(self.nccl_collective_bytes),
+                thousands(self.nccl_messages),
+                human_bytes(self.nccl_message_bytes)
+            );
+            for (name, t) in nccl.iter().take(5) {
+                let _ = writeln!(s, "  {:<24} {:>12} {:>12}", name, thousands(t.calls), human_time(t.time));
+            }
         }
         let kernels = self.regions_of(Paradigm::Cuda);
         let kernel_regions: Vec<_> =

@@ -14,6 +14,8 @@
 //! (a get from the host for HtoD, a put for DtoH, DtoD and peer copies
 //! from the source GPU), completed when the copy ends.
 
+use std::collections::HashMap;
+
 use anyhow::{Context, Result};
 use otf2_writer::{
     AttributeRef, AttributeValue, Collective as OtfCollective, CollectiveOp as OtfOp, CommRef, EventWriter,
@@ -35,6 +37,10 @@ struct Pass<'a, 'w> {
     writer: Option<EventWriter<'w>>,
     summary: &'a mut Summary,
     stack: Vec<(RegionRef, usize, u64)>,
+    process: &'a Process,
+    /// Attributes of the next event, from attribute events.
+    pending: Vec<(AttributeRef, AttributeValue)>,
+    attributes: &'a mut HashMap<(String, bool), AttributeRef>,
 }
 
 /// Writes (or, without a writer, only counts) the events of one location.
@@ -45,6 +51,7 @@ pub fn location_events(
     loc: &LocationPlan,
     writer: Option<EventWriter<'_>>,
     summary: &mut Summary,
+    attributes: &mut HashMap<(String, bool), AttributeRef>,
     progress: &Progress,
 ) -> Result<()> {
     let mut sources = Vec::new();
@@ -55,7 +62,17 @@ pub fn location_events(
         }
     }
     let mut timeline = Timeline::new(sources);
-    let mut pass = Pass { plan, layout, role: loc.role, writer, summary, stack: Vec::new() };
+    let mut pass = Pass {
+        plan,
+        layout,
+        role: loc.role,
+        writer,
+        summary,
+        stack: Vec::new(),
+        process,
+        pending: Vec::new(),
+        attributes,
+    };
     let mut last = 0u64;
     let mut count = 0u64;
     for (t, stream, ev) in &mut timeline {
@@ -79,9 +96,13 @@ pub fn location_events(
     Ok(())
 }
 
-impl Pass<'_, '_> {
+impl<'w> Pass<'_, 'w> {
     fn region(&self, stream: usize, id: u32) -> Option<(RegionRef, usize)> {
         self.plan.regions[stream].get(id as usize).copied().flatten()
+    }
+
+    fn is_nccl(&self, stream: usize) -> bool {
+        self.process.streams[stream].header.producer == tracer::raw::Producer::Nccl
     }
 
     fn comm(&self, stream: usize, id: u32) -> Option<CommRef> {
@@ -92,7 +113,7 @@ impl Pass<'_, '_> {
         let Some((r, idx)) = self.region(stream, id) else {
             return Ok(());
         };
-        if let Some(w) = &mut self.writer {
+        if let Some(w) = self.ready()? {
             if attrs.is_empty() {
                 w.enter(t, r)?;
             } else {
@@ -116,7 +137,7 @@ impl Pass<'_, '_> {
             if open != r {
                 self.summary.closed_open_regions += 1;
             }
-            if let Some(w) = &mut self.writer {
+            if let Some(w) = self.ready()? {
                 w.leave(t, open)?;
             }
             self.summary.region_done(idx, t - since);
@@ -127,7 +148,7 @@ impl Pass<'_, '_> {
     fn close_open_regions(&mut self, last: u64) -> Result<()> {
         while let Some((open, idx, since)) = self.stack.pop() {
             self.summary.closed_open_regions += 1;
-            if let Some(w) = &mut self.writer {
+            if let Some(w) = self.ready()? {
                 w.leave(last, open)?;
             }
             self.summary.region_done(idx, last - since);
@@ -140,9 +161,16 @@ impl Pass<'_, '_> {
             Event::Enter { region } => self.enter(t, stream, region, &[])?,
             Event::Leave { region } => self.leave(t, stream, region)?,
             Event::MpiSend(m) | Event::MpiIsend { msg: m, .. } => {
-                self.summary.p2p_messages += 1;
-                self.summary.p2p_bytes += m.bytes;
-                if let (Some(c), Some(w)) = (self.comm(stream, m.comm), &mut self.writer) {
+                if self.is_nccl(stream) {
+                    self.summary.nccl_messages += 1;
+                    self.summary.nccl_message_bytes += m.bytes;
+                } else {
+                    self.summary.p2p_messages += 1;
+                    self.summary.p2p_bytes += m.bytes;
+                }
+                if let Some(c) = self.comm(stream, m.comm)
+                    && let Some(w) = self.ready()?
+                {
                     match ev {
                         Event::MpiIsend { request, .. } => w.mpi_isend(t, m.peer, c, m.tag as u32, m.bytes, request)?,
                         _ => w.mpi_send(t, m.peer, c, m.tag as u32, m.bytes)?,
@@ -150,7 +178,9 @@ impl Pass<'_, '_> {
                 }
             }
             Event::MpiRecv(m) | Event::MpiIrecv { msg: m, .. } => {
-                if let (Some(c), Some(w)) = (self.comm(stream, m.comm), &mut self.writer) {
+                if let Some(c) = self.comm(stream, m.comm)
+                    && let Some(w) = self.ready()?
+                {
                     match ev {
                         Event::MpiIrecv { request, .. } => w.mpi_irecv(t, m.peer, c, m.tag as u32, m.bytes, request)?,
                         _ => w.mpi_recv(t, m.peer, c, m.tag as u32, m.bytes)?,
@@ -158,9 +188,16 @@ impl Pass<'_, '_> {
                 }
             }
             Event::MpiCollectiveEnd(k) | Event::NonBlockingCollectiveComplete { coll: k, .. } => {
-                self.summary.collectives += 1;
-                self.summary.collective_bytes += k.sent;
-                if let (Some(c), Some(w)) = (self.comm(stream, k.comm), &mut self.writer) {
+                if self.is_nccl(stream) {
+                    self.summary.nccl_collectives += 1;
+                    self.summary.nccl_collective_bytes += k.sent;
+                } else {
+                    self.summary.collectives += 1;
+                    self.summary.collective_bytes += k.sent;
+                }
+                if let Some(c) = self.comm(stream, k.comm)
+                    && let Some(w) = self.ready()?
+                {
                     match ev {
                         Event::NonBlockingCollectiveComplete { request, .. } => {
                             w.non_blocking_collective_complete(t, &collective(&k, c), request)?
@@ -203,15 +240,20 @@ impl Pass<'_, '_> {
             }
             Event::CopyBegin(k) => self.copy_begin(t, stream, &k)?,
             Event::CopyEnd { region, id } => {
-                if let (Some(w), LocationRole::GpuStream { window, .. }) = (&mut self.writer, self.role) {
+                if let LocationRole::GpuStream { window, .. } = self.role
+                    && let Some(w) = self.ready()?
+                {
                     w.rma_op_complete_blocking(t, window, id)?;
                 }
                 self.leave(t, stream, region)?;
             }
-            Event::Attribute { .. } | Event::AttributeString { .. } => {}
+            Event::Attribute { name, value } => self.attribute(stream, name, Ok(value)),
+            Event::AttributeString { name, value } => self.attribute(stream, name, Err(value)),
             Event::Metric { metric, value } => {
-                if let (Some(w), Some(m)) = (&mut self.writer, self.plan.metrics[stream].get(&metric)) {
-                    w.metric(t, *m, &[MetricValue::U64(value)])?;
+                if let Some(&m) = self.plan.metrics[stream].get(&metric)
+                    && let Some(w) = self.ready()?
+                {
+                    w.metric(t, m, &[MetricValue::U64(value)])?;
                 }
             }
         }
@@ -219,10 +261,44 @@ impl Pass<'_, '_> {
     }
 
     fn write(&mut self, f: impl FnOnce(&mut EventWriter<'_>) -> otf2_writer::Result<()>) -> Result<()> {
-        if let Some(w) = &mut self.writer {
+        if let Some(w) = self.ready()? {
             f(w)?;
         }
         Ok(())
+    }
+
+    /// The writer, with the pending attributes attached to the record it
+    /// writes next; call it only right before writing a record.
+    fn ready(&mut self) -> Result<Option<&mut EventWriter<'w>>> {
+        let Some(w) = self.writer.as_mut() else {
+            self.pending.clear();
+            return Ok(None);
+        };
+        if !self.pending.is_empty() {
+            w.attributes(&self.pending)?;
+            self.pending.clear();
+        }
+        Ok(Some(w))
+    }
+
+    /// An attribute event: remembered for the next record.
+    fn attribute(&mut self, stream: usize, name: u32, value: Result<u64, u32>) {
+        let strings = &self.process.defs[stream].strings;
+        let Some(name) = strings.get(&name) else { return };
+        let Some(w) = self.writer.as_mut() else { return };
+        let key = (name.clone(), value.is_err());
+        let attr = *self.attributes.entry(key).or_insert_with(|| {
+            let ty = if value.is_err() { otf2_writer::Type::String } else { otf2_writer::Type::U64 };
+            w.defs().attribute(name, "", ty)
+        });
+        let v = match value {
+            Ok(n) => AttributeValue::U64(n),
+            Err(s) => AttributeValue::String(w.defs().string(strings.get(&s).map_or("", String::as_str))),
+        };
+        // The same attribute twice on one record is refused by OTF2: the
+        // later value wins.
+        self.pending.retain(|(a, _)| *a != attr);
+        self.pending.push((attr, v));
     }
 
     fn cuda(&self) -> Option<CudaAttributes> {

@@ -121,7 +121,10 @@ const NCCL_ALL: &[&str] = &["group", "coll", "p2p", "proxy", "kernel"];
 /// What the NCCL profiler plugin records.
 pub const NCCL_LEVELS: &[SetValue] = &[
     member("group", "ncclGroupStart/End groups, as regions"),
-    member("coll", "collectives (all-reduce, all-gather, ...) with bytes, root, data type, reduction, algorithm, protocol, channels"),
+    member(
+        "coll",
+        "collectives (all-reduce, all-gather, ...) with bytes, root, data type, reduction, algorithm, protocol, channels",
+    ),
     member("p2p", "ncclSend/ncclRecv, as messages between the ranks' GPUs"),
     member("proxy", "proxy operations and steps (network and proxy-driven transfers), on the proxy thread"),
     member("kernel", "per-channel kernel timing, on NCCL's channel locations"),

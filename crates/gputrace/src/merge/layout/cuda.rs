@@ -90,7 +90,9 @@ pub fn define(
         plan.metrics = vec![HashMap::new(); p.defs.len()];
     }
     let any_gpu = processes.iter().any(|p| p.defs.iter().any(|d| !d.devices.is_empty() || !d.contexts.is_empty()));
-    if !any_gpu {
+    let nccl = |p: &Process| p.defs.iter().any(|d| !d.nccl_comms.is_empty());
+    layout.cuda_host_ranks = vec![None; processes.len()];
+    if !any_gpu && !processes.iter().any(nccl) {
         return Ok(());
     }
     defs.paradigm(OtfParadigm::Cuda, "CUDA", ParadigmClass::Accelerator);
@@ -214,7 +216,7 @@ pub fn define(
                 plan.metrics[s].insert(*mid, class);
             }
         }
-        if streams > 0 {
+        if streams > 0 || nccl(p) {
             if let Some(host) = plan.locations.iter().find(|l| l.role == LocationRole::Host) {
                 host_ranks[pi] = Some(cuda_members.len() as u32);
                 cuda_members.push(host.location.id());
@@ -226,6 +228,7 @@ pub fn define(
             }
         }
     }
+    layout.cuda_host_ranks = host_ranks.clone();
     if cuda_members.is_empty() {
         return Ok(());
     }
@@ -236,6 +239,7 @@ pub fn define(
     let all: Vec<u64> = (0..cuda_members.len() as u64).collect();
     let group = defs.group("CUDA", GroupType::CommGroup, OtfParadigm::Cuda, GroupFlags::NONE, &all);
     let comm = defs.comm("CUDA", group, None, CommFlags::NONE);
+    layout.cuda_comm = Some(comm);
     let mut windows = HashMap::new();
     layout.device_ranks = vec![None; devices.len()];
     for (pi, li, ctx) in windows_todo {

@@ -13,6 +13,7 @@
 
 mod cuda;
 mod mpi;
+mod nccl;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -85,6 +86,11 @@ pub struct Layout {
     pub device_ranks: Vec<Option<u32>>,
     /// Per archive-wide device: its name in the archive (`CUDA Device d`).
     pub device_names: Vec<String>,
+    /// Per process: its master thread's rank in the CUDA communicator, the
+    /// group that NCCL communicators index into.
+    pub cuda_host_ranks: Vec<Option<u32>>,
+    /// The communicator of all CUDA locations (the parent of NCCL's).
+    pub cuda_comm: Option<CommRef>,
 }
 
 pub(super) fn otf2_paradigm(p: Paradigm) -> OtfParadigm {
@@ -136,6 +142,7 @@ pub fn define(defs: &mut Definitions, processes: &[Process]) -> Result<Layout> {
     define_regions(defs, processes, &mut layout);
     cuda::define(defs, processes, &nodes, &mut layout)?;
     mpi::define(defs, processes, &masters, &mut layout);
+    nccl::define(defs, processes, &mut layout);
     Ok(layout)
 }
 
