@@ -56,6 +56,14 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
             }
         }
     }
+    if !config.nccl_enable.is_empty() {
+        // NCCL (2.23 and later) loads the profiler plugin this names, a
+        // full path being accepted; older NCCL ignores the variable.
+        match libs::find(libs::NCCL_PLUGIN) {
+            Some(plugin) => env.push(("NCCL_PROFILER_PLUGIN".into(), plugin.into_os_string())),
+            None => tracing::debug!("{} not found next to gputrace; NCCL is not traced", libs::NCCL_PLUGIN),
+        }
+    }
     warn_about_other_profilers(launcher, argv, &config);
     let (argv, env) = launcher.inject(argv, &env);
     tracing::debug!(?argv, ?env, "launching");

@@ -76,7 +76,9 @@ pub fn run(experiment: &Experiment, config: &Config, force: bool) -> Result<Summ
             for loc in &plan.locations {
                 write_clock_offsets(&mut archive, loc.location, clock)?;
                 let writer = archive.event_writer(loc.location)?;
-                write::location_events(p, plan, &layout, loc, Some(writer), &mut summary, &mut attributes, &progress)?;
+                let mut out =
+                    write::Outputs { summary: &mut summary, attributes: &mut attributes, progress: &progress };
+                write::location_events(p, plan, &layout, loc, Some(writer), &mut out)?;
                 summary.locations += 1;
             }
         }
@@ -89,7 +91,9 @@ pub fn run(experiment: &Experiment, config: &Config, force: bool) -> Result<Summ
         summary.region_names = layout.region_names.clone();
         for (p, plan) in processes.iter().zip(&layout.processes) {
             for loc in &plan.locations {
-                write::location_events(p, plan, &layout, loc, None, &mut summary, &mut attributes, &progress)?;
+                let mut out =
+                    write::Outputs { summary: &mut summary, attributes: &mut attributes, progress: &progress };
+                write::location_events(p, plan, &layout, loc, None, &mut out)?;
                 summary.locations += 1;
             }
         }

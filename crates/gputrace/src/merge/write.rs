@@ -43,6 +43,14 @@ struct Pass<'a, 'w> {
     attributes: &'a mut HashMap<(String, bool), AttributeRef>,
 }
 
+/// What the event pass of every location adds to.
+pub struct Outputs<'a> {
+    pub summary: &'a mut Summary,
+    /// OTF2 attributes of attribute events, by (name, string-valued).
+    pub attributes: &'a mut HashMap<(String, bool), AttributeRef>,
+    pub progress: &'a Progress,
+}
+
 /// Writes (or, without a writer, only counts) the events of one location.
 pub fn location_events(
     process: &Process,
@@ -50,10 +58,9 @@ pub fn location_events(
     layout: &Layout,
     loc: &LocationPlan,
     writer: Option<EventWriter<'_>>,
-    summary: &mut Summary,
-    attributes: &mut HashMap<(String, bool), AttributeRef>,
-    progress: &Progress,
+    out: &mut Outputs<'_>,
 ) -> Result<()> {
+    let (summary, attributes, progress) = (&mut *out.summary, &mut *out.attributes, out.progress);
     let mut sources = Vec::new();
     for &(stream, local) in &loc.feeds {
         let file = &process.streams[stream];
