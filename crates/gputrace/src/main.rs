@@ -40,7 +40,14 @@ fn main() -> ExitCode {
                 return ExitCode::SUCCESS;
             }
             eprintln!("gputrace: error: {e:#}");
-            ExitCode::from(if e.is::<UsageError>() { 2 } else { 1 })
+            let code = if e.is::<UsageError>() {
+                2
+            } else if e.is::<launch::CannotStart>() {
+                127
+            } else {
+                1
+            };
+            ExitCode::from(code)
         }
     }
 }

@@ -15,6 +15,19 @@ use signal_hook::low_level::siginfo::Cause;
 
 pub use launcher::{Launcher, MpiFlavor};
 
+/// The command could not be started at all (exit status 127, as a shell
+/// says for a command it cannot find).
+#[derive(Debug)]
+pub struct CannotStart(pub String);
+
+impl std::fmt::Display for CannotStart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for CannotStart {}
+
 /// A command ready to run.
 #[derive(Debug, Clone)]
 pub struct Plan {
@@ -35,7 +48,8 @@ pub fn run(plan: &Plan) -> Result<i32> {
     let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2])
         .context("cannot install signal handlers")?;
     let handle = signals.handle();
-    let mut child = cmd.spawn().with_context(|| format!("cannot start {}", plan.argv[0].to_string_lossy()))?;
+    let mut child =
+        cmd.spawn().map_err(|e| CannotStart(format!("cannot start {}: {e}", plan.argv[0].to_string_lossy())))?;
     let pid = child.id() as libc::pid_t;
     let forwarder = std::thread::spawn(move || {
         for origin in signals.forever() {

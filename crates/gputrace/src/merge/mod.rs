@@ -65,24 +65,17 @@ pub fn run(experiment: &Experiment, config: &Config, force: bool) -> Result<Summ
         if force {
             remove_archive(&experiment.dir)?;
         }
-        let mut archive = ArchiveWriter::create(&experiment.dir, ARCHIVE_NAME)?;
-        archive.set_creator(concat!("gputrace ", env!("CARGO_PKG_VERSION")))?;
-        archive.set_description(&describe(&processes))?;
-        let realtime = reference_realtime(&processes, first);
-        archive.set_clock_properties(tracer::clock::TICKS_PER_SECOND, first, last.saturating_sub(first), realtime);
-        let layout = layout::define(archive.defs(), &processes)?;
-        summary.region_names = layout.region_names.clone();
-        for ((p, plan), clock) in processes.iter().zip(&layout.processes).zip(&clocks) {
-            for loc in &plan.locations {
-                write_clock_offsets(&mut archive, loc.location, clock)?;
-                let writer = archive.event_writer(loc.location)?;
-                let mut out =
-                    write::Outputs { summary: &mut summary, attributes: &mut attributes, progress: &progress };
-                write::location_events(p, plan, &layout, loc, Some(writer), &mut out)?;
-                summary.locations += 1;
-            }
+        let written =
+            write_archive(experiment, &processes, &clocks, (first, last), &mut summary, &mut attributes, &progress);
+        if let Err(e) = written {
+            // A half-written archive helps nobody; the raw streams stay, so
+            // the merge can be run again (a full disk freed, say).
+            let _ = remove_archive(&experiment.dir);
+            return Err(e.context(format!(
+                "the archive could not be written; the raw streams are kept: `gputrace merge {}` tries again",
+                experiment.dir.display()
+            )));
         }
-        archive.close().context("writing the archive's definitions")?;
         summary.archive = Some((experiment.anchor(), archive_size(&experiment.dir)));
     } else {
         // Only the summary: the same pass with nothing written.
@@ -108,6 +101,36 @@ pub fn run(experiment: &Experiment, config: &Config, force: bool) -> Result<Summ
         summary.exit_to_archive = Some(tracer::clock::now().saturating_sub(last_exit));
     }
     Ok(summary)
+}
+
+/// Writes the archive: definitions, then every location's events.
+fn write_archive(
+    experiment: &Experiment,
+    processes: &[Process],
+    clocks: &[ClockMap],
+    (first, last): (u64, u64),
+    summary: &mut Summary,
+    attributes: &mut std::collections::HashMap<(String, bool), otf2_writer::AttributeRef>,
+    progress: &Progress,
+) -> Result<()> {
+    let mut archive = ArchiveWriter::create(&experiment.dir, ARCHIVE_NAME)?;
+    archive.set_creator(concat!("gputrace ", env!("CARGO_PKG_VERSION")))?;
+    archive.set_description(&describe(processes))?;
+    let realtime = reference_realtime(processes, first);
+    archive.set_clock_properties(tracer::clock::TICKS_PER_SECOND, first, last.saturating_sub(first), realtime);
+    let layout = layout::define(archive.defs(), processes)?;
+    summary.region_names = layout.region_names.clone();
+    for ((p, plan), clock) in processes.iter().zip(&layout.processes).zip(clocks) {
+        for loc in &plan.locations {
+            write_clock_offsets(&mut archive, loc.location, clock)?;
+            let writer = archive.event_writer(loc.location)?;
+            let mut out = write::Outputs { summary: &mut *summary, attributes: &mut *attributes, progress };
+            write::location_events(p, plan, &layout, loc, Some(writer), &mut out)?;
+            summary.locations += 1;
+        }
+    }
+    archive.close().context("writing the archive's definitions")?;
+    Ok(())
 }
 
 /// ClockOffset definitions of a location: its process's clock map, which

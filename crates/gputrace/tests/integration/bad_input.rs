@@ -104,3 +104,61 @@ fn config_vars_lists_every_variable() {
         assert!(t.contains(v.name), "{} missing", v.name);
     }
 }
+
+#[test]
+fn a_program_that_does_not_exist_is_one_line_and_exit_127() {
+    let dir = fresh_dir("missing");
+    let out = trace(&dir, &["/nonexistent/program"], &[]);
+    assert_eq!(out.status.code(), Some(127));
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("cannot start /nonexistent/program"), "{err}");
+    assert!(!dir.exists(), "no experiment directory is left behind");
+}
+
+/// A tmpfs of `kib` KiB, unmounted on drop; `None` where mounting is not
+/// allowed (not root, no tmpfs).
+struct TinyDisk(std::path::PathBuf);
+
+impl TinyDisk {
+    fn mount(kib: u32) -> Option<TinyDisk> {
+        let dir = fresh_dir("tinydisk");
+        std::fs::create_dir_all(&dir).ok()?;
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
+            .arg(&dir)
+            .output()
+            .is_ok_and(|o| o.status.success());
+        ok.then_some(TinyDisk(dir))
+    }
+}
+
+impl Drop for TinyDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).output();
+    }
+}
+
+#[test]
+fn a_full_disk_is_one_warning_and_the_program_runs_on() {
+    let Some(disk) = TinyDisk::mount(160) else {
+        eprintln!("note: cannot mount a tmpfs here; full-disk test skipped");
+        return;
+    };
+    let (mpicc, mpirun, _) = openmpi();
+    let exe = compile(mpicc, "p2p.c");
+    let args = [mpirun, "-np", "2", exe.to_str().unwrap(), "-n", "400"];
+    let plain = run(Command::new(args[0]).args(&args[1..]));
+    let dir = disk.0.join("exp");
+    let out = trace(&dir, &args, &[("GPUTRACE_TOTAL_MEMORY", "64k")]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), text(&plain.stdout), "the program's output is unchanged");
+    let err = text(&out.stderr);
+    let disk_lines = err.lines().filter(|l| l.contains("No space left")).count();
+    assert!((1..=2).contains(&disk_lines), "one warning per process at most: {err}");
+    // What was written before the disk filled is merged, or, if not even
+    // the archive fits, the raw streams are kept and the merge says so.
+    let merged = dir.join("traces.otf2").exists();
+    assert!(merged || err.contains("the raw streams are kept"), "{err}");
+    assert!(dir.join("raw").read_dir().unwrap().count() == 2);
+}

@@ -7,9 +7,11 @@ use std::sync::Mutex;
 
 static WARNED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
 
-/// Prints one warning line.
+/// Prints one warning line, with a single `write` so that the lines of
+/// several processes sharing stderr (the ranks of a job) never interleave.
 pub fn warn(message: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "[gputrace] warning: {message}");
+    let line = format!("[gputrace] warning: {message}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
 /// Prints a warning line once per process, however often it is raised.
