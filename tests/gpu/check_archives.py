@@ -201,6 +201,33 @@ def main(results):
             check(f"mpi: rank {r} kernels", n == int(mexp[f"rank {r} kernels"]), n)
         check("mpi: MPI messages recorded", f["msgs"] >= 4 * int(mexp["rank 0 sends"]), f["msgs"])
         check("mpi: timestamps non-decreasing", f["mono"])
+    halo = os.path.join(results, "exp-halo")
+    if os.path.isdir(halo):
+        hexp = expectations(os.path.join(results, "halo.out"))
+        f = read(os.path.join(halo, "traces.otf2"))
+        ranks = sorted(g.split(" #")[0] for g in f["groups"] if g.startswith("MPI Rank"))
+        n = len(ranks)
+        check(f"halo: one archive with {n} ranks", n >= 2 and ranks == [f"MPI Rank {r}" for r in range(n)], ranks)
+        per_rank = by(f["kernels"], lambda k: k["creator"])
+        for r in range(n):
+            got = len(per_rank.get(f"MPI Rank {r}", []))
+            check(f"halo: rank {r} has its GPU stream and kernels", got == int(hexp[f"rank {r} kernels"]), got)
+        p2p = [c for c in f["copies"] if c["kind"] == "PtoP"]
+        pairs = by(p2p, lambda c: (c["src"], c["dst"]))
+        want = sum(int(hexp[f"rank {r} peer_copies"]) for r in range(n))
+        check("halo: peer copies, count and bytes", len(p2p) == want
+              and sum(c["bytes"] for c in p2p) == sum(int(hexp[f"rank {r} peer_bytes"]) for r in range(n)),
+              {k: len(v) for k, v in pairs.items()})
+        ring = all((f"CUDA Device {r}", f"CUDA Device {(r + 1) % n}") in pairs for r in range(n))
+        check("halo: GPU x GPU matrix is the ring rank -> rank+1", ring, sorted(pairs))
+        msgs = f["msgs"]
+        want = sum(2 * int(hexp[f"rank {r} messages"]) for r in range(n))
+        check("halo: MPI messages (sends + receives) equal the program's", msgs == want, (msgs, want))
+        gpus = [name for name, node in f["nodes"].items() if name.startswith("CUDA Device")]
+        links = {p[0] for p in f["props"] if p[1].startswith("NVLink to")}
+        check(f"halo: NVLink topology of all {len(gpus)} GPUs", len(gpus) == n and links == set(gpus),
+              (gpus, sorted(links)))
+        check("halo: timestamps non-decreasing", f["mono"])
     torch = os.path.join(results, "exp-torch")
     if os.path.isdir(torch):
         f = read(os.path.join(torch, "traces.otf2"))

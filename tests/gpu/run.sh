@@ -19,7 +19,7 @@ rm -rf "$work"
 mkdir -p "$work" "$out"
 export PATH=/usr/local/cuda/bin:$PATH
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
-parts=${*:-basic subset peer mpi torch nsys nocupti}
+parts=${*:-basic subset peer mpi torch nsys nocupti halo}
 progs=$root/tests/gpu/programs
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 echo "GPUs: $ngpu; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
@@ -68,6 +68,28 @@ for p in $parts; do
       [ -x "$work/cuda_basic" ] || build cuda_basic "$progs/cuda_basic.cu" || continue
       if [ -z "$nsys" ]; then echo "PART nsys skipped (no nsys)"; continue; fi
       part nsys "$gt" -o "$work/exp-nsys" "$nsys" profile -t cuda -o "$work/nsys-report" "$work/cuda_basic" 5
+      ;;
+    halo)
+      # Every GPU a rank: MPI halo exchange plus peer copies to the right
+      # neighbour's GPU; traced and untraced runs interleaved for the cost.
+      if [ "$ngpu" -lt 2 ]; then echo "PART halo skipped (1 GPU)"; continue; fi
+      nvcc -O2 -arch=native -x cu -DWITH_CUDA -o "$work/halo" "$progs/halo.cpp" $(mpicxx --showme:compile) \
+        $(mpicxx --showme:link) >"$work/halo.build.log" 2>&1 || { cat "$work/halo.build.log"; continue; }
+      steps=${HALO_STEPS:-200}
+      for r in 1 2 3; do
+        /usr/bin/time -f "%e" -o "$work/halo.plain.$r.time" mpirun -np "$ngpu" --bind-to none "$work/halo" "$steps" \
+          >"$work/halo.plain.$r.out" 2>&1
+        rm -rf "$work/exp-halo"
+        /usr/bin/time -f "%e" -o "$work/halo.traced.$r.time" "$gt" -o "$work/exp-halo" mpirun -np "$ngpu" \
+          --bind-to none "$work/halo" "$steps" >"$work/halo.out" 2>"$work/halo.err"
+      done
+      echo "PART halo: $ngpu ranks, $steps steps"
+      for r in 1 2 3; do
+        echo "  round $r: untraced $(sed -n 's/^halo: .*, \(.*\) s$/\1/p' "$work/halo.plain.$r.out") s in the loop," \
+          "$(cat "$work/halo.plain.$r.time") s whole; traced whole $(cat "$work/halo.traced.$r.time") s"
+      done
+      echo "  traced loop: $(sed -n 's/^halo: .*, \(.*\) s$/\1/p' "$work/halo.out") s"
+      grep "gputrace\]" "$work/halo.err" | tail -8 | sed 's/^/  [halo] /'
       ;;
     nocupti)
       [ -x "$work/cuda_basic" ] || build cuda_basic "$progs/cuda_basic.cu" || continue

@@ -232,3 +232,28 @@ fn a_killed_rank_leaves_the_others_and_its_written_chunks() {
     assert_eq!(count(&facts, 0, "MpiSend"), 6, "rank 0's trace is complete");
     assert_well_formed(&facts);
 }
+
+/// The 8-rank halo exchange of the 8-GPU test (tests/gpu/programs/halo.cpp),
+/// built without CUDA: one archive with 8 ranks and every halo message.
+#[test]
+fn eight_ranks_exchange_halos() {
+    let mpicxx = if have("mpicxx.openmpi") { "mpicxx.openmpi" } else { "mpicxx" };
+    let exe = scratch().join("halo-cpu");
+    let src = workspace().join("tests/gpu/programs/halo.cpp");
+    let built = Command::new(mpicxx).arg("-O2").arg("-o").arg(&exe).arg(&src).output().unwrap();
+    assert!(built.status.success(), "{}", text(&built.stderr));
+    let dir = fresh_dir("halo8");
+    let out = trace(&dir, &[openmpi().1, "-np", "8", exe.to_str().unwrap(), "10"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let facts = facts(&dir.join("traces.otf2"));
+    assert_eq!(facts["ranks"], serde_json::json!([0, 1, 2, 3, 4, 5, 6, 7]));
+    assert_well_formed(&facts);
+    let stdout = text(&out.stdout);
+    for r in 0..8u32 {
+        let expect = format!("expect rank {r} messages 20");
+        assert!(stdout.contains(&expect), "{stdout}");
+        assert_eq!(count(&facts, r, "MpiIsend"), 20, "rank {r}");
+        assert_eq!(count(&facts, r, "MpiIrecv"), 20, "rank {r}");
+    }
+    assert_sends_match_receives(&facts);
+}
