@@ -77,11 +77,15 @@ for p in $parts; do
         $(mpicxx --showme:link) >"$work/halo.build.log" 2>&1 || { cat "$work/halo.build.log"; continue; }
       steps=${HALO_STEPS:-200}
       for r in 1 2 3; do
-        /usr/bin/time -f "%e" -o "$work/halo.plain.$r.time" mpirun -np "$ngpu" --bind-to none "$work/halo" "$steps" \
-          >"$work/halo.plain.$r.out" 2>&1
+        t0=$(date +%s.%N)
+        mpirun -np "$ngpu" --bind-to none "$work/halo" "$steps" >"$work/halo.plain.$r.out" 2>&1
+        t1=$(date +%s.%N)
+        python3 -c "print(f'{$t1 - $t0:.2f}')" >"$work/halo.plain.$r.time"
         rm -rf "$work/exp-halo"
-        /usr/bin/time -f "%e" -o "$work/halo.traced.$r.time" "$gt" -o "$work/exp-halo" mpirun -np "$ngpu" \
-          --bind-to none "$work/halo" "$steps" >"$work/halo.out" 2>"$work/halo.err"
+        t0=$(date +%s.%N)
+        "$gt" -o "$work/exp-halo" mpirun -np "$ngpu" --bind-to none "$work/halo" "$steps" >"$work/halo.out" 2>"$work/halo.err"
+        t1=$(date +%s.%N)
+        python3 -c "print(f'{$t1 - $t0:.2f}')" >"$work/halo.traced.$r.time"
       done
       echo "PART halo: $ngpu ranks, $steps steps"
       for r in 1 2 3; do
