@@ -54,6 +54,15 @@ fn replay_and_merge(results: &Path, name: &str, enabled: Enabled) {
     assert!(out.status.success(), "{}", text(&out.stderr));
 }
 
+/// Runs the GPU tests' checker on `results`; every check must pass.
+fn check_archives(results: &Path) -> String {
+    let out =
+        Command::new("/usr/bin/python3").arg(workspace().join("tests/gpu/check_archives.py")).arg(results).output().unwrap();
+    let report = text(&out.stdout);
+    assert!(out.status.success(), "{report}{}", text(&out.stderr));
+    report
+}
+
 #[test]
 fn captured_records_decode_to_what_the_program_did() {
     let (captures, expected) = fixture("cuda_basic");
@@ -71,13 +80,7 @@ fn captured_buffers_merge_into_an_archive_the_python_reader_checks() {
     let results = fresh_dir("cuda-results");
     std::fs::create_dir_all(&results).unwrap();
     replay_and_merge(&results, "basic", all());
-    let out = Command::new("/usr/bin/python3")
-        .arg(workspace().join("tests/gpu/check_archives.py"))
-        .arg(&results)
-        .output()
-        .unwrap();
-    let report = text(&out.stdout);
-    assert!(out.status.success(), "{report}{}", text(&out.stderr));
+    let report = check_archives(&results);
     assert!(report.contains("ok   basic: kernel count equals launches"), "{report}");
     assert!(report.contains("ok   basic: every kernel inside its launch"), "{report}");
 }
@@ -89,12 +92,6 @@ fn cuda_enable_chooses_what_is_recorded() {
     let set = tracer::config::parse_set("driver,kernel,memcpy", tracer::config::vars::CUDA_FEATURES).unwrap();
     replay_and_merge(&results, "subset", Enabled::from_set(&set));
     std::fs::copy(results.join("subset.out"), results.join("basic.out")).unwrap();
-    let out = Command::new("/usr/bin/python3")
-        .arg(workspace().join("tests/gpu/check_archives.py"))
-        .arg(&results)
-        .output()
-        .unwrap();
-    let report = text(&out.stdout);
-    assert!(out.status.success(), "{report}{}", text(&out.stderr));
+    let report = check_archives(&results);
     assert!(report.contains("ok   subset: no runtime API calls"), "{report}");
 }
