@@ -28,6 +28,7 @@ pub struct Cli {
     pub command: Option<Command>,
 
     /// Experiment directory (GPUTRACE_EXPERIMENT_DIRECTORY); must not exist.
+    /// For export and plot: the file (or directory) to write.
     #[arg(short = 'o', long = "output", value_name = "DIR", global = true)]
     pub output: Option<PathBuf>,
 
@@ -63,6 +64,48 @@ pub enum Command {
         /// Replace an existing archive in that directory.
         #[arg(long)]
         force: bool,
+    },
+    /// Summary tables of an archive, as `nsys stats` prints them: CUDA
+    /// API, kernels, memory operations, MPI, NCCL, NVLink, and the MPI and
+    /// GPU communication matrices.
+    Stats {
+        /// An experiment directory or its traces.otf2 (Score-P's archives too).
+        input: PathBuf,
+        /// A report to print (repeatable; default: all that apply). An
+        /// unknown name lists them.
+        #[arg(long = "report", value_name = "NAME")]
+        reports: Vec<String>,
+        /// table, csv or json.
+        #[arg(long, value_name = "FORMAT", default_value = "table")]
+        format: String,
+        /// The short form printed after a traced run: the top 5 rows of
+        /// each non-empty report.
+        #[arg(long, conflicts_with_all = ["reports", "format"])]
+        short: bool,
+    },
+    /// Convert an archive: `--format chrome` writes Chrome trace-event
+    /// JSON (Perfetto, chrome://tracing) to -o FILE (.json or .json.gz);
+    /// `--format vite-otf2` writes to -o DIR a copy of the archive that
+    /// ViTE can display.
+    Export {
+        /// chrome or vite-otf2.
+        #[arg(long, value_name = "FORMAT")]
+        format: String,
+        /// An experiment directory or its traces.otf2.
+        input: PathBuf,
+    },
+    /// Draw an archive as a PNG (-o FILE): a timeline with a lane per
+    /// thread and stream, or with --matrix a heatmap of the MPI (rank x
+    /// rank) or GPU (GPU x GPU) communication matrix.
+    Plot {
+        /// mpi or gpu: a communication heatmap instead of the timeline.
+        #[arg(long, value_name = "WHICH")]
+        matrix: Option<String>,
+        /// Image width in pixels.
+        #[arg(long, default_value_t = 1600)]
+        width: u32,
+        /// An experiment directory or its traces.otf2.
+        input: PathBuf,
     },
     /// Information about gputrace.
     Info {

@@ -4,6 +4,7 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod analysis;
 mod cli;
 mod experiment;
 mod info;
@@ -71,8 +72,52 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             trace::merge_again(&dir, &config, force)?;
             Ok(0)
         }
+        Some(Command::Stats { input, short: true, .. }) => {
+            let anchor = analysis::anchor_of(&input)?;
+            print!("{}", analysis::stats::short_summary(&anchor)?);
+            Ok(0)
+        }
+        Some(Command::Stats { input, reports, format, .. }) => {
+            let request = analysis::stats::StatsRequest { reports, format: analysis::stats::parse_format(&format)? };
+            let mut out = std::io::stdout().lock();
+            analysis::stats::run(&input, &request, &mut out)?;
+            out.flush()?;
+            Ok(0)
+        }
+        Some(Command::Export { format, input }) => {
+            let output = required_output(cli.output.as_deref(), "export")?;
+            match format.as_str() {
+                "chrome" => {
+                    let n = analysis::chrome::export(&input, output)?;
+                    eprintln!("gputrace: wrote {} ({} events)", output.display(), n.events);
+                }
+                "vite-otf2" | "vite" => {
+                    let anchor = analysis::vite::export(&input, output)?;
+                    eprintln!("gputrace: wrote {} (open it with `vite {}`)", output.display(), anchor.display());
+                }
+                other => {
+                    return Err(UsageError(format!("unknown export format `{other}`: chrome or vite-otf2")).into());
+                }
+            }
+            Ok(0)
+        }
+        Some(Command::Plot { matrix, width, input }) => {
+            let output = required_output(cli.output.as_deref(), "plot")?;
+            match matrix.as_deref() {
+                None => analysis::plot::timeline(&input, output, width)?,
+                Some(which @ ("mpi" | "gpu")) => analysis::plot::heatmap(&input, output, which)?,
+                Some(other) => return Err(UsageError(format!("unknown matrix `{other}`: mpi or gpu")).into()),
+            }
+            eprintln!("gputrace: wrote {}", output.display());
+            Ok(0)
+        }
         Some(Command::Run(argv)) => trace::trace(&argv, &settings),
     }
+}
+
+/// The `-o` a subcommand writes to.
+fn required_output<'a>(output: Option<&'a std::path::Path>, command: &str) -> anyhow::Result<&'a std::path::Path> {
+    output.ok_or_else(|| UsageError(format!("gputrace {command} needs -o OUTPUT")).into())
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

@@ -56,8 +56,11 @@ fn replay_and_merge(results: &Path, name: &str, enabled: Enabled) {
 
 /// Runs the GPU tests' checker on `results`; every check must pass.
 fn check_archives(results: &Path) -> String {
-    let out =
-        Command::new("/usr/bin/python3").arg(workspace().join("tests/gpu/check_archives.py")).arg(results).output().unwrap();
+    let out = Command::new("/usr/bin/python3")
+        .arg(workspace().join("tests/gpu/check_archives.py"))
+        .arg(results)
+        .output()
+        .unwrap();
     let report = text(&out.stdout);
     assert!(out.status.success(), "{report}{}", text(&out.stderr));
     report

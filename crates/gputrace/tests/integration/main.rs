@@ -1,6 +1,7 @@
 //! End-to-end tests of `gputrace`: real programs, real launchers, archives
 //! read by independent readers.
 
+mod analysis;
 mod bad_input;
 mod cuda;
 mod mpi;

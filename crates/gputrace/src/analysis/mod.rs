@@ -1,0 +1,70 @@
+//! The analysis side of gputrace: what can be learnt from an OTF2 archive
+//! once it is written — gputrace's own or Score-P's.
+//!
+//! Everything here reads the archive through `otf2_writer::reader`,
+//! location by location, and keeps per location only what it needs while
+//! that location is read (an open-region stack), and across locations only
+//! aggregates whose size does not grow with the number of events
+//! (per-name statistics, matrices, pixel columns). [`model`] turns the
+//! definitions into what the reports speak of: processes, GPUs, host
+//! threads and streams, and what kind of work each region is. On top of it:
+//! [`stats`] (nsys-style summary tables and the communication matrices),
+//! [`chrome`] (Chrome trace-event JSON for Perfetto and chrome://tracing),
+//! [`plot`] (PNG timeline and heatmaps) and [`vite`] (a copy of an archive
+//! that ViTE can display).
+
+pub mod chrome;
+pub mod durations;
+pub mod matrix;
+pub mod model;
+pub mod plot;
+pub mod regions;
+pub mod stats;
+pub mod table;
+pub mod vite;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use otf2_writer::reader::TraceReader;
+
+use crate::UsageError;
+
+/// The anchor file (`traces.otf2`) an input names: the file itself, or the
+/// archive inside an experiment directory.
+pub fn anchor_of(input: &Path) -> Result<PathBuf> {
+    let meta = std::fs::metadata(input).with_context(|| format!("cannot read {}", input.display()))?;
+    if meta.is_dir() {
+        let anchor = input.join("traces.otf2");
+        if !anchor.exists() {
+            bail!(UsageError(format!(
+                "{} holds no OTF2 archive (no traces.otf2); run `gputrace merge {}` first if it has raw/",
+                input.display(),
+                input.display()
+            )));
+        }
+        return Ok(anchor);
+    }
+    Ok(input.to_owned())
+}
+
+/// Opens the archive an input names, with one clear line when it is not
+/// an archive (empty, truncated, another format).
+pub fn open(input: &Path) -> Result<TraceReader> {
+    let anchor = anchor_of(input)?;
+    TraceReader::open(&anchor).map_err(|e| match e {
+        // Already names the file and what is wrong with it.
+        otf2_writer::Error::NotAnArchive { .. } => anyhow::anyhow!("{e}"),
+        e => anyhow::anyhow!("{}: not a readable OTF2 archive: {e}", anchor.display()),
+    })
+}
+
+/// The reader's error for a location, with the location named.
+pub(crate) fn read_error(reader: &TraceReader, loc: otf2_writer::LocationRef, e: otf2_writer::Error) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{}: reading the events of location {} ({}): {e}",
+        reader.anchor_path().display(),
+        loc.id(),
+        reader.defs().location_name(loc)
+    )
+}

@@ -1,0 +1,277 @@
+//! A report as rows of typed cells, and its three renderings: an aligned
+//! terminal table (numbers with thousands separators, as `nsys stats`
+//! prints them), CSV (plain numbers, one header line) and JSON (one object
+//! per row, keyed by column name).
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use serde_json::{Map, Value, json};
+
+/// One cell.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell {
+    Int(u128),
+    /// A float shown with `decimals` decimals in the terminal.
+    Float(f64, usize),
+    /// A float estimated rather than exact (a median from a histogram):
+    /// shown with a `~` in the terminal.
+    Estimate(f64, usize),
+    Text(String),
+}
+
+impl Cell {
+    fn terminal(&self) -> String {
+        match self {
+            Cell::Int(v) => thousands(*v),
+            Cell::Float(v, d) => float_thousands(*v, *d),
+            Cell::Estimate(v, d) => format!("~{}", float_thousands(*v, *d)),
+            Cell::Text(s) => s.clone(),
+        }
+    }
+
+    fn plain(&self) -> String {
+        match self {
+            Cell::Int(v) => v.to_string(),
+            Cell::Float(v, _) | Cell::Estimate(v, _) => format_float(*v),
+            Cell::Text(s) => s.clone(),
+        }
+    }
+
+    fn json(&self) -> Value {
+        match self {
+            Cell::Int(v) => u64::try_from(*v).map_or_else(|_| json!(*v as f64), |x| json!(x)),
+            Cell::Float(v, _) | Cell::Estimate(v, _) => json!(v),
+            Cell::Text(s) => json!(s),
+        }
+    }
+}
+
+/// A report's table.
+#[derive(Clone, Debug, Default)]
+pub struct Table {
+    /// The report's name (`cuda_api_sum`).
+    pub name: String,
+    /// A heading (`CUDA API Summary`).
+    pub title: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<Cell>>,
+    /// Lines printed under the terminal table.
+    pub notes: Vec<String>,
+    /// A terminal rendering that replaces the rows (matrices as grids).
+    pub grid: Option<String>,
+}
+
+/// How reports are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Csv,
+    Json,
+}
+
+impl Table {
+    pub fn new(name: &str, title: &str, columns: &[&str]) -> Self {
+        Self {
+            name: name.into(),
+            title: title.into(),
+            columns: columns.iter().map(|c| (*c).to_owned()).collect(),
+            ..Self::default()
+        }
+    }
+
+    /// The terminal table, `limit` rows at most.
+    pub fn render(&self, limit: Option<usize>) -> String {
+        let mut out = String::new();
+        let _ = writeln!(out, "** {} ({}):\n", self.title, self.name);
+        if let Some(grid) = &self.grid {
+            out.push_str(grid);
+        } else if self.rows.is_empty() {
+            out.push_str("SKIPPED: nothing of this kind in the archive.\n");
+        } else {
+            let rows: Vec<Vec<String>> = self
+                .rows
+                .iter()
+                .take(limit.unwrap_or(usize::MAX))
+                .map(|r| r.iter().map(Cell::terminal).collect())
+                .collect();
+            out.push_str(&align(&self.columns, &rows, &self.rows[0]));
+            if let Some(l) = limit.filter(|l| self.rows.len() > *l) {
+                let _ = writeln!(out, " ... and {} more", self.rows.len() - l);
+            }
+        }
+        for n in &self.notes {
+            let _ = writeln!(out, "{n}");
+        }
+        out
+    }
+
+    pub fn write_csv(&self, out: &mut dyn Write) -> io::Result<()> {
+        let line = |cells: Vec<String>| cells.iter().map(|c| csv_field(c)).collect::<Vec<_>>().join(",");
+        writeln!(out, "{}", line(self.columns.clone()))?;
+        for r in &self.rows {
+            writeln!(out, "{}", line(r.iter().map(Cell::plain).collect()))?;
+        }
+        Ok(())
+    }
+
+    pub fn to_json(&self) -> Value {
+        let rows: Vec<Value> = self
+            .rows
+            .iter()
+            .map(|r| {
+                let mut m = Map::new();
+                for (c, v) in self.columns.iter().zip(r) {
+                    m.insert(c.clone(), v.json());
+                }
+                Value::Object(m)
+            })
+            .collect();
+        json!({ "title": self.title, "columns": self.columns, "rows": rows, "notes": self.notes })
+    }
+}
+
+/// Writes reports in a format: tables one after the other; CSV one after
+/// the other, each after a `# name` line when there are several; JSON as
+/// one object keyed by report name.
+pub fn write_reports(tables: &[Table], format: Format, out: &mut dyn Write) -> io::Result<()> {
+    match format {
+        Format::Table => {
+            for t in tables {
+                writeln!(out, "{}", t.render(None))?;
+            }
+        }
+        Format::Csv => {
+            for (i, t) in tables.iter().enumerate() {
+                if tables.len() > 1 {
+                    if i > 0 {
+                        writeln!(out)?;
+                    }
+                    writeln!(out, "# {}", t.name)?;
+                }
+                t.write_csv(out)?;
+            }
+        }
+        Format::Json => {
+            let mut m = Map::new();
+            for t in tables {
+                m.insert(t.name.clone(), t.to_json());
+            }
+            serde_json::to_writer_pretty(&mut *out, &Value::Object(m))?;
+            writeln!(out)?;
+        }
+    }
+    Ok(())
+}
+
+/// Columns right-aligned for numbers, left for text (judged by the first
+/// row), two spaces apart.
+fn align(columns: &[String], rows: &[Vec<String>], kinds: &[Cell]) -> String {
+    let widths: Vec<usize> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| rows.iter().map(|r| r[i].chars().count()).chain([c.chars().count()]).max().unwrap_or(0))
+        .collect();
+    let left = |i: usize| matches!(kinds.get(i), Some(Cell::Text(_)));
+    let mut out = String::new();
+    let line = |cells: &[String], out: &mut String| {
+        let parts: Vec<String> = cells
+            .iter()
+            .enumerate()
+            .map(|(i, c)| if left(i) { format!("{c:<w$}", w = widths[i]) } else { format!("{c:>w$}", w = widths[i]) })
+            .collect();
+        let _ = writeln!(out, " {}", parts.join("  ").trim_end());
+    };
+    line(columns, &mut out);
+    let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+    line(&rule, &mut out);
+    for r in rows {
+        line(r, &mut out);
+    }
+    out
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_owned() }
+}
+
+/// A float without needless digits: integers as integers, else up to 3 decimals.
+fn format_float(v: f64) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e18 {
+        format!("{}", v as i128)
+    } else {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    }
+}
+
+pub fn thousands(v: u128) -> String {
+    let s = v.to_string();
+    let mut out = String::with_capacity(s.len() + s.len() / 3);
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+fn float_thousands(v: f64, decimals: usize) -> String {
+    let s = format!("{:.*}", decimals, v.abs());
+    let (int, frac) = s.split_once('.').map_or((s.as_str(), None), |(a, b)| (a, Some(b)));
+    let mut out = if v < 0.0 { "-".to_owned() } else { String::new() };
+    out.push_str(&int.parse::<u128>().map_or_else(|_| int.to_owned(), thousands));
+    if let Some(f) = frac {
+        out.push('.');
+        out.push_str(f);
+    }
+    out
+}
+
+/// Bytes in binary units (`1.5 MiB`), for grids and summaries.
+pub fn human_bytes(b: u128) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut v = b as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 { format!("{b} B") } else { format!("{v:.1} {}", UNITS[u]) }
+}
+
+/// Nanoseconds in a readable unit (`12.3 ms`).
+pub fn human_ns(ns: u128) -> String {
+    let v = ns as f64;
+    if v >= 1e9 {
+        format!("{:.2} s", v / 1e9)
+    } else if v >= 1e6 {
+        format!("{:.2} ms", v / 1e6)
+    } else if v >= 1e3 {
+        format!("{:.1} us", v / 1e3)
+    } else {
+        format!("{ns} ns")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renderings() {
+        let mut t = Table::new("x_sum", "X Summary", &["Total Time (ns)", "Avg (ns)", "Name"]);
+        t.rows.push(vec![Cell::Int(1_234_567), Cell::Float(1234.5, 1), Cell::Text("a, b".into())]);
+        let r = t.render(None);
+        assert!(r.contains("1,234,567"), "{r}");
+        assert!(r.contains("1,234.5"), "{r}");
+        let mut csv = Vec::new();
+        t.write_csv(&mut csv).unwrap();
+        assert_eq!(String::from_utf8(csv).unwrap(), "Total Time (ns),Avg (ns),Name\n1234567,1234.5,\"a, b\"\n");
+        assert_eq!(t.to_json()["rows"][0]["Total Time (ns)"], 1_234_567);
+        assert_eq!(thousands(1000), "1,000");
+        assert_eq!(thousands(999), "999");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+    }
+}

@@ -1,0 +1,228 @@
+//! Archives built by hand with otf2-writer, for what the test machine
+//! cannot record: two ranks on two NVLink-connected GPUs with peer copies,
+//! NCCL send/recv and NVLink counters (gputrace's mapping), and a trace
+//! named the way Score-P names CUDA and MPI (streams `CUDA[d:s]` without
+//! device nodes, copies only as RMA operations).
+
+use std::path::{Path, PathBuf};
+
+use otf2_writer::{
+    ArchiveWriter, AttributeValue, CommFlags, GroupFlags, GroupType, LocationGroupType, LocationType, MetricMember,
+    MetricMode, MetricOccurrence, Paradigm, ParadigmClass, RecorderKind, Region, RegionRole, RmaWinFlags,
+    SystemTreeDomain, Type,
+};
+
+/// What [`gpu_pair`] wrote, for the tests to compare with.
+pub struct GpuPair {
+    pub anchor: PathBuf,
+    pub iterations: u64,
+    pub peer_bytes: u64,
+    pub nccl_bytes: u64,
+    pub mpi_bytes: u64,
+    /// NVLink counters at the end: (GPU 0 sent, GPU 1 received).
+    pub nvlink: (u64, u64),
+}
+
+/// Two ranks, rank r on `CUDA Device r`; per iteration each rank launches
+/// one kernel, rank 0 copies `peer_bytes` to GPU 1 (a PtoP copy with its
+/// RMA put), sends `nccl_bytes` to rank 1 through NCCL and `mpi_bytes`
+/// through MPI; NVLink metrics on both ranks.
+pub fn gpu_pair(dir: &Path, iterations: u64) -> GpuPair {
+    let (peer_bytes, nccl_bytes, mpi_bytes) = (8 << 20, 1 << 20, 1000);
+    let mut a = ArchiveWriter::create(dir, "traces").unwrap();
+    let d = a.defs();
+    d.paradigm(Paradigm::Mpi, "MPI", ParadigmClass::Process);
+    d.paradigm(Paradigm::Cuda, "CUDA", ParadigmClass::Accelerator);
+    let corr = d.attribute("CUDA correlation id", "", Type::U32);
+    let bytes = d.attribute("bytes", "", Type::U64);
+    let kind = d.attribute("copy kind", "", Type::String);
+    let src = d.attribute("source device", "", Type::String);
+    let dst = d.attribute("destination device", "", Type::String);
+    let machine = d.system_tree_node("machine", "machine", None);
+    let host = d.system_tree_node("gpu-host", "node", Some(machine));
+    let gpus: Vec<_> = (0..2)
+        .map(|g| {
+            let n = d.system_tree_node(&format!("CUDA Device {g}"), "GPU", Some(host));
+            d.system_tree_node_domain(n, SystemTreeDomain::AcceleratorDevice);
+            let product = d.string("NVIDIA H200");
+            d.system_tree_node_property(n, "name", AttributeValue::String(product));
+            let link = d.string("18 links, NVLink 4, 849960000 kB/s");
+            d.system_tree_node_property(n, &format!("NVLink to CUDA Device {}", 1 - g), AttributeValue::String(link));
+            n
+        })
+        .collect();
+    let mut masters = Vec::new();
+    let mut streams = Vec::new();
+    let mut nvlinks = Vec::new();
+    for r in 0..2u64 {
+        let g = d.location_group(&format!("MPI Rank {r}"), LocationGroupType::Process, host, None);
+        let ctx = d.location_group("CUDA Context 1", LocationGroupType::Accelerator, gpus[r as usize], Some(g));
+        masters.push(d.location(r << 32, "Master thread", LocationType::CpuThread, g).unwrap());
+        let s = d.location(r << 32 | 1 << 20, &format!("CUDA[{r}:7]"), LocationType::AcceleratorStream, ctx);
+        streams.push(s.unwrap());
+        nvlinks.push(d.location(r << 32 | 1 << 21, &format!("NVLink GPU {r}"), LocationType::Metric, g).unwrap());
+    }
+    let region = |d: &mut otf2_writer::Definitions, name: &str, desc: &str, role, p| {
+        let mut r = Region::new(name, role, p);
+        r.description = desc;
+        d.region(r)
+    };
+    let send = region(d, "MPI_Send", "p2p", RegionRole::Point2Point, Paradigm::Mpi);
+    let recv = region(d, "MPI_Recv", "p2p", RegionRole::Point2Point, Paradigm::Mpi);
+    let launch = region(d, "cudaLaunchKernel", "CUDA runtime", RegionRole::Wrapper, Paradigm::Cuda);
+    let peer_api = region(d, "cudaMemcpyPeerAsync", "CUDA runtime", RegionRole::Wrapper, Paradigm::Cuda);
+    let kernel = region(d, "void compute<float>(float*, int)", "CUDA kernel", RegionRole::Function, Paradigm::Cuda);
+    let ptop = region(d, "[CUDA memcpy PtoP]", "CUDA", RegionRole::DataTransfer, Paradigm::Cuda);
+    let nccl_send = region(d, "ncclSend", "NCCL", RegionRole::Point2Point, Paradigm::Cuda);
+    let nccl_recv = region(d, "ncclRecv", "NCCL", RegionRole::Point2Point, Paradigm::Cuda);
+    let ids = |l: &[otf2_writer::LocationRef]| l.iter().map(|x| x.id()).collect::<Vec<_>>();
+    d.group("MPI_COMM_WORLD locations", GroupType::CommLocations, Paradigm::Mpi, GroupFlags::NONE, &ids(&masters));
+    let wg = d.group("", GroupType::CommGroup, Paradigm::Mpi, GroupFlags::NONE, &[0, 1]);
+    let world = d.comm("MPI_COMM_WORLD", wg, None, CommFlags::NONE);
+    let cuda_members = [masters[0].id(), streams[0].id(), masters[1].id(), streams[1].id()];
+    d.group("CUDA locations", GroupType::CommLocations, Paradigm::Cuda, GroupFlags::NONE, &cuda_members);
+    let cg = d.group("CUDA", GroupType::CommGroup, Paradigm::Cuda, GroupFlags::NONE, &[0, 1, 2, 3]);
+    let cuda = d.comm("CUDA", cg, None, CommFlags::NONE);
+    let ng = d.group("", GroupType::CommGroup, Paradigm::Cuda, GroupFlags::NONE, &[0, 2]);
+    let nccl = d.comm("NCCL comm 1", ng, Some(cuda), CommFlags::NONE);
+    let window = d.rma_win("CUDA Context 1 of rank 0", cuda, RmaWinFlags::NONE);
+    let mut metric = |name: &str| {
+        let m = d.metric_member(MetricMember::new(name, "bytes", MetricMode::AccumulatedStart, Type::U64));
+        d.metric_class(&[m], MetricOccurrence::Asynchronous, RecorderKind::Abstract).unwrap()
+    };
+    let (sent_metric, received_metric) = (metric("NVLink sent"), metric("NVLink received"));
+
+    let dev = |w: &mut otf2_writer::EventWriter<'_>, s: &str| AttributeValue::String(w.defs().string(s));
+    let step = 1_000_000u64;
+    for r in 0..2u64 {
+        // Host: launch at t, peer copy and NCCL (rank 0), MPI message.
+        let mut w = a.event_writer(masters[r as usize]).unwrap();
+        for i in 0..iterations {
+            let t = 1_000 + i * step;
+            let c = (i * 2 + 1) as u32;
+            w.attributes(&[(corr, AttributeValue::U32(c))]).unwrap().enter(t, launch).unwrap();
+            w.leave(t + 5_000, launch).unwrap();
+            if r == 0 {
+                w.attributes(&[(corr, AttributeValue::U32(c + 1))]).unwrap().enter(t + 10_000, peer_api).unwrap();
+                w.leave(t + 15_000, peer_api).unwrap();
+                w.enter(t + 20_000, nccl_send).unwrap();
+                w.mpi_send(t + 21_000, 1, nccl, 0, nccl_bytes).unwrap();
+                w.leave(t + 30_000, nccl_send).unwrap();
+                w.enter(t + 40_000, send).unwrap();
+                w.mpi_send(t + 41_000, 1, world, 7, mpi_bytes).unwrap();
+                w.leave(t + 50_000, send).unwrap();
+            } else {
+                w.enter(t + 20_000, nccl_recv).unwrap();
+                w.mpi_recv(t + 35_000, 0, nccl, 0, nccl_bytes).unwrap();
+                w.leave(t + 36_000, nccl_recv).unwrap();
+                w.enter(t + 40_000, recv).unwrap();
+                w.mpi_recv(t + 55_000, 0, world, 7, mpi_bytes).unwrap();
+                w.leave(t + 56_000, recv).unwrap();
+            }
+        }
+        w.close().unwrap();
+        // Stream: the kernel, and rank 0's peer copy to GPU 1.
+        let mut w = a.event_writer(streams[r as usize]).unwrap();
+        for i in 0..iterations {
+            let t = 1_000 + i * step;
+            let c = (i * 2 + 1) as u32;
+            w.attributes(&[(corr, AttributeValue::U32(c))]).unwrap().enter(t + 100_000, kernel).unwrap();
+            w.leave(t + 300_000, kernel).unwrap();
+            if r == 0 {
+                let (k, s, dd) = (dev(&mut w, "PtoP"), dev(&mut w, "CUDA Device 0"), dev(&mut w, "CUDA Device 1"));
+                let attrs = [(corr, AttributeValue::U32(c + 1)), (bytes, AttributeValue::U64(peer_bytes)), (kind, k)];
+                let attrs = [attrs[0], attrs[1], attrs[2], (src, s), (dst, dd)];
+                w.attributes(&attrs).unwrap().enter(t + 400_000, ptop).unwrap();
+                w.rma_put(t + 400_000, window, 3, peer_bytes, i).unwrap();
+                w.rma_op_complete_blocking(t + 450_000, window, i).unwrap();
+                w.leave(t + 450_000, ptop).unwrap();
+            }
+        }
+        w.close().unwrap();
+        // NVLink counters, sampled at the end of each iteration.
+        let mut w = a.event_writer(nvlinks[r as usize]).unwrap();
+        for i in 0..iterations {
+            let t = 900_000 + i * step;
+            let moved = (i + 1) * (peer_bytes + nccl_bytes);
+            let (s, rcv) = if r == 0 { (moved, 0) } else { (0, moved) };
+            w.metric(t, sent_metric, &[s.into()]).unwrap();
+            w.metric(t, received_metric, &[rcv.into()]).unwrap();
+        }
+        w.close().unwrap();
+    }
+    let anchor = a.anchor_path().to_owned();
+    a.close().unwrap();
+    let moved = iterations * (peer_bytes + nccl_bytes);
+    GpuPair { anchor, iterations, peer_bytes, nccl_bytes, mpi_bytes, nvlink: (moved, moved) }
+}
+
+/// A trace named as Score-P names things: 2 MPI ranks, each with a CUDA
+/// stream `CUDA[0:13]` in its own accelerator location group (no device
+/// node, no creator), kernels by demangled name, API calls with role
+/// FUNCTION, and device-to-host copies only as an RMA put to the master
+/// thread. Per rank: `iterations` × (cudaLaunchKernel + kernel, cudaMemcpy
+/// + one 4096-byte copy, MPI_Send or MPI_Recv of 64 bytes).
+pub fn scorep_style(dir: &Path, iterations: u64) -> PathBuf {
+    let mut a = ArchiveWriter::create(dir, "traces").unwrap();
+    let d = a.defs();
+    d.paradigm(Paradigm::Mpi, "MPI", ParadigmClass::Process);
+    d.paradigm(Paradigm::Cuda, "CUDA", ParadigmClass::Accelerator);
+    let machine = d.system_tree_node("Linux", "machine", None);
+    let host = d.system_tree_node("node01", "node", Some(machine));
+    let mut masters = Vec::new();
+    let mut streams = Vec::new();
+    for r in 0..2u64 {
+        let g = d.location_group(&format!("MPI Rank {r}"), LocationGroupType::Process, host, None);
+        let gpu = d.location_group(&format!("CUDA[{r}]"), LocationGroupType::Accelerator, host, None);
+        masters.push(d.location(r << 32, "Master thread", LocationType::CpuThread, g).unwrap());
+        streams.push(d.location(r << 32 | 1, "CUDA[0:13]", LocationType::AcceleratorStream, gpu).unwrap());
+    }
+    let send = d.region(Region::new("MPI_Send", RegionRole::Point2Point, Paradigm::Mpi));
+    let recv = d.region(Region::new("MPI_Recv", RegionRole::Point2Point, Paradigm::Mpi));
+    let launch = d.region(Region::new("cudaLaunchKernel", RegionRole::Function, Paradigm::Cuda));
+    let memcpy = d.region(Region::new("cudaMemcpy", RegionRole::Function, Paradigm::Cuda));
+    let kernel =
+        d.region(Region::new("saxpy_kernel(int, float, float*, float*)", RegionRole::Function, Paradigm::Cuda));
+    let ids: Vec<u64> = masters.iter().map(|m| m.id()).collect();
+    d.group("", GroupType::CommLocations, Paradigm::Mpi, GroupFlags::NONE, &ids);
+    let wg = d.group("", GroupType::CommGroup, Paradigm::Mpi, GroupFlags::NONE, &[0, 1]);
+    let world = d.comm("MPI_COMM_WORLD", wg, None, CommFlags::NONE);
+    let cuda_ids = [masters[0].id(), masters[1].id(), streams[0].id(), streams[1].id()];
+    d.group("", GroupType::CommLocations, Paradigm::Cuda, GroupFlags::NONE, &cuda_ids);
+    let cg = d.group("", GroupType::CommGroup, Paradigm::Cuda, GroupFlags::NONE, &[0, 1, 2, 3]);
+    let cuda = d.comm("CUDA_WINDOW", cg, None, CommFlags::NONE);
+    let window = d.rma_win("CUDA_WINDOW", cuda, RmaWinFlags::NONE);
+    for r in 0..2u64 {
+        let mut w = a.event_writer(masters[r as usize]).unwrap();
+        for i in 0..iterations {
+            let t = 10_000 + i * 100_000;
+            w.enter(t, launch).unwrap();
+            w.leave(t + 1_000, launch).unwrap();
+            w.enter(t + 2_000, memcpy).unwrap();
+            w.leave(t + 30_000, memcpy).unwrap();
+            if r == 0 {
+                w.enter(t + 40_000, send).unwrap();
+                w.mpi_send(t + 40_100, 1, world, 3, 64).unwrap();
+                w.leave(t + 41_000, send).unwrap();
+            } else {
+                w.enter(t + 40_000, recv).unwrap();
+                w.mpi_recv(t + 42_000, 0, world, 3, 64).unwrap();
+                w.leave(t + 42_100, recv).unwrap();
+            }
+        }
+        w.close().unwrap();
+        let mut w = a.event_writer(streams[r as usize]).unwrap();
+        for i in 0..iterations {
+            let t = 10_000 + i * 100_000;
+            w.enter(t + 3_000, kernel).unwrap();
+            w.leave(t + 13_000, kernel).unwrap();
+            // The copy: a put to the host (CUDA comm rank r = its master).
+            w.rma_put(t + 14_000, window, r as u32, 4096, i).unwrap();
+            w.rma_op_complete_blocking(t + 16_000, window, i).unwrap();
+        }
+        w.close().unwrap();
+    }
+    let anchor = a.anchor_path().to_owned();
+    a.close().unwrap();
+    anchor
+}
