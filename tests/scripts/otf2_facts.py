@@ -31,7 +31,9 @@ UNDEFINED = 0xFFFFFFFF
 
 
 def rank_of_group(name):
-    m = re.match(r"MPI Rank (\d+)$", name)
+    """The rank of a process's location group: 'MPI Rank r', or 'Process r'
+    for a process without MPI (an NCCL job launched without MPI)."""
+    m = re.match(r"(?:MPI Rank|Process) (\d+)$", name)
     return int(m.group(1)) if m else None
 
 

@@ -95,8 +95,21 @@ pub fn merge_again(dir: &Path, config: &Config, force: bool) -> Result<()> {
     Ok(())
 }
 
+/// The summary after a merge: the totals, then `gputrace stats`'s short
+/// form of the archive (the busiest functions, kernels, copies, matrices);
+/// without an archive, the summary's own tables.
 fn report(experiment: &Experiment, summary: &merge::summary::Summary, config: &Config) {
-    let text = summary.render(10);
+    let short = summary.archive.as_ref().and_then(|(anchor, _)| match crate::analysis::stats::short_summary(anchor) {
+        Ok(t) => Some(t),
+        Err(e) => {
+            tracing::debug!("no short stats: {e:#}");
+            None
+        }
+    });
+    let text = match short {
+        Some(tables) => format!("{}\n{tables}", summary.render(10, false)),
+        None => summary.render(10, true),
+    };
     if config.enable_profiling {
         if let Err(e) = std::fs::write(experiment.summary(), &text) {
             eprintln!("[gputrace] warning: cannot write {}: {e}", experiment.summary().display());

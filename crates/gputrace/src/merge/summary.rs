@@ -97,7 +97,9 @@ impl Summary {
     }
 
     /// The text of the summary (also written to summary.txt).
-    pub fn render(&self, top: usize) -> String {
+    /// `tables`: include the per-function tables (MPI, NCCL, kernels) —
+    /// left out when `gputrace stats`'s short form follows.
+    pub fn render(&self, top: usize, tables: bool) -> String {
         let mut s = String::new();
         let ranks = if self.mpi_ranks > 0 { format!(" ({} MPI ranks)", self.mpi_ranks) } else { String::new() };
         let _ = writeln!(
@@ -112,7 +114,7 @@ impl Summary {
             thousands(self.events),
             human_time(self.trace_length),
         );
-        let mpi = self.regions_of(Paradigm::Mpi);
+        let mpi = if tables { self.regions_of(Paradigm::Mpi) } else { Vec::new() };
         if !mpi.is_empty() {
             let total: u64 = mpi.iter().map(|(_, t)| t.time).sum();
             let _ = writeln!(s, "MPI functions by time (all ranks):");
@@ -142,16 +144,19 @@ impl Summary {
                 human_bytes(self.collective_bytes)
             );
         }
-        let nccl = self.regions_of(Paradigm::Nccl);
-        if !nccl.is_empty() {
+        if self.nccl_collectives > 0 || self.nccl_messages > 0 {
             let _ = writeln!(
                 s,
-                "NCCL: {} collectives ({} sent), {} send/recv ({}); by time (enqueue on the host):",
+                "NCCL: {} collectives ({} sent), {} send/recv ({})",
                 thousands(self.nccl_collectives),
                 human_bytes(self.nccl_collective_bytes),
                 thousands(self.nccl_messages),
                 human_bytes(self.nccl_message_bytes)
             );
+        }
+        let nccl = if tables { self.regions_of(Paradigm::Nccl) } else { Vec::new() };
+        if !nccl.is_empty() {
+            let _ = writeln!(s, "NCCL by time (enqueue on the host):");
             for (name, t) in nccl.iter().take(5) {
                 let _ = writeln!(s, "  {:<24} {:>12} {:>12}", name, thousands(t.calls), human_time(t.time));
             }
@@ -159,7 +164,9 @@ impl Summary {
         let kernels = self.regions_of(Paradigm::Cuda);
         let kernel_regions: Vec<_> =
             kernels.iter().filter(|(n, _)| !n.starts_with("cu") && !n.starts_with('[')).collect();
-        if self.kernels > 0 {
+        if self.kernels > 0 && !tables {
+            let _ = writeln!(s, "GPU kernels: {} launches", thousands(self.kernels));
+        } else if self.kernels > 0 {
             let _ = writeln!(s, "GPU kernels by time (all streams): {} launches", thousands(self.kernels));
             for (name, t) in kernel_regions.iter().take(5) {
                 let short: String = name.chars().take(48).collect();
@@ -299,7 +306,7 @@ mod tests {
         s.region_done(0, 100);
         s.region_done(1, 300);
         s.region_done(1, 100);
-        let text = s.render(10);
+        let text = s.render(10, true);
         let recv = text.find("MPI_Recv").unwrap();
         let send = text.find("MPI_Send").unwrap();
         assert!(recv < send, "{text}");

@@ -5,4 +5,5 @@ mod analysis;
 mod bad_input;
 mod cuda;
 mod mpi;
+mod nccl;
 mod util;

@@ -124,8 +124,10 @@ impl Config {
 
 /// Developer settings (documented in docs/testing.md), accepted by the
 /// command but not listed for users: `GPUTRACE_CUDA_CAPTURE=<dir>` makes
-/// the CUDA agent save the CUPTI buffers it processes, for test fixtures.
-pub const INTERNAL: &[&str] = &["GPUTRACE_CUDA_CAPTURE"];
+/// the CUDA agent save the CUPTI buffers it processes and
+/// `GPUTRACE_NCCL_CAPTURE=<file>` the NCCL plugin its callbacks, for test
+/// fixtures.
+pub const INTERNAL: &[&str] = &["GPUTRACE_CUDA_CAPTURE", "GPUTRACE_NCCL_CAPTURE"];
 
 /// A parsed value of any type.
 #[derive(Debug, Clone, PartialEq)]

@@ -105,6 +105,10 @@ pub enum LocationKind {
     GpuStream { device: u32, context: u32, stream: u32 },
     /// Where samples of a device's metrics (NVLink traffic) are recorded.
     DeviceMetrics { device: u32 },
+    /// A timeline a producer makes of its own, named by the producer (one
+    /// NCCL channel's kernel work, one proxy channel's operations): `id`
+    /// tells lanes of one stream apart, `gpu` whether it shows GPU work.
+    Lane { id: u32, gpu: bool },
 }
 
 /// A GPU as the process saw it.
@@ -378,6 +382,11 @@ impl Definition {
                         out.push(3);
                         put_u64(out, u64::from(*device));
                     }
+                    LocationKind::Lane { id, gpu } => {
+                        out.push(4);
+                        put_u64(out, u64::from(*id));
+                        out.push(u8::from(*gpu));
+                    }
                 }
                 put_u64(out, u64::from(*name));
             }
@@ -477,6 +486,7 @@ impl Definition {
                     1 => LocationKind::HostThread { tid: c.u32()?, is_main: c.u8()? != 0 },
                     2 => LocationKind::GpuStream { device: c.u32()?, context: c.u32()?, stream: c.u32()? },
                     3 => LocationKind::DeviceMetrics { device: c.u32()? },
+                    4 => LocationKind::Lane { id: c.u32()?, gpu: c.u8()? != 0 },
                     _ => return Err(Malformed),
                 };
                 Definition::Location { id, kind, name: c.u32()? }
@@ -588,6 +598,7 @@ mod tests {
                 name: 0,
             },
             Definition::Location { id: 4, kind: LocationKind::DeviceMetrics { device: 1 }, name: 0 },
+            Definition::Location { id: 5, kind: LocationKind::Lane { id: 9, gpu: true }, name: 0 },
             Definition::Device(DeviceDef {
                 id: 1,
                 name: "NVIDIA H200".into(),

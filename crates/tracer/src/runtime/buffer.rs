@@ -25,6 +25,10 @@ use crate::raw::writer::EventSpan;
 /// its trace, not a whole buffer.
 pub const MAX_CHUNK_AGE_NS: u64 = 1_000_000_000;
 
+/// A thread that recorded nothing for this long has its pending events
+/// written by the flusher.
+pub const QUIET_NS: u64 = 200_000_000;
+
 /// Encoded events not yet written.
 #[derive(Debug)]
 pub(crate) struct Pending {

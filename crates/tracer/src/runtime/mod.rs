@@ -138,7 +138,7 @@ impl Recorder {
         let weak = Arc::downgrade(&self.0);
         let spawned = std::thread::Builder::new().name("gputrace-flush".into()).spawn(move || {
             loop {
-                std::thread::sleep(Duration::from_millis(250));
+                std::thread::sleep(Duration::from_millis(100));
                 let Some(shared) = weak.upgrade() else { return };
                 let rec = Recorder(shared);
                 if !rec.is_active() {
@@ -147,7 +147,13 @@ impl Recorder {
                 let now = crate::clock::now();
                 let buffers: Vec<Arc<ThreadBuffer>> = rec.0.buffers.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 for b in buffers {
-                    let old = |p: &Pending| now.saturating_sub(p.min) > buffer::MAX_CHUNK_AGE_NS;
+                    // Old events, or a thread that went quiet: a rank
+                    // waiting to be killed by its launcher records nothing
+                    // more, and its last events should not die with it.
+                    let old = |p: &Pending| {
+                        now.saturating_sub(p.min) > buffer::MAX_CHUNK_AGE_NS
+                            || now.saturating_sub(p.max) > buffer::QUIET_NS
+                    };
                     if let Some(mut p) = b.take(Duration::ZERO, old) {
                         rec.write_events(b.location, &mut p);
                     }

@@ -205,7 +205,7 @@ pub fn define(
                             role: LocationRole::Metrics,
                         });
                     }
-                    LocationKind::HostThread { .. } => {}
+                    LocationKind::HostThread { .. } | LocationKind::Lane { .. } => {}
                 }
             }
             for (mid, m) in &d.metrics {

@@ -137,6 +137,21 @@ pub fn define(defs: &mut Definitions, processes: &[Process]) -> Result<Layout> {
             }
             plan.locations.push(LocationPlan { location, feeds, role: LocationRole::Host });
         }
+        // Lanes: timelines the producers made themselves, named by them.
+        let mut lanes = 0u64;
+        for (s, d) in p.defs.iter().enumerate() {
+            let mut ids: Vec<_> =
+                d.locations.iter().filter(|(_, (k, _))| matches!(k, LocationKind::Lane { .. })).collect();
+            ids.sort_by_key(|(id, _)| **id);
+            for (id, (kind, name)) in ids {
+                let LocationKind::Lane { gpu, .. } = *kind else { continue };
+                let ty = if gpu { LocationType::AcceleratorStream } else { LocationType::CpuThread };
+                let lid = (u64::from(p.rank) << 32) | (1 << 22) | lanes;
+                lanes += 1;
+                let location = defs.location(lid, name, ty, group)?;
+                plan.locations.push(LocationPlan { location, feeds: vec![(s, *id)], role: LocationRole::Host });
+            }
+        }
         layout.processes.push(plan);
     }
     define_regions(defs, processes, &mut layout);

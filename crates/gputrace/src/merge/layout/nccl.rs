@@ -26,6 +26,9 @@ pub fn define(defs: &mut Definitions, processes: &[Process], layout: &mut Layout
     }
     let mut refs = BTreeMap::new();
     for (hash, (name, nranks, members)) in &comms {
+        // NCCL before 2.26 does not tell the plugin a communicator's size:
+        // count the ranks seen.
+        let nranks = &(*nranks).max(members.keys().next_back().map_or(0, |r| r + 1));
         let ranks: Vec<u64> = (0..*nranks)
             .filter_map(|r| members.get(&r).and_then(|&pi| layout.cuda_host_ranks.get(pi).copied().flatten()))
             .map(u64::from)

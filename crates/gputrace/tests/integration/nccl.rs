@@ -1,0 +1,86 @@
+//! NCCL without a GPU: the plugin's callback captures of a 2-rank job
+//! (tests/fixtures/nccl) replayed through the plugin's recording logic
+//! into two processes' raw streams, merged by `gputrace merge`, and read
+//! back with the Python reader and `gputrace stats`.
+
+use std::process::Command;
+
+use gputrace_nccl::Capture;
+
+use crate::util::*;
+
+fn merged_job() -> std::path::PathBuf {
+    let exp = fresh_dir("nccl");
+    for rank in 0..2 {
+        let path = workspace().join(format!("tests/fixtures/nccl/v5_rank{rank}.ncclcap"));
+        let capture = Capture::load(&path).unwrap();
+        gputrace_nccl::replay::replay(&capture, &exp, capture.header.clone()).unwrap();
+    }
+    let mut cmd = Command::new(gputrace());
+    let out = run(cmd.arg("merge").arg(&exp));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("NCCL: 8 collectives") && err.contains("2 send/recv"), "{err}");
+    exp
+}
+
+#[test]
+fn nccl_collectives_and_messages_merge_between_the_ranks() {
+    let exp = merged_job();
+    let facts = facts(&exp.join("traces.otf2"));
+    assert_eq!(facts["ranks"], serde_json::json!([0, 1]));
+    assert_well_formed(&facts);
+    // Both ranks' send/receive pair up as messages between them.
+    let sends = messages(&facts, "sends");
+    assert_eq!(sends.len(), 2);
+    assert_eq!(sends, messages(&facts, "recvs"));
+    assert!(sends.iter().all(|m| m.4 == 4096 && m.0 != m.1 && m.2 == sends[0].2), "{sends:?}");
+    // The collectives with the bytes of the fixture's table (rank 0, rank 1).
+    let mut colls: Vec<(i64, String, Option<i64>, i64, i64)> = facts["collectives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c[0].as_i64().unwrap(),
+                c[1].as_str().unwrap().into(),
+                c[3].as_i64(),
+                c[4].as_i64().unwrap(),
+                c[5].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    colls.sort();
+    let mib = 1 << 20;
+    let want = [
+        (0, "ALLGATHER", None, mib, 2 * mib),
+        (0, "ALLREDUCE", None, 4 * mib, 4 * mib),
+        (0, "BCAST", Some(0), 4 * mib, 0),
+        (0, "REDUCE_SCATTER", None, 2 * mib, mib),
+        (1, "ALLGATHER", None, mib, 2 * mib),
+        (1, "ALLREDUCE", None, 4 * mib, 4 * mib),
+        (1, "BCAST", Some(0), 0, 4 * mib),
+        (1, "REDUCE_SCATTER", None, 2 * mib, mib),
+    ];
+    let want: Vec<_> = want.iter().map(|(r, op, root, s, g)| (*r, op.to_string(), *root, *s, *g)).collect();
+    assert_eq!(colls, want);
+    for rank in ["0", "1"] {
+        let regions = &facts["regions"][rank];
+        for name in ["ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclBroadcast", "ncclSend", "ncclRecv"] {
+            assert_eq!(regions[name], 1, "rank {rank} {name}: {regions}");
+        }
+    }
+}
+
+#[test]
+fn nccl_stats_summarize_the_collectives() {
+    let exp = merged_job();
+    let mut cmd = Command::new(gputrace());
+    let out = run(cmd.args(["stats", "--report", "nccl_sum", "--format", "csv"]).arg(&exp));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let csv = text(&out.stdout);
+    for name in ["ncclAllReduce", "ncclAllGather", "ncclReduceScatter", "ncclBroadcast", "ncclSend", "ncclRecv"] {
+        let row = csv.lines().find(|l| l.ends_with(name)).unwrap_or_else(|| panic!("{name} missing:\n{csv}"));
+        assert!(row.contains(",2,"), "2 instances (one per rank) of {name}: {row}");
+    }
+}

@@ -1,0 +1,280 @@
+//! The plugin inside a traced process: starting once, guarding every
+//! callback, and finishing at exit.
+//!
+//! Every entry point NCCL calls lands in a function here, through
+//! [`crate::exports`]. Each runs its work under `catch_unwind`: a panic
+//! switches the plugin off with one `[gputrace] warning:` line, sets
+//! NCCL's activation mask to 0 (so that NCCL stops calling), and the
+//! callback still returns `ncclSuccess` — NCCL never fails because of the
+//! plugin. Only `init` can refuse, and it does not: when recording is off
+//! or impossible it returns success with an empty mask.
+
+use std::cell::RefCell;
+use std::ffi::{c_int, c_void};
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+
+use tracer::config::Config;
+use tracer::raw::Producer;
+use tracer::runtime::{diag, identity};
+
+use crate::abi::{NCCL_SUCCESS, NcclResult};
+use crate::capture::{CaptureWriter, Record};
+use crate::handle::HandlePtr;
+use crate::levels::Levels;
+use crate::model::{Descr, InitArgs, Start, StateChange};
+use crate::profiler::{CommContext, Profiler, Stamp, ThreadState};
+
+/// The running plugin.
+struct Live {
+    profiler: Profiler,
+    capture: Option<CaptureWriter>,
+    pid: i32,
+}
+
+static LIVE: OnceLock<Option<Live>> = OnceLock::new();
+static OFF: AtomicBool = AtomicBool::new(false);
+/// NCCL's activation mask, as `init` handed it (one per NCCL library).
+static MASKS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
+
+/// The contexts this plugin made, so that a context NCCL passes can be
+/// checked before use (a proxy operation of another process carries that
+/// process's context, an address meaningless here).
+const MAX_CONTEXTS: usize = 4096;
+static CONTEXTS: [AtomicUsize; MAX_CONTEXTS] = [const { AtomicUsize::new(0) }; MAX_CONTEXTS];
+static N_CONTEXTS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static THREAD: RefCell<Option<ThreadState>> = const { RefCell::new(None) };
+}
+
+fn start_once() -> Option<Live> {
+    let (config, problems) = Config::from_env_lenient();
+    diag::init_tracing(config.verbose);
+    for p in problems {
+        diag::warn_once(&format!("{p}; using the default"));
+    }
+    let levels = Levels::from_set(&config.nccl_enable);
+    if !levels.any() {
+        return None;
+    }
+    let rec = tracer::runtime::start_with(Producer::Nccl, &config)?;
+    let capture = std::env::var("GPUTRACE_NCCL_CAPTURE").ok().filter(|v| !v.is_empty()).and_then(|template| {
+        let header = identity::stream_header(Producer::Nccl);
+        CaptureWriter::create(&template, levels, &header)
+            .map_err(|e| diag::warn_once(&format!("cannot write the NCCL capture {template}: {e}")))
+            .ok()
+    });
+    // SAFETY: `at_exit` is an `extern "C" fn()` that never unwinds.
+    unsafe { libc::atexit(at_exit) };
+    tracing::debug!(path = %rec.path().display(), levels = %levels.names(), "NCCL plugin recording");
+    Some(Live { profiler: Profiler::new(rec, levels), capture, pid: std::process::id() as i32 })
+}
+
+/// Switches the plugin off after an internal error.
+fn disable(what: &str) {
+    if OFF.swap(true, Ordering::SeqCst) {
+        return;
+    }
+    diag::warn_once(&format!("the NCCL plugin failed ({what}) and stopped recording; the program goes on"));
+    for &mask in MASKS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+        // SAFETY: `mask` is the int NCCL passed to `init` (its process-wide
+        // activation mask, which NCCL reads atomically); we are inside a
+        // callback from that NCCL, so the library is loaded.
+        unsafe { AtomicI32::from_ptr(mask as *mut i32) }.store(0, Ordering::Relaxed);
+    }
+}
+
+/// Runs `f` with the plugin unless it is off; a panic switches it off.
+fn guarded(what: &str, f: impl FnOnce(&Live)) {
+    if OFF.load(Ordering::Relaxed) {
+        return;
+    }
+    let Some(Some(live)) = LIVE.get() else { return };
+    if std::panic::catch_unwind(AssertUnwindSafe(|| f(live))).is_err() {
+        disable(what);
+    }
+}
+
+/// Runs `f` with this thread's state.
+fn with_thread<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
+    THREAD
+        .try_with(|t| {
+            let mut t = t.try_borrow_mut().ok()?;
+            let th = t.get_or_insert_with(|| ThreadState::live(identity::thread_id()));
+            Some(f(th))
+        })
+        .ok()
+        .flatten()
+}
+
+fn register_context(ctx: &'static CommContext) {
+    let i = N_CONTEXTS.fetch_add(1, Ordering::SeqCst);
+    if let Some(slot) = CONTEXTS.get(i) {
+        slot.store(ctx as *const CommContext as usize, Ordering::SeqCst);
+    }
+}
+
+/// The context at `ptr` if this plugin made it.
+fn our_context(ptr: *mut c_void) -> Option<&'static CommContext> {
+    let addr = ptr as usize;
+    if addr == 0 {
+        return None;
+    }
+    let n = N_CONTEXTS.load(Ordering::Acquire).min(MAX_CONTEXTS);
+    CONTEXTS[..n].iter().any(|c| c.load(Ordering::Relaxed) == addr).then(|| {
+        // SAFETY: the address is one of the contexts `register_context`
+        // recorded: leaked boxes that live as long as the process.
+        unsafe { &*(addr as *const CommContext) }
+    })
+}
+
+fn capture(live: &Live, record: impl FnOnce() -> Record) {
+    if let Some(c) = &live.capture {
+        c.write(&record(), identity::thread_name);
+    }
+}
+
+/// `init`: starts the plugin (once per process), sets the mask, and
+/// makes the communicator's context.
+///
+/// # Safety
+///
+/// `context` and `mask` are NCCL's valid out-pointers.
+pub(crate) unsafe fn init(context: *mut *mut c_void, mask: *mut c_int, args: impl FnOnce() -> InitArgs) -> NcclResult {
+    let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: NCCL passes valid out-pointers.
+        unsafe {
+            *context = std::ptr::null_mut();
+            *mask = 0;
+        }
+        if OFF.load(Ordering::Relaxed) {
+            return;
+        }
+        let Some(live) = LIVE.get_or_init(start_once) else { return };
+        let args = args();
+        let ctx = live.profiler.init(&args);
+        register_context(ctx);
+        MASKS.lock().unwrap_or_else(|e| e.into_inner()).push(mask as usize);
+        // SAFETY: as above.
+        unsafe {
+            *mask = live.profiler.mask(args.version);
+            *context = ctx as *const CommContext as *mut c_void;
+        }
+        capture(live, || Record::Init {
+            t: tracer::clock::now(),
+            tid: identity::thread_id(),
+            ctx: ctx as *const CommContext as u64,
+            args,
+        });
+    }));
+    if r.is_err() {
+        disable("init");
+    }
+    NCCL_SUCCESS
+}
+
+/// `startEvent`.
+///
+/// # Safety
+///
+/// `handle` is NCCL's valid out-pointer; `descr` reads NCCL's descriptor.
+pub(crate) unsafe fn start(
+    context: *mut c_void,
+    handle: *mut *mut c_void,
+    descr: impl FnOnce() -> Start,
+) -> NcclResult {
+    if !handle.is_null() {
+        // SAFETY: NCCL passes a valid out-pointer.
+        unsafe { *handle = std::ptr::null_mut() };
+    }
+    guarded("startEvent", |live| {
+        let now = Stamp::lazy();
+        let start = descr();
+        let mut ctx = our_context(context);
+        if let Descr::ProxyOp(op) = start.descr
+            && op.pid != live.pid
+        {
+            ctx = None;
+        }
+        let h = with_thread(|th| live.profiler.start(th, ctx, &start, &now)).flatten();
+        let ptr = h.map_or(std::ptr::null_mut(), |h| h.as_ptr() as *mut c_void);
+        if !handle.is_null() {
+            // SAFETY: as above.
+            unsafe { *handle = ptr };
+        }
+        capture(live, || Record::Start {
+            t: now.get(),
+            tid: identity::thread_id(),
+            ctx: context as u64,
+            handle: ptr as u64,
+            start,
+        });
+    });
+    NCCL_SUCCESS
+}
+
+/// `recordEventState`.
+///
+/// # Safety
+///
+/// `handle` is null or a handle `start` returned and NCCL has not stopped;
+/// `state` reads NCCL's state arguments.
+pub(crate) unsafe fn state(handle: *mut c_void, state: impl FnOnce() -> StateChange) -> NcclResult {
+    let Some(h) = HandlePtr::new(handle.cast()) else { return NCCL_SUCCESS };
+    guarded("recordEventState", |live| {
+        let now = Stamp::lazy();
+        let st = state();
+        // SAFETY: per the contract, `h` is a live handle of ours.
+        with_thread(|th| unsafe { live.profiler.state(th, h, &st, &now) });
+        capture(live, || Record::State { t: now.get(), tid: identity::thread_id(), handle: handle as u64, state: st });
+    });
+    NCCL_SUCCESS
+}
+
+/// `stopEvent`.
+///
+/// # Safety
+///
+/// `handle` is null or a handle `start` returned, stopped once.
+pub(crate) unsafe fn stop(handle: *mut c_void) -> NcclResult {
+    let Some(h) = HandlePtr::new(handle.cast()) else { return NCCL_SUCCESS };
+    guarded("stopEvent", |live| {
+        let now = Stamp::lazy();
+        // SAFETY: per the contract, `h` is ours, stopped once. Without a
+        // thread state (a thread being torn down) the handle is left
+        // alone: a group may still hold it.
+        with_thread(|th| unsafe { live.profiler.stop(th, h, &now) });
+        capture(live, || Record::Stop { t: now.get(), tid: identity::thread_id(), handle: handle as u64 });
+    });
+    NCCL_SUCCESS
+}
+
+/// `finalize`.
+pub(crate) fn finalize(context: *mut c_void) -> NcclResult {
+    guarded("finalize", |live| {
+        if let Some(ctx) = our_context(context) {
+            live.profiler.finalize(ctx);
+        }
+        capture(live, || Record::Finalize { t: tracer::clock::now(), tid: identity::thread_id(), ctx: context as u64 });
+        if let Some(c) = &live.capture {
+            c.flush();
+        }
+    });
+    NCCL_SUCCESS
+}
+
+/// The exit handler: writes what is held back and ends the stream, even
+/// after the plugin switched itself off (what was recorded is kept).
+extern "C" fn at_exit() {
+    let exit_started = tracer::clock::now();
+    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        if let Some(Some(live)) = LIVE.get() {
+            live.profiler.finish(exit_started);
+            if let Some(c) = &live.capture {
+                c.flush();
+            }
+        }
+    }));
+}

@@ -1,0 +1,430 @@
+//! One thread's NCCL calls: groups, collectives, send and receive.
+//!
+//! From v5 NCCL reports the user's calls (GroupApi, CollApi, P2pApi) on
+//! the user's thread, and later, when the group is launched, the
+//! collective and point-to-point events that carry what only the launch
+//! knows (algorithm, protocol, channels, sequence number; the peer of a
+//! send or receive). The plugin keeps the calls of the group in progress
+//! and writes them when the group ends, each with what its launch added —
+//! one region per call, one collective or message per call, never two:
+//!
+//! - an explicit group (`ncclGroupStart`/`End`, NCCL's depth ≥ 2) is the
+//!   region `ncclGroup` (with `ncclGroupEnd` inside it, from the user's
+//!   `ncclGroupEnd` call on) and each call is a region of its own, as
+//!   long as the call took (it only enqueues);
+//! - an implicit group (a single call outside a group: depth 1) is not
+//!   shown as a group: the call's region spans the whole group, which is
+//!   the user's call including the launch; an implicit group holding
+//!   several calls (`ncclAlltoAll` is sends and receives) is `ncclGroup`.
+//!
+//! Before v5 there are no API events: the launch's events are recorded as
+//! they come (`ncclGroup` per kernel plan, a region per collective).
+
+use std::collections::HashMap;
+use std::ptr::NonNull;
+
+use tracer::Recorder;
+use tracer::raw::{Collective, Event, Message};
+
+use super::{CommContext, Profiler};
+use crate::bytes;
+use crate::handle::{self, Handle, HandlePtr, Kind};
+use crate::model::{ApiCall, CollLaunch, Func, P2pLaunch, Sym};
+
+/// Where a thread's events go.
+#[derive(Debug)]
+enum Output {
+    /// Recorded on the calling thread's location.
+    Live,
+    /// Kept, for a replay to write to the captured thread's location.
+    Buffer(Vec<(u64, Event)>),
+}
+
+/// What a call's launch added.
+#[derive(Debug, Clone, Copy)]
+enum Launch {
+    Coll { seq: u64, channels: u8, algo: Sym, proto: Sym },
+    P2p { peer: i32, channels: u8 },
+}
+
+/// A call in the open group.
+#[derive(Debug)]
+struct PendingCall {
+    key: usize,
+    handle: HandlePtr,
+    ctx: &'static CommContext,
+    call: ApiCall,
+    is_coll: bool,
+    start: u64,
+    stop: Option<u64>,
+    launch: Option<Launch>,
+}
+
+/// The user's group in progress.
+#[derive(Debug)]
+struct OpenGroup {
+    key: usize,
+    start: u64,
+    depth: i32,
+    end_called: Option<u64>,
+    /// Made up for a call that came without a group of its own.
+    synthetic: bool,
+    calls: Vec<PendingCall>,
+}
+
+/// One thread's state.
+#[derive(Debug)]
+pub struct ThreadState {
+    pub tid: u32,
+    out: Output,
+    group: Option<OpenGroup>,
+    /// The proxy operations in progress on this (proxy) thread and their
+    /// bytes so far, by handle address (their steps name them as parent).
+    pub(super) proxy_ops: HashMap<usize, u64>,
+    /// Where the last collective or send/receive recorded on its own ended.
+    last_task_end: u64,
+    /// Buffers reused from group to group.
+    spare_calls: Vec<PendingCall>,
+    scratch: Vec<(u64, Event)>,
+}
+
+impl ThreadState {
+    /// A live thread: events go to the calling thread's location.
+    pub fn live(tid: u32) -> ThreadState {
+        ThreadState {
+            tid,
+            out: Output::Live,
+            group: None,
+            proxy_ops: HashMap::new(),
+            last_task_end: 0,
+            spare_calls: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// A replayed thread: events are kept for [`take_events`](Self::take_events).
+    pub fn buffered(tid: u32) -> ThreadState {
+        ThreadState {
+            tid,
+            out: Output::Buffer(Vec::new()),
+            group: None,
+            proxy_ops: HashMap::new(),
+            last_task_end: 0,
+            spare_calls: Vec::new(),
+            scratch: Vec::new(),
+        }
+    }
+
+    /// The events kept so far (replay).
+    pub fn take_events(&mut self) -> Vec<(u64, Event)> {
+        match &mut self.out {
+            Output::Live => Vec::new(),
+            Output::Buffer(b) => std::mem::take(b),
+        }
+    }
+
+    pub(super) fn emit(&mut self, rec: &Recorder, events: &[(u64, Event)]) {
+        if events.is_empty() {
+            return;
+        }
+        match &mut self.out {
+            Output::Live => rec.record_many(events),
+            Output::Buffer(b) => b.extend_from_slice(events),
+        }
+    }
+
+    /// GroupApi start: a new group (a group still open is written first).
+    pub(super) fn open_group(&mut self, p: &Profiler, key: usize, depth: i32, now: u64) {
+        if self.group.is_some() {
+            self.close_group(p, now);
+        }
+        let calls = std::mem::take(&mut self.spare_calls);
+        self.group = Some(OpenGroup { key, start: now, depth, end_called: None, synthetic: false, calls });
+    }
+
+    /// The GroupEndApiStart state: the user called `ncclGroupEnd`.
+    pub(super) fn group_end_called(&mut self, key: usize, now: u64) {
+        if let Some(g) = self.group.as_mut().filter(|g| g.key == key) {
+            g.end_called = Some(now);
+        }
+    }
+
+    /// GroupApi stop.
+    pub(super) fn close_group_by_key(&mut self, p: &Profiler, key: usize, now: u64) {
+        if self.group.as_ref().is_some_and(|g| g.key == key) {
+            self.close_group(p, now);
+        }
+    }
+
+    /// CollApi or P2pApi start: the call joins the open group named as
+    /// its parent, or a group of its own.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn add_api_call(
+        &mut self,
+        p: &Profiler,
+        h: HandlePtr,
+        parent: usize,
+        ctx: &'static CommContext,
+        call: ApiCall,
+        is_coll: bool,
+        rank: i32,
+        now: u64,
+    ) {
+        ctx.ensure_defined(&p.rec, None, rank);
+        let in_group = self.group.as_ref().is_some_and(|g| g.key == parent && parent != 0 && !g.synthetic);
+        if !in_group {
+            if self.group.is_some() {
+                self.close_group(p, now);
+            }
+            self.group =
+                Some(OpenGroup { key: 0, start: now, depth: 1, end_called: None, synthetic: true, calls: Vec::new() });
+        }
+        let key = handle::key(h);
+        if let Some(g) = self.group.as_mut() {
+            g.calls.push(PendingCall { key, handle: h, ctx, call, is_coll, start: now, stop: None, launch: None });
+        }
+    }
+
+    /// CollApi or P2pApi stop.
+    pub(super) fn api_call_stopped(&mut self, p: &Profiler, key: usize, now: u64) {
+        let Some(g) = self.group.as_mut() else { return };
+        let Some(c) = g.calls.iter_mut().find(|c| c.key == key) else { return };
+        c.stop = Some(now);
+        if g.synthetic {
+            self.close_group(p, now);
+        }
+    }
+
+    /// A collective's launch: if it belongs to a call of the open group,
+    /// the call takes its details and `true` is returned.
+    pub(super) fn attach_coll(&mut self, parent: usize, coll: &CollLaunch) -> bool {
+        self.attach(
+            parent,
+            true,
+            Launch::Coll { seq: coll.seq, channels: coll.channels, algo: coll.algo, proto: coll.proto },
+        )
+    }
+
+    /// A send's or receive's launch, likewise.
+    pub(super) fn attach_p2p(&mut self, parent: usize, p2p: &P2pLaunch) -> bool {
+        self.attach(parent, false, Launch::P2p { peer: p2p.peer, channels: p2p.channels })
+    }
+
+    fn attach(&mut self, parent: usize, is_coll: bool, launch: Launch) -> bool {
+        if parent == 0 {
+            return false;
+        }
+        let Some(g) = self.group.as_mut() else { return false };
+        match g.calls.iter_mut().find(|c| c.key == parent && c.is_coll == is_coll && c.launch.is_none()) {
+            Some(c) => {
+                c.launch = Some(launch);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A collective recorded on its own (v1–v4, graph launches), at its
+    /// stop. NCCL starts all the tasks of a launch, then stops them all:
+    /// their regions are laid one after the other, each from the end of
+    /// the previous one (or its own start) to its stop.
+    pub(super) fn write_coll(&mut self, p: &Profiler, ctx: &CommContext, coll: &CollLaunch, start: u64, stop: u64) {
+        let (start, stop) = self.task_span(start, stop);
+        let region = p.func_region(coll.func);
+        let size = coll.datatype.datatype_size();
+        let shape = bytes::shape(coll.func, coll.count, size, ctx.nranks, ctx.rank(), coll.root);
+        let a = &p.attrs;
+        let mut ev = Vec::with_capacity(16);
+        if let Some(region) = region {
+            ev.push(p.attr(a.bytes, coll.count.saturating_mul(size), start));
+            ev.push(p.attr(a.count, coll.count, start));
+            ev.push(p.attr_str(a.datatype, coll.datatype, start));
+            if let Some(root) = shape.and_then(|s| s.root) {
+                ev.push(p.attr(a.root, u64::from(root), start));
+            }
+            if let Some(r) = coll.reduction {
+                ev.push(p.attr_str(a.reduction, r, start));
+            }
+            ev.push(p.attr_str(a.algorithm, coll.algo, start));
+            ev.push(p.attr_str(a.protocol, coll.proto, start));
+            ev.push(p.attr(a.channels, u64::from(coll.channels), start));
+            ev.push(p.attr(a.sequence, coll.seq, start));
+            ev.push((start, Event::Enter { region }));
+        }
+        if let Some(s) = shape {
+            let k = Collective { op: s.op, comm: ctx.id, root: s.root, sent: s.sent, received: s.received };
+            ev.push((start, Event::MpiCollectiveBegin));
+            ev.push((stop, Event::MpiCollectiveEnd(k)));
+        }
+        if let Some(region) = region {
+            ev.push((stop, Event::Leave { region }));
+        }
+        self.emit(&p.rec, &ev);
+    }
+
+    /// A send or receive recorded on its own (v1–v4, graph launches, late
+    /// launches), at its stop, laid out as [`write_coll`](Self::write_coll)
+    /// does: a send's message at the region's start, a receive's at its end.
+    pub(super) fn write_p2p(&mut self, p: &Profiler, ctx: &CommContext, p2p: &P2pLaunch, start: u64, stop: u64) {
+        let (start, stop) = self.task_span(start, stop);
+        let region = p.func_region(p2p.func);
+        let bytes = p2p.count.saturating_mul(p2p.datatype.datatype_size());
+        let msg = u32::try_from(p2p.peer).ok().map(|peer| Message { peer, comm: ctx.id, tag: 0, bytes });
+        let a = &p.attrs;
+        let mut ev = Vec::with_capacity(10);
+        if let Some(region) = region {
+            ev.push(p.attr(a.bytes, bytes, start));
+            ev.push(p.attr(a.count, p2p.count, start));
+            ev.push(p.attr_str(a.datatype, p2p.datatype, start));
+            ev.push(p.attr(a.peer, p2p.peer.max(0) as u64, start));
+            if p2p.channels > 0 {
+                ev.push(p.attr(a.channels, u64::from(p2p.channels), start));
+            }
+            ev.push((start, Event::Enter { region }));
+        }
+        if let Some(m) = msg {
+            match p2p.func {
+                Func::Send => ev.push((start, Event::MpiSend(m))),
+                Func::Recv => ev.push((stop, Event::MpiRecv(m))),
+                _ => {}
+            }
+        }
+        if let Some(region) = region {
+            ev.push((stop, Event::Leave { region }));
+        }
+        self.emit(&p.rec, &ev);
+    }
+
+    fn task_span(&mut self, start: u64, stop: u64) -> (u64, u64) {
+        let start = start.max(self.last_task_end);
+        let stop = stop.max(start);
+        self.last_task_end = stop;
+        (start, stop)
+    }
+
+    /// Writes the open group and its calls, and lets go of their handles.
+    fn close_group(&mut self, p: &Profiler, now: u64) {
+        let Some(g) = self.group.take() else { return };
+        let implicit = g.depth <= 1;
+        let folded = implicit && g.calls.len() == 1;
+        let empty_implicit = implicit && g.calls.is_empty();
+        let show_group = p.levels.group && !(g.synthetic || folded || empty_implicit);
+        let mut ev = std::mem::take(&mut self.scratch);
+        ev.clear();
+        let group_region = if show_group { p.group_region() } else { None };
+        if let Some(region) = group_region {
+            ev.push((g.start, Event::Enter { region }));
+        }
+        for c in &g.calls {
+            let (start, stop) = if folded { (g.start, now) } else { (c.start, c.stop.unwrap_or(now).max(c.start)) };
+            self.write_call(p, c, start, stop, &mut ev);
+        }
+        if let Some(region) = group_region {
+            let end_region = if implicit { None } else { g.end_called.and_then(|_| p.group_end_region()) };
+            if let (Some(end), Some(t)) = (end_region, g.end_called) {
+                let t = t.max(ev.last().map_or(t, |e| e.0)).min(now);
+                ev.push((t, Event::Enter { region: end }));
+                ev.push((now, Event::Leave { region: end }));
+            }
+            ev.push((now, Event::Leave { region }));
+        }
+        self.emit(&p.rec, &ev);
+        self.scratch = ev;
+        let mut calls = g.calls;
+        for c in calls.drain(..) {
+            release(c.handle);
+        }
+        self.spare_calls = calls;
+    }
+
+    fn write_call(&self, p: &Profiler, c: &PendingCall, start: u64, stop: u64, ev: &mut Vec<(u64, Event)>) {
+        let call = &c.call;
+        let region = p.func_region(call.func);
+        let size = call.datatype.datatype_size();
+        let a = &p.attrs;
+        if region.is_some() {
+            ev.push(p.attr(a.bytes, call.count.saturating_mul(size), start));
+            ev.push(p.attr(a.count, call.count, start));
+            ev.push(p.attr_str(a.datatype, call.datatype, start));
+        }
+        let live = !call.graph_captured;
+        if c.is_coll {
+            let shape = bytes::shape(call.func, call.count, size, c.ctx.nranks, c.ctx.rank(), call.root);
+            if region.is_some() {
+                if let Some(root) = shape.and_then(|s| s.root) {
+                    ev.push(p.attr(a.root, u64::from(root), start));
+                }
+                if let Some(Launch::Coll { seq, channels, algo, proto }) = c.launch {
+                    ev.push(p.attr_str(a.algorithm, algo, start));
+                    ev.push(p.attr_str(a.protocol, proto, start));
+                    ev.push(p.attr(a.channels, u64::from(channels), start));
+                    ev.push(p.attr(a.sequence, seq, start));
+                }
+            }
+            let collective = shape.filter(|_| live).map(|s| Collective {
+                op: s.op,
+                comm: c.ctx.id,
+                root: s.root,
+                sent: s.sent,
+                received: s.received,
+            });
+            if let Some(region) = region {
+                ev.push((start, Event::Enter { region }));
+            }
+            if let Some(k) = collective {
+                ev.push((start, Event::MpiCollectiveBegin));
+                ev.push((stop, Event::MpiCollectiveEnd(k)));
+            }
+            if let Some(region) = region {
+                ev.push((stop, Event::Leave { region }));
+            }
+        } else {
+            let launch = match c.launch {
+                Some(Launch::P2p { peer, channels }) => Some((peer, channels)),
+                _ => None,
+            };
+            if region.is_some()
+                && let Some((peer, channels)) = launch
+            {
+                ev.push(p.attr(a.peer, peer.max(0) as u64, start));
+                if channels > 0 {
+                    ev.push(p.attr(a.channels, u64::from(channels), start));
+                }
+            }
+            let msg = launch.filter(|_| live).and_then(|(peer, _)| {
+                let peer = u32::try_from(peer).ok()?;
+                Some(Message { peer, comm: c.ctx.id, tag: 0, bytes: call.count.saturating_mul(size) })
+            });
+            let func = call.func;
+            if let Some(region) = region {
+                ev.push((start, Event::Enter { region }));
+            }
+            if let Some(m) = msg.filter(|_| func == Func::Send) {
+                ev.push((start, Event::MpiSend(m)));
+            }
+            if let Some(m) = msg.filter(|_| func == Func::Recv) {
+                ev.push((stop, Event::MpiRecv(m)));
+            }
+            if let Some(region) = region {
+                ev.push((stop, Event::Leave { region }));
+            }
+        }
+    }
+}
+
+/// The group lets go of a call's handle: freed if NCCL has stopped it
+/// (and it is not a captured call, whose address must stay unique),
+/// else freed at its stop.
+fn release(h: HandlePtr) {
+    let ptr: NonNull<Handle> = h;
+    // SAFETY: the handle is alive: a call's handle is freed only by the
+    // last of its stop and this release, and this is the release.
+    let kind = unsafe { &mut (*ptr.as_ptr()).kind };
+    if let Kind::Api { stopped, group_closed, captured } = kind {
+        *group_closed = true;
+        if *stopped && !*captured {
+            // SAFETY: stopped, and the group was its last holder.
+            unsafe { handle::free(h) };
+        }
+    }
+}
