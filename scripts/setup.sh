@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Installs what gputrace needs to build and test on Debian or Ubuntu (run as
 # root): OTF2 (static library, otf2-print, the Python reader), Open MPI and
-# MPICH with their Fortran compilers, and a Rust toolchain (rustup) when
-# cargo is missing or older than the workspace needs. Safe to run again.
+# MPICH with their Fortran compilers, ViTE (the viewer a test renders an
+# archive with), and a Rust toolchain (rustup) when cargo is missing or
+# older than the workspace needs. Safe to run again.
 set -euo pipefail
 
 packages=(
   build-essential ca-certificates curl pkg-config git
   libopen-trace-format2-dev otf2-tools python3-otf2
   libopenmpi-dev openmpi-bin mpich libmpich-dev gfortran
-  binutils
+  binutils vite
 )
 missing=()
 for p in "${packages[@]}"; do
