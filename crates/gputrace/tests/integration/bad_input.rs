@@ -141,7 +141,7 @@ impl Drop for TinyDisk {
 
 #[test]
 fn a_full_disk_is_one_warning_and_the_program_runs_on() {
-    let Some(disk) = TinyDisk::mount(160) else {
+    let Some(disk) = TinyDisk::mount(64) else {
         eprintln!("note: cannot mount a tmpfs here; full-disk test skipped");
         return;
     };
