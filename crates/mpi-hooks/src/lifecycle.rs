@@ -44,7 +44,11 @@ pub fn init<A: MpiAbi>(info: &'static FnInfo, pmpi: impl FnOnce() -> c_int) -> c
         ));
         return pmpi();
     }
+    // A runtime installs its own crash handlers (Open MPI's backtrace) only
+    // where it finds the default action: let it find it.
+    tracer::runtime::rescue::step_aside();
     let rc = pmpi();
+    tracer::runtime::rescue::step_in();
     if rc == A::SUCCESS {
         if shielded(|| start::<A>(info, t0)) != Some(true) {
             state::set_phase(Phase::Disabled);

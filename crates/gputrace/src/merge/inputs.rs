@@ -74,6 +74,8 @@ pub struct Process {
     pub clock_points: Vec<ClockPoint>,
     pub dropped: u64,
     pub complete: bool,
+    /// The signal that killed it, when it had time to say so.
+    pub signal: Option<u32>,
     /// When the process's producers began their final flush (0: unknown).
     pub exit_started: u64,
     pub command: Vec<String>,
@@ -141,12 +143,15 @@ fn build_process(mut streams: Vec<RawFile>) -> Process {
         clock_points: Vec::new(),
         dropped: 0,
         complete: true,
+        signal: None,
         exit_started: 0,
         command: first.command.clone(),
     };
     for s in &streams {
         let mut d = StreamDefs::default();
         let mut ended = false;
+        // Each Dropped record counts all that its stream lost so far.
+        let mut dropped = 0;
         for def in &s.definitions {
             match def {
                 Definition::String { id, value } => {
@@ -156,11 +161,12 @@ fn build_process(mut streams: Vec<RawFile>) -> Process {
                 Definition::ClockSync { local, offset, error } => {
                     p.clock_points.push(ClockPoint { local: *local, offset: *offset, error: *error })
                 }
-                Definition::Dropped { count, .. } => p.dropped += count,
+                Definition::Dropped { count, .. } => dropped = dropped.max(*count),
                 Definition::StreamEnd { exit_started, .. } => {
                     ended = true;
                     p.exit_started = p.exit_started.max(*exit_started);
                 }
+                Definition::Signal { signal, .. } => p.signal = Some(*signal),
                 Definition::Comm(c) => {
                     d.comms.insert(c.id, c.clone());
                 }
@@ -202,6 +208,7 @@ fn build_process(mut streams: Vec<RawFile>) -> Process {
                 _ => {}
             }
         }
+        p.dropped += dropped;
         p.complete &= ended && s.problems.is_empty();
         p.defs.push(d);
     }
@@ -238,4 +245,24 @@ fn assign_ranks(processes: &mut [Process], warnings: &mut Warnings) {
         }
     }
     processes.sort_by_key(|p| p.rank);
+}
+
+/// The usual name of a signal that ends a process (`SIGTERM`), or its
+/// number.
+pub fn signal_name(signal: u32) -> String {
+    let name = match signal as libc::c_int {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        _ => return format!("signal {signal}"),
+    };
+    name.to_string()
 }

@@ -53,7 +53,10 @@ pub fn run(experiment: &Experiment, config: &Config, force: bool) -> Result<Summ
         incomplete_processes: processes
             .iter()
             .filter(|p| !p.complete)
-            .map(|p| format!("rank {} (pid {} on {})", p.rank, p.pid, p.host))
+            .map(|p| match p.signal {
+                Some(sig) => format!("rank {} (pid {} on {}, {})", p.rank, p.pid, p.host, inputs::signal_name(sig)),
+                None => format!("rank {} (pid {} on {})", p.rank, p.pid, p.host),
+            })
             .collect(),
         ..Summary::default()
     };

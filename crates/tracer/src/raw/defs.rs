@@ -220,6 +220,12 @@ pub enum Definition {
         time: u64,
         exit_started: u64,
     },
+    /// Signal `signal` was about to kill the process at `time`; what the
+    /// recorder held was written out first.
+    Signal {
+        signal: u32,
+        time: u64,
+    },
     Device(DeviceDef),
     /// CUPTI context `id` lives on device `device`.
     Context {
@@ -254,6 +260,7 @@ mod tag {
     pub const NVLINK: u8 = 11;
     pub const METRIC: u8 = 12;
     pub const NCCL_COMM: u8 = 13;
+    pub const SIGNAL: u8 = 14;
 }
 
 fn put_end(out: &mut Vec<u8>, e: &LinkEnd) {
@@ -424,6 +431,11 @@ impl Definition {
                 put_u64(out, *time);
                 put_u64(out, *exit_started);
             }
+            Definition::Signal { signal, time } => {
+                out.push(tag::SIGNAL);
+                put_u64(out, u64::from(*signal));
+                put_u64(out, *time);
+            }
             Definition::Device(d) => {
                 out.push(tag::DEVICE);
                 put_u64(out, u64::from(d.id));
@@ -510,6 +522,7 @@ impl Definition {
             tag::CLOCK_SYNC => Definition::ClockSync { local: c.u64()?, offset: c.i64()?, error: c.u64()? },
             tag::DROPPED => Definition::Dropped { location: c.u32()?, count: c.u64()? },
             tag::STREAM_END => Definition::StreamEnd { time: c.u64()?, exit_started: c.u64()? },
+            tag::SIGNAL => Definition::Signal { signal: c.u32()?, time: c.u64()? },
             tag::DEVICE => Definition::Device(DeviceDef {
                 id: c.u32()?,
                 name: c.string()?,
@@ -592,6 +605,7 @@ mod tests {
             Definition::ClockSync { local: 100, offset: -5, error: 2 },
             Definition::Dropped { location: 0, count: 9 },
             Definition::StreamEnd { time: 1234, exit_started: 1200 },
+            Definition::Signal { signal: 15, time: 1300 },
             Definition::Location {
                 id: 3,
                 kind: LocationKind::GpuStream { device: 1, context: 2, stream: 13 },

@@ -10,6 +10,7 @@
 mod buffer;
 pub mod diag;
 pub mod identity;
+pub mod rescue;
 mod session;
 
 pub use session::{start, start_with};
@@ -137,6 +138,7 @@ impl Recorder {
     fn start_flusher(&self) {
         let weak = Arc::downgrade(&self.0);
         let spawned = std::thread::Builder::new().name("gputrace-flush".into()).spawn(move || {
+            rescue::block_in_this_thread();
             loop {
                 std::thread::sleep(Duration::from_millis(100));
                 let Some(shared) = weak.upgrade() else { return };
@@ -326,6 +328,28 @@ impl Recorder {
             self.define(&Definition::Dropped { location: u32::MAX, count: dropped });
         }
         self.define(&Definition::StreamEnd { time: crate::clock::now(), exit_started });
+        self.flush_definitions();
+    }
+
+    /// The last flush of a process that `signal` is about to kill (see
+    /// [`rescue`]): every buffer that is not in the middle of an append,
+    /// what was lost, and which signal it was. The stream stays without
+    /// StreamEnd: the process did not finish.
+    fn rescue(&self, signal: u32) {
+        if !self.is_active() {
+            return;
+        }
+        let buffers: Vec<Arc<ThreadBuffer>> = self.0.buffers.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        for b in &buffers {
+            if let Some(mut p) = b.take(Duration::from_millis(20), |_| true) {
+                self.write_events(b.location, &mut p);
+            }
+        }
+        let dropped = self.dropped();
+        if dropped > 0 {
+            self.define(&Definition::Dropped { location: u32::MAX, count: dropped });
+        }
+        self.define(&Definition::Signal { signal, time: crate::clock::now() });
         self.flush_definitions();
     }
 
