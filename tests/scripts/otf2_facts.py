@@ -15,6 +15,7 @@ Facts, with ranks as world ranks (from the 'MPI Rank r' location groups):
   recvs        [receiver, sender, comm, tag, bytes] for MpiRecv and MpiIrecv
   collectives  [rank, op, comm, root (world rank or null), sent, received]
   regions      per rank: region name -> number of Enter events
+  comms        the names of the archive's communicators, sorted
   unbalanced   locations whose Enter/Leave do not pair up
 """
 
@@ -63,11 +64,12 @@ def main(path):
         ranks = sorted({r for r in (rank_of_group(g.name) for g in defs.location_groups) if r is not None})
         facts["ranks"] = ranks
         comm_ranks = {}
+        facts["comms"] = sorted(c.name for c in defs.comms)
         for c in defs.comms:
             try:
-                comm_ranks[c.name] = comm_world_ranks(c)
+                comm_ranks[c._ref] = comm_world_ranks(c)
             except Exception:  # a COMM_SELF group has no members
-                comm_ranks[c.name] = None
+                comm_ranks[c._ref] = None
         last = {}
         stacks = defaultdict(list)
         for loc, ev in trace.events:
@@ -82,7 +84,7 @@ def main(path):
             facts["counts"][str(rank)][type(ev).__name__] += 1
 
             def world(comm, local):
-                members = comm_ranks.get(comm.name)
+                members = comm_ranks.get(comm._ref)
                 if members is None:
                     return rank
                 return members[local] if local < len(members) else None

@@ -239,8 +239,8 @@ macro_rules! define_wrappers {
                 => plain::region();
             [Cg Function IfEnabled] MPI_Comm_remote_size(comm: Comm, size: *mut c_int) -> c_int
                 => plain::region();
-            [Cg Function IfEnabled] MPI_Comm_set_name(comm: Comm, name: *const c_char) -> c_int
-                => plain::region();
+            [Cg Function Always] MPI_Comm_set_name(comm: Comm, name: *const c_char) -> c_int
+                => cg::named(comm, name);
             [Cg Function IfEnabled] MPI_Comm_get_name(comm: Comm, name: *mut c_char, resultlen: *mut c_int) -> c_int
                 => plain::region();
             [Cg Function IfEnabled] MPI_Comm_group(comm: Comm, group: *mut Group) -> c_int

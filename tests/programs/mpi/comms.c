@@ -39,6 +39,7 @@ int main(int argc, char **argv)
     MPI_Request req;
     MPI_Comm_idup(MPI_COMM_WORLD, &dup, &req);
     MPI_Wait(&req, MPI_STATUS_IGNORE);
+    MPI_Comm_set_name(dup, "ring");
     for (int i = 0; i < iters; i++) {
         exchange(dup, (rank + 1) % size, (rank + size - 1) % size, 1, 16);
     }
@@ -46,6 +47,7 @@ int main(int argc, char **argv)
     /* Even and odd ranks, joined by an intercommunicator. */
     MPI_Comm half, inter, merged;
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    MPI_Comm_set_name(half, rank % 2 == 0 ? "even ranks" : "odd ranks");
     int hrank, hsize;
     MPI_Comm_rank(half, &hrank);
     MPI_Comm_size(half, &hsize);

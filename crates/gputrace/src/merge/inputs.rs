@@ -18,6 +18,8 @@ pub struct StreamDefs {
     pub regions: HashMap<u32, RegionDef>,
     pub locations: HashMap<u32, (LocationKind, String)>,
     pub comms: HashMap<u32, CommDef>,
+    /// Names the program gave communicators, by stream-local id.
+    pub comm_names: HashMap<u32, String>,
     /// GPUs by the process's CUDA ordinal.
     pub devices: BTreeMap<u32, DeviceDef>,
     /// CUPTI context id → device ordinal.
@@ -167,6 +169,9 @@ fn build_process(mut streams: Vec<RawFile>) -> Process {
                     p.exit_started = p.exit_started.max(*exit_started);
                 }
                 Definition::Signal { signal, .. } => p.signal = Some(*signal),
+                Definition::CommName { id, name } => {
+                    d.comm_names.insert(*id, name.clone());
+                }
                 Definition::Comm(c) => {
                     d.comms.insert(c.id, c.clone());
                 }

@@ -203,6 +203,26 @@ fn mpich_programs_are_traced_through_hydra() {
 }
 
 #[test]
+fn communicators_carry_the_names_the_program_gave_them() {
+    let (mpicc, mpirun, _) = openmpi();
+    let exe = compile(mpicc, "comms.c");
+    let dir = fresh_dir("comms");
+    let out = trace(&dir, &[mpirun, "-np", "4", exe.to_str().unwrap(), "-n", "3"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let facts = facts_of(&dir);
+    assert_well_formed(&facts);
+    assert_sends_match_receives(&facts);
+    let comms: Vec<&str> = facts["comms"].as_array().unwrap().iter().filter_map(|c| c.as_str()).collect();
+    for name in ["MPI_COMM_WORLD", "MPI_COMM_SELF", "ring", "even ranks", "odd ranks"] {
+        assert!(comms.contains(&name), "{name} missing from {comms:?}");
+    }
+    // The ring on the named duplicate: one message to the right neighbour
+    // per iteration and rank.
+    let ring = messages(&facts, "sends").into_iter().filter(|m| m.2 == "ring").count();
+    assert_eq!(ring, 4 * 3);
+}
+
+#[test]
 fn a_rank_exiting_with_3_makes_gputrace_exit_3_after_merging() {
     let (mpicc, mpirun, _) = openmpi();
     let exe = compile(mpicc, "exit3.c");

@@ -4,7 +4,9 @@
 //! when their group is off: without them no message on a derived
 //! communicator could be attributed.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::{CStr, c_char, c_int, c_void};
+
+use tracer::raw::Definition;
 
 use crate::abi::{Handle, MpiAbi};
 use crate::call::{Call, Post};
@@ -55,6 +57,35 @@ impl Post for Freed {
 pub fn free<A: MpiAbi>(_: &Call, comm: *mut A::Comm) -> Freed {
     // SAFETY: the caller's handle, read before MPI nulls it.
     Freed((!comm.is_null()).then(|| unsafe { A::Comm::read(comm) }.key()))
+}
+
+/// After `MPI_Comm_set_name`: the name goes to the communicator's
+/// definition, so that the archive shows the program's names.
+pub struct Named<A: MpiAbi> {
+    comm: A::Comm,
+    name: Option<String>,
+}
+
+impl<A: MpiAbi> Post for Named<A> {
+    fn post(self, call: &Call, rc: c_int) {
+        let Some(name) = self.name.filter(|n| !n.is_empty()) else { return };
+        if rc == A::SUCCESS
+            && let Some(info) = comms::lookup::<A>(call.rec, self.comm)
+        {
+            call.rec.define(&Definition::CommName { id: info.id, name });
+        }
+    }
+}
+
+/// `MPI_Comm_set_name`.
+#[allow(
+    clippy::not_unsafe_ptr_arg_deref,
+    reason = "called only by the wrappers, with the program's own argument, valid by MPI's contract"
+)]
+pub fn named<A: MpiAbi>(_: &Call, comm: A::Comm, name: *const c_char) -> Named<A> {
+    // SAFETY: MPI requires a NUL-terminated string; read before the call.
+    let name = (!name.is_null()).then(|| unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned());
+    Named { comm, name }
 }
 
 /// The state of an `MPI_Comm_idup` until its request completes: the

@@ -228,6 +228,11 @@ impl Stream {
                 }
                 Definition::ClockSync { local, offset, error } => s.clock_syncs.push((*local, *offset, *error)),
                 Definition::StreamEnd { .. } => s.ended = true,
+                Definition::CommName { id, name } => {
+                    if let Some(c) = s.comms.get_mut(id) {
+                        c.name = name.clone();
+                    }
+                }
                 _ => {}
             }
         }

@@ -358,6 +358,10 @@ pub fn communicators(f: &Flavour, np: usize) {
         }
         // World, self, idup, half, inter, merged, cart, sub (+ even).
         assert!(s.comms.len() >= 8, "rank {}: {:?}", s.rank, s.comms.values());
+        // Names the program gave with MPI_Comm_set_name.
+        let names: Vec<&str> = s.comms.values().map(|c| c.name.as_str()).collect();
+        let half = if s.rank % 2 == 0 { "even ranks" } else { "odd ranks" };
+        assert!(names.contains(&"ring") && names.contains(&half), "rank {}: {names:?}", s.rank);
     }
 }
 

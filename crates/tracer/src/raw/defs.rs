@@ -220,6 +220,11 @@ pub enum Definition {
         time: u64,
         exit_started: u64,
     },
+    /// The program named communicator `id` (MPI_Comm_set_name).
+    CommName {
+        id: u32,
+        name: String,
+    },
     /// Signal `signal` was about to kill the process at `time`; what the
     /// recorder held was written out first.
     Signal {
@@ -261,6 +266,7 @@ mod tag {
     pub const METRIC: u8 = 12;
     pub const NCCL_COMM: u8 = 13;
     pub const SIGNAL: u8 = 14;
+    pub const COMM_NAME: u8 = 15;
 }
 
 fn put_end(out: &mut Vec<u8>, e: &LinkEnd) {
@@ -431,6 +437,11 @@ impl Definition {
                 put_u64(out, *time);
                 put_u64(out, *exit_started);
             }
+            Definition::CommName { id, name } => {
+                out.push(tag::COMM_NAME);
+                put_u64(out, u64::from(*id));
+                put_bytes(out, name.as_bytes());
+            }
             Definition::Signal { signal, time } => {
                 out.push(tag::SIGNAL);
                 put_u64(out, u64::from(*signal));
@@ -522,6 +533,7 @@ impl Definition {
             tag::CLOCK_SYNC => Definition::ClockSync { local: c.u64()?, offset: c.i64()?, error: c.u64()? },
             tag::DROPPED => Definition::Dropped { location: c.u32()?, count: c.u64()? },
             tag::STREAM_END => Definition::StreamEnd { time: c.u64()?, exit_started: c.u64()? },
+            tag::COMM_NAME => Definition::CommName { id: c.u32()?, name: c.string()? },
             tag::SIGNAL => Definition::Signal { signal: c.u32()?, time: c.u64()? },
             tag::DEVICE => Definition::Device(DeviceDef {
                 id: c.u32()?,
@@ -606,6 +618,7 @@ mod tests {
             Definition::Dropped { location: 0, count: 9 },
             Definition::StreamEnd { time: 1234, exit_started: 1200 },
             Definition::Signal { signal: 15, time: 1300 },
+            Definition::CommName { id: 1, name: "halo rows".into() },
             Definition::Location {
                 id: 3,
                 kind: LocationKind::GpuStream { device: 1, context: 2, stream: 13 },

@@ -4,6 +4,8 @@
 //! so its index is the world rank; each distinct member list becomes a
 //! COMM_GROUP of world ranks; each communicator key one `Comm`; every
 //! process's MPI_COMM_SELF the one `MPI_COMM_SELF` over a COMM_SELF group.
+//! Communicators are named as the program named them (MPI_Comm_set_name),
+//! else `MPI_COMM_WORLD` or `MPI_Comm <root>.<sequence>`.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -34,6 +36,16 @@ pub fn define(
     let self_group = defs.group("", GroupType::CommSelf, Paradigm::Mpi, GroupFlags::NONE, &[]);
     let self_comm = defs.comm("MPI_COMM_SELF", self_group, None, CommFlags::NONE);
 
+    // A name the program gave a communicator wins over ours, from whichever
+    // member process gave it (the lowest rank's, if they differ).
+    let mut named: HashMap<(u32, u64), &str> = HashMap::new();
+    for d in processes.iter().flat_map(|p| &p.defs) {
+        for (id, name) in &d.comm_names {
+            if let Some(c) = d.comms.get(id) {
+                named.entry(c.key).or_insert(name);
+            }
+        }
+    }
     let mut groups: HashMap<Vec<u64>, GroupRef> = HashMap::new();
     let mut comms: HashMap<(u32, u64), CommRef> = HashMap::new();
     for (p, plan) in processes.iter().zip(layout.processes.iter_mut()) {
@@ -52,7 +64,7 @@ pub fn define(
                         let group = *groups.entry(ranks.clone()).or_insert_with(|| {
                             defs.group("", GroupType::CommGroup, Paradigm::Mpi, GroupFlags::NONE, &ranks)
                         });
-                        defs.comm(&c.name, group, None, CommFlags::NONE)
+                        defs.comm(named.get(&c.key).copied().unwrap_or(&c.name), group, None, CommFlags::NONE)
                     })
                 };
                 table[id as usize] = Some(comm);
