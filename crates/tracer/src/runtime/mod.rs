@@ -322,35 +322,29 @@ impl Recorder {
     /// work at `exit_started` (before the producer's last flush): the
     /// merge reports the time from then to the archive.
     pub fn finish_from(&self, exit_started: u64) {
+        self.close_with(|| Definition::StreamEnd { time: crate::clock::now(), exit_started });
+    }
+
+    /// Writes every buffer, what was lost, and `last` (made once the
+    /// buffers are written), the stream's closing record.
+    fn close_with(&self, last: impl FnOnce() -> Definition) {
         self.flush_all();
         let dropped = self.dropped();
         if dropped > 0 {
             self.define(&Definition::Dropped { location: u32::MAX, count: dropped });
         }
-        self.define(&Definition::StreamEnd { time: crate::clock::now(), exit_started });
+        self.define(&last());
         self.flush_definitions();
     }
 
     /// The last flush of a process that `signal` is about to kill (see
-    /// [`rescue`]): every buffer that is not in the middle of an append,
+    /// [`rescue`]): every buffer whose thread is not stuck in an append,
     /// what was lost, and which signal it was. The stream stays without
     /// StreamEnd: the process did not finish.
     fn rescue(&self, signal: u32) {
-        if !self.is_active() {
-            return;
+        if self.is_active() {
+            self.close_with(|| Definition::Signal { signal, time: crate::clock::now() });
         }
-        let buffers: Vec<Arc<ThreadBuffer>> = self.0.buffers.lock().unwrap_or_else(|e| e.into_inner()).clone();
-        for b in &buffers {
-            if let Some(mut p) = b.take(Duration::from_millis(20), |_| true) {
-                self.write_events(b.location, &mut p);
-            }
-        }
-        let dropped = self.dropped();
-        if dropped > 0 {
-            self.define(&Definition::Dropped { location: u32::MAX, count: dropped });
-        }
-        self.define(&Definition::Signal { signal, time: crate::clock::now() });
-        self.flush_definitions();
     }
 
     fn defs(&self) -> MutexGuard<'_, DefTable> {
