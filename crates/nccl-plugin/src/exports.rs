@@ -121,6 +121,44 @@ fn unsupported(t: u64) -> Descr {
     Descr::Unsupported { type_bits: t }
 }
 
+/// A [`CollLaunch`] from a v2–v6 collective descriptor (they differ in
+/// type, not in these fields, save the channel count's name). Expands to
+/// calls of `func` and `sym`: use inside `unsafe`, on a filled descriptor.
+macro_rules! coll_launch {
+    ($c:expr, $channels:ident, $comm:expr) => {{
+        let c = $c;
+        CollLaunch {
+            seq: c.seqNumber,
+            func: func(c.func),
+            count: c.count as u64,
+            root: c.root,
+            datatype: sym(c.datatype),
+            reduction: None,
+            channels: c.$channels,
+            warps: c.nWarps,
+            algo: sym(c.algo),
+            proto: sym(c.proto),
+            comm: $comm,
+        }
+    }};
+}
+
+/// A [`P2pLaunch`] from a v2–v6 point-to-point descriptor; as
+/// [`coll_launch`].
+macro_rules! p2p_launch {
+    ($p:expr, $channels:expr, $comm:expr) => {{
+        let p = $p;
+        P2pLaunch {
+            func: func(p.func),
+            count: p.count as u64,
+            datatype: sym(p.datatype),
+            peer: p.peer,
+            channels: $channels,
+            comm: $comm,
+        }
+    }};
+}
+
 // ---- descriptors ----
 
 /// # Safety
@@ -179,19 +217,7 @@ unsafe fn descr_v2(d: &EventDescr_v2) -> Descr {
             event::GROUP => Descr::Group,
             event::COLL => {
                 let c = &d.u.coll;
-                Descr::Coll(CollLaunch {
-                    seq: c.seqNumber,
-                    func: func(c.func),
-                    count: c.count as u64,
-                    root: c.root,
-                    datatype: sym(c.datatype),
-                    reduction: None,
-                    channels: c.nMaxChannels,
-                    warps: c.nWarps,
-                    algo: sym(c.algo),
-                    proto: sym(c.proto),
-                    comm: comm_tag(c.name, c.commHash),
-                })
+                Descr::Coll(coll_launch!(c, nMaxChannels, comm_tag(c.name, c.commHash)))
             }
             event::P2P => Descr::P2p(p2p_v2(&d.u.p2p)),
             event::PROXY_OP => Descr::ProxyOp(proxy_op(&d.u.proxyOp)),
@@ -207,16 +233,7 @@ unsafe fn descr_v2(d: &EventDescr_v2) -> Descr {
 /// `p` is a filled v2/v3 point-to-point descriptor.
 unsafe fn p2p_v2(p: &P2pDescr_v2) -> P2pLaunch {
     // SAFETY: per the contract.
-    unsafe {
-        P2pLaunch {
-            func: func(p.func),
-            count: p.count as u64,
-            datatype: sym(p.datatype),
-            peer: p.peer,
-            channels: 0,
-            comm: comm_tag(p.name, p.commHash),
-        }
-    }
+    unsafe { p2p_launch!(p, 0, comm_tag(p.name, p.commHash)) }
 }
 
 /// # Safety
@@ -230,19 +247,7 @@ unsafe fn descr_v3(d: &EventDescr_v3) -> Descr {
             event::GROUP => Descr::Group,
             event::COLL => {
                 let c = &d.u.coll;
-                Descr::Coll(CollLaunch {
-                    seq: c.seqNumber,
-                    func: func(c.func),
-                    count: c.count as u64,
-                    root: c.root,
-                    datatype: sym(c.datatype),
-                    reduction: None,
-                    channels: c.nMaxChannels,
-                    warps: c.nWarps,
-                    algo: sym(c.algo),
-                    proto: sym(c.proto),
-                    comm: comm_tag(c.name, c.commHash),
-                })
+                Descr::Coll(coll_launch!(c, nMaxChannels, comm_tag(c.name, c.commHash)))
             }
             event::P2P => Descr::P2p(p2p_v2(&d.u.p2p)),
             event::PROXY_OP => Descr::ProxyOp(proxy_op(&d.u.proxyOp)),
@@ -256,28 +261,6 @@ unsafe fn descr_v3(d: &EventDescr_v3) -> Descr {
 
 /// # Safety
 ///
-/// `c` is a filled v4/v5 collective descriptor (the v5 one starts alike).
-unsafe fn coll_v4(c: &CollDescr_v4) -> CollLaunch {
-    // SAFETY: per the contract.
-    unsafe {
-        CollLaunch {
-            seq: c.seqNumber,
-            func: func(c.func),
-            count: c.count as u64,
-            root: c.root,
-            datatype: sym(c.datatype),
-            reduction: None,
-            channels: c.nChannels,
-            warps: c.nWarps,
-            algo: sym(c.algo),
-            proto: sym(c.proto),
-            comm: None,
-        }
-    }
-}
-
-/// # Safety
-///
 /// `d` is NCCL's v4 descriptor (see [`descr_v1`]).
 unsafe fn descr_v4(d: &EventDescr_v4) -> Descr {
     let t = u64::from(d.type_);
@@ -285,18 +268,8 @@ unsafe fn descr_v4(d: &EventDescr_v4) -> Descr {
     unsafe {
         match t {
             event::GROUP => Descr::Group,
-            event::COLL => Descr::Coll(coll_v4(&d.u.coll)),
-            event::P2P => {
-                let p = &d.u.p2p;
-                Descr::P2p(P2pLaunch {
-                    func: func(p.func),
-                    count: p.count as u64,
-                    datatype: sym(p.datatype),
-                    peer: p.peer,
-                    channels: p.nChannels,
-                    comm: None,
-                })
-            }
+            event::COLL => Descr::Coll(coll_launch!(&d.u.coll, nChannels, None)),
+            event::P2P => Descr::P2p(p2p_launch!(&d.u.p2p, d.u.p2p.nChannels, None)),
             event::PROXY_OP => Descr::ProxyOp(proxy_op(&d.u.proxyOp)),
             event::PROXY_STEP => Descr::ProxyStep { step: d.u.proxyStep.step },
             event::PROXY_CTRL => Descr::ProxyCtrl,
@@ -341,33 +314,8 @@ macro_rules! descr_api {
                     })
                 }
                 event::KERNEL_LAUNCH => Descr::KernelLaunch,
-                event::COLL => {
-                    let c = &d.u.coll;
-                    Descr::Coll(CollLaunch {
-                        seq: c.seqNumber,
-                        func: func(c.func),
-                        count: c.count as u64,
-                        root: c.root,
-                        datatype: sym(c.datatype),
-                        reduction: None,
-                        channels: c.nChannels,
-                        warps: c.nWarps,
-                        algo: sym(c.algo),
-                        proto: sym(c.proto),
-                        comm: None,
-                    })
-                }
-                event::P2P => {
-                    let p = &d.u.p2p;
-                    Descr::P2p(P2pLaunch {
-                        func: func(p.func),
-                        count: p.count as u64,
-                        datatype: sym(p.datatype),
-                        peer: p.peer,
-                        channels: p.nChannels,
-                        comm: None,
-                    })
-                }
+                event::COLL => Descr::Coll(coll_launch!(&d.u.coll, nChannels, None)),
+                event::P2P => Descr::P2p(p2p_launch!(&d.u.p2p, d.u.p2p.nChannels, None)),
                 event::PROXY_OP => Descr::ProxyOp(proxy_op(&d.u.proxyOp)),
                 event::PROXY_STEP => Descr::ProxyStep { step: d.u.proxyStep.step },
                 event::PROXY_CTRL => Descr::ProxyCtrl,
