@@ -28,7 +28,7 @@ have_minor=$( (cargo --version 2>/dev/null || true) | sed -n 's/^cargo 1\.\([0-9
 if [[ -z "$have_minor" || "$have_minor" -lt "$need_minor" ]]; then
   if ! command -v rustup >/dev/null 2>&1; then
     echo "[setup] installing Rust with rustup"
-    curl -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal --component clippy,rustfmt >/dev/null
+    curl -sSf https://static.rust-lang.org/rustup/rustup-init.sh | sh -s -- -y --profile minimal --component clippy,rustfmt >/dev/null
   fi
   # shellcheck disable=SC1091
   source "$HOME/.cargo/env"
