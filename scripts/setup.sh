@@ -2,8 +2,8 @@
 # Installs what gputrace needs to build and test on Debian or Ubuntu (run as
 # root): OTF2 (static library, otf2-print, the Python reader), Open MPI and
 # MPICH with their Fortran compilers, ViTE (the viewer a test renders an
-# archive with), and a Rust toolchain (rustup) when cargo is missing or
-# older than the workspace needs. Safe to run again.
+# archive with), and the Rust toolchain pinned in rust-toolchain.toml
+# (through rustup, installed if missing). Safe to run again.
 set -euo pipefail
 
 packages=(
@@ -23,15 +23,21 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-need_minor=88
-have_minor=$( (cargo --version 2>/dev/null || true) | sed -n 's/^cargo 1\.\([0-9]*\).*/\1/p')
-if [[ -z "$have_minor" || "$have_minor" -lt "$need_minor" ]]; then
-  if ! command -v rustup >/dev/null 2>&1; then
-    echo "[setup] installing Rust with rustup"
-    curl -sSf https://static.rust-lang.org/rustup/rustup-init.sh | sh -s -- -y --profile minimal --component clippy,rustfmt >/dev/null
-  fi
+# The toolchain pinned in rust-toolchain.toml, through rustup (its cargo
+# proxy picks the pinned version inside the repository).
+toolchain=$(sed -n 's/^channel = "\(.*\)"$/\1/p' rust-toolchain.toml)
+if [[ ! -x "$HOME/.cargo/bin/rustup" ]] && ! command -v rustup >/dev/null 2>&1; then
+  echo "[setup] installing rustup"
+  curl -sSf https://static.rust-lang.org/rustup/rustup-init.sh |
+    sh -s -- -y --profile minimal --default-toolchain none >/dev/null
+fi
+if [[ -f "$HOME/.cargo/env" ]]; then
   # shellcheck disable=SC1091
   source "$HOME/.cargo/env"
-  rustup toolchain install stable --profile minimal --component clippy,rustfmt >/dev/null
-  rustup default stable >/dev/null
 fi
+if ! rustup toolchain list | grep -q "^$toolchain-"; then
+  echo "[setup] installing Rust $toolchain"
+  rustup toolchain install "$toolchain" --profile minimal --component clippy,rustfmt
+fi
+rustup component add --toolchain "$toolchain" clippy rustfmt 2>/dev/null ||
+  { echo "[setup] cannot add clippy and rustfmt to Rust $toolchain" >&2; exit 1; }
