@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what gputrace needs to build and test on Debian or Ubuntu (run as
-# root): OTF2 (static library, otf2-print, the Python reader), Open MPI and
+# root): OTF2 (static library, otf2-print, the Python reader and the six
+# module it imports but Debian's package does not depend on), Open MPI and
 # MPICH with their Fortran compilers, ViTE (the viewer a test renders an
 # archive with), and the Rust toolchain pinned in rust-toolchain.toml
 # (through rustup, installed if missing). Safe to run again.
@@ -8,7 +9,7 @@ set -euo pipefail
 
 packages=(
   build-essential ca-certificates curl pkg-config git
-  libopen-trace-format2-dev otf2-tools python3-otf2
+  libopen-trace-format2-dev otf2-tools python3-otf2 python3-six
   libopenmpi-dev openmpi-bin mpich libmpich-dev gfortran
   binutils vite
 )
