@@ -9,7 +9,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use tracer::raw::{CommDef, Definition, DeviceDef, LocationKind, MetricDef, NvLinkDef, Paradigm, RawFile, RegionRole};
+use tracer::raw::{
+    CommDef, Definition, DeviceDef, LocationKind, MetricDef, NvLinkDef, Paradigm, Problem, Producer, RawFile,
+    RegionRole,
+};
 
 /// One stream's definitions, indexed.
 #[derive(Debug, Default)]
@@ -75,7 +78,15 @@ pub struct Process {
     pub defs: Vec<StreamDefs>,
     pub clock_points: Vec<ClockPoint>,
     pub dropped: u64,
+    /// Every stream closed (StreamEnd) and none damaged.
     pub complete: bool,
+    /// Some stream has no StreamEnd: the process ended while recording.
+    pub unclosed: bool,
+    /// Events that were being written when the process ended (torn, not
+    /// kept).
+    pub cut: u64,
+    /// An MPI process that never called MPI_Finalize.
+    pub no_finalize: bool,
     /// The signal that killed it, when it had time to say so.
     pub signal: Option<u32>,
     /// When the process's producers began their final flush (0: unknown).
@@ -114,7 +125,9 @@ pub fn load(raw_dir: &Path) -> Result<(Vec<Process>, Warnings)> {
     for path in paths {
         match RawFile::open(&path) {
             Ok(raw) => {
-                for p in &raw.problems {
+                // An open slot is how a process that ended while recording
+                // looks: the summary says how it ended, not a warning.
+                for p in raw.problems.iter().filter(|p| p.is_damage()) {
                     warnings.push(format!("{}: {p}", path.display()));
                 }
                 let h = &raw.header;
@@ -145,6 +158,9 @@ fn build_process(mut streams: Vec<RawFile>) -> Process {
         clock_points: Vec::new(),
         dropped: 0,
         complete: true,
+        unclosed: false,
+        cut: 0,
+        no_finalize: false,
         signal: None,
         exit_started: 0,
         command: first.command.clone(),
@@ -214,12 +230,41 @@ fn build_process(mut streams: Vec<RawFile>) -> Process {
             }
         }
         p.dropped += dropped;
-        p.complete &= ended && s.problems.is_empty();
+        p.unclosed |= !ended;
+        p.complete &= ended && !s.problems.iter().any(Problem::is_damage);
+        p.cut += s
+            .problems
+            .iter()
+            .map(|pr| if let Problem::OpenSlot { cut, .. } = pr { u64::from(*cut) } else { 0 })
+            .sum::<u64>();
+        if s.header.producer == Producer::Mpi {
+            p.no_finalize = !d.regions.values().any(|r| r.name == "MPI_Finalize");
+        }
         p.defs.push(d);
     }
     p.clock_points.sort_by_key(|c| c.local);
     p.streams = streams;
     p
+}
+
+impl Process {
+    /// How the process ended, when not normally: for the summary.
+    pub fn ending(&self) -> Option<String> {
+        let mut how = match (self.signal, self.unclosed) {
+            (Some(sig), _) => format!("ended by {}, its buffers written first", signal_name(sig)),
+            (None, true) => "stopped without closing its trace (SIGKILL, or _exit)".to_string(),
+            (None, false) if self.no_finalize && self.mpi.is_some() => "exited without MPI_Finalize".to_string(),
+            (None, false) if !self.complete => "its stream is damaged".to_string(),
+            (None, false) => return None,
+        };
+        if self.cut > 0 {
+            how += &format!("; {} event{} being written cut", self.cut, if self.cut == 1 { "" } else { "s" });
+        }
+        if self.dropped > 0 {
+            how += &format!("; {} events not written", self.dropped);
+        }
+        Some(format!("rank {} (pid {} on {}) {how}", self.rank, self.pid, self.host))
+    }
 }
 
 /// MPI ranks as recorded; the others follow in (rank hint, start) order.

@@ -50,14 +50,7 @@ pub fn run(experiment: &Experiment, config: &Config, force: bool) -> Result<Summ
         mpi_ranks: processes.iter().filter(|p| p.mpi.is_some()).count(),
         hosts: processes.iter().map(|p| p.host.clone()).collect(),
         dropped: processes.iter().map(|p| p.dropped).sum(),
-        incomplete_processes: processes
-            .iter()
-            .filter(|p| !p.complete)
-            .map(|p| match p.signal {
-                Some(sig) => format!("rank {} (pid {} on {}, {})", p.rank, p.pid, p.host, inputs::signal_name(sig)),
-                None => format!("rank {} (pid {} on {})", p.rank, p.pid, p.host),
-            })
-            .collect(),
+        incomplete_processes: processes.iter().filter_map(inputs::Process::ending).collect(),
         ..Summary::default()
     };
     let (first, last) = trace_bounds(&processes, &clocks);

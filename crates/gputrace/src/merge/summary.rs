@@ -201,12 +201,8 @@ impl Summary {
             let _ =
                 writeln!(s, "lost: {} events could not be written by the traced processes", thousands(self.dropped));
         }
-        if !self.incomplete_processes.is_empty() {
-            let _ = writeln!(
-                s,
-                "incomplete: {} (ended without finishing their trace; every chunk they wrote is kept)",
-                self.incomplete_processes.join(", ")
-            );
+        for ending in &self.incomplete_processes {
+            let _ = writeln!(s, "ended early: {ending}; every event it committed is kept");
         }
         if self.closed_open_regions > 0 || self.clamped > 0 || self.unmatched_leaves > 0 {
             let _ = writeln!(

@@ -12,8 +12,10 @@
 //!  4     1     format version
 //!  5     1     chunk kind (stream header, definitions, events)
 //!  6     1     producer (mpi, cuda, nccl, ...)
-//!  7     1     reserved, 0
-//!  8     4     payload length, bytes (little-endian)
+//!  7     1     flags: bit 0 = a slot chunk (see below)
+//!  8     4     payload length, bytes (little-endian); of a slot chunk,
+//!              the slot's length
+
 //! 12     4     CRC-32 of the payload
 //! 16     4     location (event chunks; 0 otherwise)
 //! 20     4     number of events (event chunks; 0 otherwise)
@@ -22,16 +24,48 @@
 //! 40     4     CRC-32 of bytes 0..40
 //! 44     4     reserved, 0
 //! ```
+//!
+//! A *slot chunk* is filled in place: the recorder maps its bytes (a
+//! shared file mapping) and appends events there, so what a thread
+//! recorded is in the page cache the moment it is recorded, and survives
+//! the process however it dies. Its header is written once, when the slot
+//! is opened; what the slot holds is said by a commit word and, once the
+//! slot is closed, a seal:
+//!
+//! ```text
+//! slot offset  size  field
+//!  0           48    chunk header (flags bit 0; payload length = slot length)
+//! 48            8    commit word: bytes committed (low 32 bits), events (high 32)
+//! 56           ...   payload: the committed bytes, then the seal
+//! 56+bytes     32    seal: bytes, events (u32 each), smallest and largest
+//!                    timestamp (u64 each), CRC-32 of the payload, CRC-32
+//!                    of the seal's first 28 bytes
+//! ```
+//!
+//! The writer stores the commit word (one aligned 8-byte store) after the
+//! bytes it covers, so a reader takes every committed event and ignores a
+//! torn one after them. A slot without a valid seal belongs to a process
+//! that ended while recording into it; the reader decodes its committed
+//! events to learn what the seal would have said.
 
 use crate::raw::Producer;
 
 pub const MAGIC: [u8; 4] = *b"GTRC";
 /// Version of the raw format; bumped on any incompatible change.
-pub const FORMAT_VERSION: u8 = 1;
+pub const FORMAT_VERSION: u8 = 2;
+/// The oldest version this reader still reads (version 1 had no slot
+/// chunks; its chunks are read as they are).
+pub const OLDEST_VERSION: u8 = 1;
 pub const HEADER_LEN: usize = 48;
 /// Payloads larger than this are refused on read: no writer makes them, so a
 /// larger length means a damaged header.
 pub const MAX_PAYLOAD: u32 = 64 << 20;
+/// Flag bit of a slot chunk.
+pub const FLAG_SLOT: u8 = 1;
+/// Bytes of a slot before its payload: the header and the commit word.
+pub const SLOT_PREFIX: usize = HEADER_LEN + 8;
+/// Length of a slot's seal.
+pub const SEAL_LEN: usize = 32;
 
 /// What a chunk's payload holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +96,8 @@ pub struct ChunkHeader {
     pub version: u8,
     pub kind: ChunkKind,
     pub producer: Producer,
+    /// [`FLAG_SLOT`] for a slot chunk.
+    pub flags: u8,
     pub payload_len: u32,
     pub payload_crc: u32,
     pub location: u32,
@@ -88,6 +124,7 @@ impl ChunkHeader {
             version: FORMAT_VERSION,
             kind,
             producer,
+            flags: 0,
             payload_len: payload.len() as u32,
             payload_crc: crc32fast::hash(payload),
             location: 0,
@@ -103,6 +140,7 @@ impl ChunkHeader {
         h[4] = self.version;
         h[5] = self.kind as u8;
         h[6] = self.producer as u8;
+        h[7] = self.flags;
         h[8..12].copy_from_slice(&self.payload_len.to_le_bytes());
         h[12..16].copy_from_slice(&self.payload_crc.to_le_bytes());
         h[16..20].copy_from_slice(&self.location.to_le_bytes());
@@ -123,7 +161,7 @@ impl ChunkHeader {
         if crc32fast::hash(&h[0..40]) != le32(40..44) {
             return Err(HeaderProblem::BadChecksum);
         }
-        if h[4] != FORMAT_VERSION {
+        if !(OLDEST_VERSION..=FORMAT_VERSION).contains(&h[4]) {
             return Err(HeaderProblem::UnknownVersion(h[4]));
         }
         let kind = ChunkKind::from_u8(h[5]).ok_or(HeaderProblem::UnknownKind(h[5]))?;
@@ -136,6 +174,7 @@ impl ChunkHeader {
             version: h[4],
             kind,
             producer,
+            flags: h[7] & FLAG_SLOT,
             payload_len,
             payload_crc: le32(12..16),
             location: le32(16..20),
@@ -147,6 +186,74 @@ impl ChunkHeader {
 
     pub fn payload_ok(&self, payload: &[u8]) -> bool {
         payload.len() == self.payload_len as usize && crc32fast::hash(payload) == self.payload_crc
+    }
+
+    /// The header that opens a slot of `slot_len` bytes (header included).
+    pub fn for_slot(kind: ChunkKind, producer: Producer, location: u32, slot_len: usize) -> Self {
+        ChunkHeader {
+            version: FORMAT_VERSION,
+            kind,
+            producer,
+            flags: FLAG_SLOT,
+            payload_len: (slot_len - HEADER_LEN) as u32,
+            payload_crc: 0,
+            location,
+            event_count: 0,
+            min_time: 0,
+            max_time: 0,
+        }
+    }
+
+    pub fn is_slot(&self) -> bool {
+        self.flags & FLAG_SLOT != 0
+    }
+}
+
+/// The commit word of a slot: bytes and events committed.
+#[inline]
+pub fn commit_word(bytes: u32, events: u32) -> u64 {
+    u64::from(bytes) | (u64::from(events) << 32)
+}
+
+/// Splits a commit word into (bytes, events).
+pub fn split_commit_word(word: u64) -> (u32, u32) {
+    (word as u32, (word >> 32) as u32)
+}
+
+/// What a closed slot holds, written right after its payload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seal {
+    pub bytes: u32,
+    pub events: u32,
+    pub min_time: u64,
+    pub max_time: u64,
+    pub payload_crc: u32,
+}
+
+impl Seal {
+    pub fn encode(&self) -> [u8; SEAL_LEN] {
+        let mut s = [0u8; SEAL_LEN];
+        s[0..4].copy_from_slice(&self.bytes.to_le_bytes());
+        s[4..8].copy_from_slice(&self.events.to_le_bytes());
+        s[8..16].copy_from_slice(&self.min_time.to_le_bytes());
+        s[16..24].copy_from_slice(&self.max_time.to_le_bytes());
+        s[24..28].copy_from_slice(&self.payload_crc.to_le_bytes());
+        let crc = crc32fast::hash(&s[0..28]);
+        s[28..32].copy_from_slice(&crc.to_le_bytes());
+        s
+    }
+
+    /// The seal in `s`, if its checksum holds.
+    pub fn decode(s: &[u8; SEAL_LEN]) -> Option<Seal> {
+        let le32 = |at: usize| u32::from_le_bytes([s[at], s[at + 1], s[at + 2], s[at + 3]]);
+        let le64 = |at: usize| u64::from_le_bytes(s[at..at + 8].try_into().unwrap_or([0; 8]));
+        (crc32fast::hash(&s[0..28]) == le32(28)).then(|| Seal {
+            bytes: le32(0),
+            events: le32(4),
+            min_time: le64(8),
+            max_time: le64(16),
+            payload_crc: le32(24),
+        })
     }
 }
 
@@ -185,5 +292,20 @@ mod tests {
         bad = bytes;
         bad[0] = b'X';
         assert_eq!(ChunkHeader::decode(&bad), Err(HeaderProblem::NoMagic));
+    }
+
+    #[test]
+    fn slot_header_and_seal_round_trip() {
+        let h = ChunkHeader::for_slot(ChunkKind::Events, Producer::Mpi, 3, 64 << 10);
+        let back = ChunkHeader::decode(&h.encode()).unwrap();
+        assert!(back.is_slot());
+        assert_eq!((back.location, back.payload_len), (3, (64 << 10) - HEADER_LEN as u32));
+        let seal = Seal { bytes: 100, events: 7, min_time: 5, max_time: 9, payload_crc: 0xdead };
+        let mut bytes = seal.encode();
+        assert_eq!(Seal::decode(&bytes), Some(seal));
+        bytes[3] ^= 0x40;
+        assert_eq!(Seal::decode(&bytes), None);
+        assert_eq!(Seal::decode(&[0; SEAL_LEN]), None, "zeros are no seal");
+        assert_eq!(split_commit_word(commit_word(12, 3)), (12, 3));
     }
 }

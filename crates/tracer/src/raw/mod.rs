@@ -23,7 +23,7 @@ pub use defs::{
 pub use event::{Collective, CollectiveOp, Copy, CopyKind, Event, KernelConfig, MemoryKind, Message, PeerEnds};
 pub use reader::{EventChunk, Problem, RawFile};
 pub use writer::EventSpan;
-pub use writer::StreamFile;
+pub use writer::{Slot, SlotError, StreamFile};
 
 /// Which part of gputrace wrote a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

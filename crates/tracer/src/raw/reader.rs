@@ -14,7 +14,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use crate::raw::chunk::{ChunkHeader, ChunkKind, HEADER_LEN, MAGIC};
+use crate::raw::chunk::{ChunkHeader, ChunkKind, HEADER_LEN, MAGIC, SEAL_LEN, SLOT_PREFIX, Seal, split_commit_word};
 use crate::raw::varint::Cursor;
 use crate::raw::{Definition, Event, Producer, StreamHeader, parse_stream_file_name};
 
@@ -29,6 +29,18 @@ pub enum Problem {
     BadPayload { offset: u64, kind: ChunkKind, events: u32 },
     /// The stream header was lost; the identity came from the file name.
     NoStreamHeader,
+    /// The slot at `offset` was still open when its process ended (killed,
+    /// or ended by a signal): its `events` committed events are kept, and
+    /// `cut` events being written at that instant were dropped.
+    OpenSlot { offset: u64, events: u32, cut: u32 },
+}
+
+impl Problem {
+    /// Whether this is damage (as opposed to the normal trace of a process
+    /// that ended while recording).
+    pub fn is_damage(&self) -> bool {
+        !matches!(self, Problem::OpenSlot { .. })
+    }
 }
 
 impl std::fmt::Display for Problem {
@@ -48,6 +60,9 @@ impl std::fmt::Display for Problem {
             },
             Problem::NoStreamHeader => {
                 write!(f, "stream header lost; process identity taken from the file name")
+            }
+            Problem::OpenSlot { offset, events, cut } => {
+                write!(f, "buffer at offset {offset} still open at the end: {events} events kept, {cut} cut")
             }
         }
     }
@@ -105,6 +120,13 @@ impl RawFile {
         while pos < size {
             let header = match raw.header_at(pos).map_err(io_err)? {
                 Ok(h) => h,
+                Err(_) if raw.zeros_at(pos).map_err(io_err)? => {
+                    // Space a writer reserved and never used (a slot's
+                    // alignment, or one whose process died before its
+                    // header): not damage.
+                    pos = raw.skip_zeros(pos).map_err(io_err)?;
+                    continue;
+                }
                 Err(reason) => {
                     let next = raw.find_next_header(pos + 1).map_err(io_err)?;
                     raw.problems.push(Problem::Damaged { offset: pos, len: next - pos, reason });
@@ -114,6 +136,11 @@ impl RawFile {
             };
             let start = pos + HEADER_LEN as u64;
             let end = start + u64::from(header.payload_len);
+            if header.is_slot() {
+                raw.read_slot(pos, header).map_err(io_err)?;
+                pos = end.min(size);
+                continue;
+            }
             if end > size {
                 raw.problems.push(Problem::Truncated { offset: pos, have: size - pos, need: end - pos });
                 break;
@@ -172,6 +199,120 @@ impl RawFile {
             Ok(time) => Events { cursor, time, left: chunk.header.event_count },
             Err(_) => Events { cursor, time: 0, left: 0 },
         }
+    }
+
+    /// Reads the slot chunk at `pos`: its committed bytes, sealed or not.
+    fn read_slot(&mut self, pos: u64, slot: ChunkHeader) -> io::Result<()> {
+        let slot_end = (pos + HEADER_LEN as u64 + u64::from(slot.payload_len)).min(self.size);
+        let payload_at = pos + SLOT_PREFIX as u64;
+        if payload_at > slot_end {
+            self.problems.push(Problem::Truncated { offset: pos, have: slot_end - pos, need: SLOT_PREFIX as u64 });
+            return Ok(());
+        }
+        let mut word = [0u8; 8];
+        self.file.read_exact_at(&mut word, pos + HEADER_LEN as u64)?;
+        let (bytes, events) = split_commit_word(u64::from_le_bytes(word));
+        let room = slot_end - payload_at;
+        let nominal_end = pos + HEADER_LEN as u64 + u64::from(slot.payload_len);
+        let mut cut_short = false;
+        if u64::from(bytes) > room {
+            if nominal_end <= self.size {
+                let reason = format!("commit word claims {bytes} bytes in a slot of {room}");
+                self.problems.push(Problem::Damaged { offset: pos, len: slot_end - pos, reason });
+                return Ok(());
+            }
+            // The file was cut inside the slot (a copy cut short): keep
+            // the events that are there.
+            let need = SLOT_PREFIX as u64 + u64::from(bytes);
+            self.problems.push(Problem::Truncated { offset: pos, have: slot_end - pos, need });
+            cut_short = true;
+        }
+        let mut payload = vec![0u8; u64::from(bytes).min(room) as usize];
+        self.file.read_exact_at(&mut payload, payload_at)?;
+        let seal_at = payload_at + u64::from(bytes);
+        let mut seal = [0u8; SEAL_LEN];
+        let sealed = if !cut_short && seal_at + SEAL_LEN as u64 <= slot_end {
+            self.file.read_exact_at(&mut seal, seal_at)?;
+            Seal::decode(&seal).filter(|s| s.bytes == bytes && s.events == events)
+        } else {
+            None
+        };
+        match slot.kind {
+            ChunkKind::Definitions => self.decode_definitions(pos, &payload),
+            ChunkKind::StreamHeader => {}
+            ChunkKind::Events if payload.is_empty() => {}
+            ChunkKind::Events => {
+                let mut header = ChunkHeader { flags: 0, payload_len: payload.len() as u32, ..slot };
+                if let Some(s) = sealed {
+                    header.payload_crc = s.payload_crc;
+                    header.event_count = s.events;
+                    header.min_time = s.min_time;
+                    header.max_time = s.max_time;
+                } else {
+                    // The process ended while recording here: what the
+                    // seal would have said comes from the events.
+                    header.payload_crc = crc32fast::hash(&payload);
+                    header.event_count = events;
+                    let probe = EventChunk { offset: payload_at, header };
+                    let (mut n, mut min, mut max) = (0u32, u64::MAX, 0u64);
+                    for (t, _) in RawFile::events(&probe, &payload) {
+                        n += 1;
+                        min = min.min(t);
+                        max = max.max(t);
+                    }
+                    header.event_count = n;
+                    header.min_time = if n == 0 { 0 } else { min };
+                    header.max_time = max;
+                    if !cut_short {
+                        let cut = self.torn_events(seal_at, slot_end)?;
+                        self.problems.push(Problem::OpenSlot { offset: pos, events: n, cut });
+                    }
+                }
+                self.chunks.push(EventChunk { offset: payload_at, header });
+            }
+        }
+        Ok(())
+    }
+
+    /// How many events were being written after the committed bytes of an
+    /// open slot: 0 when the bytes after them are zeros (nothing was).
+    fn torn_events(&self, from: u64, slot_end: u64) -> io::Result<u32> {
+        let mut tail = vec![0u8; (slot_end - from).min(4096) as usize];
+        self.file.read_exact_at(&mut tail, from)?;
+        let Some(last) = tail.iter().rposition(|b| *b != 0) else {
+            return Ok(0);
+        };
+        // Staged events are committed together: count those the torn bytes
+        // held (at least the one being written).
+        let mut c = Cursor::new(&tail[..=last]);
+        let mut n = 0;
+        while !c.is_empty() && Event::decode(&mut c).is_ok() {
+            n += 1;
+        }
+        Ok(n.max(1))
+    }
+
+    /// Whether a header's worth of bytes at `pos` (or up to the end) are
+    /// all zero.
+    fn zeros_at(&self, pos: u64) -> io::Result<bool> {
+        let mut h = [0u8; HEADER_LEN];
+        let avail = (self.size - pos).min(HEADER_LEN as u64) as usize;
+        self.file.read_exact_at(&mut h[..avail], pos)?;
+        Ok(h[..avail].iter().all(|b| *b == 0))
+    }
+
+    /// The offset of the first non-zero byte at or after `from`, or the end.
+    fn skip_zeros(&self, mut from: u64) -> io::Result<u64> {
+        let mut window = vec![0u8; SCAN_WINDOW];
+        while from < self.size {
+            let n = (self.size - from).min(SCAN_WINDOW as u64) as usize;
+            self.file.read_exact_at(&mut window[..n], from)?;
+            if let Some(i) = window[..n].iter().position(|b| *b != 0) {
+                return Ok(from + i as u64);
+            }
+            from += n as u64;
+        }
+        Ok(self.size)
     }
 
     fn header_at(&self, pos: u64) -> io::Result<Result<ChunkHeader, String>> {

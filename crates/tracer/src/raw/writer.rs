@@ -1,25 +1,45 @@
-//! Appending chunks to a stream file.
+//! Writing a stream file: whole chunks, and slots filled in place.
 //!
-//! Each chunk goes out with one `write` of header and payload under a mutex
-//! (taken once per full buffer, never per event), on a file opened with
-//! `O_APPEND`. The file is created exclusively: a stream never overwrites
-//! another.
+//! Space in the file is handed out by one allocator (a mutex over the end
+//! offset, taken once per chunk or slot, never per event) and reserved
+//! with `posix_fallocate` before anything is written there, so that a full
+//! disk is an error at that moment rather than a `SIGBUS` when a mapped
+//! page is first touched. Whole chunks (the stream header, definitions,
+//! the batches of explicit locations) go out with one `pwrite`; a thread's
+//! events go into a [`Slot`], a shared mapping of its part of the file, so
+//! that whatever the process recorded is in the page cache and reaches the
+//! file however the process ends. The file is created exclusively: a
+//! stream never overwrites another.
+//!
+//! A small slot is reserved right after the stream header for the closing
+//! records (what was dropped, how the stream ended), so they can be
+//! written even when the disk has filled up meanwhile.
 
 use std::fs::{File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::raw::chunk::{ChunkHeader, ChunkKind, HEADER_LEN};
-use crate::raw::{Producer, StreamHeader};
+use crate::raw::chunk::{ChunkHeader, ChunkKind, HEADER_LEN, SEAL_LEN, SLOT_PREFIX, Seal, commit_word};
+use crate::raw::event::MAX_EVENT_LEN;
+use crate::raw::{Event, Producer, StreamHeader, varint};
+
+/// Length of the slot reserved for the closing records.
+pub const CLOSING_SLOT_LEN: usize = 4096;
 
 /// An open stream file.
 #[derive(Debug)]
 pub struct StreamFile {
     path: PathBuf,
     producer: Producer,
-    file: Mutex<File>,
+    file: File,
+    /// The end of the space handed out so far.
+    end: Mutex<u64>,
+    /// Where the closing slot is, until it is used.
+    closing: Mutex<Option<u64>>,
 }
 
 /// Where a chunk of events belongs and what it spans.
@@ -31,14 +51,44 @@ pub struct EventSpan {
     pub max_time: u64,
 }
 
+/// Why a slot could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum SlotError {
+    /// The file could not grow (a full disk, a quota): recording must stop.
+    #[error("{0}")]
+    NoSpace(io::Error),
+    /// The file system does not map files (some network and FUSE file
+    /// systems): the caller keeps events in memory instead.
+    #[error("cannot map the stream file: {0}")]
+    NoMapping(io::Error),
+}
+
+fn page_size() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if n > 0 { n as u64 } else { 4096 }
+}
+
 impl StreamFile {
-    /// Creates `path` (which must not exist) and writes the stream header.
+    /// Creates `path` (which must not exist), writes the stream header and
+    /// reserves the closing slot.
     pub fn create(path: &Path, header: &StreamHeader) -> io::Result<StreamFile> {
-        let file = OpenOptions::new().append(true).create_new(true).custom_flags(libc::O_CLOEXEC).open(path)?;
-        let stream = StreamFile { path: path.to_path_buf(), producer: header.producer, file: Mutex::new(file) };
+        let file =
+            OpenOptions::new().read(true).write(true).create_new(true).custom_flags(libc::O_CLOEXEC).open(path)?;
+        let stream = StreamFile {
+            path: path.to_path_buf(),
+            producer: header.producer,
+            file,
+            end: Mutex::new(0),
+            closing: Mutex::new(None),
+        };
         let mut payload = Vec::new();
         header.encode(&mut payload);
         stream.write_chunk(ChunkKind::StreamHeader, None, &payload)?;
+        let at = stream.allocate(CLOSING_SLOT_LEN as u64, 1)?;
+        let head = ChunkHeader::for_slot(ChunkKind::Definitions, stream.producer, 0, CLOSING_SLOT_LEN).encode();
+        stream.write_all_at(&head, at)?;
+        *stream.closing.lock().unwrap_or_else(|e| e.into_inner()) = Some(at);
         Ok(stream)
     }
 
@@ -50,7 +100,28 @@ impl StreamFile {
         self.producer
     }
 
-    /// Appends one chunk. `span` is given for event chunks.
+    /// Hands out `len` bytes at an offset that is a multiple of `align`,
+    /// reserved on disk.
+    fn allocate(&self, len: u64, align: u64) -> io::Result<u64> {
+        let mut end = self.end.lock().unwrap_or_else(|e| e.into_inner());
+        let at = end.next_multiple_of(align);
+        let fd = self.file.as_raw_fd();
+        // SAFETY: a valid descriptor; offsets and lengths are checked by
+        // the kernel. Reserving from the old end also covers the
+        // alignment gap, which the reader skips as zeros.
+        let rc = unsafe { libc::posix_fallocate(fd, *end as libc::off_t, (at + len - *end) as libc::off_t) };
+        if rc != 0 {
+            return Err(io::Error::from_raw_os_error(rc));
+        }
+        *end = at + len;
+        Ok(at)
+    }
+
+    fn write_all_at(&self, bytes: &[u8], at: u64) -> io::Result<()> {
+        self.file.write_all_at(bytes, at)
+    }
+
+    /// Appends one whole chunk. `span` is given for event chunks.
     pub fn write_chunk(&self, kind: ChunkKind, span: Option<EventSpan>, payload: &[u8]) -> io::Result<()> {
         let mut header = ChunkHeader::for_payload(kind, self.producer, payload);
         if let Some(s) = span {
@@ -59,28 +130,211 @@ impl StreamFile {
             header.min_time = s.min_time;
             header.max_time = s.max_time;
         }
-        let head = header.encode();
-        let mut file = self.file.lock().unwrap_or_else(|e| e.into_inner());
-        write_all_vectored(&mut file, &head, payload)
+        let at = self.allocate((HEADER_LEN + payload.len()) as u64, 1)?;
+        // The payload first: a process killed between the two writes
+        // leaves zeros where the header goes, which a reader skips.
+        self.write_all_at(payload, at + HEADER_LEN as u64)?;
+        self.write_all_at(&header.encode(), at)
+    }
+
+    /// Writes definitions into the slot reserved for the closing records
+    /// (once; later calls fail). For when the disk is full.
+    pub fn write_closing(&self, payload: &[u8]) -> io::Result<()> {
+        let room = CLOSING_SLOT_LEN - SLOT_PREFIX - SEAL_LEN;
+        if payload.len() > room {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "closing records exceed their slot"));
+        }
+        let Some(at) = self.closing.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+            return Err(io::Error::new(io::ErrorKind::AlreadyExists, "closing slot already used"));
+        };
+        let bytes = payload.len() as u32;
+        let seal = Seal { bytes, events: 0, min_time: 0, max_time: 0, payload_crc: crc32fast::hash(payload) };
+        let payload_at = at + SLOT_PREFIX as u64;
+        self.write_all_at(payload, payload_at)?;
+        self.write_all_at(&seal.encode(), payload_at + u64::from(bytes))?;
+        // The commit word last: until it is there, the slot reads empty.
+        self.write_all_at(&commit_word(bytes, 0).to_le_bytes(), at + HEADER_LEN as u64)
+    }
+
+    /// Opens a slot of `len` bytes (a multiple of the page size) for the
+    /// events of `location`.
+    pub fn open_slot(&self, location: u32, len: usize) -> Result<Slot, SlotError> {
+        let page = page_size();
+        let len = (len as u64).next_multiple_of(page).max(page) as usize;
+        let at = self.allocate(len as u64, page).map_err(SlotError::NoSpace)?;
+        // SAFETY: a fresh shared mapping of `len` bytes of our file at a
+        // page-aligned offset that the allocator reserved for this slot
+        // alone; nothing else in this process maps or writes it.
+        let map = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                self.file.as_raw_fd(),
+                at as libc::off_t,
+            )
+        };
+        if map == libc::MAP_FAILED {
+            return Err(SlotError::NoMapping(io::Error::last_os_error()));
+        }
+        let mut slot = Slot {
+            map: map.cast::<u8>(),
+            len,
+            at,
+            used: 0,
+            count: 0,
+            last: 0,
+            min: u64::MAX,
+            max: 0,
+            scratch: Vec::with_capacity(4 * MAX_EVENT_LEN),
+        };
+        let head = ChunkHeader::for_slot(ChunkKind::Events, self.producer, location, len).encode();
+        slot.bytes_mut(0, HEADER_LEN).copy_from_slice(&head);
+        Ok(slot)
+    }
+
+    /// Seals `slot`, unmaps it and gives back the pages it did not use.
+    pub fn close_slot(&self, mut slot: Slot) {
+        let end = slot.seal();
+        let (at, len) = (slot.at, slot.len as u64);
+        drop(slot);
+        let page = page_size();
+        let keep = (at + end).next_multiple_of(page);
+        let slot_end = at + len;
+        if keep >= slot_end {
+            return;
+        }
+        let file_end = self.end.lock().unwrap_or_else(|e| e.into_inner());
+        if *file_end == slot_end {
+            // The last thing in the file: cut the file short. The slot's
+            // header still claims its whole length (headers are written
+            // once), and the allocator goes on from the slot's end; a
+            // reader clips the slot to the file.
+            let _ = self.file.set_len(keep);
+            return;
+        }
+        drop(file_end);
+        // SAFETY: a valid descriptor; the range is this slot's unused
+        // tail, which nothing maps any more. Failure only costs space.
+        unsafe {
+            libc::fallocate(
+                self.file.as_raw_fd(),
+                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                keep as libc::off_t,
+                (slot_end - keep) as libc::off_t,
+            )
+        };
     }
 }
 
-/// Writes header and payload, normally with a single `writev`.
-fn write_all_vectored(file: &mut File, head: &[u8; HEADER_LEN], payload: &[u8]) -> io::Result<()> {
-    let total = head.len() + payload.len();
-    let mut done = 0;
-    while done < total {
-        let n = if done < head.len() {
-            file.write_vectored(&[io::IoSlice::new(&head[done..]), io::IoSlice::new(payload)])
-        } else {
-            file.write(&payload[done - head.len()..])
-        };
-        match n {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-            Ok(n) => done += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
+/// A thread's events being written in place: a shared mapping of one slot
+/// chunk of the stream file. Every [`append`](Slot::append) ends with the
+/// commit word, so what it appended is part of the file from then on.
+#[derive(Debug)]
+pub struct Slot {
+    map: *mut u8,
+    len: usize,
+    at: u64,
+    used: usize,
+    count: u32,
+    last: u64,
+    min: u64,
+    max: u64,
+    scratch: Vec<u8>,
+}
+
+// SAFETY: the mapping is owned by the slot alone (see `open_slot`); the
+// raw pointer carries no thread affinity.
+unsafe impl Send for Slot {}
+
+impl Slot {
+    /// Room for payload bytes: the slot less header, commit word and seal.
+    fn room(&self) -> usize {
+        self.len - SLOT_PREFIX - SEAL_LEN
     }
-    Ok(())
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The mapped bytes `from..from + n`.
+    fn bytes(&self, from: usize, n: usize) -> &[u8] {
+        assert!(from + n <= self.len, "slot access out of bounds");
+        // SAFETY: as in `bytes_mut`, shared.
+        unsafe { std::slice::from_raw_parts(self.map.add(from), n) }
+    }
+
+    /// The mapped bytes `from..from + n`, to write.
+    fn bytes_mut(&mut self, from: usize, n: usize) -> &mut [u8] {
+        assert!(from + n <= self.len, "slot access out of bounds");
+        // SAFETY: the mapping is `len` bytes long, readable and writable,
+        // and owned by this slot; `&mut self` makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.map.add(from), n) }
+    }
+
+    /// Whether `n` more events surely fit.
+    #[inline]
+    pub fn fits(&self, n: usize) -> bool {
+        self.count < u32::MAX - n as u32 && self.used + varint::MAX_LEN + n * MAX_EVENT_LEN <= self.room()
+    }
+
+    /// Appends `events` (which must [fit](Slot::fits)) and commits them.
+    #[inline]
+    pub fn append(&mut self, events: &[(u64, Event)]) {
+        let mut buf = std::mem::take(&mut self.scratch);
+        buf.clear();
+        for (time, event) in events {
+            if self.count == 0 {
+                varint::put_u64(&mut buf, *time);
+                self.last = *time;
+            }
+            event.encode(time.wrapping_sub(self.last) as i64, &mut buf);
+            self.last = *time;
+            self.count += 1;
+            self.min = self.min.min(*time);
+            self.max = self.max.max(*time);
+        }
+        let from = SLOT_PREFIX + self.used;
+        self.bytes_mut(from, buf.len()).copy_from_slice(&buf);
+        self.used += buf.len();
+        self.scratch = buf;
+        self.commit();
+    }
+
+    /// Stores the commit word after the bytes it covers.
+    #[inline]
+    fn commit(&self) {
+        // SAFETY: offset 48 of a page-aligned mapping is 8-aligned and in
+        // bounds; the word is only ever accessed atomically.
+        let word = unsafe { &*self.map.add(HEADER_LEN).cast::<AtomicU64>() };
+        word.store(commit_word(self.used as u32, self.count).to_le(), Ordering::Release);
+    }
+
+    /// Writes the seal after the committed bytes; returns the offset in the
+    /// slot where its content ends.
+    fn seal(&mut self) -> u64 {
+        let from = SLOT_PREFIX + self.used;
+        let payload_crc = crc32fast::hash(self.bytes(SLOT_PREFIX, self.used));
+        let seal = Seal {
+            bytes: self.used as u32,
+            events: self.count,
+            min_time: if self.count == 0 { 0 } else { self.min },
+            max_time: self.max,
+            payload_crc,
+        };
+        self.bytes_mut(from, SEAL_LEN).copy_from_slice(&seal.encode());
+        (from + SEAL_LEN) as u64
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `open_slot`, unmapped once, here.
+        unsafe { libc::munmap(self.map.cast(), self.len) };
+    }
 }

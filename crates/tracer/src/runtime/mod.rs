@@ -2,10 +2,13 @@
 //! plugin) uses to write its raw stream.
 //!
 //! A [`Recorder`] owns one stream file. Threads record events into their own
-//! [`buffer`]s without locking; definitions (strings, regions, locations,
-//! communicators) go through one mutex, are batched, and are always written
-//! before any events chunk that could refer to them. When writing fails (a
-//! full disk), the recorder stops, counts what it drops and says so once.
+//! [`buffer`]s without locking — slots of the file itself, mapped, so that
+//! what is recorded survives the process; definitions (strings, regions,
+//! locations, communicators) go through one mutex, are batched, and are
+//! always written before any event that could refer to them is committed.
+//! When writing fails (a full disk), the recorder stops, counts what it
+//! drops and says so once; the count and the closing record go into a slot
+//! reserved for them when the stream was created.
 
 mod buffer;
 pub mod diag;
@@ -18,15 +21,15 @@ pub use session::{start, start_with};
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use buffer::{Pending, Pushed, ThreadBuffer};
+use buffer::{Inner, Pending, Pushed, Store, ThreadBuffer};
 
 use crate::filter::Filter;
 use crate::raw::chunk::ChunkKind;
-use crate::raw::{Definition, Event, LocationKind, Paradigm, Producer, RegionRole, StreamFile};
+use crate::raw::{Definition, Event, LocationKind, Paradigm, Producer, RegionRole, SlotError, StreamFile};
 
 /// The largest buffer one thread gets.
 pub const MAX_THREAD_BUFFER: usize = 4 << 20;
@@ -58,6 +61,10 @@ struct Shared {
     id: usize,
     stream: StreamFile,
     defs: Mutex<DefTable>,
+    /// Definitions are waiting in `defs.pending`: set under the lock by
+    /// whoever adds one, cleared by whoever writes them. Checked before
+    /// every append, so no event is committed before its definitions.
+    defs_pending: AtomicBool,
     buffers: Mutex<Vec<Arc<ThreadBuffer>>>,
     state: AtomicU8,
     budget: AtomicU64,
@@ -118,6 +125,7 @@ impl Recorder {
             id: NEXT_RECORDER.fetch_add(1, Ordering::Relaxed),
             stream,
             defs: Mutex::new(DefTable { next_region: 1, ..DefTable::default() }),
+            defs_pending: AtomicBool::new(false),
             buffers: Mutex::new(Vec::new()),
             state: AtomicU8::new(ACTIVE),
             budget: AtomicU64::new(total),
@@ -293,10 +301,15 @@ impl Recorder {
                     local.0.len() - 1
                 }
             };
-            // The borrow is held while pushing: writing a full buffer never
-            // comes back to this thread's buffers.
+            if self.0.defs_pending.load(Ordering::Acquire) {
+                self.flush_definitions();
+            }
+            // The borrow is held while pushing: opening a slot or writing
+            // a full buffer never comes back to this thread's buffers.
             let buf = &local.0[index].1;
-            matches!(buf.push_many(events, |p| self.write_events(buf.location, p)), Pushed::Done)
+            let pushed =
+                buf.push_many(events, |inner| self.roll(buf.location, inner), |p| self.write_events(buf.location, p));
+            matches!(pushed, Pushed::Done)
         });
         if done != Ok(true) {
             self.0.dropped.fetch_add(events.len() as u64, Ordering::Relaxed);
@@ -326,15 +339,37 @@ impl Recorder {
     }
 
     /// Writes every buffer, what was lost, and `last` (made once the
-    /// buffers are written), the stream's closing record.
+    /// buffers are written), the stream's closing record. When the stream
+    /// can no longer grow (a full disk), the closing records go into the
+    /// slot reserved for them.
     fn close_with(&self, last: impl FnOnce() -> Definition) {
+        if session::in_forked_child() {
+            return;
+        }
         self.flush_all();
+        let mut closing = Vec::new();
         let dropped = self.dropped();
         if dropped > 0 {
-            self.define(&Definition::Dropped { location: u32::MAX, count: dropped });
+            Definition::Dropped { location: u32::MAX, count: dropped }.encode(&mut closing);
         }
-        self.define(&last());
-        self.flush_definitions();
+        last().encode(&mut closing);
+        let mut defs = self.defs();
+        if self.is_active() {
+            defs.pending.extend_from_slice(&closing);
+            self.write_definitions(&mut defs);
+            if self.is_active() {
+                return;
+            }
+            // The disk filled up: the closing slot takes what fits. The
+            // events lost since count as dropped too.
+            let pending = std::mem::take(&mut defs.pending);
+            if self.0.stream.write_closing(&pending).is_ok() {
+                return;
+            }
+        }
+        if let Err(e) = self.0.stream.write_closing(&closing) {
+            tracing::debug!(error = %e, "closing records not written");
+        }
     }
 
     /// The last flush of a process that `signal` is about to kill (see
@@ -347,8 +382,45 @@ impl Recorder {
         }
     }
 
-    fn defs(&self) -> MutexGuard<'_, DefTable> {
-        self.0.defs.lock().unwrap_or_else(|e| e.into_inner())
+    fn defs(&self) -> Defs<'_> {
+        Defs { guard: self.0.defs.lock().unwrap_or_else(|e| e.into_inner()), flag: &self.0.defs_pending }
+    }
+
+    /// Closes the thread's store (sealing a full slot or writing a full
+    /// buffer) and opens the next: a slot of the stream file, or memory
+    /// where the file cannot be mapped. False when recording has stopped
+    /// (a full disk).
+    fn roll(&self, location: u32, inner: &mut Inner) -> bool {
+        match std::mem::replace(&mut inner.store, Store::Empty) {
+            Store::Slot(slot) if self.is_active() => self.0.stream.close_slot(slot),
+            Store::Slot(slot) => drop(slot),
+            Store::Heap(mut p) => {
+                self.write_events(location, &mut p);
+                inner.store = Store::Heap(p);
+                return self.is_active();
+            }
+            Store::Empty => {}
+        }
+        if !self.is_active() {
+            return false;
+        }
+        let len = inner.next_len;
+        inner.next_len = (len * 2).min(inner.capacity);
+        match self.0.stream.open_slot(location, len) {
+            Ok(slot) => {
+                inner.store = Store::Slot(slot);
+                true
+            }
+            Err(SlotError::NoSpace(e)) => {
+                self.fail(&e);
+                false
+            }
+            Err(SlotError::NoMapping(e)) => {
+                tracing::debug!(error = %e, "events kept in memory and written as chunks");
+                inner.store = Store::Heap(Pending::new(inner.capacity));
+                true
+            }
+        }
     }
 
     fn new_thread_buffer(&self) -> Arc<ThreadBuffer> {
@@ -380,13 +452,22 @@ impl Recorder {
         self.0.buffers.lock().unwrap_or_else(|e| e.into_inner()).retain(|b| !Arc::ptr_eq(b, buf));
     }
 
+    /// Seals the buffer's slot, or writes its events kept in memory.
     fn flush_buffer(&self, buf: &ThreadBuffer, patience: Duration) {
-        if buf.with_pending_waiting(patience, |_| ()).is_none() {
-            diag::warn_once("a thread kept its event buffer busy at flush; its last events are lost");
-            return;
-        }
-        if let Some(mut p) = buf.take(patience, |_| true) {
-            self.write_events(buf.location, &mut p);
+        let active = self.is_active();
+        let flushed =
+            buf.with_inner_waiting(patience, |inner| match std::mem::replace(&mut inner.store, Store::Empty) {
+                Store::Slot(slot) if active => self.0.stream.close_slot(slot),
+                Store::Slot(slot) => drop(slot),
+                Store::Heap(mut p) => {
+                    self.write_events(buf.location, &mut p);
+                    inner.store = Store::Heap(p);
+                }
+                Store::Empty => {}
+            });
+        if flushed.is_none() {
+            // Its committed events are in the file all the same.
+            tracing::debug!("a thread kept its event buffer busy at flush");
         }
     }
 
@@ -407,7 +488,7 @@ impl Recorder {
         p.clear();
     }
 
-    fn write_definitions(&self, defs: &mut DefTable) {
+    fn write_definitions(&self, defs: &mut Defs<'_>) {
         if defs.pending.is_empty() || !self.is_active() {
             return;
         }
@@ -424,6 +505,33 @@ impl Recorder {
                 self.path().display()
             ));
         }
+    }
+}
+
+/// The definition table, locked. Dropping it raises the recorder's
+/// pending flag if definitions wait to be written, so the next append
+/// writes them first.
+struct Defs<'a> {
+    guard: MutexGuard<'a, DefTable>,
+    flag: &'a AtomicBool,
+}
+
+impl std::ops::Deref for Defs<'_> {
+    type Target = DefTable;
+    fn deref(&self) -> &DefTable {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for Defs<'_> {
+    fn deref_mut(&mut self) -> &mut DefTable {
+        &mut self.guard
+    }
+}
+
+impl Drop for Defs<'_> {
+    fn drop(&mut self) {
+        self.flag.store(!self.guard.pending.is_empty(), Ordering::Release);
     }
 }
 
