@@ -211,3 +211,70 @@ fn a_second_stream_of_the_same_process_is_refused() {
     let _a = recorder(dir.path(), 1 << 20);
     assert!(Recorder::create(dir.path(), Producer::Synthetic, RecorderOptions::default()).is_err());
 }
+
+/// A tmpfs of `kib` KiB, unmounted on drop. Mounting needs root: where
+/// it cannot be done the test fails under `CI=true` and is skipped with a
+/// note elsewhere.
+struct TinyDisk(tempfile::TempDir);
+
+impl TinyDisk {
+    fn mount(kib: u32) -> Option<TinyDisk> {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"])
+            .arg(dir.path())
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !ok {
+            assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true: cannot mount a tmpfs (needs root)");
+            eprintln!("note: cannot mount a tmpfs here (not root?); test skipped");
+            return None;
+        }
+        Some(TinyDisk(dir))
+    }
+}
+
+impl Drop for TinyDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(self.0.path()).output();
+    }
+}
+
+/// When the disk fills up, every event is either in the file or counted as
+/// dropped, and the stream is still closed (StreamEnd) through the slot
+/// reserved for it.
+#[test]
+fn a_full_disk_counts_every_event_it_could_not_write() {
+    for kib in [128, 192, 320] {
+        let Some(disk) = TinyDisk::mount(kib) else { return };
+        let rec = recorder(disk.0.path(), 64 << 10);
+        let region = rec.region("f", None, Paradigm::User, RegionRole::Function, "").unwrap();
+        let n = 200_000u64;
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let rec = rec.clone();
+                std::thread::spawn(move || {
+                    for i in 0..n / 2 {
+                        rec.record(1_000_000 + i, &Event::Enter { region });
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        rec.finish();
+        assert!(rec.dropped() > 0, "{kib} KiB: the disk did not fill");
+        let raw = RawFile::open(rec.path()).unwrap();
+        assert!(raw.problems.iter().all(|p| !p.is_damage()), "{kib} KiB: {:?}", raw.problems);
+        let written = all_events(&raw).len() as u64;
+        let dropped = raw
+            .definitions
+            .iter()
+            .filter_map(|d| if let Definition::Dropped { count, .. } = d { Some(*count) } else { None })
+            .max();
+        assert_eq!(dropped, Some(rec.dropped()), "{kib} KiB: the count is in the file");
+        assert_eq!(written + rec.dropped(), n, "{kib} KiB: {written} written, {} dropped", rec.dropped());
+        assert!(raw.definitions.iter().any(|d| matches!(d, Definition::StreamEnd { .. })), "{kib} KiB: not closed");
+    }
+}
