@@ -6,4 +6,5 @@ mod bad_input;
 mod cuda;
 mod mpi;
 mod nccl;
+mod stops;
 mod util;
