@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 iters=${1:-1000000}
-cargo build --release --workspace --examples -q
+cargo build --release --workspace -q && cargo build --release --workspace --examples -q
 gt=./target/release/gputrace
 work=$(mktemp -d /tmp/gputrace-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -45,7 +45,7 @@ print(f"                        median runs: {(statistics.median(t) - statistics
 PY
 cargo run --release -q -p tracer --example record_cost 5000000 | sed 's/^/recorder alone: /'
 ev=$(grep -h "events" "$work/pp1/summary.txt" | head -1 | sed -n 's/.*, \([0-9,]*\) events.*/\1/p' | tr -d ,)
-raw=$(du -sb "$work/pp1/raw" | cut -f1)
+raw=$(du -s --block-size=1 "$work/pp1/raw" | cut -f1)
 echo "ping-pong trace: $ev events, raw $(( raw / ev )).$(( raw * 10 / ev % 10 )) bytes/event"
 
 echo
@@ -54,7 +54,7 @@ for it in 300000 600000; do
   d="$work/synth$it"
   events=$(./target/release/examples/synth "$d" 4 "$it" | awk '{print $2}')
   read -r secs rss < <(measure "$gt" merge "$d")
-  raw=$(du -sb "$d/raw" | cut -f1)
+  raw=$(du -s --block-size=1 "$d/raw" | cut -f1)
   otf=$(du -scb "$d/traces" "$d/traces.def" "$d/traces.otf2" | tail -1 | cut -f1)
   /usr/bin/python3 -c "
 e, s, r, raw, otf = $events, $secs, $rss, $raw, $otf
@@ -67,7 +67,7 @@ echo
 echo "== 3. the bundled MPI example traced for real (4 ranks, 2000 steps)"
 "$gt" -o "$work/ring" mpirun.openmpi -np 4 "$work/mpi_ring" 2000 >/dev/null 2>"$work/ring.log"
 ev=$(sed -n 's/.*, \([0-9,]*\) events.*/\1/p' "$work/ring/summary.txt" | head -1 | tr -d ,)
-raw=$(du -sb "$work/ring/raw" | cut -f1)
+raw=$(du -s --block-size=1 "$work/ring/raw" | cut -f1)
 otf=$(du -scb "$work/ring/traces" "$work/ring/traces.def" "$work/ring/traces.otf2" | tail -1 | cut -f1)
 /usr/bin/python3 -c "print(f'$ev events: raw {$raw/$ev:.2f} B/event, OTF2 {$otf/$ev:.2f} B/event')"
 grep "merged in" "$work/ring/summary.txt"

@@ -333,24 +333,9 @@ fn words_about(summary: &str, rank: u32) -> Vec<String> {
             if after.starts_with(|c: char| c.is_ascii_digit()) {
                 continue;
             }
-            let after = after.trim_start_matches([' ', ':']);
-            let words = if let Some(inner) = after.strip_prefix('(') {
-                let mut depth = 1;
-                let end = inner
-                    .char_indices()
-                    .find(|&(_, c)| {
-                        depth += match c {
-                            '(' => 1,
-                            ')' => -1,
-                            _ => 0,
-                        };
-                        depth == 0
-                    })
-                    .map_or(inner.len(), |(i, _)| i);
-                &inner[..end]
-            } else {
-                after.split("rank ").next().unwrap_or("")
-            };
+            // The rest of the line up to the next rank: "rank 1 (pid 42
+            // on vm) ended by SIGTERM, ...".
+            let words = after.trim_start_matches([' ', ':']).split("rank ").next().unwrap_or("");
             found.push(words.trim().to_string());
         }
     }
@@ -526,17 +511,22 @@ fn a_rank_killing_itself_loses_no_completed_call() {
 
 #[test]
 fn the_summary_reads_how_a_rank_ended() {
-    let summary = "incomplete: rank 0 (pid 1 on vm, SIGTERM), rank 1 (pid 2 on vm) (ended without finishing)";
-    assert_eq!(ending_of(summary, 0).as_deref(), Some("pid 1 on vm, SIGTERM"));
-    assert_eq!(ending_of(summary, 1).as_deref(), Some("pid 2 on vm"));
+    let summary = "ended early: rank 0 (pid 1 on vm) ended by SIGTERM\nended early: rank 1 (pid 2 on vm) \
+                   stopped without closing its trace (SIGKILL, or _exit); 1 event being written cut";
+    assert_eq!(ending_of(summary, 0).as_deref(), Some("(pid 1 on vm) ended by SIGTERM"));
+    assert!(ending_of(summary, 1).is_some_and(|w| w.contains("SIGKILL") && counts_cut_events(&w)));
     assert!(names_a_cause("pid 1 on vm, SIGTERM") && !names_a_cause("pid 2 on vm"));
     assert!(names_a_cause("pid 2 on vm, killed; 1 torn event dropped"));
     assert_eq!(ending_of("rank 10: exited with 3", 1), None);
     assert_eq!(ending_of("rank 1: killed, 12 events cut\nnext", 1).as_deref(), Some("killed, 12 events cut"));
+    assert_eq!(
+        ending_of("ended early: rank 1 (pid 4 on vm) ended by SIGTERM, its buffers written first", 1).as_deref(),
+        Some("(pid 4 on vm) ended by SIGTERM, its buffers written first")
+    );
     assert!(counts_cut_events("killed, 12 events cut") && counts_cut_events("SIGTERM"));
     assert!(!counts_cut_events("killed, events cut"));
     assert!(counts_cut_events("after the program's execution"));
-    let two = "clock: rank 1 (offset 3 us)\nincomplete: rank 1 (pid 2 on vm, SIGKILL)";
-    assert_eq!(ending_of(two, 1).as_deref(), Some("pid 2 on vm, SIGKILL"));
+    let two = "clock: rank 1 (offset 3 us)\nended early: rank 1 (pid 2 on vm) stopped (SIGKILL)";
+    assert_eq!(ending_of(two, 1).as_deref(), Some("(pid 2 on vm) stopped (SIGKILL)"));
     assert!(counts_cut_events("killed; 1,024 torn events"));
 }

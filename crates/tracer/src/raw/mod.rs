@@ -23,7 +23,7 @@ pub use defs::{
 pub use event::{Collective, CollectiveOp, Copy, CopyKind, Event, KernelConfig, MemoryKind, Message, PeerEnds};
 pub use reader::{EventChunk, Problem, RawFile};
 pub use writer::EventSpan;
-pub use writer::{Slot, SlotError, StreamFile};
+pub use writer::{Slot, SlotError, StreamFile, writer_pid};
 
 /// Which part of gputrace wrote a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -14,6 +14,11 @@
 //! A small slot is reserved right after the stream header for the closing
 //! records (what was dropped, how the stream ended), so they can be
 //! written even when the disk has filled up meanwhile.
+//!
+//! The writing process holds a POSIX read lock on the whole file for as
+//! long as it lives: the kernel drops it when the process ends, however
+//! it ends, so [`writer_pid`] tells a merge whether the stream may still
+//! grow (a rank that outlived its launcher).
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -82,6 +87,9 @@ impl StreamFile {
             end: Mutex::new(0),
             closing: Mutex::new(None),
         };
+        // Best effort: a file system without locks only loses the wait
+        // for a rank that outlives its launcher.
+        let _ = lock(&stream.file, libc::F_SETLK, libc::F_RDLCK as libc::c_short);
         let mut payload = Vec::new();
         header.encode(&mut payload);
         stream.write_chunk(ChunkKind::StreamHeader, None, &payload)?;
@@ -226,6 +234,29 @@ impl StreamFile {
             )
         };
     }
+}
+
+/// `fcntl` with a lock of `kind` over the whole file; the lock as the
+/// kernel answered (for `F_GETLK`).
+fn lock(file: &File, cmd: libc::c_int, kind: libc::c_short) -> io::Result<libc::flock> {
+    // SAFETY: a zeroed flock is a valid value of this plain C struct.
+    let mut fl: libc::flock = unsafe { std::mem::zeroed() };
+    fl.l_type = kind;
+    fl.l_whence = libc::SEEK_SET as libc::c_short;
+    // SAFETY: a valid descriptor and a flock the call may write to.
+    if unsafe { libc::fcntl(file.as_raw_fd(), cmd, &mut fl) } == -1 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(fl)
+}
+
+/// The pid of a live process still writing the stream at `path`, if any
+/// (on this host; see the module doc). `None` also where the file system
+/// keeps no locks.
+pub fn writer_pid(path: &Path) -> io::Result<Option<u32>> {
+    let file = File::open(path)?;
+    let fl = lock(&file, libc::F_GETLK, libc::F_WRLCK as libc::c_short)?;
+    Ok((fl.l_type != libc::F_UNLCK as libc::c_short).then_some(fl.l_pid as u32))
 }
 
 /// A thread's events being written in place: a shared mapping of one slot

@@ -278,3 +278,33 @@ fn a_full_disk_counts_every_event_it_could_not_write() {
         assert!(raw.definitions.iter().any(|d| matches!(d, Definition::StreamEnd { .. })), "{kib} KiB: not closed");
     }
 }
+
+/// A stream's writer holds a lock while it lives: a merge can tell that
+/// a rank outlived its launcher and wait for it.
+#[test]
+fn a_live_writer_is_seen_and_a_dead_one_is_not() {
+    let exe = std::env::current_exe().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new(&exe)
+        .args(["--exact", "runtime::tests::kill_child_records_until_killed", "--nocapture", "--test-threads=1"])
+        .env("GPUTRACE_TEST_KILL_DIR", dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let raw = dir.path().join("raw");
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let stream = loop {
+        if let Some(Ok(e)) = std::fs::read_dir(&raw).ok().and_then(|mut d| d.next()) {
+            break e.path();
+        }
+        assert!(std::time::Instant::now() < deadline, "the child made no stream");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    // The lock is taken right after the file is created.
+    std::thread::sleep(Duration::from_millis(100));
+    assert_eq!(crate::raw::writer_pid(&stream).unwrap(), Some(child.id()));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(crate::raw::writer_pid(&stream).unwrap(), None);
+}
