@@ -5,5 +5,6 @@ mod analysis;
 mod bad_input;
 mod cuda;
 mod mpi;
+mod mpi4py;
 mod nccl;
 mod util;
