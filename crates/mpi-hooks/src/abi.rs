@@ -165,6 +165,9 @@ pub unsafe trait MpiAbi: Sized + 'static {
     const ROOT: c_int;
     const UNDEFINED: c_int;
     const SUCCESS: c_int = 0;
+    /// `MPI_ERR_OTHER`: what a wrapper returns when no loaded library
+    /// defines its function.
+    const ERR_OTHER: c_int;
     /// `MPI_IDENT` and `MPI_CONGRUENT` from `MPI_Comm_compare`.
     const IDENT: c_int = 0;
 

@@ -15,6 +15,7 @@
 //! - [`comms`], [`requests`]: communicators and outstanding requests;
 //! - [`coll_bytes`]: Score-P's byte counts for collectives;
 //! - [`lifecycle`], [`clocksync`]: init, finalize and clock offsets;
+//! - [`pmpi`], [`loaded`]: finding and calling the MPI library's functions;
 //! - [`fortran`]: helpers for Fortran wrappers that bypass the C ones.
 //!
 //! `docs/mpi.md` describes the event mapping for users.
@@ -29,6 +30,7 @@ pub mod comms;
 pub mod functions;
 pub mod hooks;
 pub mod lifecycle;
+pub mod loaded;
 pub mod pmpi;
 pub mod requests;
 pub mod scratch;

@@ -5,15 +5,27 @@
 //! into every process that inherits `LD_PRELOAD` — shells, launchers,
 //! compilers the program runs — and Rust links cdylibs with `-z now`, so an
 //! undefined `PMPI_Send` would stop such processes from starting. Each
-//! symbol is therefore looked up with `dlsym` the first time it is called
-//! (`RTLD_NEXT`, then `RTLD_DEFAULT` for a library that was not preloaded)
-//! and cached in an atomic; afterwards a call costs one relaxed load more
-//! than a direct call.
+//! symbol is therefore looked up the first time it is called and cached in
+//! an atomic; afterwards a call costs one relaxed load more than a direct
+//! call. The lookup ([`lookup`]) asks `dlsym` with `RTLD_NEXT`, then with
+//! `RTLD_DEFAULT` (a library that was not preloaded), then searches the
+//! loaded objects one by one ([`loaded`](crate::loaded)): an MPI library
+//! opened with `RTLD_LOCAL`, as Python opens mpi4py's, is in none of the
+//! global scope's lists.
+//!
+//! No lookup failure stops the program. Where the MPI library has no
+//! `PMPI_x`, the wrapper calls its `MPI_x` (not ours) instead; where no
+//! loaded object defines either, the program cannot have reached the MPI
+//! library through this call (it found our symbol by `dlsym` in a process
+//! without MPI), and the wrapper returns `MPI_ERR_OTHER` (0.0 for
+//! `MPI_Wtime` and `MPI_Wtick`) without recording anything. Each case
+//! prints one warning per process.
 
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 
 use crate::abi::{Count, Handle, MpiAbi};
+use crate::loaded;
 
 /// A C symbol of the MPI library, resolved on first use.
 #[derive(Debug)]
@@ -21,6 +33,10 @@ pub struct Symbol {
     /// NUL-terminated.
     name: &'static str,
     addr: AtomicUsize,
+    /// 1 + [`loaded::generation`] when no loaded object defined the symbol
+    /// (nor its `MPI_x` stand-in); 0 before such a failure. The slow
+    /// search is repeated only once more objects have been loaded.
+    missing_at: AtomicU64,
 }
 
 impl Symbol {
@@ -28,7 +44,7 @@ impl Symbol {
     pub const fn new(name: &'static str) -> Self {
         let b = name.as_bytes();
         assert!(!b.is_empty() && b[b.len() - 1] == 0, "symbol names end with NUL");
-        Symbol { name, addr: AtomicUsize::new(0) }
+        Symbol { name, addr: AtomicUsize::new(0), missing_at: AtomicU64::new(0) }
     }
 
     /// The name, without the NUL.
@@ -36,7 +52,9 @@ impl Symbol {
         &self.name[..self.name.len() - 1]
     }
 
-    /// The address, or `None` when no loaded object defines the symbol.
+    /// The address of the symbol — or, for a `PMPI_x` (`pmpi_x_`) that no
+    /// loaded object defines, of the MPI library's own `MPI_x` (`mpi_x_`)
+    /// — or `None` when neither is defined.
     #[inline]
     pub fn address(&self) -> Option<usize> {
         match self.addr.load(Ordering::Relaxed) {
@@ -47,36 +65,96 @@ impl Symbol {
 
     #[cold]
     fn resolve(&self) -> Option<usize> {
-        let a = lookup(self.name);
-        if a != 0 {
-            self.addr.store(a, Ordering::Relaxed);
+        let generation = loaded::generation();
+        if self.missing_at.load(Ordering::Relaxed) == generation + 1 {
+            return None;
         }
-        (a != 0).then_some(a)
+        let mut a = lookup(self.name);
+        if a == 0
+            && let Some(plain) = unprofiled_name(self.name)
+        {
+            a = lookup_other(plain);
+            if a != 0 {
+                warn_once_per_process(
+                    &NO_PMPI_WARNED,
+                    &format!(
+                        "this process's MPI library does not define {} (no profiling interface): \
+                         gputrace calls its {} instead, and so for any other such function",
+                        self.name(),
+                        &plain[..plain.len() - 1]
+                    ),
+                );
+            }
+        }
+        if a == 0 {
+            self.missing_at.store(generation + 1, Ordering::Relaxed);
+            let plain = unprofiled_name(self.name).map_or(self.name(), |p| &p[..p.len() - 1]);
+            warn_once_per_process(
+                &NOTHING_WARNED,
+                &format!(
+                    "no loaded library defines {} (nor {plain}): calls of {plain} return an error \
+                     without reaching MPI, and nothing is recorded (is an MPI library loaded?)",
+                    self.name(),
+                ),
+            );
+            return None;
+        }
+        self.addr.store(a, Ordering::Relaxed);
+        Some(a)
     }
 
-    /// The symbol as a function pointer of type `F`.
-    ///
-    /// A symbol that no loaded object defines cannot be called by a
-    /// program that runs (it would not have linked), so its absence is a
-    /// broken installation: we say so and abort rather than jump to null.
+    /// The symbol as a function pointer of type `F` (see
+    /// [`address`](Self::address)); `None`, after one warning per
+    /// process, when no loaded object defines it.
     ///
     /// # Safety
     ///
     /// `F` must be an `unsafe extern "C" fn` type with the symbol's C
     /// signature.
     #[inline]
-    pub unsafe fn get<F: Copy>(&self) -> F {
+    pub unsafe fn get<F: Copy>(&self) -> Option<F> {
         const { assert!(std::mem::size_of::<F>() == std::mem::size_of::<usize>()) };
-        let Some(a) = self.address() else {
-            tracer::runtime::diag::warn(&format!(
-                "{} is not defined by any loaded library; cannot continue",
-                self.name()
-            ));
-            std::process::abort();
-        };
+        let a = self.address()?;
         // SAFETY: `a` is the non-null address of the function the caller
-        // vouches has signature `F`, and `F` is a pointer-sized fn pointer.
-        unsafe { std::mem::transmute_copy::<usize, F>(&a) }
+        // vouches has signature `F` (an `MPI_x` has its `PMPI_x`'s), and
+        // `F` is a pointer-sized fn pointer.
+        Some(unsafe { std::mem::transmute_copy::<usize, F>(&a) })
+    }
+}
+
+static NO_PMPI_WARNED: AtomicBool = AtomicBool::new(false);
+static NOTHING_WARNED: AtomicBool = AtomicBool::new(false);
+
+/// Prints `message` if `flag` was not yet set: one line per process and
+/// kind of failure, however many symbols fail.
+fn warn_once_per_process(flag: &AtomicBool, message: &str) {
+    if !flag.swap(true, Ordering::Relaxed) {
+        tracer::runtime::diag::warn(message);
+    }
+}
+
+/// `MPI_x\0` for `PMPI_x\0`, `mpi_x_\0` for `pmpi_x_\0`; `None` for
+/// other names.
+fn unprofiled_name(name: &'static str) -> Option<&'static str> {
+    let rest = name.strip_prefix('P').or_else(|| name.strip_prefix('p'))?;
+    (rest.starts_with("MPI_") || rest.starts_with("mpi_")).then_some(rest)
+}
+
+/// What a wrapper returns when no loaded object defines the function it
+/// wraps: an error code, never a call.
+pub trait Unavailable {
+    fn unavailable<A: MpiAbi>() -> Self;
+}
+
+impl Unavailable for c_int {
+    fn unavailable<A: MpiAbi>() -> Self {
+        A::ERR_OTHER
+    }
+}
+
+impl Unavailable for f64 {
+    fn unavailable<A: MpiAbi>() -> Self {
+        0.0
     }
 }
 
@@ -87,15 +165,20 @@ impl Symbol {
 /// global scope (`RTLD_DEFAULT`): a program that refers to
 /// `MPI_COMM_WORLD` holds a *copy* of `ompi_mpi_comm_world` (a copy
 /// relocation) that the library itself then uses, and `RTLD_NEXT` would
-/// find the library's unused original instead.
+/// find the library's unused original instead. Only executables have copy
+/// relocations, and an executable's references bind in the global scope:
+/// an MPI library outside it (opened `RTLD_LOCAL`) has only shared-object
+/// users, which refer to its original through their GOT; so the loaded
+/// objects are searched after `RTLD_DEFAULT`, for that original.
 pub fn lookup_object(name: &str) -> usize {
     debug_assert!(name.ends_with('\0'));
     // SAFETY: NUL-terminated name; RTLD_DEFAULT is a valid pseudo-handle.
-    (unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr().cast::<c_char>()) }) as usize
+    let global = (unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr().cast::<c_char>()) }) as usize;
+    if global != 0 { global } else { loaded::find(name) }
 }
 
-/// `dlsym` with `RTLD_NEXT`, then `RTLD_DEFAULT`; 0 when undefined.
-/// `name` must end with a NUL byte.
+/// `dlsym` with `RTLD_NEXT`, then `RTLD_DEFAULT`, then the search of the
+/// loaded objects; 0 when undefined. `name` must end with a NUL byte.
 pub fn lookup(name: &str) -> usize {
     debug_assert!(name.ends_with('\0'));
     let c = name.as_ptr().cast::<c_char>();
@@ -105,7 +188,20 @@ pub fn lookup(name: &str) -> usize {
         return next as usize;
     }
     // SAFETY: as above.
-    (unsafe { libc::dlsym(libc::RTLD_DEFAULT, c) }) as usize
+    let global = unsafe { libc::dlsym(libc::RTLD_DEFAULT, c) };
+    if !global.is_null() {
+        return global as usize;
+    }
+    loaded::find(name)
+}
+
+/// Like [`lookup`] for a name this library defines too (`MPI_x`): never
+/// ours, so `RTLD_DEFAULT`, which finds ours first, is skipped.
+fn lookup_other(name: &str) -> usize {
+    debug_assert!(name.ends_with('\0'));
+    // SAFETY: NUL-terminated name; RTLD_NEXT is a valid pseudo-handle.
+    let next = unsafe { libc::dlsym(libc::RTLD_NEXT, name.as_ptr().cast::<c_char>()) };
+    if next.is_null() { loaded::find(name) } else { next as usize }
 }
 
 /// Declares generic wrappers for `PMPI_*` functions the core calls itself.
@@ -121,7 +217,8 @@ macro_rules! pmpi {
             static SYMBOL: Symbol = Symbol::new(concat!($sym, "\0"));
             // SAFETY: the type is the C signature of the named function in
             // the ABI `A` that the caller's process uses.
-            let f: unsafe extern "C" fn($($ty),*) -> c_int = unsafe { SYMBOL.get() };
+            let f: Option<unsafe extern "C" fn($($ty),*) -> c_int> = unsafe { SYMBOL.get() };
+            let Some(f) = f else { return A::ERR_OTHER };
             // SAFETY: the caller guarantees valid arguments.
             unsafe { f($($arg),*) }
         }

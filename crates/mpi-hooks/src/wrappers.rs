@@ -7,7 +7,8 @@
 //! one [`FnInfo`](crate::call::FnInfo) static per function in its `info`
 //! submodule (shared with the Fortran wrappers). Each wrapper:
 //!
-//! 1. resolves `PMPI_*` (once, with `dlsym`);
+//! 1. resolves `PMPI_*` (once, see [`pmpi`](crate::pmpi)); where no
+//!    loaded library defines it nor `MPI_*`, returns an error at once;
 //! 2. asks [`Call::begin`](crate::call::Call::begin) whether to follow the
 //!    call — if not, calls PMPI with the program's arguments and returns;
 //! 3. runs its hook's pre-call part, shielded from panics; the hook may
@@ -36,7 +37,10 @@ macro_rules! __wrapper {
             static SYMBOL: $crate::pmpi::Symbol =
                 $crate::pmpi::Symbol::new(concat!("P", stringify!($name), "\0"));
             // SAFETY: PMPI_x has the C signature of MPI_x.
-            let pmpi: unsafe extern "C" fn($($ty),*) -> $ret = unsafe { SYMBOL.get() };
+            let pmpi: Option<unsafe extern "C" fn($($ty),*) -> $ret> = unsafe { SYMBOL.get() };
+            let Some(pmpi) = pmpi else {
+                return <$ret as $crate::pmpi::Unavailable>::unavailable::<Abi>();
+            };
             $crate::lifecycle::$hook::<Abi>(&info::$name, move || {
                 // SAFETY: the program's own arguments, passed on unchanged.
                 unsafe { pmpi($($arg),*) }
@@ -57,7 +61,10 @@ macro_rules! __wrapper {
             static SYMBOL: $crate::pmpi::Symbol =
                 $crate::pmpi::Symbol::new(concat!("P", stringify!($name), "\0"));
             // SAFETY: PMPI_x has the C signature of MPI_x.
-            let pmpi: unsafe extern "C" fn($($ty),*) -> $ret = unsafe { SYMBOL.get() };
+            let pmpi: Option<unsafe extern "C" fn($($ty),*) -> $ret> = unsafe { SYMBOL.get() };
+            let Some(pmpi) = pmpi else {
+                return <$ret as $crate::pmpi::Unavailable>::unavailable::<Abi>();
+            };
             let Some(call) = $crate::call::Call::begin(&info::$name) else {
                 // SAFETY: the program's own arguments, passed on unchanged.
                 return unsafe { pmpi($($arg),*) };

@@ -5,6 +5,7 @@ mod analysis;
 mod bad_input;
 mod cuda;
 mod mpi;
+mod mpi4py;
 mod nccl;
 mod stops;
 mod util;

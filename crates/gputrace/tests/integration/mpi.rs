@@ -38,7 +38,7 @@ fn traced_run(name: &str, program: &str, ranks: u32, args: &[&str]) -> (Value, S
 
 /// Every send has exactly one receive with the same sender, receiver,
 /// communicator, tag and size.
-fn assert_sends_match_receives(facts: &Value) {
+pub(crate) fn assert_sends_match_receives(facts: &Value) {
     let sends = messages(facts, "sends");
     let recvs = messages(facts, "recvs");
     assert!(!sends.is_empty());

@@ -188,3 +188,27 @@ pub fn assert_well_formed(facts: &Value) {
     }
     assert!(facts["unbalanced"].as_array().unwrap().is_empty(), "unbalanced regions: {}", facts["unbalanced"]);
 }
+
+/// Whether a tool a test needs is there. When it is not, the test is
+/// skipped with a note, except under `CI=true`, where it fails: CI must
+/// run every test.
+pub fn required(what: &str, present: bool) -> bool {
+    if present {
+        return true;
+    }
+    assert!(
+        std::env::var("CI").as_deref() != Ok("true"),
+        "{what} is missing (scripts/setup.sh installs it); under CI=true that fails the test"
+    );
+    eprintln!("note: {what} is missing (scripts/setup.sh installs it); test skipped");
+    false
+}
+
+/// Where scripts/setup.sh keeps what it downloads and builds for the tests.
+pub fn test_cache() -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache"));
+    base.join("gputrace-tests")
+}

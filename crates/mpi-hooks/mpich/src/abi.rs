@@ -63,6 +63,7 @@ unsafe impl MpiAbi for Mpich {
     const PROC_NULL: c_int = -1;
     const ROOT: c_int = -3;
     const UNDEFINED: c_int = -32766;
+    const ERR_OTHER: c_int = 15;
 
     fn detect() -> Result<(), String> {
         if mpi_hooks::pmpi::lookup_object(OPENMPI_SYMBOL) != 0 {
@@ -144,6 +145,7 @@ mod tests {
             ("MPI_ROOT".into(), Mpich::ROOT.into()),
             ("MPI_UNDEFINED".into(), Mpich::UNDEFINED.into()),
             ("MPI_SUCCESS".into(), Mpich::SUCCESS.into()),
+            ("MPI_ERR_OTHER".into(), Mpich::ERR_OTHER.into()),
             ("MPI_COMM_WORLD".into(), COMM_WORLD.into()),
             ("MPI_COMM_SELF".into(), COMM_SELF.into()),
             ("MPI_COMM_NULL".into(), COMM_NULL.into()),

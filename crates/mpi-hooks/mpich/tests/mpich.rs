@@ -31,5 +31,7 @@ tests! {
     abort_finishes_the_trace_first => scenarios::abort(&MPICH);
     exit_without_finalize_keeps_the_trace => scenarios::exit3(&MPICH);
     loads_into_processes_without_mpi => scenarios::harmless_without_mpi(&MPICH);
+    finds_an_mpi_opened_rtld_local => scenarios::opened_local(&MPICH, 2);
+    lookups_never_abort => scenarios::lookups_never_abort(&MPICH, 15);
     passes_open_mpi_programs_through => scenarios::wrong_flavour(&MPICH, &OPENMPI);
 }

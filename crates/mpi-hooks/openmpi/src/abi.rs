@@ -74,6 +74,7 @@ unsafe impl MpiAbi for OpenMpi {
     const PROC_NULL: c_int = -2;
     const ROOT: c_int = -4;
     const UNDEFINED: c_int = -32766;
+    const ERR_OTHER: c_int = 16;
 
     fn detect() -> Result<(), String> {
         for (i, (_, symbol)) in PREDEFINED.iter().enumerate() {
@@ -158,6 +159,7 @@ mod tests {
             ("MPI_ROOT".into(), OpenMpi::ROOT.into()),
             ("MPI_UNDEFINED".into(), OpenMpi::UNDEFINED.into()),
             ("MPI_SUCCESS".into(), OpenMpi::SUCCESS.into()),
+            ("MPI_ERR_OTHER".into(), OpenMpi::ERR_OTHER.into()),
             ("(intptr_t)MPI_STATUS_IGNORE".into(), OpenMpi::status_ignore() as i64),
             ("(intptr_t)MPI_STATUSES_IGNORE".into(), OpenMpi::statuses_ignore() as i64),
             ("(intptr_t)MPI_IN_PLACE".into(), OpenMpi::in_place() as i64),

@@ -36,7 +36,9 @@ macro_rules! f2c {
         fn $name(x: $arg) -> $ret {
             static SYMBOL: Symbol = Symbol::new(concat!($sym, "\0"));
             // SAFETY: the C signature of the named Open MPI function.
-            let f: unsafe extern "C" fn($arg) -> $ret = unsafe { SYMBOL.get() };
+            let f: Option<unsafe extern "C" fn($arg) -> $ret> = unsafe { SYMBOL.get() };
+            // Without the conversion, the handle is one no lookup knows.
+            let Some(f) = f else { return ObjectHandle(std::ptr::null_mut()) };
             // SAFETY: conversions accept any Fortran handle value.
             unsafe { f(x) }
         }
@@ -61,8 +63,9 @@ fn v(p: F) -> Fint {
 fn status_f2c(f: *const Fint) -> Status {
     static SYMBOL: Symbol = Symbol::new("PMPI_Status_f2c\0");
     // SAFETY: `int MPI_Status_f2c(const MPI_Fint *, MPI_Status *)`.
-    let conv: unsafe extern "C" fn(*const Fint, *mut Status) -> c_int = unsafe { SYMBOL.get() };
+    let conv: Option<unsafe extern "C" fn(*const Fint, *mut Status) -> c_int> = unsafe { SYMBOL.get() };
     let mut s = Status { source: 0, tag: 0, error: 0, cancelled: 0, ucount: 0 };
+    let Some(conv) = conv else { return s };
     // SAFETY: `f` holds STATUS_SIZE integers written by MPI.
     unsafe { conv(f, &mut s) };
     s
@@ -165,6 +168,13 @@ macro_rules! fortran {
             }
         };
     };
+    (@unavailable ierr $ierr:ident) => {
+        if !$ierr.is_null() {
+            // SAFETY: the program's error argument, by reference.
+            unsafe { *$ierr = <OpenMpi as MpiAbi>::ERR_OTHER };
+        }
+    };
+    (@unavailable $other:ident $arg:ident) => {};
     ($(
         $lower:literal $upper:literal $imp:ident = $pmpi:literal as $pm:ident
             ( $($arg:ident : $ty:ty),* ) $body:block
@@ -174,7 +184,12 @@ macro_rules! fortran {
             static PMPI: Symbol = Symbol::new(concat!($pmpi, "\0"));
             // SAFETY: Open MPI's Fortran binding takes the same arguments
             // (all by reference) as the wrapper.
-            let pmpi: unsafe extern "C" fn($($ty),*) = unsafe { PMPI.get() };
+            let pmpi: Option<unsafe extern "C" fn($($ty),*)> = unsafe { PMPI.get() };
+            let Some(pmpi) = pmpi else {
+                // No binding to call: the call fails, as C's does.
+                $(fortran!(@unavailable $arg $arg);)*
+                return;
+            };
             #[allow(unused_variables)]
             let $pm = move || {
                 // SAFETY: the program's own arguments, passed on unchanged.
@@ -326,7 +341,10 @@ macro_rules! with_status {
         unsafe fn $name(args: ($($ty,)*)) {
             static PMPI: Symbol = Symbol::new(concat!($sym, "\0"));
             // SAFETY: the binding's signature.
-            let f: unsafe extern "C" fn($($ty),*) = unsafe { PMPI.get() };
+            let f: Option<unsafe extern "C" fn($($ty),*)> = unsafe { PMPI.get() };
+            // The wrapper that calls this resolved the same binding
+            // before: it is defined.
+            let Some(f) = f else { return };
             let ($($arg,)*) = args;
             // SAFETY: the caller's guarantee.
             unsafe { f($($arg),*) }

@@ -36,5 +36,7 @@ tests! {
     exit_without_finalize_keeps_the_trace => scenarios::exit3(&OPENMPI);
     killed_rank_leaves_a_salvageable_trace => scenarios::killself(&OPENMPI);
     loads_into_processes_without_mpi => scenarios::harmless_without_mpi(&OPENMPI);
+    finds_an_mpi_opened_rtld_local => scenarios::opened_local(&OPENMPI, 2);
+    lookups_never_abort => scenarios::lookups_never_abort(&OPENMPI, 16);
     passes_mpich_programs_through => scenarios::wrong_flavour(&OPENMPI, &MPICH);
 }

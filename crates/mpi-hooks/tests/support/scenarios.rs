@@ -5,15 +5,22 @@
 use tracer::raw::{CollectiveOp, Event};
 
 use super::checks::{self, counts};
-use super::{Flavour, Trace, assert_success, stdout, summary};
+use std::path::Path;
+use std::process::Command;
+
+use super::{Flavour, Trace, assert_success, programs_dir, stdout, summary};
 
 /// p2p.c: counts per rank as the program reports them, every message
 /// matched (ANY_SOURCE receives included), nothing for MPI_PROC_NULL.
 pub fn p2p(f: &Flavour, np: usize) {
     let (trace, out) = f.traced("p2p.c", np, &["-n", "2"], &[]);
-    checks::well_formed(&trace);
-    checks::messages_match(&trace);
-    let sum = summary(&out);
+    check_p2p(&trace, &out, np);
+}
+
+fn check_p2p(trace: &Trace, out: &str, np: usize) {
+    checks::well_formed(trace);
+    checks::messages_match(trace);
+    let sum = summary(out);
     for s in &trace.streams {
         let want = &sum[&s.rank];
         assert_eq!(want["errors"], 0);
@@ -384,4 +391,92 @@ pub fn abort(f: &Flavour) {
     checks::balanced(s);
     assert_eq!(s.entered("MPI_Abort"), 1);
     assert_eq!(counts(s).recvs, 3);
+}
+
+/// Compiles a C program of `tests/programs/mpi` with `cc` (no MPI) into
+/// `out`, with `flags`.
+fn cc(source: &str, out: &Path, flags: &[&str]) {
+    let built = Command::new("cc").arg("-O1").arg("-o").arg(out).arg(programs_dir().join(source)).args(flags).output();
+    let built = built.expect("cc is not installed");
+    assert_success(&built, &format!("cc {source}"));
+}
+
+/// p2p.c built with `f`'s MPI as a shared object in `dir`, its `main`
+/// renamed `program_main` (for loader.c).
+fn p2p_object(f: &Flavour, dir: &Path) -> std::path::PathBuf {
+    let object = dir.join("p2p.so");
+    let built = Command::new(f.mpicc)
+        .args(["-O1", "-shared", "-fPIC", "-Dmain=program_main", "-o"])
+        .arg(&object)
+        .arg(programs_dir().join("p2p.c"))
+        .output()
+        .unwrap();
+    assert_success(&built, "p2p.c as a shared object");
+    object
+}
+
+/// p2p.c built as a shared object and opened with `dlopen(RTLD_LOCAL)` by
+/// loader.c (no MPI of its own), as Python opens mpi4py: the MPI library
+/// is out of `dlsym(RTLD_NEXT)`'s and `dlsym(RTLD_DEFAULT)`'s reach, the
+/// program's calls reach the wrappers all the same, and the wrappers find
+/// their PMPI functions in it.
+pub fn opened_local(f: &Flavour, np: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    let loader = dir.path().join("loader");
+    cc("loader.c", &loader, &["-ldl"]);
+    let object = p2p_object(f, dir.path()).display().to_string();
+    let args = [object.as_str(), "-n", "2"];
+    let plain = f.run(&loader, np, &args, None, &[]);
+    assert_success(&plain, "loader p2p.so");
+    let traces = tempfile::tempdir().unwrap();
+    let traced = f.run(&loader, np, &args, Some(traces.path()), &[]);
+    assert_success(&traced, "loader p2p.so, traced");
+    assert_eq!(stdout(&plain), stdout(&traced));
+    let stderr = String::from_utf8_lossy(&traced.stderr);
+    assert!(!stderr.contains("[gputrace]"), "{stderr}");
+    let trace = Trace::load(traces.path());
+    assert_eq!(trace.streams.len(), np);
+    check_p2p(&trace, &stdout(&traced), np);
+}
+
+/// The lookups never stop a program. A program without MPI that finds
+/// the wrappers by `dlsym` gets an error (`MPI_ERR_OTHER`, 0.0 from
+/// `MPI_Wtime`) and one warning, and the MPI it opens afterwards is found;
+/// an MPI library without `PMPI_*` is called through its `MPI_*`, with
+/// one warning.
+pub fn lookups_never_abort(f: &Flavour, err_other: i32) {
+    let lib = f.library();
+    let dir = tempfile::tempdir().unwrap();
+    let no_mpi = dir.path().join("no_mpi");
+    cc("no_mpi.c", &no_mpi, &["-ldl"]);
+    let plain = Command::new(&no_mpi).output().unwrap();
+    assert_eq!(stdout(&plain), "no MPI\n");
+    let out = Command::new(&no_mpi).env("LD_PRELOAD", &lib).output().unwrap();
+    assert_success(&out, "no_mpi with the preload");
+    assert_eq!(stdout(&out), format!("MPI_Initialized: {err_other} {err_other} flag=-7 MPI_Wtime: 0\n"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("[gputrace] warning:").count(), 1, "{stderr}");
+    assert!(stderr.contains("no loaded library defines PMPI_Initialized"), "{stderr}");
+    // An MPI opened later is found: the search is repeated once objects
+    // have been loaded since it failed.
+    let object = p2p_object(f, dir.path());
+    let out = Command::new(&no_mpi).arg(&object).env("LD_PRELOAD", &lib).output().unwrap();
+    assert_success(&out, "no_mpi opening MPI later, with the preload");
+    assert!(stdout(&out).ends_with("after opening MPI: MPI_Initialized: 0 flag=0\n"), "{}", stdout(&out));
+
+    let fake = dir.path().join("libnopmpi.so");
+    cc("no_pmpi.c", &fake, &["-shared", "-fPIC", "-DLIBRARY"]);
+    let plugin = dir.path().join("plugin.so");
+    let rpath = format!("-Wl,-rpath,{}", dir.path().display());
+    cc("no_pmpi.c", &plugin, &["-shared", "-fPIC", "-L", &dir.path().display().to_string(), "-lnopmpi", &rpath]);
+    let loader = dir.path().join("loader");
+    cc("loader.c", &loader, &["-ldl"]);
+    let plain = Command::new(&loader).arg(&plugin).output().unwrap();
+    assert_eq!(stdout(&plain), "MPI_Initialized: 0 flag=42\n");
+    let out = Command::new(&loader).arg(&plugin).env("LD_PRELOAD", &lib).output().unwrap();
+    assert_success(&out, "an MPI without PMPI, with the preload");
+    assert_eq!(stdout(&out), stdout(&plain));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(stderr.matches("[gputrace] warning:").count(), 1, "{stderr}");
+    assert!(stderr.contains("does not define PMPI_Initialized"), "{stderr}");
 }
