@@ -17,6 +17,7 @@ pub mod progress;
 pub mod summary;
 pub mod timeline;
 pub mod write;
+pub mod writers;
 
 use std::path::Path;
 use std::time::Instant;
