@@ -61,12 +61,14 @@ pub fn open(input: &Path) -> Result<TraceReader> {
     })
 }
 
-/// The reader's error for a location, with the location named.
+/// The reader's error for a location, with the location named: a damaged
+/// archive is bad input (exit 2), as one that does not open is.
 pub(crate) fn read_error(reader: &TraceReader, loc: otf2_writer::LocationRef, e: otf2_writer::Error) -> anyhow::Error {
-    anyhow::anyhow!(
+    UsageError(format!(
         "{}: reading the events of location {} ({}): {e}",
         reader.anchor_path().display(),
         loc.id(),
         reader.defs().location_name(loc)
-    )
+    ))
+    .into()
 }
