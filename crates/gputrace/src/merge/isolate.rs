@@ -153,10 +153,13 @@ pub fn merge(experiment: &Experiment, settings: &[(String, String)], config: &Co
         ))
         .into());
     }
+    let kept = "the half-written archive was removed and the raw streams are kept";
     match (code, status.signal()) {
+        (_, Some(sig @ (libc::SIGINT | libc::SIGTERM | libc::SIGHUP | libc::SIGQUIT))) => {
+            Err(anyhow!("the merge was stopped ({}); {kept}: {retry}", super::inputs::signal_name(sig as u32)))
+        }
         (_, Some(sig)) => Err(anyhow!(
-            "the archive could not be written: the OTF2 library crashed ({}); the half-written archive was \
-             removed and the raw streams are kept: {retry}",
+            "the archive could not be written: the OTF2 library crashed ({}); {kept}: {retry}",
             super::inputs::signal_name(sig as u32)
         )),
         (Some(_), _) if !reason.is_empty() => Err(anyhow!(reason)),
@@ -175,9 +178,14 @@ pub fn worker(dir: &Path, force: bool, messages_fd: i32) -> i32 {
         crate::say::write_all(libc::STDOUT_FILENO, line.as_bytes());
         status
     };
-    let config = match crate::trace::validate(&settings) {
+    // gputrace checked the settings (and the filter file, which the merge
+    // does not read and the program may have removed since) already.
+    let config = match Config::from_pairs(&settings) {
         Ok(c) => c,
-        Err(e) => return fail(&e, status::USAGE),
+        Err(errors) => {
+            let lines: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+            return fail(&anyhow!(lines.join("; ")), status::USAGE);
+        }
     };
     let experiment = Experiment::at(dir);
     match super::run(&experiment, &config, force) {

@@ -173,15 +173,6 @@ fn small_run(name: &str) -> std::path::PathBuf {
     dir
 }
 
-/// What the two readers see in an archive: messages and event counts.
-fn seen(anchor: &std::path::Path) -> (Vec<(i64, i64, String, i64, i64)>, Vec<(i64, i64, String, i64, i64)>, String) {
-    let f = facts(anchor);
-    assert_well_formed(&f);
-    let mut counts: Vec<_> = otf2_print_counts(anchor).into_iter().collect();
-    counts.sort();
-    (messages(&f, "sends"), messages(&f, "recvs"), format!("{counts:?}"))
-}
-
 fn mkfifo(path: &std::path::Path) {
     let c = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
     // SAFETY: a NUL-terminated path.

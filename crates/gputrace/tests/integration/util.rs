@@ -289,3 +289,23 @@ pub fn assert_no_archive(dir: &Path) {
         assert!(dir.join(name).symlink_metadata().is_err(), "{} left behind", dir.join(name).display());
     }
 }
+
+/// A message as [`messages`] gives it: (sender, receiver, comm, tag, bytes).
+pub type Message = (i64, i64, String, i64, i64);
+
+/// What the two readers see in an archive: its messages and the event
+/// counts `otf2-print` finds; the archive must be well formed.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Seen {
+    pub sends: Vec<Message>,
+    pub recvs: Vec<Message>,
+    pub counts: Vec<(String, usize)>,
+}
+
+pub fn seen(anchor: &Path) -> Seen {
+    let f = facts(anchor);
+    assert_well_formed(&f);
+    let mut counts: Vec<_> = otf2_print_counts(anchor).into_iter().collect();
+    counts.sort();
+    Seen { sends: messages(&f, "sends"), recvs: messages(&f, "recvs"), counts }
+}
