@@ -112,6 +112,17 @@ pub enum Command {
         #[command(subcommand)]
         what: Info,
     },
+    /// The merge's worker process, started by gputrace itself (see
+    /// merge/isolate.rs); not for users.
+    #[command(name = "__merge-worker", hide = true)]
+    MergeWorker {
+        dir: PathBuf,
+        #[arg(long)]
+        force: bool,
+        /// Where the worker's messages go (a copy of gputrace's stderr).
+        #[arg(long, allow_negative_numbers = true)]
+        messages_fd: i32,
+    },
     /// The program to trace, with its arguments (a launcher such as mpirun,
     /// mpiexec, srun or torchrun, or a plain program).
     #[command(external_subcommand)]
@@ -132,10 +143,7 @@ impl Cli {
     /// The settings: `GPUTRACE_*` variables of the environment, overridden
     /// by flags.
     pub fn settings(&self) -> Vec<(String, String)> {
-        let mut out: Vec<(String, String)> = std::env::vars_os()
-            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.to_string_lossy().into_owned())))
-            .filter(|(k, _)| k.starts_with("GPUTRACE_"))
-            .collect();
+        let mut out = env_settings();
         let mut set = |k: &str, v: String| {
             out.retain(|(name, _)| name != k);
             out.push((k.to_string(), v));
@@ -160,4 +168,12 @@ impl Cli {
         }
         out
     }
+}
+
+/// The `GPUTRACE_*` variables of the environment.
+pub fn env_settings() -> Vec<(String, String)> {
+    std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.to_string_lossy().into_owned())))
+        .filter(|(k, _)| k.starts_with("GPUTRACE_"))
+        .collect()
 }

@@ -35,31 +35,39 @@ impl Experiment {
 
     /// Creates the directory the user asked for; it must not exist.
     pub fn create_requested(dir: &Path) -> Result<Experiment> {
-        if dir.exists() {
+        if dir.symlink_metadata().is_ok() {
             bail!(
                 "experiment directory {} exists; gputrace never overwrites one: remove it or choose another \
                  (GPUTRACE_EXPERIMENT_DIRECTORY / -o)",
-                dir.display()
+                show_path(dir)
             );
         }
         create(dir)
     }
 
     /// Creates `gputrace-<program>-<YYYYmmdd_HHMMSS>` in the working
-    /// directory, adding `-2`, `-3`, ... if a run in the same second made one.
+    /// directory, adding `-2`, `-3`, ... if a run in the same second made
+    /// one. The program's name is cut to [`PROGRAM_IN_NAME`] characters, so
+    /// that any legal program name makes a legal directory name.
     pub fn create_default(program: &str) -> Result<Experiment> {
+        Self::create_default_in(Path::new(""), program)
+    }
+
+    /// [`create_default`](Self::create_default) in `parent`.
+    fn create_default_in(parent: &Path, program: &str) -> Result<Experiment> {
         let base = format!("gputrace-{}-{}", sanitize(program), local_timestamp());
         for n in 1.. {
             let name = if n == 1 { base.clone() } else { format!("{base}-{n}") };
-            let dir = PathBuf::from(&name);
+            let dir = parent.join(&name);
             match std::fs::create_dir(&dir) {
                 Ok(()) => {
-                    std::fs::create_dir(dir.join("raw")).with_context(|| format!("cannot create {name}/raw"))?;
+                    std::fs::create_dir(dir.join("raw"))
+                        .with_context(|| format!("cannot create {}/raw", dir.display()))?;
                     return Ok(Experiment { dir });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(e) => {
-                    return Err(e).with_context(|| format!("cannot create experiment directory {name}"));
+                    return Err(e).with_context(|| format!("cannot create experiment directory {}", dir.display()));
                 }
             }
         }
@@ -69,19 +77,41 @@ impl Experiment {
 
 fn create(dir: &Path) -> Result<Experiment> {
     if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+        std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", show_path(parent)))?;
     }
-    std::fs::create_dir(dir).with_context(|| format!("cannot create experiment directory {}", dir.display()))?;
-    std::fs::create_dir(dir.join("raw")).with_context(|| format!("cannot create {}/raw", dir.display()))?;
+    std::fs::create_dir(dir).with_context(|| format!("cannot create experiment directory {}", show_path(dir)))?;
+    std::fs::create_dir(dir.join("raw")).with_context(|| format!("cannot create {}/raw", show_path(dir)))?;
     Ok(Experiment { dir: dir.to_path_buf() })
 }
+
+/// At most this many characters of the program's name go into the default
+/// directory name: with `gputrace-`, the time stamp and a `-N` suffix it
+/// stays far below the 255 bytes a file name may have.
+pub const PROGRAM_IN_NAME: usize = 64;
 
 /// Keeps a program name usable in a directory name.
 fn sanitize(program: &str) -> String {
     let base = Path::new(program).file_name().and_then(|n| n.to_str()).unwrap_or("program");
-    let clean: String =
-        base.chars().map(|c| if c.is_ascii_alphanumeric() || "-_.+".contains(c) { c } else { '_' }).collect();
+    let clean: String = base
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || "-_.+".contains(c) { c } else { '_' })
+        .take(PROGRAM_IN_NAME)
+        .collect();
     if clean.is_empty() { "program".into() } else { clean }
+}
+
+/// A path as messages show it: whole up to 160 characters, otherwise its
+/// first 80 and last 40 around `…` (a huge bad value is not repeated in
+/// full).
+pub fn show_path(path: &Path) -> String {
+    let text = path.display().to_string();
+    let n = text.chars().count();
+    if n <= 160 {
+        return text;
+    }
+    let head: String = text.chars().take(80).collect();
+    let tail: String = text.chars().skip(n - 40).collect();
+    format!("{head}…{tail}")
 }
 
 /// The local time as `YYYYmmdd_HHMMSS`.
@@ -110,6 +140,30 @@ mod tests {
         let stamp = local_timestamp();
         assert_eq!(stamp.len(), 15, "{stamp}");
         assert_eq!(&stamp[8..9], "_");
+    }
+
+    #[test]
+    fn a_long_program_name_makes_a_legal_directory_name() {
+        let program = format!("/usr/bin/{}", "p".repeat(240));
+        let name = sanitize(&program);
+        assert_eq!(name, "p".repeat(PROGRAM_IN_NAME));
+        let tmp = tempfile::tempdir().unwrap();
+        let e = Experiment::create_default_in(tmp.path(), &program).unwrap();
+        assert!(e.raw_dir().is_dir());
+        let made = e.dir.file_name().unwrap().to_str().unwrap();
+        assert!(made.starts_with(&format!("gputrace-{name}-")), "{made}");
+        // The same second again: the suffixed name is legal too.
+        let again = Experiment::create_default_in(tmp.path(), &program).unwrap();
+        assert!(again.raw_dir().is_dir());
+    }
+
+    #[test]
+    fn long_paths_are_shown_cut() {
+        let long = PathBuf::from(format!("/data/{}/exp", "d".repeat(5000)));
+        let shown = show_path(&long);
+        assert_eq!(shown.chars().count(), 121);
+        assert!(shown.starts_with("/data/ddd") && shown.ends_with("ddd/exp") && shown.contains('…'));
+        assert_eq!(show_path(Path::new("/tmp/x")), "/tmp/x");
     }
 
     #[test]

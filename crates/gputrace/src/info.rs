@@ -19,6 +19,9 @@ pub fn config_vars(out: &mut impl Write, full: bool) -> io::Result<()> {
             }
             if let VarType::Set(values) = v.ty {
                 writeln!(out, "       Values:")?;
+                for line in wrap(SET_RULE, 72) {
+                    writeln!(out, "               {line}")?;
+                }
                 for s in values {
                     writeln!(out, "         {:<10} {}", s.name, s.help)?;
                 }
@@ -29,6 +32,10 @@ pub fn config_vars(out: &mut impl Write, full: bool) -> io::Result<()> {
     Ok(())
 }
 
+/// How a set-valued variable is written, for the listing and the docs.
+const SET_RULE: &str = "names separated by commas or spaces; an empty value is refused, and so is \
+                        `none`/`no` (record nothing) with other names";
+
 /// `docs/configuration.md`: the same table, as Markdown (the doc test
 /// keeps the file in step with it).
 #[cfg(test)]
@@ -38,8 +45,14 @@ pub fn config_vars_markdown() -> String {
          Every knob of gputrace is an environment variable, and most are also a flag of\n\
          `gputrace` (see `gputrace --help`). `gputrace` checks them all before the\n\
          program starts: a bad value or an unknown `GPUTRACE_` name stops it with one\n\
-         line naming the variable, the value and what is allowed (exit status 2).\n\
-         Inside a traced process a bad value falls back to the default with a warning.\n\n\
+         line naming the variable, the value and what is allowed (exit status 2); a\n\
+         long value is shown once, cut to its first 80 characters and `…`. Inside a\n\
+         traced process a bad value falls back to the default with a warning.\n\n\
+         Sets (`GPUTRACE_MPI_ENABLE_GROUPS`, `GPUTRACE_CUDA_ENABLE`,\n\
+         `GPUTRACE_NCCL_ENABLE`) take names separated by commas or spaces. An empty\n\
+         value (`\"\"`, `,`) is refused like any other empty value, not read as\n\
+         \"record nothing\": that is `none` (or `no`), which is refused together with\n\
+         anything it contradicts (`none,p2p`, `all,no`).\n\n\
          This page is generated from the table in `crates/tracer/src/config/vars.rs`\n\
          (`UPDATE_DOCS=1 cargo test -p gputrace config_doc` rewrites it); `gputrace info\n\
          config-vars --full` prints the same.\n",

@@ -4,6 +4,9 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+#[macro_use]
+mod say;
+
 mod analysis;
 mod cli;
 mod experiment;
@@ -40,16 +43,23 @@ fn main() -> ExitCode {
             if is_broken_pipe(&e) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("gputrace: error: {e:#}");
-            let code = if e.is::<UsageError>() {
-                2
-            } else if e.is::<launch::CannotStart>() {
-                127
-            } else {
-                1
-            };
-            ExitCode::from(code)
+            say!("gputrace: error: {e:#}");
+            ExitCode::from(exit_code_of(&e))
         }
+    }
+}
+
+/// The exit status for an error: 2 for bad input (usage, settings, a
+/// directory that cannot be used, one that holds nothing to merge), 127
+/// for a program that cannot start, 1 for everything else (a full disk, a
+/// failing library).
+fn exit_code_of(e: &anyhow::Error) -> u8 {
+    if e.is::<UsageError>() || e.is::<merge::inputs::NothingRecorded>() || e.is::<merge::inputs::NothingToMerge>() {
+        2
+    } else if e.is::<launch::CannotStart>() {
+        127
+    } else {
+        1
     }
 }
 
@@ -69,12 +79,15 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Some(Command::Merge { dir, force }) => {
             let config = trace::validate(&settings)?;
-            trace::merge_again(&dir, &config, force)?;
+            trace::merge_again(&dir, &settings, &config, force)?;
             Ok(0)
         }
+        Some(Command::MergeWorker { dir, force, messages_fd }) => Ok(merge::isolate::worker(&dir, force, messages_fd)),
         Some(Command::Stats { input, short: true, .. }) => {
             let anchor = analysis::anchor_of(&input)?;
-            print!("{}", analysis::stats::short_summary(&anchor)?);
+            let mut out = std::io::stdout().lock();
+            out.write_all(analysis::stats::short_summary(&anchor)?.as_bytes())?;
+            out.flush()?;
             Ok(0)
         }
         Some(Command::Stats { input, reports, format, .. }) => {
@@ -89,11 +102,26 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             match format.as_str() {
                 "chrome" => {
                     let n = analysis::chrome::export(&input, output)?;
-                    eprintln!("gputrace: wrote {} ({} events)", output.display(), n.events);
+                    say!("gputrace: wrote {} ({} events)", output.display(), n.events);
                 }
                 "vite-otf2" | "vite" => {
+                    // The copy goes into a directory, never over an archive.
+                    let taken = if output.exists() && !output.is_dir() {
+                        Some("is not a directory")
+                    } else if output.join("traces.otf2").symlink_metadata().is_ok() {
+                        Some("already holds an archive (traces.otf2)")
+                    } else {
+                        None
+                    };
+                    if let Some(why) = taken {
+                        return Err(UsageError(format!(
+                            "cannot write the ViTE copy to {}: it {why}",
+                            experiment::show_path(output)
+                        ))
+                        .into());
+                    }
                     let anchor = analysis::vite::export(&input, output)?;
-                    eprintln!("gputrace: wrote {} (open it with `vite {}`)", output.display(), anchor.display());
+                    say!("gputrace: wrote {} (open it with `vite {}`)", output.display(), anchor.display());
                 }
                 other => {
                     return Err(UsageError(format!("unknown export format `{other}`: chrome or vite-otf2")).into());
@@ -108,16 +136,28 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 Some(which @ ("mpi" | "gpu")) => analysis::plot::heatmap(&input, output, which)?,
                 Some(other) => return Err(UsageError(format!("unknown matrix `{other}`: mpi or gpu")).into()),
             }
-            eprintln!("gputrace: wrote {}", output.display());
+            say!("gputrace: wrote {}", output.display());
             Ok(0)
         }
         Some(Command::Run(argv)) => trace::trace(&argv, &settings),
     }
 }
 
-/// The `-o` a subcommand writes to.
+/// The `-o` a subcommand writes to. Its directory must exist: an output
+/// that cannot be made is bad input (exit 2), as an experiment directory
+/// that cannot be made is.
 fn required_output<'a>(output: Option<&'a std::path::Path>, command: &str) -> anyhow::Result<&'a std::path::Path> {
-    output.ok_or_else(|| UsageError(format!("gputrace {command} needs -o OUTPUT")).into())
+    let output = output.ok_or_else(|| UsageError(format!("gputrace {command} needs -o OUTPUT")))?;
+    let parent = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    if !parent.is_dir() {
+        return Err(UsageError(format!(
+            "cannot write {}: {} is not an existing directory",
+            experiment::show_path(output),
+            experiment::show_path(parent)
+        ))
+        .into());
+    }
+    Ok(output)
 }
 
 fn is_broken_pipe(e: &anyhow::Error) -> bool {

@@ -35,7 +35,8 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
     let program = launcher.program_name(argv);
     let experiment = match &config.experiment_directory {
         Some(dir) => Experiment::create_requested(dir).map_err(|e| UsageError(format!("{e:#}")))?,
-        None => Experiment::create_default(&program)?,
+        // A directory that cannot be made is bad input either way (exit 2).
+        None => Experiment::create_default(&program).map_err(|e| UsageError(format!("{e:#}")))?,
     };
     let dir = std::path::absolute(&experiment.dir).context("cannot resolve the experiment directory")?;
 
@@ -52,7 +53,7 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
         match libs::find(libs::CUDA_AGENT) {
             Some(agent) => env.push(("CUDA_INJECTION64_PATH".into(), agent.into_os_string())),
             None => {
-                eprintln!("[gputrace] warning: {} not found next to gputrace; CUDA is not traced", libs::CUDA_AGENT)
+                say!("[gputrace] warning: {} not found next to gputrace; CUDA is not traced", libs::CUDA_AGENT)
             }
         }
     }
@@ -72,33 +73,51 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
         let _ = std::fs::remove_dir_all(&experiment.dir);
     })?;
 
-    match merge::run(&experiment, &config, false) {
-        Ok(summary) => report(&experiment, &summary, &config),
+    // A rank may outlive its launcher (mpirun stopped by a signal gives up
+    // on its ranks; a rank still writes out its buffers after one): wait
+    // for the streams' writers, a bounded time, so their last events are
+    // in the archive.
+    let alive = merge::writers::wait(&experiment.raw_dir(), WRITER_PATIENCE);
+    if !alive.is_empty() {
+        say!("[gputrace] warning: {}", merge::writers::describe(&alive));
+    }
+
+    // Whatever the merge meets (a full disk, a crash in libotf2), the
+    // program's exit code is ours: the merge only adds one line.
+    match merge::isolate::merge(&experiment, settings, &config, false) {
+        Ok(()) => {}
         Err(e) if e.is::<merge::inputs::NothingRecorded>() => {
-            eprintln!("[gputrace] warning: {e}");
+            say!("[gputrace] warning: {e}");
             // An experiment directory with nothing in it helps nobody.
             let _ = std::fs::remove_dir(experiment.raw_dir()).and_then(|()| std::fs::remove_dir(&experiment.dir));
         }
-        Err(e) => eprintln!("[gputrace] error: {e:#}"),
+        Err(e) => say!("[gputrace] error: {e:#}"),
     }
     Ok(code)
 }
 
+/// How long the merge after a run waits for ranks that outlived the
+/// launcher: longer than a signalled rank takes to write out its buffers
+/// (`tracer::runtime::rescue::PATIENCE`, 2 s).
+const WRITER_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// `gputrace merge DIR`.
-pub fn merge_again(dir: &Path, config: &Config, force: bool) -> Result<()> {
+pub fn merge_again(dir: &Path, settings: &[(String, String)], config: &Config, force: bool) -> Result<()> {
     let experiment = Experiment::at(dir);
     if !experiment.raw_dir().is_dir() {
         return Err(UsageError(format!("{} is not an experiment directory (it has no raw/)", dir.display())).into());
     }
-    let summary = merge::run(&experiment, config, force)?;
-    report(&experiment, &summary, config);
-    Ok(())
+    let alive = merge::writers::live(&experiment.raw_dir());
+    if !alive.is_empty() {
+        say!("[gputrace] warning: {}", merge::writers::describe(&alive));
+    }
+    merge::isolate::merge(&experiment, settings, config, force)
 }
 
 /// The summary after a merge: the totals, then `gputrace stats`'s short
 /// form of the archive (the busiest functions, kernels, copies, matrices);
 /// without an archive, the summary's own tables.
-fn report(experiment: &Experiment, summary: &merge::summary::Summary, config: &Config) {
+pub fn report(experiment: &Experiment, summary: &merge::summary::Summary, config: &Config) {
     let short = summary.archive.as_ref().and_then(|(anchor, _)| match crate::analysis::stats::short_summary(anchor) {
         Ok(t) => Some(t),
         Err(e) => {
@@ -112,13 +131,13 @@ fn report(experiment: &Experiment, summary: &merge::summary::Summary, config: &C
     };
     if config.enable_profiling {
         if let Err(e) = std::fs::write(experiment.summary(), &text) {
-            eprintln!("[gputrace] warning: cannot write {}: {e}", experiment.summary().display());
+            say!("[gputrace] warning: cannot write {}: {e}", experiment.summary().display());
         }
         for line in text.lines() {
-            eprintln!("[gputrace] {line}");
+            say!("[gputrace] {line}");
         }
     } else if let Some((path, _)) = &summary.archive {
-        eprintln!("[gputrace] archive: {}", path.display());
+        say!("[gputrace] archive: {}", path.display());
     }
 }
 
@@ -138,7 +157,7 @@ fn mpi_preload(launcher: Launcher, argv: &[OsString]) -> Option<OsString> {
     };
     let name = libs::mpi_hooks_name(flavor);
     let Some(lib) = libs::find(name) else {
-        eprintln!("[gputrace] warning: {name} not found next to gputrace; MPI calls are not traced");
+        say!("[gputrace] warning: {name} not found next to gputrace; MPI calls are not traced");
         return None;
     };
     let mut value = lib.into_os_string();
@@ -155,7 +174,7 @@ fn warn_about_other_profilers(launcher: Launcher, argv: &[OsString], config: &Co
     let Some(i) = launcher.program_index(argv) else { return };
     let name = std::path::Path::new(&argv[i]).file_name().and_then(|n| n.to_str()).unwrap_or("");
     if !config.cuda_enable.is_empty() && matches!(name, "nsys" | "ncu" | "nv-nsight-cu-cli" | "nvprof") {
-        eprintln!(
+        say!(
             "[gputrace] warning: the program runs under {name}, which takes CUPTI for itself: CUDA is not traced \
              (MPI is)"
         );

@@ -25,7 +25,7 @@ pub mod vite;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use otf2_writer::reader::TraceReader;
 
 use crate::UsageError;
@@ -33,7 +33,8 @@ use crate::UsageError;
 /// The anchor file (`traces.otf2`) an input names: the file itself, or the
 /// archive inside an experiment directory.
 pub fn anchor_of(input: &Path) -> Result<PathBuf> {
-    let meta = std::fs::metadata(input).with_context(|| format!("cannot read {}", input.display()))?;
+    // A missing input is bad input, as for `gputrace merge` (exit 2).
+    let meta = std::fs::metadata(input).map_err(|e| UsageError(format!("cannot read {}: {e}", input.display())))?;
     if meta.is_dir() {
         let anchor = input.join("traces.otf2");
         if !anchor.exists() {
@@ -52,19 +53,22 @@ pub fn anchor_of(input: &Path) -> Result<PathBuf> {
 /// an archive (empty, truncated, another format).
 pub fn open(input: &Path) -> Result<TraceReader> {
     let anchor = anchor_of(input)?;
+    // Not an archive is bad input (exit 2), as a directory without one is.
     TraceReader::open(&anchor).map_err(|e| match e {
         // Already names the file and what is wrong with it.
-        otf2_writer::Error::NotAnArchive { .. } => anyhow::anyhow!("{e}"),
-        e => anyhow::anyhow!("{}: not a readable OTF2 archive: {e}", anchor.display()),
+        otf2_writer::Error::NotAnArchive { .. } => UsageError(e.to_string()).into(),
+        e => UsageError(format!("{}: not a readable OTF2 archive: {e}", anchor.display())).into(),
     })
 }
 
-/// The reader's error for a location, with the location named.
+/// The reader's error for a location, with the location named: a damaged
+/// archive is bad input (exit 2), as one that does not open is.
 pub(crate) fn read_error(reader: &TraceReader, loc: otf2_writer::LocationRef, e: otf2_writer::Error) -> anyhow::Error {
-    anyhow::anyhow!(
+    UsageError(format!(
         "{}: reading the events of location {} ({}): {e}",
         reader.anchor_path().display(),
         loc.id(),
         reader.defs().location_name(loc)
-    )
+    ))
+    .into()
 }

@@ -11,7 +11,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use tracer::raw::{
     CommDef, Definition, DeviceDef, LocationKind, MetricDef, NvLinkDef, Paradigm, Problem, Producer, RawFile,
-    RegionRole,
+    RegionRole, stream_file_name,
 };
 
 /// One stream's definitions, indexed.
@@ -106,10 +106,28 @@ impl std::fmt::Display for NothingRecorded {
 
 impl std::error::Error for NothingRecorded {}
 
+/// Raw streams are there, but nothing in them can make an archive readers
+/// accept (no stream could be read, or none defines a location).
+#[derive(Debug)]
+pub struct NothingToMerge(pub String);
+
+impl std::fmt::Display for NothingToMerge {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for NothingToMerge {}
+
 /// Problems met while reading, for the user.
 pub type Warnings = Vec<String>;
 
 /// Reads every `*.gtr` file under `raw_dir` and groups them by process.
+///
+/// Only regular files (or links to them) are streams: anything else named
+/// `*.gtr` (a FIFO, which would block the open, a device, a directory) is
+/// skipped with a warning. A stream found twice (a copy of a file, whole
+/// or cut short) is merged once.
 pub fn load(raw_dir: &Path) -> Result<(Vec<Process>, Warnings)> {
     let mut warnings = Vec::new();
     let entries = std::fs::read_dir(raw_dir).with_context(|| format!("cannot read {}", raw_dir.display()))?;
@@ -123,6 +141,10 @@ pub fn load(raw_dir: &Path) -> Result<(Vec<Process>, Warnings)> {
     }
     let mut by_key: BTreeMap<(String, u32, u64), Vec<RawFile>> = BTreeMap::new();
     for path in paths {
+        if let Some(what) = not_a_regular_file(&path) {
+            warnings.push(format!("{} is {what}, not a raw stream; skipped", path.display()));
+            continue;
+        }
         match RawFile::open(&path) {
             Ok(raw) => {
                 // An open slot is how a process that ended while recording
@@ -136,9 +158,85 @@ pub fn load(raw_dir: &Path) -> Result<(Vec<Process>, Warnings)> {
             Err(e) => warnings.push(format!("{e}; skipped")),
         }
     }
-    let mut processes: Vec<Process> = by_key.into_values().map(build_process).collect();
+    let mut processes: Vec<Process> =
+        by_key.into_values().map(|streams| build_process(drop_copies(streams, &mut warnings))).collect();
     assign_ranks(&mut processes, &mut warnings);
     Ok((processes, warnings))
+}
+
+/// What `path` is when it is not a regular file (following links): "a
+/// FIFO", "a directory", ... Checked before opening, because opening a
+/// FIFO for reading blocks until a writer comes.
+fn not_a_regular_file(path: &Path) -> Option<String> {
+    use std::os::unix::fs::FileTypeExt;
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) => return Some(format!("unreadable ({e})")),
+    };
+    let t = meta.file_type();
+    let what = if t.is_file() {
+        return None;
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    };
+    let link = path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink());
+    Some(if link { format!("a link to {what}") } else { what.to_string() })
+}
+
+/// Keeps one stream per producer of a process. Each process writes one
+/// stream per producer, so a second one with the same identity (host,
+/// pid, start time, producer) is a copy: the one holding the other (the
+/// longer, when one is a prefix of the other) is merged, once.
+fn drop_copies(mut streams: Vec<RawFile>, warnings: &mut Warnings) -> Vec<RawFile> {
+    // Most complete first, so the kept one is the first of its producer;
+    // of equals, the one under the name its producer gave it.
+    let key = |s: &RawFile| {
+        let h = &s.header;
+        let own_name = s.path().file_name().is_some_and(|n| *n == *stream_file_name(&h.host, h.pid, h.producer));
+        (h.producer, std::cmp::Reverse((s.chunks.len(), s.definitions.len(), s.size)), !own_name, s.path().to_owned())
+    };
+    streams.sort_by_cached_key(key);
+    let mut kept: Vec<RawFile> = Vec::new();
+    for s in streams {
+        let Some(twin) = kept.iter().find(|k| k.header.producer == s.header.producer) else {
+            kept.push(s);
+            continue;
+        };
+        let h = &s.header;
+        let who = format!("the {} stream of pid {} on {}", h.producer.name(), h.pid, h.host);
+        if contains(twin, &s) {
+            warnings.push(format!(
+                "{} is a copy of {} ({who}): merged once",
+                s.path().display(),
+                twin.path().display()
+            ));
+        } else {
+            warnings.push(format!(
+                "{} and {} both hold {who} but differ: only the first is merged",
+                twin.path().display(),
+                s.path().display()
+            ));
+        }
+    }
+    kept
+}
+
+/// Whether every definition and event chunk of `part` is in `whole`: the
+/// same file, or the same file cut short.
+fn contains(whole: &RawFile, part: &RawFile) -> bool {
+    whole.header == part.header
+        && part.definitions.len() <= whole.definitions.len()
+        && whole.definitions[..part.definitions.len()] == part.definitions[..]
+        && part.chunks.len() <= whole.chunks.len()
+        && whole.chunks[..part.chunks.len()] == part.chunks[..]
 }
 
 fn build_process(mut streams: Vec<RawFile>) -> Process {
@@ -248,20 +346,25 @@ fn build_process(mut streams: Vec<RawFile>) -> Process {
 }
 
 impl Process {
-    /// How the process ended, when not normally: for the summary.
+    /// How the process ended, when not normally or with events lost: for
+    /// the summary.
     pub fn ending(&self) -> Option<String> {
         let mut how = match (self.signal, self.unclosed) {
             (Some(sig), _) => format!("ended by {}, its buffers written first", signal_name(sig)),
             (None, true) => "stopped without closing its trace (SIGKILL, or _exit)".to_string(),
-            (None, false) if self.no_finalize && self.mpi.is_some() => "exited without MPI_Finalize".to_string(),
-            (None, false) if !self.complete => "its stream is damaged".to_string(),
+            // (Its definition may be among what a full disk lost.)
+            (None, false) if self.no_finalize && self.mpi.is_some() && self.dropped == 0 => {
+                "exited without MPI_Finalize".to_string()
+            }
+            (None, false) if !self.complete => "finished, its stream damaged".to_string(),
+            (None, false) if self.dropped > 0 || self.cut > 0 => "finished".to_string(),
             (None, false) => return None,
         };
         if self.cut > 0 {
             how += &format!("; {} event{} being written cut", self.cut, if self.cut == 1 { "" } else { "s" });
         }
         if self.dropped > 0 {
-            how += &format!("; {} events not written", self.dropped);
+            how += &format!("; {} events not written (recording had stopped)", super::summary::thousands(self.dropped));
         }
         Some(format!("rank {} (pid {} on {}) {how}", self.rank, self.pid, self.host))
     }
@@ -315,4 +418,85 @@ pub fn signal_name(signal: u32) -> String {
         _ => return format!("signal {signal}"),
     };
     name.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ring(iterations: u64) -> (tempfile::TempDir, std::path::PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let raw = tmp.path().join("raw");
+        std::fs::create_dir(&raw).unwrap();
+        tracer::synthetic::write_ring(&raw, 2, iterations).unwrap();
+        (tmp, raw)
+    }
+
+    fn events(processes: &[Process]) -> u64 {
+        processes
+            .iter()
+            .flat_map(|p| p.streams.iter().flat_map(|s| s.chunks.iter().map(|c| u64::from(c.header.event_count))))
+            .sum()
+    }
+
+    #[test]
+    fn only_regular_files_are_streams() {
+        let (_tmp, raw) = ring(100);
+        let (_, want) = load(&raw).unwrap();
+        assert!(want.is_empty(), "{want:?}");
+        let fifo = raw.join("fifo.gtr");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        std::os::unix::fs::symlink("fifo.gtr", raw.join("link.gtr")).unwrap();
+        std::os::unix::fs::symlink("missing.gtr", raw.join("dangling.gtr")).unwrap();
+        std::fs::create_dir(raw.join("dir.gtr")).unwrap();
+        // Opening the FIFO would block this test for ever.
+        let (processes, warnings) = load(&raw).unwrap();
+        assert_eq!(processes.len(), 2);
+        let w = warnings.join("\n");
+        assert_eq!(warnings.len(), 4, "{w}");
+        assert!(w.contains("fifo.gtr is a FIFO, not a raw stream; skipped"), "{w}");
+        assert!(w.contains("link.gtr is a link to a FIFO"), "{w}");
+        assert!(w.contains("dir.gtr is a directory"), "{w}");
+        assert!(w.contains("dangling.gtr is unreadable"), "{w}");
+    }
+
+    #[test]
+    fn a_copied_stream_is_merged_once() {
+        let (_tmp, raw) = ring(100_000);
+        let (processes, _) = load(&raw).unwrap();
+        let whole = events(&processes);
+        let original = raw.join(stream_file_name("synthetic", 1, tracer::raw::Producer::Synthetic));
+        let bytes = std::fs::read(&original).unwrap();
+        assert!(processes[0].streams[0].chunks.len() > 2, "the stream must have several chunks");
+        // A whole copy (sorting before the original) and one cut short.
+        std::fs::write(raw.join("a-copy.gtr"), &bytes).unwrap();
+        std::fs::write(raw.join("z-cut.gtr"), &bytes[..bytes.len() / 2]).unwrap();
+        let (processes, warnings) = load(&raw).unwrap();
+        assert_eq!(processes.len(), 2);
+        assert!(processes.iter().all(|p| p.streams.len() == 1));
+        assert_eq!(events(&processes), whole, "events merged once");
+        // The original name is the one kept.
+        assert_eq!(processes[0].streams[0].path(), original);
+        let copies: Vec<_> = warnings.iter().filter(|w| w.contains("is a copy of")).collect();
+        assert_eq!(copies.len(), 2, "{warnings:?}");
+        assert!(copies.iter().all(|w| w.contains("the synthetic stream of pid 1 on synthetic): merged once")));
+    }
+
+    #[test]
+    fn two_different_streams_of_one_identity_are_not_both_merged() {
+        let (_tmp, raw) = ring(100_000);
+        let (processes, _) = load(&raw).unwrap();
+        let whole = events(&processes);
+        // The same process identity with other events: a shorter run,
+        // whose last chunks differ.
+        let (_other_tmp, other_raw) = ring(60_000);
+        let name = stream_file_name("synthetic", 1, tracer::raw::Producer::Synthetic);
+        std::fs::copy(other_raw.join(&name), raw.join("other.gtr")).unwrap();
+        let (processes, warnings) = load(&raw).unwrap();
+        assert!(processes.iter().all(|p| p.streams.len() == 1));
+        assert_eq!(events(&processes), whole, "the longer one is kept");
+        assert!(warnings.iter().any(|w| w.contains("but differ: only the first is merged")), "{warnings:?}");
+    }
 }

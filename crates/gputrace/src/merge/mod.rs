@@ -12,6 +12,7 @@
 
 pub mod clock;
 pub mod inputs;
+pub mod isolate;
 pub mod layout;
 pub mod progress;
 pub mod summary;
@@ -28,7 +29,7 @@ use tracer::Config;
 
 use crate::experiment::{ARCHIVE_NAME, Experiment};
 use clock::{ClockMap, clock_maps};
-use inputs::Process;
+use inputs::{NothingToMerge, Process};
 use progress::Progress;
 use summary::Summary;
 
@@ -38,7 +39,14 @@ pub fn run(experiment: &Experiment, config: &Config, force: bool) -> Result<Summ
     let start = Instant::now();
     let (processes, warnings) = inputs::load(&experiment.raw_dir())?;
     for w in &warnings {
-        eprintln!("[gputrace] warning: {w}");
+        say!("[gputrace] warning: {w}");
+    }
+    if processes.is_empty() {
+        return Err(NothingToMerge(format!(
+            "nothing to merge in {}: none of its raw streams could be read",
+            experiment.raw_dir().display()
+        ))
+        .into());
     }
     let clocks = clock_maps(&processes);
     let total: u64 = processes
@@ -62,12 +70,34 @@ pub fn run(experiment: &Experiment, config: &Config, force: bool) -> Result<Summ
         if force {
             remove_archive(&experiment.dir)?;
         }
-        let written =
-            write_archive(experiment, &processes, &clocks, (first, last), &mut summary, &mut attributes, &progress);
+        // Only what this merge created is removed when it fails: an archive
+        // that was there before (merged without --force) is left alone.
+        let mut archive = ArchiveWriter::create(&experiment.dir, ARCHIVE_NAME).map_err(|e| match e {
+            otf2_writer::Error::AlreadyExists { .. } => crate::UsageError(format!(
+                "{} already holds an archive: `gputrace merge --force {}` replaces it",
+                experiment.dir.display(),
+                experiment.dir.display()
+            ))
+            .into(),
+            e => anyhow::Error::new(e).context("cannot create the archive"),
+        })?;
+        let mut out = write::Outputs { summary: &mut summary, attributes: &mut attributes, progress: &progress };
+        let written = write_archive(experiment, &mut archive, &processes, &clocks, (first, last), &mut out);
+        let written = match written {
+            Ok(()) => archive.close().context("writing the archive's definitions"),
+            Err(e) => {
+                // Finalized (by drop) before its files are removed.
+                drop(archive);
+                Err(e)
+            }
+        };
         if let Err(e) = written {
             // A half-written archive helps nobody; the raw streams stay, so
             // the merge can be run again (a full disk freed, say).
             let _ = remove_archive(&experiment.dir);
+            if e.is::<NothingToMerge>() {
+                return Err(e);
+            }
             return Err(e.context(format!(
                 "the archive could not be written; the raw streams are kept: `gputrace merge {}` tries again",
                 experiment.dir.display()
@@ -78,6 +108,7 @@ pub fn run(experiment: &Experiment, config: &Config, force: bool) -> Result<Summ
         // Only the summary: the same pass with nothing written.
         let mut defs = otf2_writer::Definitions::default();
         let layout = layout::define(&mut defs, &processes)?;
+        no_location_check(&layout, experiment)?;
         summary.region_names = layout.region_names.clone();
         for (p, plan) in processes.iter().zip(&layout.processes) {
             for loc in &plan.locations {
@@ -100,33 +131,44 @@ pub fn run(experiment: &Experiment, config: &Config, force: bool) -> Result<Summ
     Ok(summary)
 }
 
-/// Writes the archive: definitions, then every location's events.
+/// Writes the archive's definitions and every location's events; the
+/// caller closes it.
 fn write_archive(
     experiment: &Experiment,
+    archive: &mut ArchiveWriter,
     processes: &[Process],
     clocks: &[ClockMap],
     (first, last): (u64, u64),
-    summary: &mut Summary,
-    attributes: &mut std::collections::HashMap<(String, bool), otf2_writer::AttributeRef>,
-    progress: &Progress,
+    out: &mut write::Outputs<'_>,
 ) -> Result<()> {
-    let mut archive = ArchiveWriter::create(&experiment.dir, ARCHIVE_NAME)?;
     archive.set_creator(concat!("gputrace ", env!("CARGO_PKG_VERSION")))?;
     archive.set_description(&describe(processes))?;
     let realtime = reference_realtime(processes, first);
     archive.set_clock_properties(tracer::clock::TICKS_PER_SECOND, first, last.saturating_sub(first), realtime);
     let layout = layout::define(archive.defs(), processes)?;
-    summary.region_names = layout.region_names.clone();
+    no_location_check(&layout, experiment)?;
+    out.summary.region_names = layout.region_names.clone();
     for ((p, plan), clock) in processes.iter().zip(&layout.processes).zip(clocks) {
         for loc in &plan.locations {
-            write_clock_offsets(&mut archive, loc.location, clock)?;
+            write_clock_offsets(archive, loc.location, clock)?;
             let writer = archive.event_writer(loc.location)?;
-            let mut out = write::Outputs { summary: &mut *summary, attributes: &mut *attributes, progress };
-            write::location_events(p, plan, &layout, loc, Some(writer), &mut out)?;
-            summary.locations += 1;
+            write::location_events(p, plan, &layout, loc, Some(writer), out)?;
+            out.summary.locations += 1;
         }
     }
-    archive.close().context("writing the archive's definitions")?;
+    Ok(())
+}
+
+/// An archive without locations is one that readers reject ("Find
+/// location definitions in global definition file"): refuse to write it.
+fn no_location_check(layout: &layout::Layout, experiment: &Experiment) -> Result<()> {
+    if layout.processes.iter().all(|p| p.locations.is_empty()) {
+        return Err(NothingToMerge(format!(
+            "nothing to merge in {}: its raw streams define no location (thread, GPU stream)",
+            experiment.raw_dir().display()
+        ))
+        .into());
+    }
     Ok(())
 }
 

@@ -1,6 +1,8 @@
 //! A progress bar for merges that take more than a second: hidden at
 //! first, drawn once a second has passed, so quick merges print nothing.
 
+use std::fs::File;
+use std::os::fd::FromRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -32,11 +34,30 @@ impl Progress {
         self.bar.inc(events);
         if !self.shown.load(Ordering::Relaxed) && self.start.elapsed() > DELAY {
             self.shown.store(true, Ordering::Relaxed);
-            self.bar.set_draw_target(ProgressDrawTarget::stderr());
+            self.bar.set_draw_target(draw_target());
         }
     }
 
     pub fn finish(&self) {
         self.bar.finish_and_clear();
     }
+}
+
+/// Where the bar is drawn: where gputrace's lines go (stderr, or in the
+/// merge worker the copy of gputrace's stderr it was handed), and only
+/// when that is a terminal.
+fn draw_target() -> ProgressDrawTarget {
+    let fd = crate::say::fd();
+    if fd == libc::STDERR_FILENO {
+        return ProgressDrawTarget::stderr();
+    }
+    // SAFETY: fcntl(F_DUPFD_CLOEXEC) on any descriptor is an error return
+    // or a new descriptor that the File below then owns alone.
+    let own = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) };
+    if own < 0 {
+        return ProgressDrawTarget::hidden();
+    }
+    // SAFETY: `own` is a fresh descriptor nothing else closes.
+    let file = unsafe { File::from_raw_fd(own) };
+    ProgressDrawTarget::term(console::Term::read_write_pair(std::io::stdin(), file), 20)
 }

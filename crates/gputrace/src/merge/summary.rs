@@ -202,7 +202,7 @@ impl Summary {
                 writeln!(s, "lost: {} events could not be written by the traced processes", thousands(self.dropped));
         }
         for ending in &self.incomplete_processes {
-            let _ = writeln!(s, "ended early: {ending}; every event it committed is kept");
+            let _ = writeln!(s, "ending: {ending}");
         }
         if self.closed_open_regions > 0 || self.clamped > 0 || self.unmatched_leaves > 0 {
             let _ = writeln!(

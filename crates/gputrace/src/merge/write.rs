@@ -95,7 +95,7 @@ pub fn location_events(
     pass.summary.events += count;
     pass.summary.clamped += timeline.clamped;
     for p in &timeline.problems {
-        eprintln!("[gputrace] warning: {}: {p}", process.host);
+        say!("[gputrace] warning: {}: {p}", process.host);
     }
     if let Some(w) = pass.writer {
         w.close().context("closing an event writer")?;

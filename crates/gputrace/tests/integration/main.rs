@@ -4,6 +4,7 @@
 mod analysis;
 mod bad_input;
 mod cuda;
+mod full_disk;
 mod mpi;
 mod mpi4py;
 mod nccl;

@@ -238,7 +238,7 @@ fn a_rank_exiting_with_3_makes_gputrace_exit_3_after_merging() {
     assert_eq!(count(&facts, 0, "MpiSend"), 4, "rank 0's buffered events survive its SIGTERM");
     assert_eq!(facts["regions"]["0"]["MPI_Barrier"], 1, "rank 0 left its barrier before it was stopped");
     let stderr = text(&out.stderr);
-    assert!(stderr.contains("ended early: rank 0") && stderr.contains("ended by SIGTERM"), "{stderr}");
+    assert!(stderr.contains("ending: rank 0") && stderr.contains("ended by SIGTERM"), "{stderr}");
     assert_well_formed(&facts);
 }
 
@@ -250,10 +250,7 @@ fn a_killed_rank_leaves_the_others_and_its_written_chunks() {
     let out = trace(&dir, &[mpirun, "-np", "2", exe.to_str().unwrap(), "-n", "5"], &[]);
     assert_ne!(out.status.code(), Some(0));
     let stderr = text(&out.stderr);
-    assert!(
-        stderr.contains("ended early: rank 1 (pid") && stderr.contains("stopped without closing its trace"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("ending: rank 1 (pid") && stderr.contains("stopped without closing its trace"), "{stderr}");
     let facts = facts(&dir.join("traces.otf2"));
     assert_eq!(facts["ranks"], serde_json::json!([0, 1]));
     // Rank 1's events are in the file the moment they are recorded: all 6

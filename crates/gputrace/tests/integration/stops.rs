@@ -511,7 +511,7 @@ fn a_rank_killing_itself_loses_no_completed_call() {
 
 #[test]
 fn the_summary_reads_how_a_rank_ended() {
-    let summary = "ended early: rank 0 (pid 1 on vm) ended by SIGTERM\nended early: rank 1 (pid 2 on vm) \
+    let summary = "ending: rank 0 (pid 1 on vm) ended by SIGTERM\nending: rank 1 (pid 2 on vm) \
                    stopped without closing its trace (SIGKILL, or _exit); 1 event being written cut";
     assert_eq!(ending_of(summary, 0).as_deref(), Some("(pid 1 on vm) ended by SIGTERM"));
     assert!(ending_of(summary, 1).is_some_and(|w| w.contains("SIGKILL") && counts_cut_events(&w)));
@@ -520,13 +520,13 @@ fn the_summary_reads_how_a_rank_ended() {
     assert_eq!(ending_of("rank 10: exited with 3", 1), None);
     assert_eq!(ending_of("rank 1: killed, 12 events cut\nnext", 1).as_deref(), Some("killed, 12 events cut"));
     assert_eq!(
-        ending_of("ended early: rank 1 (pid 4 on vm) ended by SIGTERM, its buffers written first", 1).as_deref(),
+        ending_of("ending: rank 1 (pid 4 on vm) ended by SIGTERM, its buffers written first", 1).as_deref(),
         Some("(pid 4 on vm) ended by SIGTERM, its buffers written first")
     );
     assert!(counts_cut_events("killed, 12 events cut") && counts_cut_events("SIGTERM"));
     assert!(!counts_cut_events("killed, events cut"));
     assert!(counts_cut_events("after the program's execution"));
-    let two = "clock: rank 1 (offset 3 us)\nended early: rank 1 (pid 2 on vm) stopped (SIGKILL)";
+    let two = "clock: rank 1 (offset 3 us)\nending: rank 1 (pid 2 on vm) stopped (SIGKILL)";
     assert_eq!(ending_of(two, 1).as_deref(), Some("(pid 2 on vm) stopped (SIGKILL)"));
     assert!(counts_cut_events("killed; 1,024 torn events"));
 }

@@ -212,3 +212,124 @@ pub fn test_cache() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cache"));
     base.join("gputrace-tests")
 }
+
+/// A tmpfs of `kib` KiB mounted on a fresh directory, unmounted on drop.
+/// Mounting needs root: where it fails the test says so and is skipped,
+/// except under `CI=true`, where it fails.
+pub struct Tmpfs(pub PathBuf);
+
+impl Tmpfs {
+    pub fn mount(kib: u64) -> Option<Tmpfs> {
+        let dir = fresh_dir("tmpfs");
+        std::fs::create_dir_all(&dir).unwrap();
+        let out =
+            Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"]).arg(&dir).output();
+        match out {
+            Ok(o) if o.status.success() => Some(Tmpfs(dir)),
+            other => {
+                let why = match other {
+                    Ok(o) => text(&o.stderr),
+                    Err(e) => e.to_string(),
+                };
+                assert!(std::env::var("CI").as_deref() != Ok("true"), "CI=true: cannot mount a tmpfs: {why}");
+                eprintln!("note: cannot mount a tmpfs here ({}); test skipped", why.trim());
+                None
+            }
+        }
+    }
+
+    /// Bytes still free.
+    pub fn avail(&self) -> u64 {
+        let c = std::ffi::CString::new(self.0.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path and a zeroed struct statvfs fills.
+        unsafe {
+            let mut st: libc::statvfs = std::mem::zeroed();
+            assert_eq!(libc::statvfs(c.as_ptr(), &mut st), 0);
+            st.f_bavail as u64 * st.f_frsize as u64
+        }
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).output();
+    }
+}
+
+/// Bytes of the files under `path`.
+pub fn tree_size(path: &Path) -> u64 {
+    match std::fs::symlink_metadata(path) {
+        Ok(m) if m.is_dir() => std::fs::read_dir(path).unwrap().map(|e| tree_size(&e.unwrap().path())).sum(),
+        Ok(m) => m.len(),
+        Err(_) => 0,
+    }
+}
+
+/// Copies the files of `from` (one level) into `to`, which is created.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+}
+
+/// Runs `cmd` like [`run`], failing the test (and killing it) if it takes
+/// longer than `limit`: for what must never block.
+pub fn run_within(cmd: &mut Command, limit: std::time::Duration) -> Output {
+    use std::process::Stdio;
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1").env_remove("LD_PRELOAD");
+    for (k, _) in std::env::vars() {
+        if k.starts_with("GPUTRACE_") {
+            cmd.env_remove(k);
+        }
+    }
+    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let start = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!("still running after {limit:?}: {}", text(&out.stderr));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// `gputrace merge [--force] dir`.
+pub fn merge(dir: &Path, force: bool) -> Output {
+    let mut cmd = Command::new(gputrace());
+    cmd.arg("merge");
+    if force {
+        cmd.arg("--force");
+    }
+    run(cmd.arg(dir))
+}
+
+/// The archive's files are gone (none half-written left behind).
+pub fn assert_no_archive(dir: &Path) {
+    for name in ["traces.otf2", "traces.def", "traces"] {
+        assert!(dir.join(name).symlink_metadata().is_err(), "{} left behind", dir.join(name).display());
+    }
+}
+
+/// A message as [`messages`] gives it: (sender, receiver, comm, tag, bytes).
+pub type Message = (i64, i64, String, i64, i64);
+
+/// What the two readers see in an archive: its messages and the event
+/// counts `otf2-print` finds; the archive must be well formed.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Seen {
+    pub sends: Vec<Message>,
+    pub recvs: Vec<Message>,
+    pub counts: Vec<(String, usize)>,
+}
+
+pub fn seen(anchor: &Path) -> Seen {
+    let f = facts(anchor);
+    assert_well_formed(&f);
+    let mut counts: Vec<_> = otf2_print_counts(anchor).into_iter().collect();
+    counts.sort();
+    Seen { sends: messages(&f, "sends"), recvs: messages(&f, "recvs"), counts }
+}

@@ -14,14 +14,56 @@ use std::time::Duration;
 
 pub use vars::{SetValue, VARS, Var, VarType};
 
-/// A bad variable.
+/// A bad variable. Its message is one line, whatever the value holds: the
+/// value is shown once, cut to [`SHOWN`] characters, control characters
+/// escaped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ConfigError {
-    #[error("{name}={value}: {problem}; allowed: {allowed}")]
+    #[error("{name}={}: {problem}; allowed: {allowed}", shown(value))]
     BadValue { name: String, value: String, problem: String, allowed: String },
-    #[error("unknown variable {name}{suggestion} (`gputrace info config-vars` lists them)")]
+    #[error("unknown variable {}{suggestion} (`gputrace info config-vars` lists them)", shown(name))]
     UnknownVariable { name: String, suggestion: String },
+}
+
+/// At most this many characters of a value are repeated in a message.
+pub const SHOWN: usize = 80;
+
+/// At most this many characters of one word of a set's value.
+const WORD_SHOWN: usize = 24;
+
+/// `text` as a message shows it: on one line (control characters
+/// escaped), cut to [`SHOWN`] characters with `…` when longer.
+pub fn shown(text: &str) -> String {
+    cut(text, SHOWN)
+}
+
+/// [`shown`] with another length.
+fn cut(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == max {
+            out.push('…');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Why a set-valued variable was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetProblem {
+    /// No name at all (`""`, `","`): it would silently record nothing.
+    Empty,
+    /// A name that is not a member or alias.
+    Unknown(String),
+    /// An alias for nothing (`none`, `no`) with something to record.
+    Contradiction { nothing: String, something: String },
 }
 
 /// A parsed set-valued variable: the members enabled, aliases expanded.
@@ -185,9 +227,21 @@ pub fn parse_value(var: &Var, raw: &str) -> Result<Value, ConfigError> {
         VarType::Duration => parse_duration(text)
             .map(Value::Duration)
             .ok_or_else(|| bad("not a duration", "a number with an optional ns, us, ms or s suffix".into())),
-        VarType::Set(values) => parse_set(text, values).map(Value::Set).map_err(|unknown| {
+        VarType::Set(values) => parse_set(text, values).map(Value::Set).map_err(|problem| {
             let names: Vec<&str> = values.iter().map(|v| v.name).collect();
-            bad(&format!("unknown value '{unknown}'"), names.join(", "))
+            let nothing = values.iter().find(|v| v.is_alias && v.expands_to.is_empty()).map_or("none", |v| v.name);
+            let problem = match problem {
+                SetProblem::Empty => format!("empty (to record nothing, say `{nothing}`)"),
+                // The value is shown once: a word that is the whole value
+                // is not repeated.
+                SetProblem::Unknown(word) if word == text => "unknown value".to_string(),
+                // Only a piece of the word, the value being shown already.
+                SetProblem::Unknown(word) => format!("unknown value '{}'", cut(&word, WORD_SHOWN)),
+                SetProblem::Contradiction { nothing, something } => {
+                    format!("'{}' (nothing) contradicts '{}'", cut(&nothing, WORD_SHOWN), cut(&something, WORD_SHOWN))
+                }
+            };
+            bad(&problem, names.join(", "))
         }),
     }
 }
@@ -232,12 +286,21 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
     })
 }
 
-/// Parses a set; on failure returns the first unknown name.
-pub fn parse_set(text: &str, values: &'static [SetValue]) -> Result<EnabledSet, String> {
+/// Parses a set: names separated by commas or spaces. Refused: no name at
+/// all, an unknown name (the first), and an alias for nothing (`none`,
+/// `no`) together with a name that records something (`none,p2p`).
+pub fn parse_set(text: &str, values: &'static [SetValue]) -> Result<EnabledSet, SetProblem> {
     let mut enabled: Vec<&'static str> = Vec::new();
+    let mut nothing: Option<&str> = None;
+    let mut something: Option<&str> = None;
     for word in text.split(|c: char| c == ',' || c.is_whitespace()).filter(|w| !w.is_empty()) {
         let lower = word.to_ascii_lowercase();
-        let v = values.iter().find(|v| v.name == lower).ok_or_else(|| word.to_string())?;
+        let v = values.iter().find(|v| v.name == lower).ok_or_else(|| SetProblem::Unknown(word.to_string()))?;
+        if v.is_alias && v.expands_to.is_empty() {
+            nothing.get_or_insert(word);
+        } else {
+            something.get_or_insert(word);
+        }
         let members: Vec<&'static str> = if v.is_alias { v.expands_to.to_vec() } else { vec![v.name] };
         for m in members {
             if !enabled.contains(&m) {
@@ -245,11 +308,20 @@ pub fn parse_set(text: &str, values: &'static [SetValue]) -> Result<EnabledSet, 
             }
         }
     }
-    Ok(EnabledSet(enabled))
+    match (nothing, something) {
+        (None, None) => Err(SetProblem::Empty),
+        (Some(n), Some(s)) => Err(SetProblem::Contradiction { nothing: n.to_string(), something: s.to_string() }),
+        _ => Ok(EnabledSet(enabled)),
+    }
 }
 
 /// "; did you mean GPUTRACE_X?" for a near miss, or nothing.
 fn suggest(name: &str) -> String {
+    // No variable is near a name this long; and the distance costs
+    // len(name) × len(variable) per variable.
+    if name.len() > 64 {
+        return String::new();
+    }
     let best = VARS.iter().map(|v| (edit_distance(name, v.name), v.name)).min().filter(|(d, _)| *d <= 3);
     best.map(|(_, n)| format!("; did you mean {n}?")).unwrap_or_default()
 }
@@ -319,6 +391,86 @@ mod tests {
         assert_eq!(s.iter().collect::<Vec<_>>(), ["p2p", "coll"]);
         assert!(parse_set("none", vars::MPI_GROUPS).unwrap().is_empty());
         assert_eq!(parse_set("all", vars::MPI_GROUPS).unwrap().iter().count(), 15);
+    }
+
+    #[test]
+    fn an_empty_set_is_refused_like_other_empty_values() {
+        for var in ["GPUTRACE_MPI_ENABLE_GROUPS", "GPUTRACE_CUDA_ENABLE", "GPUTRACE_NCCL_ENABLE"] {
+            for value in ["", ",", " , ", ",,\t"] {
+                let errs = Config::from_pairs(&pairs(&[(var, value)])).unwrap_err();
+                assert_eq!(errs.len(), 1, "{var}={value:?}");
+                let line = errs[0].to_string();
+                assert!(line.starts_with(&format!("{var}=")), "{line}");
+                assert!(line.contains(": empty (to record nothing, say `"), "{line}");
+                assert_eq!(line.lines().count(), 1, "{line}");
+            }
+        }
+        // As every other type refuses an empty value (paths excepted:
+        // empty is their default).
+        for var in ["GPUTRACE_ENABLE_TRACING", "GPUTRACE_TOTAL_MEMORY", "GPUTRACE_NVLINK_INTERVAL"] {
+            assert!(Config::from_pairs(&pairs(&[(var, "")])).is_err(), "{var}");
+        }
+        assert!(Config::from_pairs(&pairs(&[("GPUTRACE_FILTERING_FILE", "")])).is_ok());
+        // Recording nothing is said with `none` or `no`.
+        let c = Config::from_pairs(&pairs(&[("GPUTRACE_MPI_ENABLE_GROUPS", "none")])).unwrap();
+        assert!(c.mpi_groups.is_empty());
+    }
+
+    #[test]
+    fn contradictory_sets_are_refused_with_one_line() {
+        for (var, value, nothing, something) in [
+            ("GPUTRACE_MPI_ENABLE_GROUPS", "none,p2p", "none", "p2p"),
+            ("GPUTRACE_MPI_ENABLE_GROUPS", "all,no", "no", "all"),
+            ("GPUTRACE_MPI_ENABLE_GROUPS", "p2p NONE", "NONE", "p2p"),
+            ("GPUTRACE_CUDA_ENABLE", "kernel,no", "no", "kernel"),
+            ("GPUTRACE_NCCL_ENABLE", "none,default", "none", "default"),
+        ] {
+            let errs = Config::from_pairs(&pairs(&[(var, value)])).unwrap_err();
+            assert_eq!(errs.len(), 1);
+            let line = errs[0].to_string();
+            assert_eq!(
+                line.split("; allowed:").next().unwrap(),
+                format!("{var}={value}: '{nothing}' (nothing) contradicts '{something}'")
+            );
+        }
+        // Not contradictions: nothing said twice, a default plus extras,
+        // everything plus a member.
+        for value in ["none,no", "default,xreqtest", "all,p2p", "p2p,p2p"] {
+            Config::from_pairs(&pairs(&[("GPUTRACE_MPI_ENABLE_GROUPS", value)])).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_huge_bad_value_is_shown_once_and_cut() {
+        let huge = "x".repeat(100_000);
+        let shown_run = "x".repeat(SHOWN);
+        for (var, value) in [
+            ("GPUTRACE_MPI_ENABLE_GROUPS", huge.clone()),
+            ("GPUTRACE_ENABLE_TRACING", huge.clone()),
+            ("GPUTRACE_TOTAL_MEMORY", huge.clone()),
+            ("GPUTRACE_CUDA_ENABLE", huge.clone()),
+        ] {
+            let errs = Config::from_pairs(&pairs(&[(var, &value)])).unwrap_err();
+            let line = errs[0].to_string();
+            assert!(line.starts_with(&format!("{var}={shown_run}…: ")), "{var}: {}", &line[..200]);
+            assert_eq!(line.matches(&shown_run).count(), 1, "{var}: shown once: {line}");
+            assert!(line.len() < 600, "{var}: {} bytes", line.len());
+        }
+        // A bad word inside a long list: the value cut, a piece of the word.
+        let value = format!("p2p,coll,{huge}");
+        let errs = Config::from_pairs(&pairs(&[("GPUTRACE_MPI_ENABLE_GROUPS", &value)])).unwrap_err();
+        let line = errs[0].to_string();
+        assert!(line.len() < 600 && line.contains(&format!("unknown value '{}…'", "x".repeat(24))), "{line}");
+        // Control characters cannot break the line.
+        let errs = Config::from_pairs(&pairs(&[("GPUTRACE_VERBOSE", "yes\nno\r")])).unwrap_err();
+        let line = errs[0].to_string();
+        assert_eq!(line.lines().count(), 1, "{line}");
+        assert!(line.starts_with("GPUTRACE_VERBOSE=yes\\nno\\r: not a Boolean"), "{line}");
+        // A huge unknown name too.
+        let name = format!("GPUTRACE_{huge}");
+        let errs = Config::from_pairs(&pairs(&[(&name, "1")])).unwrap_err();
+        let line = errs[0].to_string();
+        assert!(line.len() < 300 && line.contains('…'), "{line}");
     }
 
     #[test]

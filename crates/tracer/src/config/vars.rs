@@ -158,8 +158,9 @@ pub const VARS: &[Var] = &[
         ty: VarType::Path,
         default: "",
         brief: "Directory for the raw streams, the archive and the summary.",
-        help: "Empty means gputrace-<program>-<YYYYmmdd_HHMMSS> in the working directory. \
-               An existing directory is never overwritten: gputrace refuses to start.",
+        help: "Empty means gputrace-<program>-<YYYYmmdd_HHMMSS> in the working directory, the \
+               program's name cut to 64 characters. An existing directory is never overwritten: \
+               gputrace refuses to start.",
     },
     Var {
         name: "GPUTRACE_TOTAL_MEMORY",

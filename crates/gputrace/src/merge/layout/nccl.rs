@@ -34,7 +34,7 @@ pub fn define(defs: &mut Definitions, processes: &[Process], layout: &mut Layout
             .map(u64::from)
             .collect();
         if ranks.len() != *nranks as usize {
-            eprintln!(
+            say!(
                 "[gputrace] warning: NCCL communicator {name}: {} of its {nranks} ranks were traced; its messages \
                  may name the wrong peers",
                 ranks.len()
