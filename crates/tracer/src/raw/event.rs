@@ -5,7 +5,7 @@
 //! Region, communicator and location numbers are stream-local definition
 //! ids; ranks are ranks within the event's communicator, as in OTF2.
 
-use crate::raw::varint::{self, Cursor, Malformed};
+use crate::raw::varint::{self, Cursor, Malformed, Sink};
 
 /// A collective operation, numbered as OTF2 numbers them so that the merge
 /// can pass the value through.
@@ -308,7 +308,7 @@ mod tag {
 /// this much room at the end of a buffer.
 pub const MAX_EVENT_LEN: usize = 256;
 
-fn put_msg(out: &mut Vec<u8>, m: &Message) {
+fn put_msg<S: Sink>(out: &mut S, m: &Message) {
     varint::put_u64(out, u64::from(m.peer));
     varint::put_u64(out, u64::from(m.comm));
     varint::put_i64(out, i64::from(m.tag));
@@ -319,7 +319,7 @@ fn get_msg(c: &mut Cursor<'_>) -> Result<Message, Malformed> {
     Ok(Message { peer: c.u32()?, comm: c.u32()?, tag: c.i32()?, bytes: c.u64()? })
 }
 
-fn put_coll(out: &mut Vec<u8>, k: &Collective) {
+fn put_coll<S: Sink>(out: &mut S, k: &Collective) {
     out.push(k.op as u8);
     varint::put_u64(out, u64::from(k.comm));
     varint::put_u64(out, k.root.map_or(0, |r| u64::from(r) + 1));
@@ -337,7 +337,7 @@ fn get_coll(c: &mut Cursor<'_>) -> Result<Collective, Malformed> {
     Ok(Collective { op, comm, root, sent: c.u64()?, received: c.u64()? })
 }
 
-fn put_config(out: &mut Vec<u8>, k: &KernelConfig) {
+fn put_config<S: Sink>(out: &mut S, k: &KernelConfig) {
     for v in k.grid.iter().chain(k.block.iter()) {
         varint::put_u64(out, u64::from(*v));
     }
@@ -357,7 +357,7 @@ fn get_config(c: &mut Cursor<'_>) -> Result<KernelConfig, Malformed> {
     Ok(k)
 }
 
-fn put_copy(out: &mut Vec<u8>, k: &Copy) {
+fn put_copy<S: Sink>(out: &mut S, k: &Copy) {
     varint::put_u64(out, u64::from(k.region));
     varint::put_u64(out, u64::from(k.correlation));
     out.push(k.kind as u8);
@@ -396,8 +396,8 @@ fn get_copy(c: &mut Cursor<'_>) -> Result<Copy, Malformed> {
 impl Event {
     /// Appends the event with its timestamp delta to `out`.
     #[inline]
-    pub fn encode(&self, delta: i64, out: &mut Vec<u8>) {
-        let start = |out: &mut Vec<u8>, t: u8| {
+    pub fn encode<S: Sink>(&self, delta: i64, out: &mut S) {
+        let start = |out: &mut S, t: u8| {
             out.push(t);
             varint::put_i64(out, delta);
         };

@@ -8,9 +8,54 @@
 /// The longest encoding of a `u64`.
 pub const MAX_LEN: usize = 10;
 
+/// Where encoded bytes go: a growing `Vec`, or a mapped slot's room
+/// ([`SliceSink`]), which events are encoded into directly.
+pub trait Sink {
+    fn push(&mut self, byte: u8);
+}
+
+impl Sink for Vec<u8> {
+    #[inline]
+    fn push(&mut self, byte: u8) {
+        Vec::push(self, byte);
+    }
+}
+
+/// Bytes written into a slice from its start. The caller makes sure they
+/// fit (an events slot checks room for the longest events first); past
+/// the end is a bounds-check panic, never a write out of bounds.
+#[derive(Debug)]
+pub struct SliceSink<'a> {
+    buf: &'a mut [u8],
+    pos: usize,
+}
+
+impl<'a> SliceSink<'a> {
+    pub fn new(buf: &'a mut [u8]) -> Self {
+        SliceSink { buf, pos: 0 }
+    }
+
+    /// Bytes written so far.
+    pub fn len(&self) -> usize {
+        self.pos
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pos == 0
+    }
+}
+
+impl Sink for SliceSink<'_> {
+    #[inline]
+    fn push(&mut self, byte: u8) {
+        self.buf[self.pos] = byte;
+        self.pos += 1;
+    }
+}
+
 /// Appends `value` to `out` as unsigned LEB128.
 #[inline]
-pub fn put_u64(out: &mut Vec<u8>, mut value: u64) {
+pub fn put_u64<S: Sink + ?Sized>(out: &mut S, mut value: u64) {
     while value >= 0x80 {
         out.push((value as u8) | 0x80);
         value >>= 7;
@@ -20,7 +65,7 @@ pub fn put_u64(out: &mut Vec<u8>, mut value: u64) {
 
 /// Appends `value` to `out` zigzag-mapped, as LEB128.
 #[inline]
-pub fn put_i64(out: &mut Vec<u8>, value: i64) {
+pub fn put_i64<S: Sink + ?Sized>(out: &mut S, value: i64) {
     put_u64(out, zigzag(value));
 }
 

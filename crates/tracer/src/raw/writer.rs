@@ -30,6 +30,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::raw::chunk::{ChunkHeader, ChunkKind, HEADER_LEN, SEAL_LEN, SLOT_PREFIX, Seal, commit_word};
 use crate::raw::event::MAX_EVENT_LEN;
+use crate::raw::varint::SliceSink;
 use crate::raw::{Event, Producer, StreamHeader, varint};
 
 /// Length of the slot reserved for the closing records.
@@ -167,6 +168,15 @@ impl StreamFile {
     /// Opens a slot of `len` bytes (a multiple of the page size) for the
     /// events of `location`.
     pub fn open_slot(&self, location: u32, len: usize) -> Result<Slot, SlotError> {
+        let mut slot = self.prepare_slot(len)?;
+        self.start_slot(&mut slot, location);
+        Ok(slot)
+    }
+
+    /// Reserves, maps and populates a slot of `len` bytes, not yet
+    /// started: work that a thread other than the recording one can do
+    /// ahead of time, so that appends never wait for a page fault.
+    pub fn prepare_slot(&self, len: usize) -> Result<Slot, SlotError> {
         let page = page_size();
         let len = (len as u64).next_multiple_of(page).max(page) as usize;
         let at = self.allocate(len as u64, page).map_err(SlotError::NoSpace)?;
@@ -186,20 +196,18 @@ impl StreamFile {
         if map == libc::MAP_FAILED {
             return Err(SlotError::NoMapping(io::Error::last_os_error()));
         }
-        let mut slot = Slot {
-            map: map.cast::<u8>(),
-            len,
-            at,
-            used: 0,
-            count: 0,
-            last: 0,
-            min: u64::MAX,
-            max: 0,
-            scratch: Vec::with_capacity(4 * MAX_EVENT_LEN),
-        };
-        let head = ChunkHeader::for_slot(ChunkKind::Events, self.producer, location, len).encode();
+        // SAFETY: the mapping just made; populating it writable changes no
+        // byte. Failing (a kernel before 5.14) only leaves the faults to
+        // the appends.
+        unsafe { libc::madvise(map, len, libc::MADV_POPULATE_WRITE) };
+        Ok(Slot { map: map.cast::<u8>(), len, at, used: 0, count: 0, last: 0, min: u64::MAX, max: 0 })
+    }
+
+    /// Writes the header that makes a prepared slot part of the stream, the
+    /// slot of `location`'s events.
+    pub fn start_slot(&self, slot: &mut Slot, location: u32) {
+        let head = ChunkHeader::for_slot(ChunkKind::Events, self.producer, location, slot.len).encode();
         slot.bytes_mut(0, HEADER_LEN).copy_from_slice(&head);
-        Ok(slot)
     }
 
     /// Seals `slot`, unmaps it and gives back the pages it did not use.
@@ -272,7 +280,6 @@ pub struct Slot {
     last: u64,
     min: u64,
     max: u64,
-    scratch: Vec<u8>,
 }
 
 // SAFETY: the mapping is owned by the slot alone (see `open_slot`); the
@@ -301,6 +308,7 @@ impl Slot {
     }
 
     /// The mapped bytes `from..from + n`, to write.
+    #[inline]
     fn bytes_mut(&mut self, from: usize, n: usize) -> &mut [u8] {
         assert!(from + n <= self.len, "slot access out of bounds");
         // SAFETY: the mapping is `len` bytes long, readable and writable,
@@ -315,25 +323,29 @@ impl Slot {
     }
 
     /// Appends `events` (which must [fit](Slot::fits)) and commits them.
+    /// They are encoded straight into the mapped pages: no copy.
     #[inline]
     pub fn append(&mut self, events: &[(u64, Event)]) {
-        let mut buf = std::mem::take(&mut self.scratch);
-        buf.clear();
-        for (time, event) in events {
-            if self.count == 0 {
-                varint::put_u64(&mut buf, *time);
-                self.last = *time;
-            }
-            event.encode(time.wrapping_sub(self.last) as i64, &mut buf);
-            self.last = *time;
-            self.count += 1;
-            self.min = self.min.min(*time);
-            self.max = self.max.max(*time);
-        }
         let from = SLOT_PREFIX + self.used;
-        self.bytes_mut(from, buf.len()).copy_from_slice(&buf);
-        self.used += buf.len();
-        self.scratch = buf;
+        let room = self.room() - self.used;
+        let (mut count, mut last, mut min, mut max) = (self.count, self.last, self.min, self.max);
+        let written = {
+            let mut out = SliceSink::new(self.bytes_mut(from, room));
+            for (time, event) in events {
+                if count == 0 {
+                    varint::put_u64(&mut out, *time);
+                    last = *time;
+                }
+                event.encode(time.wrapping_sub(last) as i64, &mut out);
+                last = *time;
+                count += 1;
+                min = min.min(*time);
+                max = max.max(*time);
+            }
+            out.len()
+        };
+        (self.count, self.last, self.min, self.max) = (count, last, min, max);
+        self.used += written;
         self.commit();
     }
 

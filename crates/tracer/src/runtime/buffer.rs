@@ -177,12 +177,19 @@ impl ThreadBuffer {
         }
         // SAFETY: the busy flag is ours until the store below.
         let inner = unsafe { &mut *self.inner.get() };
-        let pushed = Self::push_locked(inner, events, &mut roll, &mut write);
+        // The common case, kept inline: an open slot with room.
+        let pushed = match &mut inner.store {
+            Store::Slot(s) if s.fits(events.len()) => {
+                s.append(events);
+                Pushed::Done
+            }
+            _ => Self::push_locked(inner, events, &mut roll, &mut write),
+        };
         self.busy.store(false, Ordering::Release);
         pushed
     }
 
-    #[inline]
+    #[inline(never)]
     fn push_locked(
         inner: &mut Inner,
         events: &[(u64, Event)],

@@ -29,7 +29,7 @@ use buffer::{Inner, Pending, Pushed, Store, ThreadBuffer};
 
 use crate::filter::Filter;
 use crate::raw::chunk::ChunkKind;
-use crate::raw::{Definition, Event, LocationKind, Paradigm, Producer, RegionRole, SlotError, StreamFile};
+use crate::raw::{Definition, Event, LocationKind, Paradigm, Producer, RegionRole, Slot, SlotError, StreamFile};
 
 /// The largest buffer one thread gets.
 pub const MAX_THREAD_BUFFER: usize = 4 << 20;
@@ -70,6 +70,14 @@ struct Shared {
     budget: AtomicU64,
     per_thread: usize,
     dropped: AtomicU64,
+    /// A full-size slot prepared by the flusher thread, for the next
+    /// thread whose slot fills up; asked for once a thread's slots reach
+    /// full size, so processes that record little never get one.
+    spare: Mutex<Option<Slot>>,
+    wants_spare: AtomicBool,
+    /// The stream is closed: no more spares.
+    closed: AtomicBool,
+    flusher: std::sync::OnceLock<std::thread::Thread>,
     next_comm: AtomicU32,
     filter: Option<Filter>,
 }
@@ -131,6 +139,10 @@ impl Recorder {
             budget: AtomicU64::new(total),
             per_thread,
             dropped: AtomicU64::new(0),
+            spare: Mutex::new(None),
+            wants_spare: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            flusher: std::sync::OnceLock::new(),
             next_comm: AtomicU32::new(0),
             filter: options.filter,
         }));
@@ -148,12 +160,13 @@ impl Recorder {
         let spawned = std::thread::Builder::new().name("gputrace-flush".into()).spawn(move || {
             rescue::block_in_this_thread();
             loop {
-                std::thread::sleep(Duration::from_millis(100));
+                std::thread::park_timeout(Duration::from_millis(100));
                 let Some(shared) = weak.upgrade() else { return };
                 let rec = Recorder(shared);
                 if !rec.is_active() {
                     return;
                 }
+                rec.prepare_spare();
                 let now = crate::clock::now();
                 let buffers: Vec<Arc<ThreadBuffer>> = rec.0.buffers.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 for b in buffers {
@@ -170,8 +183,11 @@ impl Recorder {
                 }
             }
         });
-        if let Err(e) = spawned {
-            tracing::debug!(error = %e, "no flusher thread; buffers are written when full or at exit");
+        match spawned {
+            Ok(handle) => {
+                let _ = self.0.flusher.set(handle.thread().clone());
+            }
+            Err(e) => tracing::debug!(error = %e, "no flusher thread; slots are prepared by the recording threads"),
         }
     }
 
@@ -347,6 +363,7 @@ impl Recorder {
             return;
         }
         self.flush_all();
+        self.retire_spare();
         let mut closing = Vec::new();
         let dropped = self.dropped();
         if dropped > 0 {
@@ -406,8 +423,14 @@ impl Recorder {
         }
         let len = inner.next_len;
         inner.next_len = (len * 2).min(inner.capacity);
-        match self.0.stream.open_slot(location, len) {
-            Ok(slot) => {
+        let spare = if len == self.0.per_thread { self.take_spare() } else { None };
+        let opened = match spare {
+            Some(slot) => Ok(slot),
+            None => self.0.stream.prepare_slot(len),
+        };
+        match opened {
+            Ok(mut slot) => {
+                self.0.stream.start_slot(&mut slot, location);
                 inner.store = Store::Slot(slot);
                 true
             }
@@ -450,6 +473,39 @@ impl Recorder {
     fn release_buffer(&self, buf: &Arc<ThreadBuffer>) {
         self.0.budget.fetch_add(buf.capacity() as u64, Ordering::Relaxed);
         self.0.buffers.lock().unwrap_or_else(|e| e.into_inner()).retain(|b| !Arc::ptr_eq(b, buf));
+    }
+
+    /// The prepared full-size slot, if there is one; asks the flusher for
+    /// the next.
+    fn take_spare(&self) -> Option<Slot> {
+        self.0.wants_spare.store(true, Ordering::Relaxed);
+        let spare = self.0.spare.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(flusher) = self.0.flusher.get() {
+            flusher.unpark();
+        }
+        spare
+    }
+
+    /// On the flusher thread: prepares a full-size slot if one is wanted.
+    fn prepare_spare(&self) {
+        if !self.0.wants_spare.load(Ordering::Relaxed) || self.0.closed.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut spare = self.0.spare.lock().unwrap_or_else(|e| e.into_inner());
+        if spare.is_none() && !self.0.closed.load(Ordering::Relaxed) {
+            // A full disk here is left for the recording thread to meet.
+            *spare = self.0.stream.prepare_slot(self.0.per_thread).ok();
+        }
+    }
+
+    /// Gives back the prepared slot at the end: an empty slot in the file.
+    fn retire_spare(&self) {
+        self.0.closed.store(true, Ordering::Relaxed);
+        let spare = self.0.spare.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(mut slot) = spare {
+            self.0.stream.start_slot(&mut slot, 0);
+            self.0.stream.close_slot(slot);
+        }
     }
 
     /// Seals the buffer's slot, or writes its events kept in memory.
