@@ -147,12 +147,17 @@ pub trait Unavailable {
 }
 
 impl Unavailable for c_int {
+    // Cold and out of line: it must not weigh on the wrappers' hot path.
+    #[cold]
+    #[inline(never)]
     fn unavailable<A: MpiAbi>() -> Self {
         A::ERR_OTHER
     }
 }
 
 impl Unavailable for f64 {
+    #[cold]
+    #[inline(never)]
     fn unavailable<A: MpiAbi>() -> Self {
         0.0
     }

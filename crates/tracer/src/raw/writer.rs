@@ -2,9 +2,10 @@
 //!
 //! Space in the file is handed out by one allocator (a mutex over the end
 //! offset, taken once per chunk or slot, never per event) and reserved
-//! with `posix_fallocate` before anything is written there, so that a full
-//! disk is an error at that moment rather than a `SIGBUS` when a mapped
-//! page is first touched. Whole chunks (the stream header, definitions,
+//! before anything is written there — whole chunks with `posix_fallocate`,
+//! slots by populating their mapped pages — so that a full disk is an
+//! error at that moment rather than a `SIGBUS` when a mapped page is
+//! first touched. Whole chunks (the stream header, definitions,
 //! the batches of explicit locations) go out with one `pwrite`; a thread's
 //! events go into a [`Slot`], a shared mapping of its part of the file, so
 //! that whatever the process recorded is in the page cache and reaches the
@@ -94,7 +95,7 @@ impl StreamFile {
         let mut payload = Vec::new();
         header.encode(&mut payload);
         stream.write_chunk(ChunkKind::StreamHeader, None, &payload)?;
-        let at = stream.allocate(CLOSING_SLOT_LEN as u64, 1)?;
+        let at = stream.allocate(CLOSING_SLOT_LEN as u64, 1, true)?;
         let head = ChunkHeader::for_slot(ChunkKind::Definitions, stream.producer, 0, CLOSING_SLOT_LEN).encode();
         stream.write_all_at(&head, at)?;
         *stream.closing.lock().unwrap_or_else(|e| e.into_inner()) = Some(at);
@@ -109,18 +110,24 @@ impl StreamFile {
         self.producer
     }
 
-    /// Hands out `len` bytes at an offset that is a multiple of `align`,
-    /// reserved on disk.
-    fn allocate(&self, len: u64, align: u64) -> io::Result<u64> {
+    /// Hands out `len` bytes at an offset that is a multiple of `align`.
+    /// With `reserve`, the bytes are reserved on disk (`posix_fallocate`);
+    /// without, the file only grows to cover them (a slot reserves its
+    /// pages by populating them, see [`prepare_slot`](Self::prepare_slot)).
+    fn allocate(&self, len: u64, align: u64, reserve: bool) -> io::Result<u64> {
         let mut end = self.end.lock().unwrap_or_else(|e| e.into_inner());
         let at = end.next_multiple_of(align);
         let fd = self.file.as_raw_fd();
-        // SAFETY: a valid descriptor; offsets and lengths are checked by
-        // the kernel. Reserving from the old end also covers the
-        // alignment gap, which the reader skips as zeros.
-        let rc = unsafe { libc::posix_fallocate(fd, *end as libc::off_t, (at + len - *end) as libc::off_t) };
-        if rc != 0 {
-            return Err(io::Error::from_raw_os_error(rc));
+        if reserve {
+            // SAFETY: a valid descriptor; offsets and lengths are checked
+            // by the kernel. Reserving from the old end also covers the
+            // alignment gap, which the reader skips as zeros.
+            let rc = unsafe { libc::posix_fallocate(fd, *end as libc::off_t, (at + len - *end) as libc::off_t) };
+            if rc != 0 {
+                return Err(io::Error::from_raw_os_error(rc));
+            }
+        } else if self.file.metadata()?.len() < at + len {
+            self.file.set_len(at + len)?;
         }
         *end = at + len;
         Ok(at)
@@ -139,7 +146,7 @@ impl StreamFile {
             header.min_time = s.min_time;
             header.max_time = s.max_time;
         }
-        let at = self.allocate((HEADER_LEN + payload.len()) as u64, 1)?;
+        let at = self.allocate((HEADER_LEN + payload.len()) as u64, 1, true)?;
         // The payload first: a process killed between the two writes
         // leaves zeros where the header goes, which a reader skips.
         self.write_all_at(payload, at + HEADER_LEN as u64)?;
@@ -179,7 +186,7 @@ impl StreamFile {
     pub fn prepare_slot(&self, len: usize) -> Result<Slot, SlotError> {
         let page = page_size();
         let len = (len as u64).next_multiple_of(page).max(page) as usize;
-        let at = self.allocate(len as u64, page).map_err(SlotError::NoSpace)?;
+        let at = self.allocate(len as u64, page, false).map_err(SlotError::NoSpace)?;
         // SAFETY: a fresh shared mapping of `len` bytes of our file at a
         // page-aligned offset that the allocator reserved for this slot
         // alone; nothing else in this process maps or writes it.
@@ -196,10 +203,32 @@ impl StreamFile {
         if map == libc::MAP_FAILED {
             return Err(SlotError::NoMapping(io::Error::last_os_error()));
         }
-        // SAFETY: the mapping just made; populating it writable changes no
-        // byte. Failing (a kernel before 5.14) only leaves the faults to
-        // the appends.
-        unsafe { libc::madvise(map, len, libc::MADV_POPULATE_WRITE) };
+        // Populating the pages writable makes the file system find room
+        // for each of them now (a full disk is an error here, never a
+        // SIGBUS on a later append), and spares the appends the page
+        // faults. It changes no byte. Cheaper than `posix_fallocate`,
+        // whose unwritten extents cost every first write a journal entry
+        // (ext4), which is why it is used only where populating is not
+        // known (kernels before 5.14).
+        // SAFETY: the mapping just made, `len` bytes.
+        if unsafe { libc::madvise(map, len, libc::MADV_POPULATE_WRITE) } != 0 {
+            let e = io::Error::last_os_error();
+            let reserved = if e.raw_os_error() == Some(libc::EINVAL) {
+                // SAFETY: a valid descriptor and this slot's range.
+                match unsafe { libc::posix_fallocate(self.file.as_raw_fd(), at as libc::off_t, len as libc::off_t) } {
+                    0 => Ok(()),
+                    rc => Err(io::Error::from_raw_os_error(rc)),
+                }
+            } else {
+                // EFAULT: a page could not be given room (a full disk).
+                Err(io::Error::from_raw_os_error(libc::ENOSPC))
+            };
+            if let Err(e) = reserved {
+                // SAFETY: the mapping made above, unmapped once.
+                unsafe { libc::munmap(map, len) };
+                return Err(SlotError::NoSpace(e));
+            }
+        }
         Ok(Slot { map: map.cast::<u8>(), len, at, used: 0, count: 0, last: 0, min: u64::MAX, max: 0 })
     }
 
