@@ -143,7 +143,10 @@ pub fn merge(experiment: &Experiment, settings: &[(String, String)], config: &Co
     let retry = format!("`gputrace merge {}` tries again", experiment.dir.display());
     if full {
         let (mount, space) = match &disk {
-            Some(d) => (d.mount.display().to_string(), format!(" ({} free of {})", human(d.avail), human(d.total))),
+            Some(d) => (
+                d.mount.display().to_string(),
+                format!(" ({} free of {})", super::summary::human_bytes(d.avail), super::summary::human_bytes(d.total)),
+            ),
             None => (experiment.dir.display().to_string(), String::new()),
         };
         return Err(DiskFull(format!(
@@ -254,18 +257,6 @@ pub fn disk_of(path: &Path) -> Option<Disk> {
     Some(Disk { mount, avail: st.f_bavail as u64 * frsize, total: st.f_blocks as u64 * frsize })
 }
 
-/// `1.5 MiB`.
-fn human(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["bytes", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 { format!("{bytes} bytes") } else { format!("{v:.1} {}", UNITS[unit]) }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -277,12 +268,6 @@ mod tests {
         let root = disk_of(Path::new("/")).unwrap();
         assert_eq!(root.mount, Path::new("/"));
         assert!(root.total > 0);
-    }
-
-    #[test]
-    fn sizes_read_well() {
-        assert_eq!(human(512), "512 bytes");
-        assert_eq!(human(3 << 20), "3.0 MiB");
     }
 
     #[test]

@@ -76,20 +76,24 @@ fn kill_child_records_until_killed() {
     }
 }
 
+/// Starts [`kill_child_records_until_killed`] in a process of its own.
+fn recording_child(dir: &Path) -> std::process::Child {
+    std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "runtime::tests::kill_child_records_until_killed", "--nocapture", "--test-threads=1"])
+        .env("GPUTRACE_TEST_KILL_DIR", dir)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// SIGKILL at a random instant loses at most the access being written,
 /// and every event that survives has its region defined.
 #[test]
 fn a_killed_process_keeps_every_committed_event() {
-    let exe = std::env::current_exe().unwrap();
     for round in 0..6u64 {
         let dir = tempfile::tempdir().unwrap();
-        let mut child = std::process::Command::new(&exe)
-            .args(["--exact", "runtime::tests::kill_child_records_until_killed", "--nocapture", "--test-threads=1"])
-            .env("GPUTRACE_TEST_KILL_DIR", dir.path())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = recording_child(dir.path());
         // Different instants: 150 ms to about 0.9 s after the start.
         std::thread::sleep(Duration::from_millis(150 + (round * 7919) % 750));
         child.kill().unwrap();
@@ -283,15 +287,8 @@ fn a_full_disk_counts_every_event_it_could_not_write() {
 /// a rank outlived its launcher and wait for it.
 #[test]
 fn a_live_writer_is_seen_and_a_dead_one_is_not() {
-    let exe = std::env::current_exe().unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let mut child = std::process::Command::new(&exe)
-        .args(["--exact", "runtime::tests::kill_child_records_until_killed", "--nocapture", "--test-threads=1"])
-        .env("GPUTRACE_TEST_KILL_DIR", dir.path())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = recording_child(dir.path());
     let raw = dir.path().join("raw");
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     let stream = loop {
