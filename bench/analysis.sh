@@ -2,7 +2,7 @@
 # gputrace analysis benchmark: throughput and peak memory of
 #   gputrace stats, export --format chrome (.json and .json.gz),
 #   plot (timeline), export --format vite-otf2
-# on synthetic archives (an MPI ring of 4 ranks, tracer::synthetic) of
+# on synthetic archives (an MPI ring of 4 ranks, raw::synthetic) of
 # about 10 and 30 million events. Bounded memory: the peaks of the two
 # sizes should be alike. Targets: stats of 10 million events within 10 s
 # on 2 cores; export at least 1 million events per second.

@@ -43,7 +43,7 @@ print(f"traced   round trip ns: min {min(t):7.1f}  median {statistics.median(t):
 print(f"added by tracing:       {(min(t) - min(p)) / 4:7.1f} ns per MPI call (a round trip is 4 calls in a row; best runs;")
 print(f"                        median runs: {(statistics.median(t) - statistics.median(p)) / 4:.1f} ns; target < 100)")
 PY
-cargo run --release -q -p tracer --example record_cost 5000000 | sed 's/^/recorder alone: /'
+cargo run --release -q -p runtime --example record_cost 5000000 | sed 's/^/recorder alone: /'
 ev=$(grep -h "events" "$work/pp1/summary.txt" | head -1 | sed -n 's/.*, \([0-9,]*\) events.*/\1/p' | tr -d ,)
 raw=$(du -s --block-size=1 "$work/pp1/raw" | cut -f1)
 echo "ping-pong trace: $ev events, raw $(( raw / ev )).$(( raw * 10 / ev % 10 )) bytes/event"

@@ -11,7 +11,7 @@ fn main() -> std::io::Result<()> {
     std::fs::create_dir_all(&raw)?;
     let ranks: u32 = ranks.parse().expect("RANKS is a number");
     let iterations: u64 = iterations.parse().expect("ITERATIONS is a number");
-    let counts = tracer::synthetic::write_ring(&raw, ranks, iterations)?;
+    let counts = raw::synthetic::write_ring(&raw, ranks, iterations)?;
     println!("events {}", counts.events * u64::from(ranks));
     Ok(())
 }

@@ -2,7 +2,7 @@
 
 use std::io::{self, Write};
 
-use tracer::config::{VARS, VarType};
+use config::{VARS, VarType};
 
 /// Writes the listing of every variable; `full` adds the long help and the
 /// values of set-valued variables.
@@ -53,7 +53,7 @@ pub fn config_vars_markdown() -> String {
          value (`\"\"`, `,`) is refused like any other empty value, not read as\n\
          \"record nothing\": that is `none` (or `no`), which is refused together with\n\
          anything it contradicts (`none,p2p`, `all,no`).\n\n\
-         This page is generated from the table in `crates/tracer/src/config/vars.rs`\n\
+         This page is generated from the table in `crates/config/src/vars.rs`\n\
          (`UPDATE_DOCS=1 cargo test -p gputrace config_doc` rewrites it); `gputrace info\n\
          config-vars --full` prints the same.\n",
     );

@@ -6,8 +6,8 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use tracer::Config;
-use tracer::filter::Filter;
+use config::Config;
+use config::filter::Filter;
 
 use crate::UsageError;
 use crate::experiment::Experiment;
@@ -98,7 +98,7 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
 
 /// How long the merge after a run waits for ranks that outlived the
 /// launcher: longer than a signalled rank takes to write out its buffers
-/// (`tracer::runtime::rescue::PATIENCE`, 2 s).
+/// (the runtime's `rescue::PATIENCE`, 2 s).
 const WRITER_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// `gputrace merge DIR`.

@@ -16,8 +16,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use tracer::Recorder;
-use tracer::raw::{Event, Paradigm, RegionRole};
+use raw::{Event, Paradigm, RegionRole};
+use runtime::Recorder;
 
 use crate::state::{self, Group, Phase};
 
@@ -199,7 +199,7 @@ impl Call {
         }
         let guard = enter_guard()?;
         let rec = state::recorder()?;
-        let enter = tracer::clock::now();
+        let enter = raw::clock::now();
         let region = if recording { shielded(|| info.region(rec)).flatten() } else { None };
         let mut staged = Staged { n: 0, events: [(0, Event::MpiCollectiveBegin); STAGED] };
         if let Some(region) = region {
@@ -215,7 +215,7 @@ impl Call {
     pub fn now(&self) -> u64 {
         match self.leave.get() {
             0 => {
-                let t = tracer::clock::now().max(self.enter);
+                let t = raw::clock::now().max(self.enter);
                 self.leave.set(t);
                 t
             }

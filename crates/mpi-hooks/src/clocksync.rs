@@ -16,8 +16,8 @@
 
 use std::ffi::{c_int, c_void};
 
-use tracer::Recorder;
-use tracer::raw::Definition;
+use raw::Definition;
+use runtime::Recorder;
 
 use crate::abi::MpiAbi;
 use crate::pmpi;
@@ -45,7 +45,7 @@ fn domain(rank: u64) -> u64 {
         }
     }
     // The same hash of the boot id that the stream header records.
-    tracer::runtime::identity::clock_domain()
+    runtime::identity::clock_domain()
 }
 
 /// One rank's result: offset, error and the local time it refers to (0:
@@ -124,7 +124,7 @@ pub fn synchronize<A: MpiAbi>(rec: &Recorder, comm: A::Comm) -> Option<()> {
             comm,
         )
     })?;
-    let local = if got.local == 0 { tracer::clock::now() } else { got.local };
+    let local = if got.local == 0 { raw::clock::now() } else { got.local };
     rec.define(&Definition::ClockSync { local, offset: got.offset, error: got.error });
     Some(())
 }
@@ -135,7 +135,7 @@ fn measure<A: MpiAbi>(comm: A::Comm, peer: c_int) -> Option<Measured> {
     for _ in 0..PING_PONGS {
         let ping = 0u64;
         let mut worker = 0u64;
-        let sent = tracer::clock::now();
+        let sent = raw::clock::now();
         // SAFETY: 8-byte buffers; the peer runs `answer`.
         unsafe {
             ok::<A>(pmpi::send::<A>((&ping as *const u64).cast(), 8, A::byte(), peer, TAG_PING, comm))?;
@@ -149,7 +149,7 @@ fn measure<A: MpiAbi>(comm: A::Comm, peer: c_int) -> Option<Measured> {
                 A::status_ignore(),
             ))?;
         }
-        rounds.push((sent, tracer::clock::now(), worker));
+        rounds.push((sent, raw::clock::now(), worker));
     }
     best_round(&rounds)
 }
@@ -169,7 +169,7 @@ fn answer<A: MpiAbi>(comm: A::Comm) -> Option<()> {
                 comm,
                 A::status_ignore(),
             ))?;
-            let now = tracer::clock::now();
+            let now = raw::clock::now();
             ok::<A>(pmpi::send::<A>((&now as *const u64).cast(), 8, A::byte(), 0, TAG_PONG, comm))?;
         }
     }
@@ -190,6 +190,6 @@ mod tests {
 
     #[test]
     fn the_domain_is_the_hosts() {
-        assert_eq!(domain(3), tracer::runtime::identity::clock_domain());
+        assert_eq!(domain(3), runtime::identity::clock_domain());
     }
 }

@@ -21,9 +21,9 @@ use std::ffi::{c_int, c_void};
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
-use tracer::Recorder;
-use tracer::raw::defs::rank_runs;
-use tracer::raw::{CommDef, Definition};
+use raw::defs::rank_runs;
+use raw::{CommDef, Definition};
+use runtime::Recorder;
 
 use crate::abi::{Handle, MpiAbi};
 use crate::pmpi;

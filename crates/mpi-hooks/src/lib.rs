@@ -38,4 +38,4 @@ pub mod state;
 pub mod wrappers;
 
 pub use abi::{Handle, IntHandle, MpiAbi, ObjectHandle};
-pub use tracer::raw;
+pub use raw;

@@ -15,7 +15,7 @@
 use std::ffi::c_int;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use tracer::raw::{Definition, Event, Producer};
+use raw::{Definition, Event, Producer};
 
 use crate::abi::{Handle, MpiAbi};
 use crate::call::{self, FnInfo, shielded};
@@ -28,7 +28,7 @@ static SYNC_COMM: AtomicUsize = AtomicUsize::new(0);
 /// Runs `pmpi` (the library's `MPI_Init` or `MPI_Init_thread`, C or
 /// Fortran) and starts recording if it succeeded.
 pub fn init<A: MpiAbi>(info: &'static FnInfo, pmpi: impl FnOnce() -> c_int) -> c_int {
-    let t0 = tracer::clock::now();
+    let t0 = raw::clock::now();
     if state::phase() != Phase::BeforeInit {
         return pmpi();
     }
@@ -37,7 +37,7 @@ pub fn init<A: MpiAbi>(info: &'static FnInfo, pmpi: impl FnOnce() -> c_int) -> c
     };
     if let Err(found) = A::detect() {
         state::set_phase(Phase::Disabled);
-        tracer::runtime::diag::warn(&format!(
+        runtime::diag::warn(&format!(
             "this library traces {} programs, but {found}; MPI calls are not recorded \
              (use the gputrace MPI library built for this MPI)",
             A::NAME
@@ -46,9 +46,9 @@ pub fn init<A: MpiAbi>(info: &'static FnInfo, pmpi: impl FnOnce() -> c_int) -> c
     }
     // A runtime installs its own crash handlers (Open MPI's backtrace) only
     // where it finds the default action: let it find it.
-    tracer::runtime::rescue::step_aside();
+    runtime::rescue::step_aside();
     let rc = pmpi();
-    tracer::runtime::rescue::step_in();
+    runtime::rescue::step_in();
     if rc == A::SUCCESS {
         if shielded(|| start::<A>(info, t0)) != Some(true) {
             state::set_phase(Phase::Disabled);
@@ -60,7 +60,7 @@ pub fn init<A: MpiAbi>(info: &'static FnInfo, pmpi: impl FnOnce() -> c_int) -> c
 }
 
 fn start<A: MpiAbi>(info: &'static FnInfo, t0: u64) -> bool {
-    let Some((rec, config)) = tracer::runtime::start(Producer::Mpi) else {
+    let Some((rec, config)) = runtime::start(Producer::Mpi) else {
         return false;
     };
     let rec = state::set_recorder(rec);
@@ -91,13 +91,13 @@ fn record_call(info: &'static FnInfo, t0: u64) {
         && let Some(region) = info.region(rec)
     {
         rec.record(t0, &Event::Enter { region });
-        rec.record(tracer::clock::now(), &Event::Leave { region });
+        rec.record(raw::clock::now(), &Event::Leave { region });
     }
 }
 
 /// Runs the library's `MPI_Finalize` after finishing the stream.
 pub fn finalize<A: MpiAbi>(info: &'static FnInfo, pmpi: impl FnOnce() -> c_int) -> c_int {
-    let t0 = tracer::clock::now();
+    let t0 = raw::clock::now();
     if state::phase() != Phase::Active {
         return pmpi();
     }
@@ -122,7 +122,7 @@ pub fn finalize<A: MpiAbi>(info: &'static FnInfo, pmpi: impl FnOnce() -> c_int) 
 /// Runs the library's `MPI_Abort` after finishing the stream: the abort
 /// kills this process and usually its peers, and nothing after it runs.
 pub fn abort<A: MpiAbi>(info: &'static FnInfo, pmpi: impl FnOnce() -> c_int) -> c_int {
-    let t0 = tracer::clock::now();
+    let t0 = raw::clock::now();
     if state::phase() == Phase::Active
         && let Some(_guard) = call::enter_guard()
     {

@@ -14,8 +14,8 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
-use tracer::Recorder;
-use tracer::raw::{Collective, Message};
+use raw::{Collective, Message};
+use runtime::Recorder;
 
 /// Work to finish when a request completes that needs the ABI's types:
 /// registering the communicator of an `MPI_Comm_idup`.

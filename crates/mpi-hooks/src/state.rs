@@ -7,8 +7,8 @@
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 
-use tracer::Recorder;
-use tracer::config::EnabledSet;
+use config::EnabledSet;
+use runtime::Recorder;
 
 /// Where the process is in MPI's lifetime, as far as recording goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,7 +146,7 @@ pub fn enabled(g: Group) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tracer::config::{parse_set, vars::MPI_GROUPS};
+    use config::{parse_set, vars::MPI_GROUPS};
 
     #[test]
     fn group_names_are_the_configuration_names() {

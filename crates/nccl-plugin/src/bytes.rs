@@ -19,7 +19,7 @@
 //! Send and receive are messages, not collectives; other functions
 //! (SendRecv, names NCCL may add) record a region only.
 
-use tracer::raw::{CollectiveOp, RegionRole};
+use raw::{CollectiveOp, RegionRole};
 
 use crate::model::Func;
 

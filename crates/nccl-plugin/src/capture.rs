@@ -36,7 +36,7 @@ use std::io::{self, BufRead, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use tracer::raw::{Producer, StreamHeader};
+use raw::{Producer, StreamHeader};
 
 use crate::levels::Levels;
 use crate::model::{ApiCall, CollLaunch, CommTag, Descr, Func, InitArgs, P2pLaunch, ProxyOp, Start, StateChange, Sym};

@@ -15,7 +15,7 @@
 //! NCCL keeps one mask per process, which every communicator's `init`
 //! overwrites; the plugin always writes the same one.
 
-use tracer::config::EnabledSet;
+use config::EnabledSet;
 
 use crate::abi::event as ev;
 
@@ -105,7 +105,7 @@ impl Levels {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tracer::config::Config;
+    use config::Config;
 
     fn levels(value: &str) -> Levels {
         let pairs = vec![("GPUTRACE_NCCL_ENABLE".to_string(), value.to_string())];

@@ -15,9 +15,9 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use tracer::config::Config;
-use tracer::raw::Producer;
-use tracer::runtime::{diag, identity};
+use config::Config;
+use raw::Producer;
+use runtime::{diag, identity};
 
 use crate::abi::{NCCL_SUCCESS, NcclResult};
 use crate::capture::{CaptureWriter, Record};
@@ -59,7 +59,7 @@ fn start_once() -> Option<Live> {
     if !levels.any() {
         return None;
     }
-    let rec = tracer::runtime::start_with(Producer::Nccl, &config)?;
+    let rec = runtime::start_with(Producer::Nccl, &config)?;
     let capture = std::env::var("GPUTRACE_NCCL_CAPTURE").ok().filter(|v| !v.is_empty()).and_then(|template| {
         let header = identity::stream_header(Producer::Nccl);
         CaptureWriter::create(&template, levels, &header)
@@ -163,7 +163,7 @@ pub(crate) unsafe fn init(context: *mut *mut c_void, mask: *mut c_int, args: imp
             *context = ctx as *const CommContext as *mut c_void;
         }
         capture(live, || Record::Init {
-            t: tracer::clock::now(),
+            t: raw::clock::now(),
             tid: identity::thread_id(),
             ctx: ctx as *const CommContext as u64,
             args,
@@ -257,7 +257,7 @@ pub(crate) fn finalize(context: *mut c_void) -> NcclResult {
         if let Some(ctx) = our_context(context) {
             live.profiler.finalize(ctx);
         }
-        capture(live, || Record::Finalize { t: tracer::clock::now(), tid: identity::thread_id(), ctx: context as u64 });
+        capture(live, || Record::Finalize { t: raw::clock::now(), tid: identity::thread_id(), ctx: context as u64 });
         if let Some(c) = &live.capture {
             c.flush();
         }
@@ -268,7 +268,7 @@ pub(crate) fn finalize(context: *mut c_void) -> NcclResult {
 /// The exit handler: writes what is held back and ends the stream, even
 /// after the plugin switched itself off (what was recorded is kept).
 extern "C" fn at_exit() {
-    let exit_started = tracer::clock::now();
+    let exit_started = raw::clock::now();
     let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
         if let Some(Some(live)) = LIVE.get() {
             live.profiler.finish(exit_started);

@@ -13,9 +13,9 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use tracer::Recorder;
-use tracer::raw::{LocationKind, StreamHeader};
-use tracer::runtime::RecorderOptions;
+use raw::{LocationKind, StreamHeader};
+use runtime::Recorder;
+use runtime::RecorderOptions;
 
 use crate::capture::{Capture, CaptureError, Record};
 use crate::handle::{self, HandlePtr};

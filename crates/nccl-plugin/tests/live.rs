@@ -12,7 +12,7 @@ use common::Stream;
 use gputrace_nccl::abi::*;
 use gputrace_nccl::capture::Capture;
 use gputrace_nccl::exports::{ncclProfiler_v1, ncclProfiler_v2, ncclProfiler_v5};
-use tracer::raw::{Collective, CollectiveOp, Event, Message};
+use raw::{Collective, CollectiveOp, Event, Message};
 
 const FLOAT: &CStr = c"ncclFloat32";
 

@@ -14,7 +14,7 @@ use gputrace_nccl::model::{
     ApiCall, CollLaunch, CommTag, Descr, Func, InitArgs, P2pLaunch, ProxyOp, Start, StateChange, Sym,
 };
 use gputrace_nccl::replay;
-use tracer::raw::{Collective, CollectiveOp, Event, Message, Producer, StreamHeader};
+use raw::{Collective, CollectiveOp, Event, Message, Producer, StreamHeader};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/nccl").join(name)

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use tracer::raw::{
+use raw::{
     CommDef, Definition, DeviceDef, LocationKind, MetricDef, NvLinkDef, Paradigm, Problem, Producer, RawFile,
     RegionRole, stream_file_name,
 };
@@ -428,7 +428,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let raw = tmp.path().join("raw");
         std::fs::create_dir(&raw).unwrap();
-        tracer::synthetic::write_ring(&raw, 2, iterations).unwrap();
+        raw::synthetic::write_ring(&raw, 2, iterations).unwrap();
         (tmp, raw)
     }
 
@@ -467,7 +467,7 @@ mod tests {
         let (_tmp, raw) = ring(100_000);
         let (processes, _) = load(&raw).unwrap();
         let whole = events(&processes);
-        let original = raw.join(stream_file_name("synthetic", 1, tracer::raw::Producer::Synthetic));
+        let original = raw.join(stream_file_name("synthetic", 1, raw::Producer::Synthetic));
         let bytes = std::fs::read(&original).unwrap();
         assert!(processes[0].streams[0].chunks.len() > 2, "the stream must have several chunks");
         // A whole copy (sorting before the original) and one cut short.
@@ -492,7 +492,7 @@ mod tests {
         // The same process identity with other events: a shorter run,
         // whose last chunks differ.
         let (_other_tmp, other_raw) = ring(60_000);
-        let name = stream_file_name("synthetic", 1, tracer::raw::Producer::Synthetic);
+        let name = stream_file_name("synthetic", 1, raw::Producer::Synthetic);
         std::fs::copy(other_raw.join(&name), raw.join("other.gtr")).unwrap();
         let (processes, warnings) = load(&raw).unwrap();
         assert!(processes.iter().all(|p| p.streams.len() == 1));

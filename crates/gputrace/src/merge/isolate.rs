@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{Result, anyhow};
-use tracer::Config;
+use config::Config;
 
 use super::inputs::{NothingRecorded, NothingToMerge};
 use crate::experiment::Experiment;

@@ -24,8 +24,8 @@ use std::path::Path;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use config::Config;
 use otf2_writer::ArchiveWriter;
-use tracer::Config;
 
 use crate::experiment::{ARCHIVE_NAME, Experiment};
 use clock::{ClockMap, clock_maps};
@@ -123,10 +123,10 @@ pub fn run(experiment: &Experiment, config: &Config, force: bool) -> Result<Summ
     summary.merge_time = start.elapsed();
     // From the end of the program's work to the archive written: only
     // meaningful when the processes ran on this host (their clock is ours).
-    let here = tracer::runtime::identity::clock_domain();
+    let here = raw::clock::domain();
     let last_exit = processes.iter().filter(|p| p.clock_domain == here).map(|p| p.exit_started).max().unwrap_or(0);
     if last_exit > 0 && config.enable_tracing {
-        summary.exit_to_archive = Some(tracer::clock::now().saturating_sub(last_exit));
+        summary.exit_to_archive = Some(raw::clock::now().saturating_sub(last_exit));
     }
     Ok(summary)
 }
@@ -144,7 +144,7 @@ fn write_archive(
     archive.set_creator(concat!("gputrace ", env!("CARGO_PKG_VERSION")))?;
     archive.set_description(&describe(processes))?;
     let realtime = reference_realtime(processes, first);
-    archive.set_clock_properties(tracer::clock::TICKS_PER_SECOND, first, last.saturating_sub(first), realtime);
+    archive.set_clock_properties(raw::clock::TICKS_PER_SECOND, first, last.saturating_sub(first), realtime);
     let layout = layout::define(archive.defs(), processes)?;
     no_location_check(&layout, experiment)?;
     out.summary.region_names = layout.region_names.clone();

@@ -6,7 +6,7 @@ use std::fmt::Write;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use tracer::raw::{CopyKind, Paradigm};
+use raw::{CopyKind, Paradigm};
 
 /// Time spent in one region, over all locations.
 #[derive(Debug, Clone, Default)]

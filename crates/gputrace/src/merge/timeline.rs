@@ -11,9 +11,9 @@
 
 use std::collections::VecDeque;
 
-use tracer::raw::reader::EventChunk;
-use tracer::raw::varint::Cursor;
-use tracer::raw::{Event, Problem, RawFile};
+use raw::reader::EventChunk;
+use raw::varint::Cursor;
+use raw::{Event, Problem, RawFile};
 
 /// A chunk to read, and which of the process's streams it is in.
 #[derive(Debug, Clone, Copy)]

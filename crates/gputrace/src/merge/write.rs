@@ -21,7 +21,7 @@ use otf2_writer::{
     AttributeRef, AttributeValue, Collective as OtfCollective, CollectiveOp as OtfOp, CommRef, EventWriter,
     MetricValue, RegionRef,
 };
-use tracer::raw::{Collective, Copy, CopyKind, Event, KernelConfig};
+use raw::{Collective, Copy, CopyKind, Event, KernelConfig};
 
 use super::inputs::Process;
 use super::layout::{CudaAttributes, Layout, LocationPlan, LocationRole, ProcessPlan};
@@ -109,7 +109,7 @@ impl<'w> Pass<'_, 'w> {
     }
 
     fn is_nccl(&self, stream: usize) -> bool {
-        self.process.streams[stream].header.producer == tracer::raw::Producer::Nccl
+        self.process.streams[stream].header.producer == raw::Producer::Nccl
     }
 
     fn comm(&self, stream: usize, id: u32) -> Option<CommRef> {

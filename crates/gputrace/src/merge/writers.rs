@@ -1,7 +1,7 @@
 //! The processes that still write raw streams.
 //!
 //! A traced process holds a lock on each of its streams while it lives
-//! (see `tracer::raw::writer_pid`). When the launcher has returned but a
+//! (see `raw::writer_pid`). When the launcher has returned but a
 //! rank has not yet ended — mpirun gave up waiting for it, or it is still
 //! writing out its buffers after a signal — merging at once would leave
 //! its last events out of the archive; the merge waits for it instead, a
@@ -19,7 +19,7 @@ pub fn live(raw_dir: &Path) -> Vec<(PathBuf, u32)> {
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "gtr"))
-        .filter_map(|p| tracer::raw::writer_pid(&p).ok().flatten().map(|pid| (p, pid)))
+        .filter_map(|p| raw::writer_pid(&p).ok().flatten().map(|pid| (p, pid)))
         .collect()
 }
 

@@ -79,8 +79,8 @@ fn cuda_run() -> &'static (PathBuf, String) {
             .filter(|p| p.extension().is_some_and(|x| x == "cupti"))
             .map(|p| Capture::load(p).unwrap())
             .collect();
-        let header = tracer::raw::StreamHeader {
-            producer: tracer::raw::Producer::Cuda,
+        let header = raw::StreamHeader {
+            producer: raw::Producer::Cuda,
             host: "gpu-node".into(),
             pid: 468,
             process_start: 1,
@@ -90,7 +90,7 @@ fn cuda_run() -> &'static (PathBuf, String) {
             rank_hint: None,
             command: vec!["cuda_basic".into()],
         };
-        let all = tracer::config::Config::from_pairs(&[]).unwrap().cuda_enable;
+        let all = config::Config::from_pairs(&[]).unwrap().cuda_enable;
         let dir = fresh_dir("an-cuda");
         gputrace_cuda::replay::replay(&captures, &dir, header, gputrace_cuda::convert::Enabled::from_set(&all))
             .unwrap();

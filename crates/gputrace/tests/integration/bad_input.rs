@@ -100,7 +100,7 @@ fn config_vars_lists_every_variable() {
     let out = run(cmd.args(["info", "config-vars", "--full"]));
     assert!(out.status.success());
     let t = text(&out.stdout);
-    for v in tracer::config::VARS {
+    for v in config::VARS {
         assert!(t.contains(v.name), "{} missing", v.name);
     }
 }

@@ -9,7 +9,7 @@ use std::process::Command;
 use gputrace_cuda::capture::Capture;
 use gputrace_cuda::convert::Enabled;
 use gputrace_cuda::records::Record;
-use tracer::raw::{Producer, StreamHeader};
+use raw::{Producer, StreamHeader};
 
 use crate::util::*;
 
@@ -40,7 +40,7 @@ fn header(pid: u32) -> StreamHeader {
 }
 
 fn all() -> Enabled {
-    Enabled::from_set(&tracer::config::Config::from_pairs(&[]).unwrap().cuda_enable)
+    Enabled::from_set(&config::Config::from_pairs(&[]).unwrap().cuda_enable)
 }
 
 /// The layout tests/gpu/check_archives.py reads: exp-<name>/ and <name>.out.
@@ -92,7 +92,7 @@ fn captured_buffers_merge_into_an_archive_the_python_reader_checks() {
 fn cuda_enable_chooses_what_is_recorded() {
     let results = fresh_dir("cuda-subset");
     std::fs::create_dir_all(&results).unwrap();
-    let set = tracer::config::parse_set("driver,kernel,memcpy", tracer::config::vars::CUDA_FEATURES).unwrap();
+    let set = config::parse_set("driver,kernel,memcpy", config::vars::CUDA_FEATURES).unwrap();
     replay_and_merge(&results, "subset", Enabled::from_set(&set));
     std::fs::copy(results.join("subset.out"), results.join("basic.out")).unwrap();
     let report = check_archives(&results);

@@ -6,7 +6,7 @@
 
 use std::ffi::{CStr, c_char, c_int, c_void};
 
-use tracer::raw::Definition;
+use raw::Definition;
 
 use crate::abi::{Handle, MpiAbi};
 use crate::call::{Call, Post};
@@ -130,7 +130,7 @@ impl<A: MpiAbi> Post for IdupStarted<A> {
         };
         // SAFETY: the successful call wrote the request.
         let key = unsafe { A::Request::read(self.request) }.key();
-        let finish = move |rec: &tracer::Recorder| {
+        let finish = move |rec: &runtime::Recorder| {
             let mut idup = idup;
             // An intercommunicator's sides cannot agree without blocking
             // here; its key is then this process's own (documented).

@@ -10,7 +10,7 @@
 
 use std::ffi::{c_int, c_void};
 
-use tracer::raw::{Collective, CollectiveOp, Event};
+use raw::{Collective, CollectiveOp, Event};
 
 use crate::abi::{Handle, MpiAbi};
 use crate::call::{Call, Post};

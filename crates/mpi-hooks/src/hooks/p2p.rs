@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::ffi::c_int;
 use std::sync::Mutex;
 
-use tracer::raw::{Event, Message};
+use raw::{Event, Message};
 
 use crate::abi::{Handle, MpiAbi};
 use crate::call::{Call, Post};

@@ -14,7 +14,7 @@
 
 use std::ffi::c_int;
 
-use tracer::raw::{Event, Message};
+use raw::{Event, Message};
 
 use crate::abi::{Handle, MpiAbi};
 use crate::call::{Call, Post};

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use tracer::raw::Event;
+use raw::Event;
 
 use super::{Stream, Trace};
 

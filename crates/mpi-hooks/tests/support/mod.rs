@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Mutex, OnceLock};
 
-use tracer::raw::defs::expand_runs;
-use tracer::raw::{CommDef, Definition, Event, RawFile};
+use raw::defs::expand_runs;
+use raw::{CommDef, Definition, Event, RawFile};
 
 /// An installed MPI and the library built for it.
 #[derive(Debug)]

@@ -2,7 +2,7 @@
 //! one test program of `tests/programs/mpi` traced and untraced and checks
 //! the raw streams against what the program did.
 
-use tracer::raw::{CollectiveOp, Event};
+use raw::{CollectiveOp, Event};
 
 use super::checks::{self, counts};
 use std::path::Path;
@@ -135,7 +135,7 @@ pub fn collectives(f: &Flavour, np: usize) {
             assert_eq!(key == (0, 0), *world, "rank {rank} call {i}: communicator");
             assert_eq!((c.op, c.root, c.sent, c.received), (*op, *root, *sent, *recv), "rank {rank} call {i} ({op:?})");
             if !world {
-                let members: Vec<u32> = tracer::raw::defs::expand_runs(&s.comms[&c.comm].members).collect();
+                let members: Vec<u32> = raw::defs::expand_runs(&s.comms[&c.comm].members).collect();
                 let half32: Vec<u32> = half.iter().map(|&r| r as u32).collect();
                 assert_eq!(members, half32, "split communicator members");
             }

@@ -19,8 +19,8 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use tracer::Recorder;
-use tracer::raw::{Definition, Event, Paradigm, RegionRole};
+use raw::{Definition, Event, Paradigm, RegionRole};
+use runtime::Recorder;
 
 use crate::handle::{self, HandlePtr, Kind};
 use crate::levels::Levels;
@@ -50,7 +50,7 @@ impl Stamp {
         if t != 0 {
             return t;
         }
-        let t = tracer::clock::now().max(1);
+        let t = raw::clock::now().max(1);
         self.0.set(t);
         t
     }

@@ -25,7 +25,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
 
-use tracer::raw::{Event, LocationKind};
+use raw::{Event, LocationKind};
 
 use super::{CommContext, PROXY_RECV, PROXY_SEND, Profiler};
 use crate::model::ProxyOp;

@@ -23,8 +23,8 @@
 use std::collections::HashMap;
 use std::ptr::NonNull;
 
-use tracer::Recorder;
-use tracer::raw::{Collective, Event, Message};
+use raw::{Collective, Event, Message};
+use runtime::Recorder;
 
 use super::{CommContext, Profiler};
 use crate::bytes;

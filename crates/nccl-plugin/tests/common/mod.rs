@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use tracer::raw::{Definition, Event, LocationKind, RawFile};
+use raw::{Definition, Event, LocationKind, RawFile};
 
 /// A stream, read back.
 #[derive(Debug)]

@@ -16,11 +16,11 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
+use config::Config;
 use cupti_sys::{self as sys, Cupti, CuptiVersion};
-use tracer::Recorder;
-use tracer::config::Config;
-use tracer::raw::Producer;
-use tracer::runtime::diag;
+use raw::Producer;
+use runtime::Recorder;
+use runtime::diag;
 
 use crate::capture::Capture;
 use crate::convert::{Converter, Enabled, Names};
@@ -196,7 +196,7 @@ fn guarded(f: impl FnOnce(&Agent)) {
 }
 
 extern "C" fn monotonic_ns() -> u64 {
-    tracer::clock::now()
+    raw::clock::now()
 }
 
 /// CUPTI's callback API is subscribed to only to hold CUPTI (and to learn
@@ -241,7 +241,7 @@ unsafe extern "C" fn buffer_completed(ctx: sys::CUcontext, stream: u32, buffer: 
 }
 
 extern "C" fn at_exit() {
-    let exit_started = tracer::clock::now();
+    let exit_started = raw::clock::now();
     guarded(|agent| {
         // SAFETY: flushing runs buffer_completed for the remaining buffers.
         unsafe { (agent.cupti.activity_flush_all)(sys::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) };
@@ -420,7 +420,7 @@ impl State {
         if self.failed {
             return None;
         }
-        match tracer::runtime::start_with(Producer::Cuda, &agent.config) {
+        match runtime::start_with(Producer::Cuda, &agent.config) {
             Some(rec) => {
                 self.recorder = Some(rec.clone());
                 Some(rec)

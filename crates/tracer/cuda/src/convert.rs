@@ -18,11 +18,11 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use tracer::Recorder;
-use tracer::config::EnabledSet;
-use tracer::raw::{
+use config::EnabledSet;
+use raw::{
     Copy, Definition, DeviceDef, Event, LinkEnd, LocationKind, MemoryKind, NvLinkDef, Paradigm, PeerEnds, RegionRole,
 };
+use runtime::Recorder;
 
 use crate::names;
 use crate::records::{ApiDomain, NvLink, Record, Span, Strings};
@@ -238,7 +238,7 @@ impl Converter {
                 let kind = names::copy_kind(kind);
                 // Copies between GPUs come with both ends from the peer
                 // records (MEMCPY2); their plain records would count twice.
-                if !e.memcpy || kind == tracer::raw::CopyKind::PeerToPeer {
+                if !e.memcpy || kind == raw::CopyKind::PeerToPeer {
                     return;
                 }
                 self.copy(out, rec, &span, correlation, kind, bytes, (src, dst), None);
@@ -253,7 +253,7 @@ impl Converter {
                     dst_device: ends[1].0,
                     dst_context: ends[1].1,
                 };
-                let kind = tracer::raw::CopyKind::PeerToPeer;
+                let kind = raw::CopyKind::PeerToPeer;
                 self.copy(out, rec, &span, correlation, kind, bytes, (src, dst), Some(peer));
             }
             Record::Memset { span, correlation, bytes, memory } => {
@@ -303,7 +303,7 @@ impl Converter {
         rec: &Recorder,
         span: &Span,
         correlation: u32,
-        kind: tracer::raw::CopyKind,
+        kind: raw::CopyKind,
         bytes: u64,
         (src, dst): (u8, u8),
         peer: Option<PeerEnds>,

@@ -2,7 +2,7 @@
 //! names without their version suffixes, and the fixed region names of
 //! copies, memsets and synchronizations.
 
-use tracer::raw::CopyKind;
+use raw::CopyKind;
 
 /// A kernel's demangled name (`void saxpy<float>(int, float, float*)`);
 /// the input when it is not a mangled C++ name.

@@ -13,8 +13,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use nvml_sys::{ALL_LINKS, Device, NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, Nvml};
-use tracer::Recorder;
-use tracer::raw::{Definition, Event, LocationKind, MetricDef};
+use raw::{Definition, Event, LocationKind, MetricDef};
+use runtime::Recorder;
 
 /// Samples are written at least this often.
 const WRITE_EVERY_NS: u64 = 1_000_000_000;
@@ -73,7 +73,7 @@ impl Drop for Sampler {
 fn run(nvml: Nvml, rec: Recorder, interval: Duration, added: Receiver<(u32, [u8; 16])>, stop: Arc<AtomicBool>) {
     let mut gpus: Vec<Gpu> = Vec::new();
     let mut known: Vec<u32> = Vec::new();
-    let mut last_write = tracer::clock::now();
+    let mut last_write = raw::clock::now();
     let fields =
         [(NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, ALL_LINKS), (NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, ALL_LINKS)];
     loop {
@@ -88,7 +88,7 @@ fn run(nvml: Nvml, rec: Recorder, interval: Duration, added: Receiver<(u32, [u8;
                 Err(e) => tracing::debug!(ordinal, error = %e, "no NVML device for this GPU"),
             }
         }
-        let now = tracer::clock::now();
+        let now = raw::clock::now();
         for g in &mut gpus {
             let Ok(values) = nvml.field_values(g.device, &fields) else {
                 continue;

@@ -10,7 +10,7 @@
 //! decode the same way offline.
 
 use cupti_sys::{self as sys, CuptiVersion, RecordStruct, v12_9, v13_0, v13_5};
-use tracer::raw::KernelConfig;
+use raw::KernelConfig;
 
 /// Where an API call came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -6,9 +6,9 @@ use std::io;
 use std::path::Path;
 
 use cupti_sys::CuptiVersion;
-use tracer::Recorder;
-use tracer::raw::StreamHeader;
-use tracer::runtime::RecorderOptions;
+use raw::StreamHeader;
+use runtime::Recorder;
+use runtime::RecorderOptions;
 
 use crate::capture::Capture;
 use crate::convert::{Converter, Enabled, Names};

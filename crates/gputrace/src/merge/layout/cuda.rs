@@ -23,7 +23,7 @@ use otf2_writer::{
     LocationType, MetricMember, MetricMode, MetricOccurrence, Paradigm as OtfParadigm, ParadigmClass, RecorderKind,
     RmaWinFlags, SystemTreeDomain, SystemTreeNodeRef, Type,
 };
-use tracer::raw::{LinkEnd, LocationKind};
+use raw::{LinkEnd, LocationKind};
 
 use super::{Layout, LocationPlan, LocationRole};
 use crate::merge::inputs::Process;

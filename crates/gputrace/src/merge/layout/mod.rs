@@ -23,7 +23,7 @@ use otf2_writer::{
     Paradigm as OtfParadigm, ParadigmClass, ParadigmProperty, Region, RegionRef, RegionRole as OtfRole, RmaWinRef,
     SystemTreeNodeRef,
 };
-use tracer::raw::{LocationKind, Paradigm, RegionRole};
+use raw::{LocationKind, Paradigm, RegionRole};
 
 use super::inputs::{Process, RegionDef};
 pub use cuda::CudaAttributes;

@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use otf2_writer::{CommFlags, CommRef, Definitions, GroupFlags, GroupRef, GroupType, LocationRef, Paradigm};
-use tracer::raw::defs::expand_runs;
+use raw::defs::expand_runs;
 
 use super::Layout;
 use crate::merge::inputs::Process;

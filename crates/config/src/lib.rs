@@ -7,7 +7,10 @@
 //! value falls back to the default with a warning and never breaks the
 //! program.
 
+pub mod filter;
 pub mod vars;
+
+pub use filter::Filter;
 
 use std::path::PathBuf;
 use std::time::Duration;

@@ -29,10 +29,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::raw::chunk::{ChunkHeader, ChunkKind, HEADER_LEN, SEAL_LEN, SLOT_PREFIX, Seal, commit_word};
-use crate::raw::event::MAX_EVENT_LEN;
-use crate::raw::varint::SliceSink;
-use crate::raw::{Event, Producer, StreamHeader, varint};
+use crate::chunk::{ChunkHeader, ChunkKind, HEADER_LEN, SEAL_LEN, SLOT_PREFIX, Seal, commit_word};
+use crate::event::MAX_EVENT_LEN;
+use crate::varint::SliceSink;
+use crate::{Event, Producer, StreamHeader, varint};
 
 /// Length of the slot reserved for the closing records.
 pub const CLOSING_SLOT_LEN: usize = 4096;

@@ -1,7 +1,7 @@
 //! Who we are: host, process and thread identity as the raw streams record
 //! it.
 
-use crate::raw::{Producer, StreamHeader};
+use raw::{Producer, StreamHeader};
 
 /// The host name (`gethostname`), or "localhost".
 pub fn hostname() -> String {
@@ -36,13 +36,9 @@ pub fn process_start_ticks() -> u64 {
     after.split_whitespace().nth(19).and_then(|f| f.parse().ok()).unwrap_or(0)
 }
 
-/// The clock domain of this host: a hash of the kernel's boot id, equal
-/// for every process (containers included) that reads the same
-/// CLOCK_MONOTONIC, different after a reboot and on other hosts.
+/// The clock domain of this host (see [`raw::clock::domain`]).
 pub fn clock_domain() -> u64 {
-    let id = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").unwrap_or_else(|_| hostname());
-    // FNV-1a: stable across builds and processes, unlike std's hasher.
-    id.trim().bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+    raw::clock::domain()
 }
 
 /// The calling thread's name (`/proc/thread-self/comm`).
@@ -75,7 +71,7 @@ pub fn rank_hint() -> Option<u32> {
 
 /// The stream header of this process for `producer`.
 pub fn stream_header(producer: Producer) -> StreamHeader {
-    let (monotonic_ns, realtime_ns) = crate::clock::paired_readings();
+    let (monotonic_ns, realtime_ns) = raw::clock::paired_readings();
     StreamHeader {
         producer,
         host: hostname(),

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use super::*;
-use crate::raw::{Problem, RawFile};
+use raw::{Problem, RawFile};
 
 fn recorder(dir: &Path, total: u64) -> Recorder {
     Recorder::create(dir, Producer::Synthetic, RecorderOptions { total_memory: total, filter: None }).unwrap()
@@ -29,7 +29,7 @@ fn events_of_several_threads_come_back_complete() {
             let rec = rec.clone();
             std::thread::spawn(move || {
                 for i in 0..50_000u64 {
-                    let t = crate::clock::now();
+                    let t = raw::clock::now();
                     rec.record(t, &Event::Enter { region });
                     rec.record(t + i % 3, &Event::Leave { region });
                 }
@@ -70,7 +70,7 @@ fn kill_child_records_until_killed() {
         if i % 50 == 0 {
             region = rec.region(&format!("r{i}"), None, Paradigm::User, RegionRole::Function, "").unwrap();
         }
-        let t = crate::clock::now();
+        let t = raw::clock::now();
         rec.record_many(&[(t, Event::Enter { region }), (t + 1, Event::Leave { region })]);
         std::os::unix::fs::FileExt::write_all_at(&count, &(i + 1).to_le_bytes(), 0).unwrap();
     }
@@ -79,7 +79,7 @@ fn kill_child_records_until_killed() {
 /// Starts [`kill_child_records_until_killed`] in a process of its own.
 fn recording_child(dir: &Path) -> std::process::Child {
     std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "runtime::tests::kill_child_records_until_killed", "--nocapture", "--test-threads=1"])
+        .args(["--exact", "tests::kill_child_records_until_killed", "--nocapture", "--test-threads=1"])
         .env("GPUTRACE_TEST_KILL_DIR", dir)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -153,7 +153,7 @@ fn truncated_and_damaged_files_are_salvaged() {
 
     // Overwrite the second chunk's header: the reader skips to the third.
     let mut damaged = bytes.clone();
-    let second_header = good.chunks[1].offset as usize - crate::raw::chunk::HEADER_LEN;
+    let second_header = good.chunks[1].offset as usize - raw::chunk::HEADER_LEN;
     damaged[second_header + 9] ^= 0xff;
     let path = dir.path().join("damaged.gtr");
     std::fs::write(&path, &damaged).unwrap();
@@ -177,12 +177,12 @@ fn a_recorded_event_is_in_the_file_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let rec = recorder(dir.path(), 1 << 20);
     let region = rec.region("f", None, Paradigm::User, RegionRole::Function, "").unwrap();
-    rec.record(crate::clock::now(), &Event::Enter { region });
+    rec.record(raw::clock::now(), &Event::Enter { region });
     // No flush: the event is in the mapped slot, so in the file.
     let raw = RawFile::open(rec.path()).unwrap();
     assert_eq!(all_events(&raw).len(), 1);
     // And the thread goes on recording into a fresh buffer.
-    rec.record(crate::clock::now(), &Event::Leave { region });
+    rec.record(raw::clock::now(), &Event::Leave { region });
     rec.finish();
     assert_eq!(all_events(&RawFile::open(rec.path()).unwrap()).len(), 2);
 }
@@ -300,8 +300,8 @@ fn a_live_writer_is_seen_and_a_dead_one_is_not() {
     };
     // The lock is taken right after the file is created.
     std::thread::sleep(Duration::from_millis(100));
-    assert_eq!(crate::raw::writer_pid(&stream).unwrap(), Some(child.id()));
+    assert_eq!(raw::writer_pid(&stream).unwrap(), Some(child.id()));
     child.kill().unwrap();
     child.wait().unwrap();
-    assert_eq!(crate::raw::writer_pid(&stream).unwrap(), None);
+    assert_eq!(raw::writer_pid(&stream).unwrap(), None);
 }

@@ -27,9 +27,9 @@ use std::time::Duration;
 
 use buffer::{Inner, Pending, Pushed, Store, ThreadBuffer};
 
-use crate::filter::Filter;
-use crate::raw::chunk::ChunkKind;
-use crate::raw::{Definition, Event, LocationKind, Paradigm, Producer, RegionRole, Slot, SlotError, StreamFile};
+use config::filter::Filter;
+use raw::chunk::ChunkKind;
+use raw::{Definition, Event, LocationKind, Paradigm, Producer, RegionRole, Slot, SlotError, StreamFile};
 
 /// The largest buffer one thread gets.
 pub const MAX_THREAD_BUFFER: usize = 4 << 20;
@@ -119,15 +119,15 @@ impl Recorder {
     /// what another process recorded (captured CUPTI buffers, say).
     pub fn create_with_header(
         dir: &Path,
-        header: crate::raw::StreamHeader,
+        header: raw::StreamHeader,
         options: RecorderOptions,
     ) -> std::io::Result<Recorder> {
         let producer = header.producer;
         let raw_dir = dir.join("raw");
         std::fs::create_dir_all(&raw_dir)?;
-        let path: PathBuf = raw_dir.join(crate::raw::stream_file_name(&header.host, header.pid, producer));
+        let path: PathBuf = raw_dir.join(raw::stream_file_name(&header.host, header.pid, producer));
         let stream = StreamFile::create(&path, &header)?;
-        let total = options.total_memory.max(crate::config::MIN_TOTAL_MEMORY);
+        let total = options.total_memory.max(config::MIN_TOTAL_MEMORY);
         let per_thread = ((total / 4) as usize).clamp(MIN_THREAD_BUFFER, MAX_THREAD_BUFFER);
         let rec = Recorder(Arc::new(Shared {
             id: NEXT_RECORDER.fetch_add(1, Ordering::Relaxed),
@@ -167,7 +167,7 @@ impl Recorder {
                     return;
                 }
                 rec.prepare_spare();
-                let now = crate::clock::now();
+                let now = raw::clock::now();
                 let buffers: Vec<Arc<ThreadBuffer>> = rec.0.buffers.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 for b in buffers {
                     // Old events, or a thread that went quiet: a rank
@@ -344,14 +344,14 @@ impl Recorder {
 
     /// Flushes everything and marks the stream complete.
     pub fn finish(&self) {
-        self.finish_from(crate::clock::now());
+        self.finish_from(raw::clock::now());
     }
 
     /// [`finish`](Self::finish), for a producer whose program ended its
     /// work at `exit_started` (before the producer's last flush): the
     /// merge reports the time from then to the archive.
     pub fn finish_from(&self, exit_started: u64) {
-        self.close_with(|| Definition::StreamEnd { time: crate::clock::now(), exit_started });
+        self.close_with(|| Definition::StreamEnd { time: raw::clock::now(), exit_started });
     }
 
     /// Writes every buffer, what was lost, and `last` (made once the
@@ -395,7 +395,7 @@ impl Recorder {
     /// StreamEnd: the process did not finish.
     fn rescue(&self, signal: u32) {
         if self.is_active() {
-            self.close_with(|| Definition::Signal { signal, time: crate::clock::now() });
+            self.close_with(|| Definition::Signal { signal, time: raw::clock::now() });
         }
     }
 

@@ -9,9 +9,12 @@
 //! chunk of a damaged file. The format is described in `docs/raw-format.md`.
 
 pub mod chunk;
+pub mod clock;
 pub mod defs;
 pub mod event;
 pub mod reader;
+#[cfg(feature = "synthetic")]
+pub mod synthetic;
 pub mod varint;
 pub mod writer;
 

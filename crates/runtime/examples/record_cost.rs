@@ -6,9 +6,9 @@
 
 use std::time::Instant;
 
-use tracer::Recorder;
-use tracer::raw::{Event, Message, Paradigm, Producer, RegionRole};
-use tracer::runtime::RecorderOptions;
+use raw::{Event, Message, Paradigm, Producer, RegionRole};
+use runtime::Recorder;
+use runtime::RecorderOptions;
 
 fn main() {
     let dir = std::env::temp_dir().join(format!("gputrace-record-cost-{}", std::process::id()));
@@ -19,10 +19,10 @@ fn main() {
     for _ in 0..5 {
         let start = Instant::now();
         for i in 0..n {
-            let t = tracer::clock::now();
+            let t = raw::clock::now();
             let msg = Message { peer: 1, comm: 0, tag: 0, bytes: i & 7 };
             rec.record_many(&[(t, Event::Enter { region }), (t, Event::MpiSend(msg))]);
-            rec.record(tracer::clock::now(), &Event::Leave { region });
+            rec.record(raw::clock::now(), &Event::Leave { region });
         }
         best = best.min(start.elapsed().as_nanos() as f64 / n as f64);
     }

@@ -14,9 +14,9 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-use crate::raw::chunk::{ChunkHeader, ChunkKind, HEADER_LEN, MAGIC, SEAL_LEN, SLOT_PREFIX, Seal, split_commit_word};
-use crate::raw::varint::Cursor;
-use crate::raw::{Definition, Event, Producer, StreamHeader, parse_stream_file_name};
+use crate::chunk::{ChunkHeader, ChunkKind, HEADER_LEN, MAGIC, SEAL_LEN, SLOT_PREFIX, Seal, split_commit_word};
+use crate::varint::Cursor;
+use crate::{Definition, Event, Producer, StreamHeader, parse_stream_file_name};
 
 /// Something of the file that could not be used.
 #[derive(Debug, Clone, PartialEq, Eq)]

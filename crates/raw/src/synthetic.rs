@@ -9,9 +9,9 @@
 use std::io;
 use std::path::Path;
 
-use crate::raw::defs::rank_runs;
-use crate::raw::writer::EventSpan;
-use crate::raw::{
+use crate::defs::rank_runs;
+use crate::writer::EventSpan;
+use crate::{
     ChunkKind, Collective, CollectiveOp, CommDef, Definition, Event, LocationKind, Message, Paradigm, Producer,
     RegionRole, StreamFile, StreamHeader, stream_file_name, varint,
 };
@@ -119,7 +119,7 @@ struct ChunkWriter<'a> {
 
 impl ChunkWriter<'_> {
     fn push(&mut self, t: u64, ev: &Event) -> io::Result<()> {
-        if self.data.len() + crate::raw::event::MAX_EVENT_LEN > CHUNK {
+        if self.data.len() + crate::event::MAX_EVENT_LEN > CHUNK {
             self.flush()?;
         }
         if self.count == 0 {

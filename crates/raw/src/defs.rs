@@ -4,8 +4,8 @@
 //! first events chunk that uses it; ids are local to the stream. The stream
 //! header chunk says which process and producer wrote the file.
 
-use crate::raw::Producer;
-use crate::raw::varint::{self, Cursor, Malformed};
+use crate::Producer;
+use crate::varint::{self, Cursor, Malformed};
 
 /// Who wrote a stream: the identity the merge uses to join the streams of
 /// one process (host, pid and the process's start time, so that a reused

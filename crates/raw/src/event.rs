@@ -5,7 +5,7 @@
 //! Region, communicator and location numbers are stream-local definition
 //! ids; ranks are ranks within the event's communicator, as in OTF2.
 
-use crate::raw::varint::{self, Cursor, Malformed, Sink};
+use crate::varint::{self, Cursor, Malformed, Sink};
 
 /// A collective operation, numbered as OTF2 numbers them so that the merge
 /// can pass the value through.

@@ -48,7 +48,7 @@
 //! that ended while recording into it; the reader decodes its committed
 //! events to learn what the seal would have said.
 
-use crate::raw::Producer;
+use crate::Producer;
 
 pub const MAGIC: [u8; 4] = *b"GTRC";
 /// Version of the raw format; bumped on any incompatible change.

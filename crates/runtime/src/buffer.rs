@@ -21,11 +21,11 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::raw::Event;
-use crate::raw::Slot;
-use crate::raw::event::MAX_EVENT_LEN;
-use crate::raw::varint;
-use crate::raw::writer::EventSpan;
+use raw::Event;
+use raw::Slot;
+use raw::event::MAX_EVENT_LEN;
+use raw::varint;
+use raw::writer::EventSpan;
 
 /// A buffer holding events older than this is written out at the next
 /// event, so that a process killed without warning loses about a second of
@@ -277,7 +277,7 @@ impl ThreadBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::raw::varint::Cursor;
+    use raw::varint::Cursor;
 
     fn heap_push(b: &ThreadBuffer, t: u64, e: Event, write: impl FnMut(&mut Pending)) {
         assert!(matches!(b.push_many(&[(t, e)], |_| unreachable!(), write), Pushed::Done));

@@ -7,9 +7,9 @@ use std::sync::Once;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{Recorder, RecorderOptions, diag};
-use crate::config::Config;
-use crate::filter::Filter;
-use crate::raw::Producer;
+use config::Config;
+use config::filter::Filter;
+use raw::Producer;
 
 /// The experiment directory used when `GPUTRACE_EXPERIMENT_DIRECTORY` is
 /// unset (a library preloaded by hand rather than by `gputrace`).
