@@ -6,6 +6,9 @@
 //! traced process, parsing is lenient ([`Config::from_env_lenient`]): a bad
 //! value falls back to the default with a warning and never breaks the
 //! program.
+//!
+//! Depends on no other gputrace crate: the command, the runtime and the
+//! producers all read it.
 
 pub mod filter;
 pub mod vars;

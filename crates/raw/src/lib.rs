@@ -3,10 +3,15 @@
 //!
 //! One file per (process, producer), `raw/<host>.<pid>.<producer>.gtr`, made
 //! of self-describing [chunks](chunk): a stream header, definitions
-//! ([`defs`]) and events ([`event`]) of one location each. Files are only
-//! ever appended to, a chunk at a time with one `write`, so a crash loses at
-//! most the chunks not yet written, and [`reader`] salvages every complete
-//! chunk of a damaged file. The format is described in `docs/raw-format.md`.
+//! ([`defs`]) and events ([`event`]) of one location each. A thread's events
+//! go into slot chunks mapped from the file and committed per access
+//! ([`writer::Slot`]), so a killed process keeps every committed event, and
+//! [`reader`] salvages every complete chunk and every committed event of a
+//! damaged or unfinished file. The format is described in
+//! `docs/raw-format.md`.
+//!
+//! Depends on no other gputrace crate: the producers (through the runtime)
+//! and the merge both read and write it.
 
 pub mod chunk;
 pub mod clock;

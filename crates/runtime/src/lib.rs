@@ -9,6 +9,9 @@
 //! When writing fails (a full disk), the recorder stops, counts what it
 //! drops and says so once; the count and the closing record go into a slot
 //! reserved for them when the stream was created.
+//!
+//! Depends on `raw` and `config` only; never on OTF2 (it runs inside the
+//! traced process) nor on the merge or the command.
 
 mod buffer;
 pub mod diag;

@@ -5,6 +5,7 @@ mod analysis;
 mod bad_input;
 mod cuda;
 mod full_disk;
+mod layout;
 mod mpi;
 mod mpi4py;
 mod nccl;

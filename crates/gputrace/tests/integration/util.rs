@@ -27,11 +27,11 @@ pub fn gputrace() -> PathBuf {
             "build",
             "-q",
             "-p",
-            "mpi-hooks-openmpi",
+            "gputrace-mpi",
             "-p",
-            "mpi-hooks-mpich",
+            "gputrace-mpi-mpich",
             "-p",
-            "cuda-agent",
+            "gputrace-cuda",
         ]);
         if release {
             cmd.arg("--release");

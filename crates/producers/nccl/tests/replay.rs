@@ -1,0 +1,661 @@
+//! Replays of captures — the hand-written fixtures of
+//! `tests/fixtures/nccl` and sequences built here — checked event by
+//! event: regions, attributes, collectives with the bytes of the table in
+//! `bytes.rs`, messages, communicator definitions, proxy and kernel lanes.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::{Attr, Stream};
+use gputrace_nccl::capture::{Capture, CaptureError, Record};
+use gputrace_nccl::levels::Levels;
+use gputrace_nccl::model::{
+    ApiCall, CollLaunch, CommTag, Descr, Func, InitArgs, P2pLaunch, ProxyOp, Start, StateChange, Sym,
+};
+use gputrace_nccl::replay;
+use raw::{Collective, CollectiveOp, Event, Message, Producer, StreamHeader};
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../tests/fixtures/nccl").join(name)
+}
+
+fn replay_capture(c: &Capture) -> (tempfile::TempDir, Stream) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = replay(c, dir.path(), c.header.clone()).unwrap();
+    let s = Stream::open(&path);
+    s.check_nesting();
+    (dir, s)
+}
+
+fn attr<'a>(attrs: &'a [(String, Attr)], name: &str) -> Option<&'a Attr> {
+    attrs.iter().find(|(n, _)| n == name).map(|(_, a)| a)
+}
+
+fn num(attrs: &[(String, Attr)], name: &str) -> u64 {
+    match attr(attrs, name) {
+        Some(Attr::Num(v)) => *v,
+        other => panic!("attribute {name}: {other:?} in {attrs:?}"),
+    }
+}
+
+fn text(attrs: &[(String, Attr)], name: &str) -> String {
+    match attr(attrs, name) {
+        Some(Attr::Text(v)) => v.clone(),
+        other => panic!("attribute {name}: {other:?} in {attrs:?}"),
+    }
+}
+
+fn v5_fixture(rank: u32) {
+    let c = Capture::load(&fixture(&format!("v5_rank{rank}.ncclcap"))).unwrap();
+    let (_dir, s) = replay_capture(&c);
+    let comms = s.nccl_comms();
+    assert_eq!(comms, vec![(0, 0x6a1f00c0ffee0002, 2, rank, "NCCL comm 6a1f00c0ffee0002".to_string())]);
+    let main = s.location("nccl_test");
+    let peer = 1 - rank;
+    let msg = Message { peer, comm: 0, tag: 0, bytes: 4096 };
+    let coll = |op, root, sent, received| {
+        format!("{:?}", Event::MpiCollectiveEnd(Collective { op, comm: 0, root, sent, received }))
+    };
+    let mib = 1u64 << 20;
+    let (bsent, brecv) = if rank == 0 { (4 * mib, 0) } else { (0, 4 * mib) };
+    let expected: Vec<String> = [
+        "Enter:ncclAllReduce",
+        "MpiCollectiveBegin",
+        &coll(CollectiveOp::Allreduce, None, 4 * mib, 4 * mib),
+        "Leave:ncclAllReduce",
+        "Enter:ncclAllGather",
+        "MpiCollectiveBegin",
+        &coll(CollectiveOp::Allgather, None, mib, 2 * mib),
+        "Leave:ncclAllGather",
+        "Enter:ncclReduceScatter",
+        "MpiCollectiveBegin",
+        &coll(CollectiveOp::ReduceScatter, None, 2 * mib, mib),
+        "Leave:ncclReduceScatter",
+        "Enter:ncclBroadcast",
+        "MpiCollectiveBegin",
+        &coll(CollectiveOp::Bcast, Some(0), bsent, brecv),
+        "Leave:ncclBroadcast",
+        "Enter:ncclGroup",
+        "Enter:ncclSend",
+        &format!("{:?}", Event::MpiSend(msg)),
+        "Leave:ncclSend",
+        "Enter:ncclRecv",
+        &format!("{:?}", Event::MpiRecv(msg)),
+        "Leave:ncclRecv",
+        "Enter:ncclGroupEnd",
+        "Leave:ncclGroupEnd",
+        "Leave:ncclGroup",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    assert_eq!(s.script(main), expected);
+
+    let evs = s.with_attrs();
+    let enter = |name: &str| {
+        evs.iter().find(|e| matches!(e.event, Event::Enter { .. }) && s.region_of(&e.event) == Some(name)).unwrap()
+    };
+    let ar = enter("ncclAllReduce");
+    assert_eq!(num(&ar.attrs, "bytes"), 4 * mib);
+    assert_eq!(num(&ar.attrs, "count"), mib);
+    assert_eq!(text(&ar.attrs, "datatype"), "ncclFloat32");
+    assert_eq!(text(&ar.attrs, "algorithm"), "RING");
+    assert_eq!(text(&ar.attrs, "protocol"), "SIMPLE");
+    assert_eq!(num(&ar.attrs, "channels"), 16);
+    assert_eq!(num(&ar.attrs, "sequence"), 0);
+    assert!(attr(&ar.attrs, "root").is_none());
+    // The implicit group is the call: from GroupApi start to its stop.
+    let leave = evs
+        .iter()
+        .find(|e| matches!(e.event, Event::Leave { .. }) && s.region_of(&e.event) == Some("ncclAllReduce"))
+        .unwrap();
+    let base = c.header.monotonic_ns;
+    assert_eq!(ar.time, base + 150_000);
+    assert_eq!(leave.time, base + 161_000);
+    // The all-gather's user count and data type, not the launch's bytes.
+    let ag = enter("ncclAllGather");
+    assert_eq!((num(&ag.attrs, "count"), text(&ag.attrs, "datatype")), (262_144, "ncclFloat32".into()));
+    assert_eq!(num(&ag.attrs, "channels"), 8);
+    assert_eq!(num(&enter("ncclBroadcast").attrs, "root"), 0);
+    let send = enter("ncclSend");
+    assert_eq!(num(&send.attrs, "peer"), u64::from(peer));
+    assert_eq!(num(&send.attrs, "bytes"), 4096);
+    assert_eq!(num(&send.attrs, "channels"), 1);
+    // Only the main thread has events.
+    assert!(s.events.iter().all(|(l, _, _)| *l == main));
+}
+
+#[test]
+fn v5_fixture_rank0() {
+    v5_fixture(0);
+}
+
+#[test]
+fn v5_fixture_rank1() {
+    v5_fixture(1);
+}
+
+#[test]
+fn fixture_messages_pair_up_between_the_ranks() {
+    let mut sends = Vec::new();
+    let mut recvs = Vec::new();
+    for rank in 0..2u32 {
+        let c = Capture::load(&fixture(&format!("v5_rank{rank}.ncclcap"))).unwrap();
+        let (_dir, s) = replay_capture(&c);
+        let hash = s.nccl_comms()[0].1;
+        for (_, _, e) in &s.events {
+            match e {
+                Event::MpiSend(m) => sends.push((hash, rank, m.peer, m.bytes)),
+                Event::MpiRecv(m) => recvs.push((hash, m.peer, rank, m.bytes)),
+                _ => {}
+            }
+        }
+    }
+    sends.sort();
+    recvs.sort();
+    assert_eq!(sends.len(), 2);
+    assert_eq!(sends, recvs);
+}
+
+#[test]
+fn malformed_captures_are_errors() {
+    let good = std::fs::read_to_string(fixture("v5_rank0.ncclcap")).unwrap();
+    let cases = [
+        good.replacen("count=1048576", "count=lots", 1),
+        good.replacen("CollApi", "CollApy", 1),
+        good.replacen("gputrace-nccl-capture 1", "gputrace-nccl-capture 9", 1),
+        good.replacen("levels group,coll,p2p", "levels group,colll", 1),
+        good.replacen("process pid=21000", "process", 1),
+        good.replacen("h=0x7f0000001080", "h=0x7f0000001080 h=1", 1),
+        good.replacen("datatype=ncclFloat32", "datatype=%ZZ", 1),
+        good.lines().take(3).collect::<Vec<_>>().join("\n"),
+        String::new(),
+    ];
+    for (i, text) in cases.iter().enumerate() {
+        match Capture::read(text.as_bytes()) {
+            Err(CaptureError::Parse { .. }) => {}
+            other => panic!("case {i}: {other:?}"),
+        }
+    }
+    assert!(matches!(Capture::load(Path::new("/nonexistent/x.ncclcap")), Err(CaptureError::Io(_))));
+}
+
+// ---- sequences built here ----
+
+struct Builder {
+    c: Capture,
+    t: u64,
+}
+
+const PID: u32 = 500;
+const MAIN: u32 = 500;
+const PROXY: u32 = 501;
+
+impl Builder {
+    fn new(levels: Levels) -> Builder {
+        let header = StreamHeader {
+            producer: Producer::Nccl,
+            host: "testhost".into(),
+            pid: PID,
+            process_start: 1,
+            clock_domain: 2,
+            monotonic_ns: 1_000,
+            realtime_ns: 2_000,
+            rank_hint: None,
+            command: vec![],
+        };
+        let mut c = Capture { levels, header, records: Vec::new() };
+        c.records.push(Record::Thread { tid: MAIN, name: "main".into() });
+        c.records.push(Record::Thread { tid: PROXY, name: "proxy".into() });
+        Builder { c, t: 10_000 }
+    }
+
+    fn tick(&mut self, dt: u64) -> u64 {
+        self.t += dt;
+        self.t
+    }
+
+    fn init(&mut self, ctx: u64, args: InitArgs) -> &mut Self {
+        let t = self.tick(10);
+        self.c.records.push(Record::Init { t, tid: MAIN, ctx, args });
+        self
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn start(&mut self, tid: u32, ctx: u64, h: u64, parent: u64, rank: i32, descr: Descr) -> &mut Self {
+        let t = self.tick(100);
+        self.c.records.push(Record::Start {
+            t,
+            tid,
+            ctx,
+            handle: h,
+            start: Start { descr, parent: parent as usize, rank },
+        });
+        self
+    }
+
+    fn state(&mut self, tid: u32, h: u64, state: StateChange) -> &mut Self {
+        let t = self.tick(100);
+        self.c.records.push(Record::State { t, tid, handle: h, state });
+        self
+    }
+
+    fn stop(&mut self, tid: u32, h: u64) -> &mut Self {
+        let t = self.tick(100);
+        self.c.records.push(Record::Stop { t, tid, handle: h });
+        self
+    }
+
+    fn finalize(&mut self, ctx: u64) -> &mut Self {
+        let t = self.tick(100);
+        self.c.records.push(Record::Finalize { t, tid: MAIN, ctx });
+        self
+    }
+}
+
+fn v5_init(rank: i32) -> InitArgs {
+    InitArgs {
+        version: 5,
+        comm_id: Some(0xc0ffee),
+        name: Some("world".into()),
+        n_nodes: Some(1),
+        nranks: Some(4),
+        rank: Some(rank),
+    }
+}
+
+fn coll(func: Func, count: u64, datatype: &str, root: i32) -> CollLaunch {
+    CollLaunch {
+        seq: 7,
+        func,
+        count,
+        root,
+        datatype: Sym::intern(datatype),
+        reduction: None,
+        channels: 4,
+        warps: 8,
+        algo: Sym::intern("TREE"),
+        proto: Sym::intern("LL128"),
+        comm: None,
+    }
+}
+
+fn api(func: Func, count: u64, root: i32, graph: bool) -> ApiCall {
+    ApiCall { func, count, datatype: Sym::intern("ncclFloat16"), root, graph_captured: graph }
+}
+
+fn p2p(func: Func, count: u64, peer: i32) -> P2pLaunch {
+    P2pLaunch { func, count, datatype: Sym::intern("ncclInt64"), peer, channels: 2, comm: None }
+}
+
+fn collectives(s: &Stream) -> Vec<Collective> {
+    s.events
+        .iter()
+        .filter_map(|(_, _, e)| match e {
+            Event::MpiCollectiveEnd(c) => Some(*c),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn v4_launch_events_are_recorded_as_they_come() {
+    let mut b = Builder::new(Levels::ALL);
+    b.init(0x10, InitArgs { version: 4, ..v5_init(3) })
+        .start(MAIN, 0x10, 0xa0, 0, 3, Descr::Group)
+        .start(MAIN, 0x10, 0xa8, 0xa0, 3, Descr::Coll(coll(Func::Reduce, 100, "ncclFloat64", 3)))
+        .start(MAIN, 0x10, 0xb0, 0xa0, 3, Descr::P2p(p2p(Func::Send, 10, 1)))
+        .start(MAIN, 0x10, 0xb8, 0xa0, 3, Descr::P2p(p2p(Func::Recv, 20, 2)))
+        .stop(MAIN, 0xa8)
+        .stop(MAIN, 0xb0)
+        .stop(MAIN, 0xb8)
+        .stop(MAIN, 0xa0)
+        .finalize(0x10);
+    let (_dir, s) = replay_capture(&b.c);
+    assert_eq!(s.nccl_comms(), vec![(0, 0xc0ffee, 4, 3, "world".to_string())]);
+    let send = Message { peer: 1, comm: 0, tag: 0, bytes: 80 };
+    let recv = Message { peer: 2, comm: 0, tag: 0, bytes: 160 };
+    let reduce = Collective { op: CollectiveOp::Reduce, comm: 0, root: Some(3), sent: 0, received: 800 };
+    // Each event is written when it comes: the standalone regions follow
+    // NCCL's start/stop order (the Coll, Send and Recv overlap).
+    let script = s.script(s.location("main"));
+    assert_eq!(script[0], "Enter:ncclGroup");
+    assert!(script.contains(&format!("{:?}", Event::MpiSend(send))));
+    assert!(script.contains(&format!("{:?}", Event::MpiRecv(recv))));
+    assert_eq!(collectives(&s), vec![reduce]);
+    let evs = s.with_attrs();
+    let r = evs.iter().find(|e| s.region_of(&e.event) == Some("ncclReduce")).unwrap();
+    assert_eq!(text(&r.attrs, "algorithm"), "TREE");
+    assert_eq!(text(&r.attrs, "protocol"), "LL128");
+    assert_eq!(num(&r.attrs, "sequence"), 7);
+    assert_eq!(num(&r.attrs, "root"), 3);
+}
+
+#[test]
+fn v4_nested_launches_balance() {
+    let mut b = Builder::new(Levels::ALL);
+    b.init(0x10, InitArgs { version: 4, ..v5_init(0) })
+        .start(MAIN, 0x10, 0xa0, 0, 0, Descr::Group)
+        .start(MAIN, 0x10, 0xa8, 0xa0, 0, Descr::Coll(coll(Func::AllReduce, 100, "ncclFloat32", 0)))
+        .stop(MAIN, 0xa8)
+        .stop(MAIN, 0xa0);
+    let (_dir, s) = replay_capture(&b.c);
+    assert_eq!(
+        s.script(s.location("main")),
+        vec![
+            "Enter:ncclGroup".to_string(),
+            "Enter:ncclAllReduce".into(),
+            "MpiCollectiveBegin".into(),
+            format!(
+                "{:?}",
+                Event::MpiCollectiveEnd(Collective {
+                    op: CollectiveOp::Allreduce,
+                    comm: 0,
+                    root: None,
+                    sent: 400,
+                    received: 400
+                })
+            ),
+            "Leave:ncclAllReduce".into(),
+            "Leave:ncclGroup".into(),
+        ]
+    );
+}
+
+#[test]
+fn v2_defines_the_communicator_from_its_first_collective() {
+    let mut b = Builder::new(Levels::ALL);
+    let mut c = coll(Func::AllGather, 64, "ncclInt32", 0);
+    c.comm = Some(CommTag { hash: 0xdead_beef, name: Some(Sym::intern("trainer")) });
+    c.reduction = Some(Sym::intern("Sum"));
+    b.init(0x10, InitArgs { version: 2, ..InitArgs::default() })
+        .start(MAIN, 0x10, 0xa0, 0, 5, Descr::Group)
+        .start(MAIN, 0x10, 0xa8, 0xa0, 5, Descr::Coll(c))
+        .stop(MAIN, 0xa8)
+        .stop(MAIN, 0xa0);
+    let (_dir, s) = replay_capture(&b.c);
+    // v1–v3 give no rank count: recorded as 0, the bytes as if it were 1.
+    assert_eq!(s.nccl_comms(), vec![(0, 0xdead_beef, 0, 5, "trainer".to_string())]);
+    assert_eq!(
+        collectives(&s),
+        vec![Collective { op: CollectiveOp::Allgather, comm: 0, root: None, sent: 256, received: 256 }]
+    );
+    let evs = s.with_attrs();
+    let ag = evs.iter().find(|e| s.region_of(&e.event) == Some("ncclAllGather")).unwrap();
+    assert_eq!(text(&ag.attrs, "reduction"), "Sum");
+}
+
+#[test]
+fn without_a_hash_the_name_identifies_the_communicator() {
+    let mut b = Builder::new(Levels::ALL);
+    let mut c = coll(Func::AllReduce, 1, "ncclInt32", 0);
+    c.comm = Some(CommTag { hash: 0, name: Some(Sym::intern("named")) });
+    b.init(0x10, InitArgs { version: 3, ..InitArgs::default() })
+        .start(MAIN, 0x10, 0xa8, 0, 1, Descr::Coll(c))
+        .stop(MAIN, 0xa8);
+    let (_dir, s) = replay_capture(&b.c);
+    let comms = s.nccl_comms();
+    assert_eq!(comms.len(), 1);
+    assert_eq!(comms[0].1, gputrace_nccl::model::name_hash("named"));
+}
+
+#[test]
+fn calls_in_an_explicit_group_keep_their_own_times() {
+    let mut b = Builder::new(Levels::ALL);
+    b.init(0x10, v5_init(1))
+        .start(MAIN, 0x10, 0x100, 0, 1, Descr::GroupApi { depth: 2, graph_captured: false })
+        .start(MAIN, 0x10, 0x108, 0x100, 1, Descr::CollApi(api(Func::AllReduce, 10, 0, false)))
+        .stop(MAIN, 0x108)
+        .start(MAIN, 0x10, 0x110, 0x100, 1, Descr::CollApi(api(Func::Broadcast, 10, 1, false)))
+        .stop(MAIN, 0x110)
+        .state(MAIN, 0x100, StateChange { code: 24, ..Default::default() })
+        .start(MAIN, 0x10, 0, 0x110, 1, Descr::Coll(coll(Func::Broadcast, 20, "ncclInt8", 1)))
+        .start(MAIN, 0x10, 0, 0x108, 1, Descr::Coll(coll(Func::AllReduce, 10, "ncclFloat16", 0)))
+        .stop(MAIN, 0x100);
+    let (_dir, s) = replay_capture(&b.c);
+    let main = s.location("main");
+    let script = s.script(main);
+    assert_eq!(script.first().map(String::as_str), Some("Enter:ncclGroup"));
+    assert_eq!(&script[script.len() - 3..], ["Enter:ncclGroupEnd", "Leave:ncclGroupEnd", "Leave:ncclGroup"]);
+    let ks = collectives(&s);
+    assert_eq!(ks.len(), 2);
+    assert_eq!(ks[0], Collective { op: CollectiveOp::Allreduce, comm: 0, root: None, sent: 20, received: 20 });
+    assert_eq!(ks[1], Collective { op: CollectiveOp::Bcast, comm: 0, root: Some(1), sent: 20, received: 0 });
+    let evs = s.with_attrs();
+    let times: Vec<(String, u64)> = evs
+        .iter()
+        .filter_map(|e| s.region_of(&e.event).map(|n| (format!("{:?}:{n}", std::mem::discriminant(&e.event)), e.time)))
+        .collect();
+    // AllReduce from its CollApi start (t=10210) to stop (10310).
+    let ar: Vec<u64> = evs.iter().filter(|e| s.region_of(&e.event) == Some("ncclAllReduce")).map(|e| e.time).collect();
+    assert_eq!(ar, vec![10_210, 10_310], "{times:?}");
+    // Each call got its own launch's details, matched by parent.
+    let ar_enter = evs.iter().find(|e| s.region_of(&e.event) == Some("ncclAllReduce")).unwrap();
+    assert_eq!(num(&ar_enter.attrs, "sequence"), 7);
+    assert_eq!(text(&ar_enter.attrs, "datatype"), "ncclFloat16");
+}
+
+#[test]
+fn graph_launches_are_the_collectives_of_a_captured_call() {
+    let mut b = Builder::new(Levels::ALL);
+    b.init(0x10, v5_init(0))
+        .start(MAIN, 0x10, 0x100, 0, 0, Descr::GroupApi { depth: 1, graph_captured: true })
+        .start(MAIN, 0x10, 0x108, 0x100, 0, Descr::CollApi(api(Func::AllReduce, 8, 0, true)))
+        .stop(MAIN, 0x108)
+        .stop(MAIN, 0x100);
+    // Two graph launches, from CUDA's host-callback thread, naming the
+    // captured call as parent.
+    for _ in 0..2 {
+        b.start(PROXY, 0x10, 0x200, 0x108, 0, Descr::Coll(coll(Func::AllReduce, 8, "ncclFloat16", 0)))
+            .stop(PROXY, 0x200);
+    }
+    let (_dir, s) = replay_capture(&b.c);
+    let main = s.location("main");
+    assert_eq!(s.script(main), vec!["Enter:ncclAllReduce", "Leave:ncclAllReduce"]);
+    let on_proxy: Vec<Collective> = s
+        .events
+        .iter()
+        .filter(|(l, _, _)| *l == s.location("proxy"))
+        .filter_map(|(_, _, e)| if let Event::MpiCollectiveEnd(c) = e { Some(*c) } else { None })
+        .collect();
+    assert_eq!(on_proxy.len(), 2);
+    assert_eq!(collectives(&s).len(), 2);
+}
+
+#[test]
+fn late_launches_never_count_twice() {
+    // A non-blocking communicator: the group ends before NCCL launches it,
+    // on another thread.
+    let mut b = Builder::new(Levels::ALL);
+    b.init(0x10, v5_init(0))
+        .start(MAIN, 0x10, 0x100, 0, 0, Descr::GroupApi { depth: 2, graph_captured: false })
+        .start(MAIN, 0x10, 0x108, 0x100, 0, Descr::CollApi(api(Func::AllReduce, 8, 0, false)))
+        .stop(MAIN, 0x108)
+        .start(MAIN, 0x10, 0x110, 0x100, 0, Descr::P2pApi(api(Func::Send, 8, 0, false)))
+        .stop(MAIN, 0x110)
+        .stop(MAIN, 0x100)
+        .start(PROXY, 0x10, 0x300, 0x108, 0, Descr::Coll(coll(Func::AllReduce, 8, "ncclFloat16", 0)))
+        .start(PROXY, 0x10, 0x308, 0x110, 0, Descr::P2p(p2p(Func::Send, 8, 3)))
+        .stop(PROXY, 0x308);
+    let (_dir, s) = replay_capture(&b.c);
+    assert_eq!(collectives(&s).len(), 1);
+    let sends: Vec<Message> =
+        s.events.iter().filter_map(|(_, _, e)| if let Event::MpiSend(m) = e { Some(*m) } else { None }).collect();
+    assert_eq!(sends, vec![Message { peer: 3, comm: 0, tag: 0, bytes: 64 }]);
+}
+
+#[test]
+fn levels_choose_what_is_recorded() {
+    let run = |levels: &str| {
+        let mut b = Builder::new(Levels::parse(levels).unwrap());
+        b.init(0x10, v5_init(0))
+            .start(MAIN, 0x10, 0x100, 0, 0, Descr::GroupApi { depth: 2, graph_captured: false })
+            .start(MAIN, 0x10, 0x108, 0x100, 0, Descr::CollApi(api(Func::AllReduce, 8, 0, false)))
+            .stop(MAIN, 0x108)
+            .start(MAIN, 0x10, 0x110, 0x100, 0, Descr::P2pApi(api(Func::Recv, 8, 0, false)))
+            .stop(MAIN, 0x110)
+            .start(MAIN, 0x10, 0, 0x110, 0, Descr::P2p(p2p(Func::Recv, 8, 1)))
+            .stop(MAIN, 0x100);
+        let (_dir, s) = replay_capture(&b.c);
+        let main = s.locations.keys().copied().next();
+        main.map(|m| s.script(m).into_iter().filter(|l| l.starts_with("Enter")).collect::<Vec<_>>()).unwrap_or_default()
+    };
+    assert_eq!(run("group,coll,p2p"), vec!["Enter:ncclGroup", "Enter:ncclAllReduce", "Enter:ncclRecv"]);
+    assert_eq!(run("coll"), vec!["Enter:ncclAllReduce"]);
+    assert_eq!(run("p2p"), vec!["Enter:ncclRecv"]);
+    assert_eq!(run("group"), vec!["Enter:ncclGroup"]);
+    assert!(run("none").is_empty());
+}
+
+#[test]
+fn implicit_group_of_several_calls_is_a_group() {
+    // ncclAlltoAll in NCCL 2.28: sends and receives in one implicit group.
+    let mut b = Builder::new(Levels::ALL);
+    b.init(0x10, v5_init(0)).start(MAIN, 0x10, 0x100, 0, 0, Descr::GroupApi { depth: 1, graph_captured: false });
+    for (i, f) in [Func::Send, Func::Recv, Func::Send, Func::Recv].into_iter().enumerate() {
+        let h = 0x200 + 8 * i as u64;
+        b.start(MAIN, 0x10, h, 0x100, 0, Descr::P2pApi(api(f, 4, 0, false))).stop(MAIN, h);
+    }
+    for (i, f) in [Func::Send, Func::Recv, Func::Send, Func::Recv].into_iter().enumerate() {
+        b.start(MAIN, 0x10, 0, 0x200 + 8 * i as u64, 0, Descr::P2p(p2p(f, 4, (i / 2) as i32)));
+    }
+    b.stop(MAIN, 0x100);
+    let (_dir, s) = replay_capture(&b.c);
+    let script = s.script(s.location("main"));
+    assert_eq!(script.first().map(String::as_str), Some("Enter:ncclGroup"));
+    assert_eq!(script.iter().filter(|l| l.starts_with("MpiSend")).count(), 2);
+    assert_eq!(script.iter().filter(|l| l.starts_with("MpiRecv")).count(), 2);
+    // No ncclGroupEnd inside an implicit group.
+    assert!(!script.iter().any(|l| l.contains("ncclGroupEnd")));
+}
+
+#[test]
+fn proxy_operations_go_to_their_lanes() {
+    let mut b = Builder::new(Levels::ALL);
+    let op =
+        |channel, peer, is_send| ProxyOp { pid: PID as i32, channel, peer, steps: 4, chunk_size: 1 << 16, is_send };
+    let step_state = |bytes| StateChange { code: 9, trans_size: Some(bytes), ..Default::default() };
+    b.init(0x10, v5_init(2))
+        .start(PROXY, 0x10, 0x3f0, 0, 2, Descr::ProxyCtrl)
+        .state(PROXY, 0x3f0, StateChange { code: 17, ..Default::default() })
+        .state(PROXY, 0x3f0, StateChange { code: 18, appended: Some(2), ..Default::default() })
+        .stop(PROXY, 0x3f0)
+        .start(PROXY, 0x10, 0x400, 0xdead, 2, Descr::ProxyOp(op(3, 1, true)))
+        .start(PROXY, 0x10, 0x408, 0xdead, 2, Descr::ProxyOp(op(3, 0, true)))
+        .start(PROXY, 0x10, 0x410, 0x400, 2, Descr::ProxyStep { step: 0 })
+        .state(PROXY, 0x410, step_state(1000))
+        .state(PROXY, 0x410, step_state(1500))
+        .stop(PROXY, 0x410)
+        .start(PROXY, 0x10, 0x418, 0x400, 2, Descr::ProxyStep { step: 1 })
+        .state(PROXY, 0x418, step_state(500))
+        .stop(PROXY, 0x418)
+        .stop(PROXY, 0x400)
+        .stop(PROXY, 0x408)
+        // Another process's operation (PXN): its context is not ours.
+        .start(PROXY, 0x77, 0x420, 0, 2, Descr::ProxyOp(ProxyOp { pid: 9999, ..op(1, 0, false) }))
+        .stop(PROXY, 0x420)
+        .start(PROXY, 0x10, 0x428, 0, 2, Descr::ProxyCtrl)
+        .state(PROXY, 0x428, StateChange { code: 15, ..Default::default() })
+        .state(PROXY, 0x428, StateChange { code: 16, ..Default::default() })
+        .stop(PROXY, 0x428)
+        .finalize(0x10);
+    let (_dir, s) = replay_capture(&b.c);
+    let lane = s.location("NCCL proxy send channel 3 (comm 0, rank 2)");
+    assert_eq!(
+        s.script(lane),
+        ["Enter:NCCL proxy send", "Leave:NCCL proxy send", "Enter:NCCL proxy send", "Leave:NCCL proxy send"]
+    );
+    let evs: Vec<_> = s.with_attrs().into_iter().filter(|e| e.location == lane).collect();
+    assert_eq!(num(&evs[0].attrs, "bytes"), 2000);
+    assert_eq!(num(&evs[0].attrs, "peer"), 1);
+    assert_eq!(num(&evs[0].attrs, "steps"), 4);
+    assert_eq!(num(&evs[0].attrs, "chunk size"), 65536);
+    assert_eq!(num(&evs[0].attrs, "channel"), 3);
+    // The second operation overlapped the first: shown from its end on.
+    assert_eq!(evs[2].time, evs[1].time);
+    assert_eq!(num(&evs[2].attrs, "bytes"), 0);
+    s.location("NCCL proxy recv channel 1 (another process)");
+    let proxy = s.location("proxy");
+    assert_eq!(
+        s.script(proxy),
+        ["Enter:NCCL proxy append", "Leave:NCCL proxy append", "Enter:NCCL proxy sleep", "Leave:NCCL proxy sleep"]
+    );
+    let append = s.with_attrs().into_iter().find(|e| e.location == proxy).unwrap();
+    assert_eq!(num(&append.attrs, "appended ops"), 2);
+}
+
+#[test]
+fn kernel_channels_are_on_the_host_clock() {
+    let mut b = Builder::new(Levels::parse("kernel").unwrap());
+    b.init(0x10, v5_init(0));
+    let gpu = 1_790_000_000_000_000_000u64;
+    let host = 50_000u64;
+    let mut at = |t: u64, h: u64, what: &str, channel: u8, g: u64| {
+        let r = match what {
+            "start" => Record::Start {
+                t: host + t,
+                tid: PROXY,
+                ctx: 0x10,
+                handle: h,
+                start: Start { descr: Descr::KernelCh { channel, gpu_start: Some(gpu + g) }, parent: 0, rank: 0 },
+            },
+            "state" => Record::State {
+                t: host + t,
+                tid: PROXY,
+                handle: h,
+                state: StateChange { code: 22, gpu_timer: Some(gpu + g), ..Default::default() },
+            },
+            _ => Record::Stop { t: host + t, tid: PROXY, handle: h },
+        };
+        b.c.records.push(r);
+    };
+    // Channel 1 runs 3000..9000 on the GPU, channel 0 100..2100; the
+    // proxy thread sees them 1000, 5000, 5000 and 700 ns late.
+    at(4000, 0x508, "start", 1, 3000);
+    at(5100, 0x500, "start", 0, 100);
+    at(7100, 0x500, "state", 0, 2100);
+    at(7100, 0x500, "stop", 0, 0);
+    at(9700, 0x508, "state", 1, 9000);
+    at(9700, 0x508, "stop", 1, 0);
+    b.finalize(0x10);
+    let (_dir, s) = replay_capture(&b.c);
+    // The smallest lag (700 ns) is the offset estimate.
+    let to_host = |g: u64| host + g + 700;
+    let l0 = s.location("NCCL channel 0 (comm 0, rank 0)");
+    let l1 = s.location("NCCL channel 1 (comm 0, rank 0)");
+    let times = |l| s.events.iter().filter(|(x, _, _)| *x == l).map(|(_, t, _)| *t).collect::<Vec<_>>();
+    assert_eq!(times(l0), vec![to_host(100), to_host(2100)]);
+    assert_eq!(times(l1), vec![to_host(3000), to_host(9000)]);
+    assert_eq!(s.script(l0), ["Enter:NCCL kernel channel 0", "Leave:NCCL kernel channel 0"]);
+}
+
+#[test]
+fn sequences_nccl_never_sends_are_survived() {
+    let mut b = Builder::new(Levels::ALL);
+    b.init(0x10, v5_init(0))
+        // Stops and states of handles never started.
+        .stop(MAIN, 0x999)
+        .state(MAIN, 0x998, StateChange { code: 22, gpu_timer: Some(1), ..Default::default() })
+        // The group ends before its call does, then the call stops twice.
+        .start(MAIN, 0x10, 0x100, 0, 0, Descr::GroupApi { depth: 2, graph_captured: false })
+        .start(MAIN, 0x10, 0x108, 0x100, 0, Descr::CollApi(api(Func::AllReduce, 8, 0, false)))
+        .stop(MAIN, 0x100)
+        .stop(MAIN, 0x108)
+        .stop(MAIN, 0x108)
+        // A call whose parent is no group; events on a context never made.
+        .start(MAIN, 0x10, 0x110, 0x4242, 0, Descr::CollApi(api(Func::Reduce, 8, 0, false)))
+        .start(MAIN, 0x66, 0x118, 0, 0, Descr::Coll(coll(Func::AllReduce, 1, "ncclInt8", 0)))
+        // A step whose operation is unknown, a group opened twice.
+        .start(PROXY, 0x10, 0x120, 0x5555, 0, Descr::ProxyStep { step: 1 })
+        .start(MAIN, 0x10, 0x130, 0, 0, Descr::GroupApi { depth: 1, graph_captured: false })
+        .start(MAIN, 0x10, 0x138, 0, 0, Descr::GroupApi { depth: 1, graph_captured: false })
+        .start(MAIN, 0x10, 0x140, 0, 0, Descr::Unsupported { type_bits: 1 << 12 })
+        .stop(MAIN, 0x110)
+        .stop(MAIN, 0x138)
+        .stop(MAIN, 0x130)
+        .finalize(0x10)
+        .finalize(0x10);
+    let (_dir, s) = replay_capture(&b.c);
+    assert_eq!(collectives(&s).len(), 2);
+}
