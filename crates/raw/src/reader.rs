@@ -33,13 +33,18 @@ pub enum Problem {
     /// or ended by a signal): its `events` committed events are kept, and
     /// `cut` events being written at that instant were dropped.
     OpenSlot { offset: u64, events: u32, cut: u32 },
+    /// A whole chunk was being written when its process ended: its payload
+    /// is there but not its header (written last), `len` bytes dropped.
+    /// Nothing committed refers to it (definitions are written before the
+    /// events that use them commit).
+    TornWrite { offset: u64, len: u64 },
 }
 
 impl Problem {
     /// Whether this is damage (as opposed to the normal trace of a process
     /// that ended while recording).
     pub fn is_damage(&self) -> bool {
-        !matches!(self, Problem::OpenSlot { .. })
+        !matches!(self, Problem::OpenSlot { .. } | Problem::TornWrite { .. })
     }
 }
 
@@ -60,6 +65,9 @@ impl std::fmt::Display for Problem {
             },
             Problem::NoStreamHeader => {
                 write!(f, "stream header lost; process identity taken from the file name")
+            }
+            Problem::TornWrite { offset, len } => {
+                write!(f, "chunk at offset {offset} was being written when its process ended: {len} bytes dropped")
             }
             Problem::OpenSlot { offset, events, cut } => {
                 write!(f, "buffer at offset {offset} still open at the end: {events} events kept, {cut} cut")
@@ -123,8 +131,17 @@ impl RawFile {
                 Err(_) if raw.zeros_at(pos).map_err(io_err)? => {
                     // Space a writer reserved and never used (a slot's
                     // alignment, or one whose process died before its
-                    // header): not damage.
-                    pos = raw.skip_zeros(pos).map_err(io_err)?;
+                    // header): not damage. Bytes right after it that make
+                    // no chunk are a chunk whose header (written after its
+                    // payload) was not written yet.
+                    let next = raw.skip_zeros(pos).map_err(io_err)?;
+                    if next < size && raw.header_at(next).map_err(io_err)?.is_err() {
+                        let after = raw.find_next_header(next + 1).map_err(io_err)?;
+                        raw.problems.push(Problem::TornWrite { offset: pos, len: after - pos });
+                        pos = after;
+                    } else {
+                        pos = next;
+                    }
                     continue;
                 }
                 Err(reason) => {

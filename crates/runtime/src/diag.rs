@@ -37,3 +37,25 @@ pub fn init_tracing(verbose: bool) {
         .with_ansi(false)
         .try_init();
 }
+
+/// Keeps a panic inside gputrace's code (caught by the producers'
+/// `catch_unwind` shields) from printing Rust's default report into the
+/// application's stderr: one `[gputrace]` line instead, once per process,
+/// and the rest only with `GPUTRACE_VERBOSE`. The hook is this library's
+/// own (a cdylib carries its own std), so an application written in Rust
+/// keeps its hook.
+pub fn quiet_panics() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        std::panic::set_hook(Box::new(|info| {
+            static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+            if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+                warn(&format!(
+                    "internal error in the tracer{at}; the program runs on, this part of the trace may be missing"
+                ));
+            }
+            tracing::debug!(%info, "panic");
+        }));
+    });
+}

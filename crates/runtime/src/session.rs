@@ -32,6 +32,7 @@ pub(crate) fn in_forked_child() -> bool {
 /// configures it. Returns `None`, after saying why on stderr, when
 /// recording is off or impossible; the program then runs untraced.
 pub fn start(producer: Producer) -> Option<(Recorder, Config)> {
+    diag::quiet_panics();
     let (config, problems) = Config::from_env_lenient();
     diag::init_tracing(config.verbose);
     for p in problems {
@@ -42,6 +43,7 @@ pub fn start(producer: Producer) -> Option<(Recorder, Config)> {
 
 /// Like [`start`], with a configuration the producer parsed already.
 pub fn start_with(producer: Producer, config: &Config) -> Option<Recorder> {
+    diag::quiet_panics();
     if !config.enable_tracing && !config.enable_profiling {
         return None;
     }

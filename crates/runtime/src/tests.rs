@@ -305,3 +305,32 @@ fn a_live_writer_is_seen_and_a_dead_one_is_not() {
     child.wait().unwrap();
     assert_eq!(raw::writer_pid(&stream).unwrap(), None);
 }
+
+/// The child's part of the panic test: two panics caught by a shield.
+#[test]
+fn panic_child_panics_twice() {
+    if std::env::var_os("GPUTRACE_TEST_PANIC").is_none() {
+        return;
+    }
+    diag::quiet_panics();
+    for _ in 0..2 {
+        let _ = std::panic::catch_unwind(|| panic!("a bug in a hook"));
+    }
+}
+
+/// A panic inside gputrace's code prints one `[gputrace]` line into the
+/// application's stderr, never Rust's report.
+#[test]
+fn a_caught_panic_is_one_line_on_stderr() {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "tests::panic_child_panics_twice", "--nocapture", "--test-threads=1"])
+        .env("GPUTRACE_TEST_PANIC", "1")
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("[gputrace]")).collect();
+    assert_eq!(ours.len(), 1, "{err}");
+    assert!(ours[0].contains("internal error in the tracer"), "{err}");
+    assert!(!err.contains("panicked at"), "Rust's report leaked: {err}");
+}

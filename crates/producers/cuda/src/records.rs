@@ -190,7 +190,7 @@ macro_rules! sync {
 macro_rules! nvlink {
     ($r:expr) => {{
         let r = $r;
-        // SAFETY (of the union reads): both members are plain bytes; the
+        // SAFETY: (the union reads) both members are plain bytes; the
         // type fields say which one is meant, and either reading is valid.
         let ids = unsafe { [uuid(r.idDev0.uuidDev.bytes), uuid(r.idDev1.uuidDev.bytes)] };
         Record::NvLink(NvLink {

@@ -33,7 +33,7 @@ fn allreduce(ctx: *mut c_void) {
         null_mut(),
         DescrUnion_v5 { groupApi: GroupApiDescr { graphCaptured: false, groupDepth: 1 } },
     );
-    // SAFETY (all calls below): handles from `start`, stopped once.
+    // SAFETY: a handle from `start`, not yet stopped.
     unsafe { (ncclProfiler_v5.recordEventState)(g, 23, null_mut()) };
     let api = CollApiDescr {
         func: F.as_ptr(),
@@ -44,7 +44,9 @@ fn allreduce(ctx: *mut c_void) {
         graphCaptured: false,
     };
     let c = start(ctx, event::COLL_API, g, DescrUnion_v5 { collApi: api });
+    // SAFETY: a handle from `start`, stopped once.
     unsafe { (ncclProfiler_v5.stopEvent)(c) };
+    // SAFETY: a handle from `start`, not yet stopped.
     unsafe { (ncclProfiler_v5.recordEventState)(g, 24, null_mut()) };
     let group = start(ctx, event::GROUP, null_mut(), DescrUnion_v5 { proxyStep: ProxyStepDescr { step: 0 } });
     let coll = CollDescr_v5 {
@@ -62,6 +64,7 @@ fn allreduce(ctx: *mut c_void) {
         parentGroup: group,
     };
     start(ctx, event::COLL, c, DescrUnion_v5 { coll });
+    // SAFETY: a handle from `start`, stopped once.
     unsafe { (ncclProfiler_v5.stopEvent)(g) };
 }
 

@@ -166,7 +166,7 @@ macro_rules! p2p_launch {
 /// `d` is NCCL's v1 descriptor: the union member its type names is set.
 unsafe fn descr_v1(d: &EventDescr_v1) -> Descr {
     let t = u64::from(d.type_);
-    // SAFETY (all union reads): per the contract, `type` says which member
+    // SAFETY: all union reads: per the contract, `type` says which member
     // NCCL filled; its strings are NUL-terminated.
     unsafe {
         match t {
@@ -211,7 +211,7 @@ unsafe fn descr_v1(d: &EventDescr_v1) -> Descr {
 /// `d` is NCCL's v2 descriptor (see [`descr_v1`]).
 unsafe fn descr_v2(d: &EventDescr_v2) -> Descr {
     let t = u64::from(d.type_);
-    // SAFETY (all union reads and strings): as in `descr_v1`.
+    // SAFETY: all union reads and strings as in `descr_v1`.
     unsafe {
         match t {
             event::GROUP => Descr::Group,
@@ -241,7 +241,7 @@ unsafe fn p2p_v2(p: &P2pDescr_v2) -> P2pLaunch {
 /// `d` is NCCL's v3 descriptor (see [`descr_v1`]).
 unsafe fn descr_v3(d: &EventDescr_v3) -> Descr {
     let t = u64::from(d.type_);
-    // SAFETY (all union reads and strings): as in `descr_v1`.
+    // SAFETY: all union reads and strings as in `descr_v1`.
     unsafe {
         match t {
             event::GROUP => Descr::Group,
@@ -264,7 +264,7 @@ unsafe fn descr_v3(d: &EventDescr_v3) -> Descr {
 /// `d` is NCCL's v4 descriptor (see [`descr_v1`]).
 unsafe fn descr_v4(d: &EventDescr_v4) -> Descr {
     let t = u64::from(d.type_);
-    // SAFETY (all union reads and strings): as in `descr_v1`.
+    // SAFETY: all union reads and strings as in `descr_v1`.
     unsafe {
         match t {
             event::GROUP => Descr::Group,
@@ -286,7 +286,7 @@ macro_rules! descr_api {
     ($d:expr) => {{
         let d = $d;
         let t = d.type_;
-        // SAFETY (all union reads and strings): as in `descr_v1`.
+        // SAFETY: all union reads and strings as in `descr_v1`.
         unsafe {
             match t {
                 event::GROUP => Descr::Group,

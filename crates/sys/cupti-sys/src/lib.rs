@@ -41,7 +41,10 @@ macro_rules! generated {
             // linked or called: `Cupti` holds pointers from dlsym.
             clashing_extern_declarations,
             unsafe_op_in_unsafe_fn,
-            clippy::all
+            clippy::all,
+            // bindgen's bitfield accessors: generated, not ours to comment.
+            clippy::undocumented_unsafe_blocks,
+            clippy::missing_safety_doc
         )]
         pub mod $name;
     };
