@@ -30,7 +30,7 @@ pub use defs::{
 };
 pub use event::{Collective, CollectiveOp, Copy, CopyKind, Event, KernelConfig, MemoryKind, Message, PeerEnds};
 pub use reader::{EventChunk, Problem, RawFile};
-pub use writer::EventSpan;
+pub use writer::{EventSpan, EventsEncoder};
 pub use writer::{Slot, SlotError, StreamFile, writer_pid};
 
 /// Which part of gputrace wrote a stream.

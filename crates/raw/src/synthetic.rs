@@ -10,10 +10,10 @@ use std::io;
 use std::path::Path;
 
 use crate::defs::rank_runs;
-use crate::writer::EventSpan;
+use crate::writer::EventsEncoder;
 use crate::{
     ChunkKind, Collective, CollectiveOp, CommDef, Definition, Event, LocationKind, Message, Paradigm, Producer,
-    RegionRole, StreamFile, StreamHeader, stream_file_name, varint,
+    RegionRole, StreamFile, StreamHeader, stream_file_name,
 };
 
 /// What one rank did, for checking a merge against.
@@ -69,7 +69,7 @@ fn write_rank(raw_dir: &Path, rank: u32, size: u32, iterations: u64) -> io::Resu
     Definition::Comm(world).encode(&mut defs);
     stream.write_chunk(ChunkKind::Definitions, None, &defs)?;
 
-    let mut out = ChunkWriter { stream: &stream, data: Vec::with_capacity(CHUNK), count: 0, min: 0, last: 0 };
+    let mut out = ChunkWriter { stream: &stream, data: Vec::with_capacity(CHUNK), events: EventsEncoder::default() };
     let mut counts = RingCounts::default();
     let mut t = 2_000_000_000u64;
     let right = (rank + 1) % size;
@@ -112,9 +112,7 @@ fn write_rank(raw_dir: &Path, rank: u32, size: u32, iterations: u64) -> io::Resu
 struct ChunkWriter<'a> {
     stream: &'a StreamFile,
     data: Vec<u8>,
-    count: u32,
-    min: u64,
-    last: u64,
+    events: EventsEncoder,
 }
 
 impl ChunkWriter<'_> {
@@ -122,24 +120,16 @@ impl ChunkWriter<'_> {
         if self.data.len() + crate::event::MAX_EVENT_LEN > CHUNK {
             self.flush()?;
         }
-        if self.count == 0 {
-            varint::put_u64(&mut self.data, t);
-            self.min = t;
-            self.last = t;
-        }
-        ev.encode(t.wrapping_sub(self.last) as i64, &mut self.data);
-        self.last = t;
-        self.count += 1;
+        self.events.put(&mut self.data, t, ev);
         Ok(())
     }
 
     fn flush(&mut self) -> io::Result<()> {
-        if self.count > 0 {
-            let span = EventSpan { location: 0, count: self.count, min_time: self.min, max_time: self.last };
-            self.stream.write_chunk(ChunkKind::Events, Some(span), &self.data)?;
+        if self.events.count > 0 {
+            self.stream.write_chunk(ChunkKind::Events, Some(self.events.span(0)), &self.data)?;
         }
         self.data.clear();
-        self.count = 0;
+        self.events = EventsEncoder::default();
         Ok(())
     }
 }

@@ -31,7 +31,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::chunk::{ChunkHeader, ChunkKind, HEADER_LEN, SEAL_LEN, SLOT_PREFIX, Seal, commit_word};
 use crate::event::MAX_EVENT_LEN;
-use crate::varint::SliceSink;
+use crate::varint::{Sink, SliceSink};
 use crate::{Event, Producer, StreamHeader, varint};
 
 /// Length of the slot reserved for the closing records.
@@ -56,6 +56,45 @@ pub struct EventSpan {
     pub count: u32,
     pub min_time: u64,
     pub max_time: u64,
+}
+
+/// The running state of an events payload: the base time before the first
+/// event, then each event with its delta from the one before; how many
+/// events and what time span. One encoder for every writer of events
+/// payloads (slots, in-memory buffers, synthetic streams).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EventsEncoder {
+    pub count: u32,
+    last: u64,
+    pub min: u64,
+    pub max: u64,
+}
+
+impl Default for EventsEncoder {
+    fn default() -> Self {
+        EventsEncoder { count: 0, last: 0, min: u64::MAX, max: 0 }
+    }
+}
+
+impl EventsEncoder {
+    /// Appends `event` at `time` to `out`, the payload this encoder began.
+    #[inline]
+    pub fn put<S: Sink>(&mut self, out: &mut S, time: u64, event: &Event) {
+        if self.count == 0 {
+            varint::put_u64(out, time);
+            self.last = time;
+        }
+        event.encode(time.wrapping_sub(self.last) as i64, out);
+        self.last = time;
+        self.count += 1;
+        self.min = self.min.min(time);
+        self.max = self.max.max(time);
+    }
+
+    /// The span of the events so far, for a chunk of `location`.
+    pub fn span(&self, location: u32) -> EventSpan {
+        EventSpan { location, count: self.count, min_time: self.min, max_time: self.max }
+    }
 }
 
 /// Why a slot could not be opened.
@@ -229,7 +268,7 @@ impl StreamFile {
                 return Err(SlotError::NoSpace(e));
             }
         }
-        Ok(Slot { map: map.cast::<u8>(), len, at, used: 0, count: 0, last: 0, min: u64::MAX, max: 0 })
+        Ok(Slot { map: map.cast::<u8>(), len, at, used: 0, events: EventsEncoder::default() })
     }
 
     /// Writes the header that makes a prepared slot part of the stream, the
@@ -305,10 +344,7 @@ pub struct Slot {
     len: usize,
     at: u64,
     used: usize,
-    count: u32,
-    last: u64,
-    min: u64,
-    max: u64,
+    events: EventsEncoder,
 }
 
 // SAFETY: the mapping is owned by the slot alone (see `open_slot`); the
@@ -326,7 +362,7 @@ impl Slot {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.count == 0
+        self.events.count == 0
     }
 
     /// The mapped bytes `from..from + n`.
@@ -348,7 +384,7 @@ impl Slot {
     /// Whether `n` more events surely fit.
     #[inline]
     pub fn fits(&self, n: usize) -> bool {
-        self.count < u32::MAX - n as u32 && self.used + varint::MAX_LEN + n * MAX_EVENT_LEN <= self.room()
+        self.events.count < u32::MAX - n as u32 && self.used + varint::MAX_LEN + n * MAX_EVENT_LEN <= self.room()
     }
 
     /// Appends `events` (which must [fit](Slot::fits)) and commits them.
@@ -357,23 +393,15 @@ impl Slot {
     pub fn append(&mut self, events: &[(u64, Event)]) {
         let from = SLOT_PREFIX + self.used;
         let room = self.room() - self.used;
-        let (mut count, mut last, mut min, mut max) = (self.count, self.last, self.min, self.max);
+        let mut encoder = self.events;
         let written = {
             let mut out = SliceSink::new(self.bytes_mut(from, room));
             for (time, event) in events {
-                if count == 0 {
-                    varint::put_u64(&mut out, *time);
-                    last = *time;
-                }
-                event.encode(time.wrapping_sub(last) as i64, &mut out);
-                last = *time;
-                count += 1;
-                min = min.min(*time);
-                max = max.max(*time);
+                encoder.put(&mut out, *time, event);
             }
             out.len()
         };
-        (self.count, self.last, self.min, self.max) = (count, last, min, max);
+        self.events = encoder;
         self.used += written;
         self.commit();
     }
@@ -384,7 +412,7 @@ impl Slot {
         // SAFETY: offset 48 of a page-aligned mapping is 8-aligned and in
         // bounds; the word is only ever accessed atomically.
         let word = unsafe { &*self.map.add(HEADER_LEN).cast::<AtomicU64>() };
-        word.store(commit_word(self.used as u32, self.count).to_le(), Ordering::Release);
+        word.store(commit_word(self.used as u32, self.events.count).to_le(), Ordering::Release);
     }
 
     /// Writes the seal after the committed bytes; returns the offset in the
@@ -394,9 +422,9 @@ impl Slot {
         let payload_crc = crc32fast::hash(self.bytes(SLOT_PREFIX, self.used));
         let seal = Seal {
             bytes: self.used as u32,
-            events: self.count,
-            min_time: if self.count == 0 { 0 } else { self.min },
-            max_time: self.max,
+            events: self.events.count,
+            min_time: if self.events.count == 0 { 0 } else { self.events.min },
+            max_time: self.events.max,
             payload_crc,
         };
         self.bytes_mut(from, SEAL_LEN).copy_from_slice(&seal.encode());

@@ -22,9 +22,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use raw::Event;
+use raw::EventsEncoder;
 use raw::Slot;
 use raw::event::MAX_EVENT_LEN;
-use raw::varint;
 use raw::writer::EventSpan;
 
 /// A buffer holding events older than this is written out at the next
@@ -41,48 +41,35 @@ pub const QUIET_NS: u64 = 200_000_000;
 pub(crate) struct Pending {
     pub data: Vec<u8>,
     pub capacity: usize,
-    pub count: u32,
-    pub last: u64,
-    pub min: u64,
-    pub max: u64,
+    pub events: EventsEncoder,
 }
 
 impl Pending {
     pub fn new(capacity: usize) -> Self {
-        Pending { data: Vec::with_capacity(capacity), capacity, count: 0, last: 0, min: u64::MAX, max: 0 }
+        Pending { data: Vec::with_capacity(capacity), capacity, events: EventsEncoder::default() }
     }
 
     pub fn span(&self, location: u32) -> EventSpan {
-        EventSpan { location, count: self.count, min_time: self.min, max_time: self.max }
+        self.events.span(location)
     }
 
     pub fn clear(&mut self) {
         self.data.clear();
-        self.count = 0;
-        self.min = u64::MAX;
-        self.max = 0;
+        self.events = EventsEncoder::default();
     }
 
     /// Whether `push` must write the buffer out first.
     #[inline]
     pub fn needs_flush(&self, time: u64) -> bool {
-        self.count > 0
+        self.events.count > 0
             && (self.data.len() + MAX_EVENT_LEN > self.capacity
-                || self.count == u32::MAX
-                || time.saturating_sub(self.min) > MAX_CHUNK_AGE_NS)
+                || self.events.count == u32::MAX
+                || time.saturating_sub(self.events.min) > MAX_CHUNK_AGE_NS)
     }
 
     #[inline]
     pub fn push(&mut self, time: u64, event: &Event) {
-        if self.count == 0 {
-            varint::put_u64(&mut self.data, time);
-            self.last = time;
-        }
-        event.encode(time.wrapping_sub(self.last) as i64, &mut self.data);
-        self.last = time;
-        self.count += 1;
-        self.min = self.min.min(time);
-        self.max = self.max.max(time);
+        self.events.put(&mut self.data, time, event);
     }
 }
 
@@ -238,7 +225,7 @@ impl ThreadBuffer {
     /// to take: its events are in the file already.
     pub fn take(&self, patience: Duration, wanted: impl Fn(&Pending) -> bool) -> Option<Pending> {
         self.with_inner_waiting(patience, |i| match &mut i.store {
-            Store::Heap(p) if p.count > 0 && wanted(p) => Some(std::mem::replace(p, Pending::new(p.capacity))),
+            Store::Heap(p) if p.events.count > 0 && wanted(p) => Some(std::mem::replace(p, Pending::new(p.capacity))),
             _ => None,
         })
         .flatten()
@@ -285,7 +272,7 @@ mod tests {
 
     fn pending_count(b: &ThreadBuffer) -> u32 {
         b.with_inner(|i| match &i.store {
-            Store::Heap(p) => p.count,
+            Store::Heap(p) => p.events.count,
             _ => 0,
         })
         .unwrap()
@@ -297,7 +284,7 @@ mod tests {
         let mut written = Vec::new();
         for i in 0..40u64 {
             heap_push(&b, 1000 + i, Event::Enter { region: 1 }, |p| {
-                written.push(p.count);
+                written.push(p.events.count);
                 p.clear();
             });
         }
@@ -328,7 +315,7 @@ mod tests {
             heap_push(&b, t, Event::Enter { region: 2 }, |_| unreachable!());
         }
         let p = b.take(Duration::ZERO, |_| true).unwrap();
-        assert_eq!((p.min, p.max, p.count), (100, 1000, 5));
+        assert_eq!((p.events.min, p.events.max, p.events.count), (100, 1000, 5));
         let mut c = Cursor::new(&p.data);
         let mut t = c.u64().unwrap();
         for expect in times {

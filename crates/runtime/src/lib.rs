@@ -177,8 +177,8 @@ impl Recorder {
                     // waiting to be killed by its launcher records nothing
                     // more, and its last events should not die with it.
                     let old = |p: &Pending| {
-                        now.saturating_sub(p.min) > buffer::MAX_CHUNK_AGE_NS
-                            || now.saturating_sub(p.max) > buffer::QUIET_NS
+                        now.saturating_sub(p.events.min) > buffer::MAX_CHUNK_AGE_NS
+                            || now.saturating_sub(p.events.max) > buffer::QUIET_NS
                     };
                     if let Some(mut p) = b.take(Duration::ZERO, old) {
                         rec.write_events(b.location, &mut p);
@@ -273,7 +273,7 @@ impl Recorder {
             }
             p.push(*t, ev);
         }
-        if p.count > 0 {
+        if p.events.count > 0 {
             self.write_events(location, &mut p);
         }
     }
@@ -411,15 +411,9 @@ impl Recorder {
     /// where the file cannot be mapped. False when recording has stopped
     /// (a full disk).
     fn roll(&self, location: u32, inner: &mut Inner) -> bool {
-        match std::mem::replace(&mut inner.store, Store::Empty) {
-            Store::Slot(slot) if self.is_active() => self.0.stream.close_slot(slot),
-            Store::Slot(slot) => drop(slot),
-            Store::Heap(mut p) => {
-                self.write_events(location, &mut p);
-                inner.store = Store::Heap(p);
-                return self.is_active();
-            }
-            Store::Empty => {}
+        self.close_store(location, inner);
+        if matches!(inner.store, Store::Heap(_)) {
+            return self.is_active();
         }
         if !self.is_active() {
             return false;
@@ -511,19 +505,24 @@ impl Recorder {
         }
     }
 
+    /// Closes what a thread's store holds: seals its slot (or, where
+    /// recording stopped, unmaps it unsealed: its committed events stay),
+    /// or writes the events it keeps in memory, keeping the buffer.
+    fn close_store(&self, location: u32, inner: &mut Inner) {
+        match std::mem::replace(&mut inner.store, Store::Empty) {
+            Store::Slot(slot) if self.is_active() => self.0.stream.close_slot(slot),
+            Store::Slot(slot) => drop(slot),
+            Store::Heap(mut p) => {
+                self.write_events(location, &mut p);
+                inner.store = Store::Heap(p);
+            }
+            Store::Empty => {}
+        }
+    }
+
     /// Seals the buffer's slot, or writes its events kept in memory.
     fn flush_buffer(&self, buf: &ThreadBuffer, patience: Duration) {
-        let active = self.is_active();
-        let flushed =
-            buf.with_inner_waiting(patience, |inner| match std::mem::replace(&mut inner.store, Store::Empty) {
-                Store::Slot(slot) if active => self.0.stream.close_slot(slot),
-                Store::Slot(slot) => drop(slot),
-                Store::Heap(mut p) => {
-                    self.write_events(buf.location, &mut p);
-                    inner.store = Store::Heap(p);
-                }
-                Store::Empty => {}
-            });
+        let flushed = buf.with_inner_waiting(patience, |inner| self.close_store(buf.location, inner));
         if flushed.is_none() {
             // Its committed events are in the file all the same.
             tracing::debug!("a thread kept its event buffer busy at flush");
@@ -542,7 +541,7 @@ impl Recorder {
             self.fail(&e);
         }
         if !self.is_active() {
-            self.0.dropped.fetch_add(u64::from(p.count), Ordering::Relaxed);
+            self.0.dropped.fetch_add(u64::from(p.events.count), Ordering::Relaxed);
         }
         p.clear();
     }
