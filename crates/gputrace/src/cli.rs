@@ -113,7 +113,7 @@ pub enum Command {
         what: Info,
     },
     /// The merge's worker process, started by gputrace itself (see
-    /// merge/isolate.rs); not for users.
+    /// isolate.rs); not for users.
     #[command(name = "__merge-worker", hide = true)]
     MergeWorker {
         dir: PathBuf,

@@ -25,10 +25,6 @@ impl Experiment {
         self.dir.join("raw")
     }
 
-    pub fn anchor(&self) -> PathBuf {
-        self.dir.join(format!("{ARCHIVE_NAME}.otf2"))
-    }
-
     pub fn summary(&self) -> PathBuf {
         self.dir.join("summary.txt")
     }

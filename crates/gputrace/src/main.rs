@@ -1,19 +1,23 @@
 //! `gputrace`: run a program (usually through an MPI launcher) with
 //! gputrace's producers injected into its ranks, then merge what they
 //! recorded into one OTF2 archive and print a summary.
+//!
+//! The command depends on `config`, `merge` and `report` only: never on
+//! the runtime or a producer (it finds their libraries next to itself and
+//! injects them into the ranks), nor on `raw` or `otf2` directly.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
 #[macro_use]
 mod say;
 
-mod analysis;
 mod cli;
 mod experiment;
 mod info;
+mod isolate;
 mod launch;
 mod libs;
-mod merge;
+mod progress;
 mod trace;
 
 use std::io::Write;
@@ -54,7 +58,8 @@ fn main() -> ExitCode {
 /// for a program that cannot start, 1 for everything else (a full disk, a
 /// failing library).
 fn exit_code_of(e: &anyhow::Error) -> u8 {
-    if e.is::<UsageError>() || e.is::<merge::inputs::NothingRecorded>() || e.is::<merge::inputs::NothingToMerge>() {
+    let bad_merge_input = e.downcast_ref::<merge::Error>().is_some_and(merge::Error::is_bad_input);
+    if e.is::<UsageError>() || e.is::<report::BadInput>() || e.is::<isolate::Refused>() || bad_merge_input {
         2
     } else if e.is::<launch::CannotStart>() {
         127
@@ -82,18 +87,18 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             trace::merge_again(&dir, &settings, &config, force)?;
             Ok(0)
         }
-        Some(Command::MergeWorker { dir, force, messages_fd }) => Ok(merge::isolate::worker(&dir, force, messages_fd)),
+        Some(Command::MergeWorker { dir, force, messages_fd }) => Ok(isolate::worker(&dir, force, messages_fd)),
         Some(Command::Stats { input, short: true, .. }) => {
-            let anchor = analysis::anchor_of(&input)?;
+            let anchor = report::anchor_of(&input)?;
             let mut out = std::io::stdout().lock();
-            out.write_all(analysis::stats::short_summary(&anchor)?.as_bytes())?;
+            out.write_all(report::stats::short_summary(&anchor)?.as_bytes())?;
             out.flush()?;
             Ok(0)
         }
         Some(Command::Stats { input, reports, format, .. }) => {
-            let request = analysis::stats::StatsRequest { reports, format: analysis::stats::parse_format(&format)? };
+            let request = report::stats::StatsRequest { reports, format: report::stats::parse_format(&format)? };
             let mut out = std::io::stdout().lock();
-            analysis::stats::run(&input, &request, &mut out)?;
+            report::stats::run(&input, &request, &mut out)?;
             out.flush()?;
             Ok(0)
         }
@@ -101,7 +106,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             let output = required_output(cli.output.as_deref(), "export")?;
             match format.as_str() {
                 "chrome" => {
-                    let n = analysis::chrome::export(&input, output)?;
+                    let n = report::chrome::export(&input, output)?;
                     say!("gputrace: wrote {} ({} events)", output.display(), n.events);
                 }
                 "vite-otf2" | "vite" => {
@@ -120,7 +125,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                         ))
                         .into());
                     }
-                    let anchor = analysis::vite::export(&input, output)?;
+                    let anchor = report::vite::export(&input, output)?;
                     say!("gputrace: wrote {} (open it with `vite {}`)", output.display(), anchor.display());
                 }
                 other => {
@@ -132,8 +137,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Plot { matrix, width, input }) => {
             let output = required_output(cli.output.as_deref(), "plot")?;
             match matrix.as_deref() {
-                None => analysis::plot::timeline(&input, output, width)?,
-                Some(which @ ("mpi" | "gpu")) => analysis::plot::heatmap(&input, output, which)?,
+                None => report::plot::timeline(&input, output, width)?,
+                Some(which @ ("mpi" | "gpu")) => report::plot::heatmap(&input, output, which)?,
                 Some(other) => return Err(UsageError(format!("unknown matrix `{other}`: mpi or gpu")).into()),
             }
             say!("gputrace: wrote {}", output.display());

@@ -7,7 +7,7 @@
 //! stderr do not interleave), errors ignored. Our messages may be lost;
 //! the program's exit code never is.
 //!
-//! The merge worker (see [`crate::merge::isolate`]) writes its lines to a
+//! The merge worker (see [`crate::isolate`]) writes its lines to a
 //! copy of gputrace's stderr handed to it, while its own stderr, which
 //! libotf2 and the C library may scribble on when they fail, goes to the
 //! parent: [`set_fd`] points the lines there.

@@ -12,7 +12,7 @@ use config::filter::Filter;
 use crate::UsageError;
 use crate::experiment::Experiment;
 use crate::launch::{self, Launcher, MpiFlavor, Plan, launcher};
-use crate::{libs, merge};
+use crate::{isolate, libs};
 
 /// Checks every `GPUTRACE_*` setting (and the filter file) before anything
 /// runs; the first problem is a usage error naming variable, value and
@@ -84,9 +84,9 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
 
     // Whatever the merge meets (a full disk, a crash in libotf2), the
     // program's exit code is ours: the merge only adds one line.
-    match merge::isolate::merge(&experiment, settings, &config, false) {
+    match isolate::merge(&experiment, settings, &config, false) {
         Ok(()) => {}
-        Err(e) if e.is::<merge::inputs::NothingRecorded>() => {
+        Err(e) if matches!(e.downcast_ref(), Some(isolate::Refused::NothingRecorded(_))) => {
             say!("[gputrace] warning: {e}");
             // An experiment directory with nothing in it helps nobody.
             let _ = std::fs::remove_dir(experiment.raw_dir()).and_then(|()| std::fs::remove_dir(&experiment.dir));
@@ -111,14 +111,15 @@ pub fn merge_again(dir: &Path, settings: &[(String, String)], config: &Config, f
     if !alive.is_empty() {
         say!("[gputrace] warning: {}", merge::writers::describe(&alive));
     }
-    merge::isolate::merge(&experiment, settings, config, force)
+    isolate::merge(&experiment, settings, config, force)
 }
 
 /// The summary after a merge: the totals, then `gputrace stats`'s short
 /// form of the archive (the busiest functions, kernels, copies, matrices);
 /// without an archive, the summary's own tables.
-pub fn report(experiment: &Experiment, summary: &merge::summary::Summary, config: &Config) {
-    let short = summary.archive.as_ref().and_then(|(anchor, _)| match crate::analysis::stats::short_summary(anchor) {
+pub fn report(experiment: &Experiment, summary: &merge::Summary, config: &Config) {
+    let facts = run_summary(summary);
+    let short = summary.archive.as_ref().and_then(|(anchor, _)| match report::stats::short_summary(anchor) {
         Ok(t) => Some(t),
         Err(e) => {
             tracing::debug!("no short stats: {e:#}");
@@ -126,8 +127,8 @@ pub fn report(experiment: &Experiment, summary: &merge::summary::Summary, config
         }
     });
     let text = match short {
-        Some(tables) => format!("{}\n{tables}", summary.render(10, false)),
-        None => summary.render(10, true),
+        Some(tables) => format!("{}\n{tables}", facts.render(10, false)),
+        None => facts.render(10, true),
     };
     if config.enable_profiling {
         if let Err(e) = std::fs::write(experiment.summary(), &text) {
@@ -138,6 +139,63 @@ pub fn report(experiment: &Experiment, summary: &merge::summary::Summary, config
         }
     } else if let Some((path, _)) = &summary.archive {
         say!("[gputrace] archive: {}", path.display());
+    }
+}
+
+/// The merge's findings as the run summary shows them.
+fn run_summary(s: &merge::Summary) -> report::summary::RunSummary {
+    use report::summary::{Ended, Ending, Row};
+    let rows = |regions: Vec<(String, merge::RegionTotals)>| {
+        regions.into_iter().map(|(name, t)| Row { name, calls: t.calls, time: t.time }).collect()
+    };
+    let c = &s.counts;
+    report::summary::RunSummary {
+        processes: s.processes,
+        mpi_ranks: s.mpi_ranks,
+        hosts: s.hosts.len(),
+        locations: s.locations,
+        events: s.events,
+        trace_length: s.trace_length,
+        mpi: rows(s.mpi_functions()),
+        nccl: rows(s.nccl_calls()),
+        kernels_by_name: rows(s.kernels_by_name()),
+        p2p_messages: c.p2p_messages,
+        p2p_bytes: c.p2p_bytes,
+        collectives: c.collectives,
+        collective_bytes: c.collective_bytes,
+        nccl_collectives: c.nccl_collectives,
+        nccl_collective_bytes: c.nccl_collective_bytes,
+        nccl_messages: c.nccl_messages,
+        nccl_message_bytes: c.nccl_message_bytes,
+        kernels: c.kernels,
+        memsets: c.memsets,
+        memset_bytes: c.memset_bytes,
+        copies: s.copies_by_kind().into_iter().map(|(kind, n, bytes)| (kind.to_string(), n, bytes)).collect(),
+        dropped: s.dropped,
+        endings: s
+            .endings
+            .iter()
+            .map(|e| Ending {
+                rank: e.rank,
+                pid: e.pid,
+                host: e.host.clone(),
+                how: match e.how {
+                    merge::How::Signal(sig) => Ended::Signal(merge::inputs::signal_name(sig)),
+                    merge::How::Unclosed => Ended::Unclosed,
+                    merge::How::NoFinalize => Ended::NoFinalize,
+                    merge::How::Damaged => Ended::Damaged,
+                    merge::How::Finished => Ended::Finished,
+                },
+                cut: e.cut,
+                dropped: e.dropped,
+            })
+            .collect(),
+        closed_open_regions: s.closed_open_regions,
+        clamped: s.clamped,
+        unmatched_leaves: s.unmatched_leaves,
+        archive: s.archive.clone(),
+        merge_time: s.merge_time,
+        exit_to_archive: s.exit_to_archive,
     }
 }
 

@@ -181,7 +181,7 @@ pub struct PeerEnds {
 
 /// A GPU copy, recorded at its start.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Copy {
+pub struct MemCopy {
     pub region: u32,
     pub correlation: u32,
     pub kind: CopyKind,
@@ -246,7 +246,7 @@ pub enum Event {
         config: KernelConfig,
     },
     /// A copy starts on its stream.
-    CopyBegin(Copy),
+    CopyBegin(MemCopy),
     /// The copy `id` (region `region`) ends.
     CopyEnd {
         region: u32,
@@ -357,7 +357,7 @@ fn get_config(c: &mut Cursor<'_>) -> Result<KernelConfig, Malformed> {
     Ok(k)
 }
 
-fn put_copy<S: Sink>(out: &mut S, k: &Copy) {
+fn put_copy<S: Sink>(out: &mut S, k: &MemCopy) {
     varint::put_u64(out, u64::from(k.region));
     varint::put_u64(out, u64::from(k.correlation));
     out.push(k.kind as u8);
@@ -376,7 +376,7 @@ fn put_copy<S: Sink>(out: &mut S, k: &Copy) {
     varint::put_u64(out, k.id);
 }
 
-fn get_copy(c: &mut Cursor<'_>) -> Result<Copy, Malformed> {
+fn get_copy(c: &mut Cursor<'_>) -> Result<MemCopy, Malformed> {
     let region = c.u32()?;
     let correlation = c.u32()?;
     let kind = CopyKind::from_u8(c.u8()?).ok_or(Malformed)?;
@@ -390,7 +390,7 @@ fn get_copy(c: &mut Cursor<'_>) -> Result<Copy, Malformed> {
         }
         _ => return Err(Malformed),
     };
-    Ok(Copy { region, correlation, kind, src, dst, bytes, peer, id: c.u64()? })
+    Ok(MemCopy { region, correlation, kind, src, dst, bytes, peer, id: c.u64()? })
 }
 
 impl Event {
@@ -576,7 +576,7 @@ mod tests {
                     dynamic_shared: 4096,
                 },
             },
-            Event::CopyBegin(Copy {
+            Event::CopyBegin(MemCopy {
                 region: 5,
                 correlation: 79,
                 kind: CopyKind::PeerToPeer,
@@ -586,7 +586,7 @@ mod tests {
                 peer: Some(PeerEnds { src_device: 0, dst_device: 1, src_context: 1, dst_context: 2 }),
                 id: 12,
             }),
-            Event::CopyBegin(Copy {
+            Event::CopyBegin(MemCopy {
                 region: 6,
                 correlation: 80,
                 kind: CopyKind::HostToDevice,

@@ -28,7 +28,7 @@ pub use defs::{
     CommDef, Definition, DeviceDef, LinkEnd, LocationKind, MetricDef, NvLinkDef, Paradigm, RankRuns, RegionRole,
     StreamHeader,
 };
-pub use event::{Collective, CollectiveOp, Copy, CopyKind, Event, KernelConfig, MemoryKind, Message, PeerEnds};
+pub use event::{Collective, CollectiveOp, CopyKind, Event, KernelConfig, MemCopy, MemoryKind, Message, PeerEnds};
 pub use reader::{EventChunk, Problem, RawFile};
 pub use writer::{EventSpan, EventsEncoder};
 pub use writer::{Slot, SlotError, StreamFile, writer_pid};

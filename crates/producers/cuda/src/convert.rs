@@ -20,7 +20,7 @@ use std::collections::{HashMap, HashSet, VecDeque};
 
 use config::EnabledSet;
 use raw::{
-    Copy, Definition, DeviceDef, Event, LinkEnd, LocationKind, MemoryKind, NvLinkDef, Paradigm, PeerEnds, RegionRole,
+    Definition, DeviceDef, Event, LinkEnd, LocationKind, MemCopy, MemoryKind, NvLinkDef, Paradigm, PeerEnds, RegionRole,
 };
 use runtime::Recorder;
 
@@ -314,7 +314,7 @@ impl Converter {
         let loc = self.stream_location(span, rec);
         let id = self.next_copy;
         self.next_copy += 1;
-        let copy = Copy {
+        let copy = MemCopy {
             region,
             correlation,
             kind,

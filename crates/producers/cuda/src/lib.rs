@@ -16,6 +16,9 @@
 //! A process that never creates a CUDA context leaves no trace; a process
 //! where CUPTI cannot be used (missing, too old, another profiler attached)
 //! gets one warning line and runs untraced for CUDA.
+//!
+//! A producer: depends on `runtime`, `raw`, `config`, `cupti-sys` and
+//! `nvml-sys`; never on OTF2, the merge or the reports.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 

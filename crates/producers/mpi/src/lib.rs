@@ -19,6 +19,9 @@
 //! - [`fortran`]: helpers for Fortran wrappers that bypass the C ones.
 //!
 //! `docs/mpi.md` describes the event mapping for users.
+//!
+//! A producer: depends on `runtime`, `raw` and `config`; never on OTF2,
+//! the merge or the reports.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 

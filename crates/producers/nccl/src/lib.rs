@@ -21,6 +21,9 @@
 //! The plugin never makes NCCL fail: every callback returns `ncclSuccess`,
 //! and an internal error switches the plugin off with one warning line.
 //! `docs/nccl.md` describes what is recorded and how.
+//!
+//! A producer: depends on `runtime`, `raw` and `config`; never on OTF2,
+//! the merge or the reports.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 

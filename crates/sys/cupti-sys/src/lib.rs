@@ -24,6 +24,9 @@
 //!
 //! The bindings assume 64-bit Linux (checked by the layout assertions that
 //! bindgen put in each generated file).
+//!
+//! FFI only: depends on no gputrace crate; the CUDA producer is its only
+//! user.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 

@@ -7,6 +7,9 @@
 //! sampled over time. Types and field ids are NVML's (`nvml.h`,
 //! `nvmlFieldValue_t`, `NVML_FI_DEV_NVLINK_*`), declared here by hand
 //! because only these few are needed.
+//!
+//! FFI only: depends on no gputrace crate; the CUDA producer is its only
+//! user.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 

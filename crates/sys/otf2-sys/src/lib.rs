@@ -23,6 +23,9 @@
 //! The bindings were generated on x86_64 Linux; every OTF2 type is
 //! fixed-width, so they hold for any LP64 Linux except the `va_list` in
 //! `OTF2_ErrorCallback`, which is ABI-specific.
+//!
+//! FFI only: depends on no gputrace crate; the `otf2` crate is its only
+//! user, and nothing that runs inside a traced process may link it.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 

@@ -1,4 +1,4 @@
-//! Archives built by hand with otf2-writer, for what the test machine
+//! Archives built by hand with otf2, for what the test machine
 //! cannot record: two ranks on two NVLink-connected GPUs with peer copies,
 //! NCCL send/recv and NVLink counters (gputrace's mapping), and a trace
 //! named the way Score-P names CUDA and MPI (streams `CUDA[d:s]` without
@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use otf2_writer::{
+use otf2::{
     ArchiveWriter, AttributeValue, CommFlags, GroupFlags, GroupType, LocationGroupType, LocationType, MetricMember,
     MetricMode, MetricOccurrence, Paradigm, ParadigmClass, RecorderKind, Region, RegionRole, RmaWinFlags,
     SystemTreeDomain, Type,
@@ -62,7 +62,7 @@ pub fn gpu_pair(dir: &Path, iterations: u64) -> GpuPair {
         streams.push(s.unwrap());
         nvlinks.push(d.location(r << 32 | 1 << 21, &format!("NVLink GPU {r}"), LocationType::Metric, g).unwrap());
     }
-    let region = |d: &mut otf2_writer::Definitions, name: &str, desc: &str, role, p| {
+    let region = |d: &mut otf2::Definitions, name: &str, desc: &str, role, p| {
         let mut r = Region::new(name, role, p);
         r.description = desc;
         d.region(r)
@@ -75,7 +75,7 @@ pub fn gpu_pair(dir: &Path, iterations: u64) -> GpuPair {
     let ptop = region(d, "[CUDA memcpy PtoP]", "CUDA", RegionRole::DataTransfer, Paradigm::Cuda);
     let nccl_send = region(d, "ncclSend", "NCCL", RegionRole::Point2Point, Paradigm::Cuda);
     let nccl_recv = region(d, "ncclRecv", "NCCL", RegionRole::Point2Point, Paradigm::Cuda);
-    let ids = |l: &[otf2_writer::LocationRef]| l.iter().map(|x| x.id()).collect::<Vec<_>>();
+    let ids = |l: &[otf2::LocationRef]| l.iter().map(|x| x.id()).collect::<Vec<_>>();
     d.group("MPI_COMM_WORLD locations", GroupType::CommLocations, Paradigm::Mpi, GroupFlags::NONE, &ids(&masters));
     let wg = d.group("", GroupType::CommGroup, Paradigm::Mpi, GroupFlags::NONE, &[0, 1]);
     let world = d.comm("MPI_COMM_WORLD", wg, None, CommFlags::NONE);
@@ -92,7 +92,7 @@ pub fn gpu_pair(dir: &Path, iterations: u64) -> GpuPair {
     };
     let (sent_metric, received_metric) = (metric("NVLink sent"), metric("NVLink received"));
 
-    let dev = |w: &mut otf2_writer::EventWriter<'_>, s: &str| AttributeValue::String(w.defs().string(s));
+    let dev = |w: &mut otf2::EventWriter<'_>, s: &str| AttributeValue::String(w.defs().string(s));
     let step = 1_000_000u64;
     for r in 0..2u64 {
         // Host: launch at t, peer copy and NCCL (rank 0), MPI message.

@@ -9,6 +9,9 @@
 //! The library is not linked against libmpi; it loads harmlessly into
 //! processes without MPI, and in a process whose MPI is not Open MPI it
 //! warns once at `MPI_Init` and passes every call through.
+//!
+//! Depends on `gputrace-mpi-core` (and through it the runtime); never on
+//! OTF2, the merge or the reports.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 

@@ -1,0 +1,324 @@
+//! The merge runs in a child process, so that libotf2 failing cannot take
+//! gputrace down.
+//!
+//! libotf2 does not survive a write that fails: with the disk full while
+//! the archive is written, it crashed gputrace at 9 of 10 fill levels
+//! (SIGSEGV, or glibc's "double free" abort, inside
+//! `OTF2_Archive_CloseEvtWriter` → `OTF2_Buffer_Delete` → `fwrite`)
+//! without returning an error code or calling its error callback first.
+//! Its POSIX substrate has no hook through which we could do the writing
+//! ourselves, and checking free space beforehand cannot be exact (how much
+//! OTF2 writes is only known once it has), nor can it see another process
+//! filling the disk meanwhile. So the whole merge (reading the streams,
+//! writing the archive, the summary that reads it back) runs in a worker,
+//! `gputrace __merge-worker DIR`, and gputrace itself only waits for it.
+//! Whatever libotf2 does, gputrace survives it: it removes the
+//! half-written archive, keeps the raw streams, prints one line that
+//! names the disk when the disk is full, and returns the traced program's
+//! exit code.
+//!
+//! The worker's lines (warnings, progress, summary) go to a copy of
+//! gputrace's stderr handed to it as `--messages-fd`; its own stderr, where
+//! the C library writes its last words ("double free detected"), is a pipe
+//! to gputrace, which keeps it out of the terminal (shown with
+//! `GPUTRACE_VERBOSE`). A failure is told to gputrace as one line on the
+//! worker's stdout and an exit status ([`Failure`]).
+
+use std::io::Read;
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Result, anyhow};
+use config::Config;
+
+use crate::experiment::{ARCHIVE_NAME, Experiment};
+
+/// The hidden subcommand that runs the worker.
+pub const WORKER_COMMAND: &str = "__merge-worker";
+
+/// Worker exit statuses beyond 0 (merged) and 1 (another error).
+mod status {
+    pub const USAGE: i32 = 2;
+    pub const NOTHING_RECORDED: i32 = 3;
+    pub const NOTHING_TO_MERGE: i32 = 4;
+    pub const NO_SPACE: i32 = 5;
+}
+
+/// At most this much of the worker's stderr is kept.
+const STDERR_KEPT: usize = 64 << 10;
+
+/// Free space below which a failed archive write is blamed on the disk:
+/// OTF2 writes in chunks of at most 4 MiB (its definition chunks), so a
+/// write failed for lack of space left less than that.
+const FULL_BELOW: u64 = 5 << 20;
+
+/// The worker found nothing to merge (no raw stream, or none that makes
+/// an archive): bad input, exit status 2.
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    /// No raw stream at all: the program recorded nothing.
+    #[error("{0}")]
+    NothingRecorded(String),
+    #[error("{0}")]
+    NothingToMerge(String),
+}
+
+/// The archive could not be written because the disk is full.
+#[derive(Debug)]
+pub struct DiskFull(pub String);
+
+impl std::fmt::Display for DiskFull {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DiskFull {}
+
+/// Merges `experiment` in a worker process and prints its summary; the
+/// settings are the validated `GPUTRACE_*` pairs. Errors are one line
+/// each: [`Refused`] (nothing to merge), [`DiskFull`], or what
+/// else stopped the worker.
+pub fn merge(experiment: &Experiment, settings: &[(String, String)], config: &Config, force: bool) -> Result<()> {
+    let archive_existed = archive_exists(&experiment.dir);
+    let (status, reason, junk) = run_worker(experiment, settings, force)?;
+    let status = status.map_err(|e| anyhow!("waiting for the merge: {e}"))?;
+    if status.success() {
+        return Ok(());
+    }
+    if config.verbose && !junk.is_empty() {
+        for l in String::from_utf8_lossy(&junk).lines() {
+            say!("[gputrace] merge worker: {l}");
+        }
+    }
+    let code = status.code();
+    match code {
+        Some(status::NOTHING_RECORDED) => return Err(Refused::NothingRecorded(reason).into()),
+        Some(status::NOTHING_TO_MERGE) => return Err(Refused::NothingToMerge(reason).into()),
+        Some(status::USAGE) => return Err(crate::UsageError(reason).into()),
+        _ => {}
+    }
+    // The worker failed while the archive may be half written. Look at
+    // the disk before removing anything: the half-written files are what
+    // filled it.
+    let disk = disk_of(&experiment.dir);
+    let full = code == Some(status::NO_SPACE) || disk.as_ref().is_some_and(|d| d.avail < FULL_BELOW);
+    if !archive_existed || force {
+        let _ = merge::remove_archive(&experiment.dir, ARCHIVE_NAME);
+    }
+    let retry = format!("`gputrace merge {}` tries again", experiment.dir.display());
+    if full {
+        let (mount, space) = match &disk {
+            Some(d) => (
+                d.mount.display().to_string(),
+                format!(
+                    " ({} free of {})",
+                    report::numbers::human_bytes(d.avail),
+                    report::numbers::human_bytes(d.total)
+                ),
+            ),
+            None => (experiment.dir.display().to_string(), String::new()),
+        };
+        return Err(DiskFull(format!(
+            "the archive could not be written: the disk mounted at {mount} is full{space}; the half-written \
+             archive was removed and the raw streams are kept in {}: free some space, then {retry}",
+            experiment.raw_dir().display()
+        ))
+        .into());
+    }
+    let kept = "the half-written archive was removed and the raw streams are kept";
+    match (code, status.signal()) {
+        (_, Some(sig @ (libc::SIGINT | libc::SIGTERM | libc::SIGHUP | libc::SIGQUIT))) => {
+            Err(anyhow!("the merge was stopped ({}); {kept}: {retry}", merge::inputs::signal_name(sig as u32)))
+        }
+        (_, Some(sig)) => Err(anyhow!(
+            "the archive could not be written: the OTF2 library crashed ({}); {kept}: {retry}",
+            merge::inputs::signal_name(sig as u32)
+        )),
+        (Some(_), _) if !reason.is_empty() => Err(anyhow!(reason)),
+        (code, _) => Err(anyhow!("the merge failed (exit status {code:?}); the raw streams are kept: {retry}")),
+    }
+}
+
+/// Starts the worker on `experiment` and waits for it: its exit status,
+/// the line it printed on failure, and (the start of) its stderr.
+fn run_worker(
+    experiment: &Experiment,
+    settings: &[(String, String)],
+    force: bool,
+) -> Result<(std::io::Result<std::process::ExitStatus>, String, Vec<u8>)> {
+    // A copy of our stderr for the worker's lines, inherited across exec
+    // (no close-on-exec) and closed here once the worker runs.
+    // SAFETY: fcntl(F_DUPFD) on a descriptor that may be closed is an
+    // error return, never UB.
+    let messages = unsafe { libc::fcntl(crate::say::fd(), libc::F_DUPFD, 10) };
+    let mut cmd = Command::new("/proc/self/exe");
+    cmd.arg(WORKER_COMMAND).arg("--messages-fd").arg(messages.to_string());
+    if force {
+        cmd.arg("--force");
+    }
+    cmd.arg("--").arg(&experiment.dir);
+    for (k, v) in settings {
+        cmd.env(k, v);
+    }
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let spawned = cmd.spawn();
+    if messages >= 0 {
+        // SAFETY: our own descriptor from fcntl above, closed once.
+        unsafe { libc::close(messages) };
+    }
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(e) => return Err(anyhow!("cannot start the merge: {e}; the raw streams are kept")),
+    };
+    let mut stderr = child.stderr.take().expect("piped");
+    let collector = std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = stderr.read(&mut buf) {
+            if n == 0 {
+                break;
+            }
+            let room = STDERR_KEPT.saturating_sub(kept.len());
+            kept.extend_from_slice(&buf[..n.min(room)]);
+        }
+        kept
+    });
+    let mut reason = String::new();
+    if let Some(mut out) = child.stdout.take() {
+        let _ = out.read_to_string(&mut reason);
+    }
+    let status = child.wait();
+    let junk = collector.join().unwrap_or_default();
+    let reason = reason.trim().to_string();
+    Ok((status, reason, junk))
+}
+
+/// `gputrace __merge-worker DIR`: the merge and its summary, in the
+/// worker. Returns the worker's exit status; a failure is also one line on
+/// stdout for the parent.
+pub fn worker(dir: &Path, force: bool, messages_fd: i32) -> i32 {
+    crate::say::set_fd(messages_fd);
+    let settings = crate::cli::env_settings();
+    let fail = |e: &anyhow::Error, status: i32| {
+        let line = format!("{e:#}").replace('\n', "; ");
+        crate::say::write_all(libc::STDOUT_FILENO, line.as_bytes());
+        status
+    };
+    // gputrace checked the settings (and the filter file, which the merge
+    // does not read and the program may have removed since) already.
+    let config = match Config::from_pairs(&settings) {
+        Ok(c) => c,
+        Err(errors) => {
+            let lines: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+            return fail(&anyhow!(lines.join("; ")), status::USAGE);
+        }
+    };
+    let experiment = Experiment::at(dir);
+    let target = merge::Target { dir: &experiment.dir, name: ARCHIVE_NAME, force };
+    let raw_dir = experiment.raw_dir();
+    let options = merge::Options { raw_dir: &raw_dir, archive: config.enable_tracing.then_some(target) };
+    match merge::merge(&options, &crate::progress::Shown::default()) {
+        Ok(summary) => {
+            crate::trace::report(&experiment, &summary, &config);
+            0
+        }
+        Err(e @ merge::Error::NothingRecorded(_)) => fail(&e.into(), status::NOTHING_RECORDED),
+        Err(e @ merge::Error::NothingToMerge { .. }) => fail(&e.into(), status::NOTHING_TO_MERGE),
+        Err(merge::Error::ArchiveExists(dir)) => fail(
+            &anyhow!(
+                "{} already holds an archive: `gputrace merge --force {}` replaces it",
+                dir.display(),
+                dir.display()
+            ),
+            status::USAGE,
+        ),
+        Err(e @ merge::Error::Archive { .. }) => {
+            let e = anyhow::Error::new(e).context(format!(
+                "the archive could not be written; the raw streams are kept: `gputrace merge {}` tries again",
+                experiment.dir.display()
+            ));
+            fail(&e, if is_no_space(&e) { status::NO_SPACE } else { 1 })
+        }
+        Err(e) => {
+            let e = anyhow::Error::new(e);
+            fail(&e, if is_no_space(&e) { status::NO_SPACE } else { 1 })
+        }
+    }
+}
+
+/// Whether an error comes from a full disk (or quota).
+fn is_no_space(e: &anyhow::Error) -> bool {
+    let io = e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::raw_os_error)
+            .is_some_and(|code| code == libc::ENOSPC || code == libc::EDQUOT)
+    });
+    let text = format!("{e:#}");
+    io || ["ENOSPC", "EDQUOT", "No space left on device", "Disk quota exceeded"].iter().any(|s| text.contains(s))
+}
+
+fn archive_exists(dir: &Path) -> bool {
+    let name = ARCHIVE_NAME;
+    [format!("{name}.otf2"), format!("{name}.def"), name.to_string()]
+        .iter()
+        .any(|n| dir.join(n).symlink_metadata().is_ok())
+}
+
+/// The file system a path is on: where it is mounted, and its space.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Disk {
+    pub mount: PathBuf,
+    /// Bytes an unprivileged writer may still use.
+    pub avail: u64,
+    pub total: u64,
+}
+
+/// The disk holding `path` (which must exist).
+pub fn disk_of(path: &Path) -> Option<Disk> {
+    use std::os::unix::fs::MetadataExt;
+    let path = std::fs::canonicalize(path).ok()?;
+    let dev = std::fs::metadata(&path).ok()?.dev();
+    // The mount point: the highest ancestor on the same device.
+    let mut mount = path.clone();
+    while let Some(parent) = mount.parent() {
+        match std::fs::metadata(parent) {
+            Ok(m) if m.dev() == dev => mount = parent.to_path_buf(),
+            _ => break,
+        }
+    }
+    let c = std::ffi::CString::new(std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str())).ok()?;
+    // SAFETY: `c` is NUL-terminated; statvfs writes only the struct we pass.
+    let st = unsafe {
+        let mut st: libc::statvfs = std::mem::zeroed();
+        if libc::statvfs(c.as_ptr(), &mut st) != 0 {
+            return None;
+        }
+        st
+    };
+    let frsize = st.f_frsize as u64;
+    Some(Disk { mount, avail: st.f_bavail as u64 * frsize, total: st.f_blocks as u64 * frsize })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_disk_of_a_path_is_its_mount_point() {
+        let d = disk_of(Path::new("/proc/self")).unwrap();
+        assert_eq!(d.mount, Path::new("/proc"));
+        let root = disk_of(Path::new("/")).unwrap();
+        assert_eq!(root.mount, Path::new("/"));
+        assert!(root.total > 0);
+    }
+
+    #[test]
+    fn no_space_is_recognised_in_any_layer() {
+        let io = std::io::Error::from_raw_os_error(libc::ENOSPC);
+        assert!(is_no_space(&anyhow::Error::new(io).context("writing")));
+        assert!(is_no_space(&anyhow!("OTF2_Archive_Close failed: ENOSPC (No space left on device)")));
+        assert!(!is_no_space(&anyhow!("OTF2_Archive_Close failed: INVALID_ARGUMENT")));
+    }
+}

@@ -1,0 +1,504 @@
+//! Finding the raw streams of an experiment and joining them into
+//! processes.
+//!
+//! A process is (host, pid, start time): the streams its producers wrote
+//! are joined by that identity. Its MPI stream, if any, says its rank;
+//! processes without one are numbered after the MPI ranks, in start order.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use crate::{Error, Result};
+use raw::{
+    CommDef, Definition, DeviceDef, LocationKind, MetricDef, NvLinkDef, Paradigm, Problem, Producer, RawFile,
+    RegionRole, stream_file_name,
+};
+
+/// One stream's definitions, indexed.
+#[derive(Debug, Default)]
+pub struct StreamDefs {
+    pub strings: HashMap<u32, String>,
+    pub regions: HashMap<u32, RegionDef>,
+    pub locations: HashMap<u32, (LocationKind, String)>,
+    pub comms: HashMap<u32, CommDef>,
+    /// Names the program gave communicators, by stream-local id.
+    pub comm_names: HashMap<u32, String>,
+    /// GPUs by the process's CUDA ordinal.
+    pub devices: BTreeMap<u32, DeviceDef>,
+    /// CUPTI context id → device ordinal.
+    pub contexts: BTreeMap<u32, u32>,
+    pub nvlinks: Vec<NvLinkDef>,
+    pub metrics: BTreeMap<u32, MetricDef>,
+    /// NCCL communicators by stream-local id.
+    pub nccl_comms: BTreeMap<u32, NcclComm>,
+}
+
+/// An NCCL communicator as one member process saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NcclComm {
+    pub hash: u64,
+    pub nranks: u32,
+    pub rank: u32,
+    pub name: String,
+}
+
+/// A region as a stream defined it, names resolved.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RegionDef {
+    pub name: String,
+    /// The mangled name, or empty.
+    pub canonical: String,
+    pub paradigm: Paradigm,
+    pub role: RegionRole,
+    pub group: String,
+}
+
+/// A measured offset of this process's clock to the reference clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockPoint {
+    pub local: u64,
+    pub offset: i64,
+    pub error: u64,
+}
+
+/// One traced process and its streams.
+#[derive(Debug)]
+pub struct Process {
+    pub host: String,
+    pub pid: u32,
+    pub start: u64,
+    pub clock_domain: u64,
+    /// (monotonic, realtime) read together at the start of its first stream.
+    pub clock_pair: (u64, u64),
+    pub mpi: Option<(u32, u32)>,
+    /// Rank in the archive: the MPI rank, or a number after all of them.
+    pub rank: u32,
+    pub rank_hint: Option<u32>,
+    pub streams: Vec<RawFile>,
+    pub defs: Vec<StreamDefs>,
+    pub clock_points: Vec<ClockPoint>,
+    pub dropped: u64,
+    /// Every stream closed (StreamEnd) and none damaged.
+    pub complete: bool,
+    /// Some stream has no StreamEnd: the process ended while recording.
+    pub unclosed: bool,
+    /// Events that were being written when the process ended (torn, not
+    /// kept).
+    pub cut: u64,
+    /// An MPI process that never called MPI_Finalize.
+    pub no_finalize: bool,
+    /// The signal that killed it, when it had time to say so.
+    pub signal: Option<u32>,
+    /// When the process's producers began their final flush (0: unknown).
+    pub exit_started: u64,
+    pub command: Vec<String>,
+}
+
+/// Problems met while reading, for the user.
+pub type Warnings = Vec<String>;
+
+/// Reads every `*.gtr` file under `raw_dir` and groups them by process.
+///
+/// Only regular files (or links to them) are streams: anything else named
+/// `*.gtr` (a FIFO, which would block the open, a device, a directory) is
+/// skipped with a warning. A stream found twice (a copy of a file, whole
+/// or cut short) is merged once.
+pub fn load(raw_dir: &Path) -> Result<(Vec<Process>, Warnings)> {
+    let mut warnings = Vec::new();
+    let entries = std::fs::read_dir(raw_dir).map_err(|source| Error::Read { path: raw_dir.to_path_buf(), source })?;
+    let mut paths: Vec<_> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "gtr"))
+        .collect();
+    paths.sort();
+    if paths.is_empty() {
+        return Err(Error::NothingRecorded(raw_dir.to_path_buf()));
+    }
+    let mut by_key: BTreeMap<(String, u32, u64), Vec<RawFile>> = BTreeMap::new();
+    for path in paths {
+        if let Some(what) = not_a_regular_file(&path) {
+            warnings.push(format!("{} is {what}, not a raw stream; skipped", path.display()));
+            continue;
+        }
+        match RawFile::open(&path) {
+            Ok(raw) => {
+                // An open slot is how a process that ended while recording
+                // looks: the summary says how it ended, not a warning.
+                for p in raw.problems.iter().filter(|p| p.is_damage()) {
+                    warnings.push(format!("{}: {p}", path.display()));
+                }
+                let h = &raw.header;
+                by_key.entry((h.host.clone(), h.pid, h.process_start)).or_default().push(raw);
+            }
+            Err(e) => warnings.push(format!("{e}; skipped")),
+        }
+    }
+    let mut processes: Vec<Process> =
+        by_key.into_values().map(|streams| build_process(drop_copies(streams, &mut warnings))).collect();
+    assign_ranks(&mut processes, &mut warnings);
+    Ok((processes, warnings))
+}
+
+/// What `path` is when it is not a regular file (following links): "a
+/// FIFO", "a directory", ... Checked before opening, because opening a
+/// FIFO for reading blocks until a writer comes.
+fn not_a_regular_file(path: &Path) -> Option<String> {
+    use std::os::unix::fs::FileTypeExt;
+    let meta = match std::fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) => return Some(format!("unreadable ({e})")),
+    };
+    let t = meta.file_type();
+    let what = if t.is_file() {
+        return None;
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    };
+    let link = path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink());
+    Some(if link { format!("a link to {what}") } else { what.to_string() })
+}
+
+/// Keeps one stream per producer of a process. Each process writes one
+/// stream per producer, so a second one with the same identity (host,
+/// pid, start time, producer) is a copy: the one holding the other (the
+/// longer, when one is a prefix of the other) is merged, once.
+fn drop_copies(mut streams: Vec<RawFile>, warnings: &mut Warnings) -> Vec<RawFile> {
+    // Most complete first, so the kept one is the first of its producer;
+    // of equals, the one under the name its producer gave it.
+    let key = |s: &RawFile| {
+        let h = &s.header;
+        let own_name = s.path().file_name().is_some_and(|n| *n == *stream_file_name(&h.host, h.pid, h.producer));
+        (h.producer, std::cmp::Reverse((s.chunks.len(), s.definitions.len(), s.size)), !own_name, s.path().to_owned())
+    };
+    streams.sort_by_cached_key(key);
+    let mut kept: Vec<RawFile> = Vec::new();
+    for s in streams {
+        let Some(twin) = kept.iter().find(|k| k.header.producer == s.header.producer) else {
+            kept.push(s);
+            continue;
+        };
+        let h = &s.header;
+        let who = format!("the {} stream of pid {} on {}", h.producer.name(), h.pid, h.host);
+        if contains(twin, &s) {
+            warnings.push(format!(
+                "{} is a copy of {} ({who}): merged once",
+                s.path().display(),
+                twin.path().display()
+            ));
+        } else {
+            warnings.push(format!(
+                "{} and {} both hold {who} but differ: only the first is merged",
+                twin.path().display(),
+                s.path().display()
+            ));
+        }
+    }
+    kept
+}
+
+/// Whether every definition and event chunk of `part` is in `whole`: the
+/// same file, or the same file cut short.
+fn contains(whole: &RawFile, part: &RawFile) -> bool {
+    whole.header == part.header
+        && part.definitions.len() <= whole.definitions.len()
+        && whole.definitions[..part.definitions.len()] == part.definitions[..]
+        && part.chunks.len() <= whole.chunks.len()
+        && whole.chunks[..part.chunks.len()] == part.chunks[..]
+}
+
+fn build_process(mut streams: Vec<RawFile>) -> Process {
+    streams.sort_by_key(|s| s.header.producer);
+    let first = &streams[0].header;
+    let mut p = Process {
+        host: first.host.clone(),
+        pid: first.pid,
+        start: first.process_start,
+        clock_domain: first.clock_domain,
+        clock_pair: (first.monotonic_ns, first.realtime_ns),
+        mpi: None,
+        rank: 0,
+        rank_hint: streams.iter().find_map(|s| s.header.rank_hint),
+        streams: Vec::new(),
+        defs: Vec::new(),
+        clock_points: Vec::new(),
+        dropped: 0,
+        complete: true,
+        unclosed: false,
+        cut: 0,
+        no_finalize: false,
+        signal: None,
+        exit_started: 0,
+        command: first.command.clone(),
+    };
+    for s in &streams {
+        let mut d = StreamDefs::default();
+        let mut ended = false;
+        // Each Dropped record counts all that its stream lost so far.
+        let mut dropped = 0;
+        for def in &s.definitions {
+            match def {
+                Definition::String { id, value } => {
+                    d.strings.insert(*id, value.clone());
+                }
+                Definition::MpiRank { rank, size } => p.mpi = Some((*rank, *size)),
+                Definition::ClockSync { local, offset, error } => {
+                    p.clock_points.push(ClockPoint { local: *local, offset: *offset, error: *error })
+                }
+                Definition::Dropped { count, .. } => dropped = dropped.max(*count),
+                Definition::StreamEnd { exit_started, .. } => {
+                    ended = true;
+                    p.exit_started = p.exit_started.max(*exit_started);
+                }
+                Definition::Signal { signal, .. } => p.signal = Some(*signal),
+                Definition::CommName { id, name } => {
+                    d.comm_names.insert(*id, name.clone());
+                }
+                Definition::Comm(c) => {
+                    d.comms.insert(c.id, c.clone());
+                }
+                Definition::Device(dev) => {
+                    d.devices.insert(dev.id, dev.clone());
+                }
+                Definition::Context { id, device } => {
+                    d.contexts.insert(*id, *device);
+                }
+                Definition::NvLink(l) => d.nvlinks.push(l.clone()),
+                Definition::Metric(m) => {
+                    d.metrics.insert(m.id, m.clone());
+                }
+                Definition::NcclComm { id, comm_hash, nranks, rank, name } => {
+                    let c = NcclComm { hash: *comm_hash, nranks: *nranks, rank: *rank, name: name.clone() };
+                    d.nccl_comms.insert(*id, c);
+                }
+                Definition::Region { .. } | Definition::Location { .. } => {}
+            }
+        }
+        // Regions and locations name strings, which may be defined later
+        // in the file than the record that uses them.
+        let name = |id: &u32| d.strings.get(id).cloned().unwrap_or_default();
+        for def in &s.definitions {
+            match def {
+                Definition::Region { id, name: n, canonical, paradigm, role, group } => {
+                    let r = RegionDef {
+                        name: name(n),
+                        canonical: if *canonical == 0 { String::new() } else { name(canonical) },
+                        paradigm: *paradigm,
+                        role: *role,
+                        group: name(group),
+                    };
+                    d.regions.insert(*id, r);
+                }
+                Definition::Location { id, kind, name: n } => {
+                    d.locations.insert(*id, (*kind, name(n)));
+                }
+                _ => {}
+            }
+        }
+        p.dropped += dropped;
+        p.unclosed |= !ended;
+        p.complete &= ended && !s.problems.iter().any(Problem::is_damage);
+        p.cut += s
+            .problems
+            .iter()
+            .map(|pr| if let Problem::OpenSlot { cut, .. } = pr { u64::from(*cut) } else { 0 })
+            .sum::<u64>();
+        if s.header.producer == Producer::Mpi {
+            p.no_finalize = !d.regions.values().any(|r| r.name == "MPI_Finalize");
+        }
+        p.defs.push(d);
+    }
+    p.clock_points.sort_by_key(|c| c.local);
+    p.streams = streams;
+    p
+}
+
+impl Process {
+    /// How the process ended, when not normally or with events lost: for
+    /// the summary.
+    pub fn ending(&self) -> Option<Ending> {
+        let how = match (self.signal, self.unclosed) {
+            (Some(sig), _) => How::Signal(sig),
+            (None, true) => How::Unclosed,
+            // (Its definition may be among what a full disk lost.)
+            (None, false) if self.no_finalize && self.mpi.is_some() && self.dropped == 0 => How::NoFinalize,
+            (None, false) if !self.complete => How::Damaged,
+            (None, false) if self.dropped > 0 || self.cut > 0 => How::Finished,
+            (None, false) => return None,
+        };
+        Some(Ending {
+            rank: self.rank,
+            pid: self.pid,
+            host: self.host.clone(),
+            how,
+            cut: self.cut,
+            dropped: self.dropped,
+        })
+    }
+}
+
+/// How a process ended that did not end normally, or lost events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ending {
+    pub rank: u32,
+    pub pid: u32,
+    pub host: String,
+    pub how: How,
+    /// Events being written when it stopped, cut.
+    pub cut: u64,
+    /// Events it could not write (recording had stopped: a full disk).
+    pub dropped: u64,
+}
+
+/// The way a process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum How {
+    /// Ended by this signal, its buffers written first.
+    Signal(u32),
+    /// Stopped without closing its trace (SIGKILL, or `_exit`).
+    Unclosed,
+    /// An MPI process that exited without `MPI_Finalize`.
+    NoFinalize,
+    /// Finished, its stream damaged.
+    Damaged,
+    /// Finished (with events cut or lost).
+    Finished,
+}
+
+/// MPI ranks as recorded; the others follow in (rank hint, start) order.
+fn assign_ranks(processes: &mut [Process], warnings: &mut Warnings) {
+    let mut seen: HashMap<u32, usize> = HashMap::new();
+    let mut next = processes.iter().filter_map(|p| p.mpi.map(|(r, _)| r + 1)).max().unwrap_or(0);
+    let mut order: Vec<usize> = (0..processes.len()).collect();
+    order.sort_by_key(|&i| (processes[i].mpi.is_none(), processes[i].rank_hint, processes[i].start, processes[i].pid));
+    for i in order {
+        let p = &mut processes[i];
+        match p.mpi {
+            Some((r, _)) if !seen.contains_key(&r) => {
+                p.rank = r;
+                seen.insert(r, i);
+            }
+            Some((r, _)) => {
+                warnings.push(format!(
+                    "two processes claim MPI rank {r} (pid {} on {}); the second is numbered {next}",
+                    p.pid, p.host
+                ));
+                p.rank = next;
+                next += 1;
+            }
+            None => {
+                p.rank = next;
+                next += 1;
+            }
+        }
+    }
+    processes.sort_by_key(|p| p.rank);
+}
+
+/// The usual name of a signal that ends a process (`SIGTERM`), or its
+/// number.
+pub fn signal_name(signal: u32) -> String {
+    let name = match signal as libc::c_int {
+        libc::SIGHUP => "SIGHUP",
+        libc::SIGINT => "SIGINT",
+        libc::SIGQUIT => "SIGQUIT",
+        libc::SIGILL => "SIGILL",
+        libc::SIGABRT => "SIGABRT",
+        libc::SIGBUS => "SIGBUS",
+        libc::SIGFPE => "SIGFPE",
+        libc::SIGKILL => "SIGKILL",
+        libc::SIGSEGV => "SIGSEGV",
+        libc::SIGTERM => "SIGTERM",
+        libc::SIGXCPU => "SIGXCPU",
+        _ => return format!("signal {signal}"),
+    };
+    name.to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ring(iterations: u64) -> (tempfile::TempDir, std::path::PathBuf) {
+        let tmp = tempfile::tempdir().unwrap();
+        let raw = tmp.path().join("raw");
+        std::fs::create_dir(&raw).unwrap();
+        raw::synthetic::write_ring(&raw, 2, iterations).unwrap();
+        (tmp, raw)
+    }
+
+    fn events(processes: &[Process]) -> u64 {
+        processes
+            .iter()
+            .flat_map(|p| p.streams.iter().flat_map(|s| s.chunks.iter().map(|c| u64::from(c.header.event_count))))
+            .sum()
+    }
+
+    #[test]
+    fn only_regular_files_are_streams() {
+        let (_tmp, raw) = ring(100);
+        let (_, want) = load(&raw).unwrap();
+        assert!(want.is_empty(), "{want:?}");
+        let fifo = raw.join("fifo.gtr");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        std::os::unix::fs::symlink("fifo.gtr", raw.join("link.gtr")).unwrap();
+        std::os::unix::fs::symlink("missing.gtr", raw.join("dangling.gtr")).unwrap();
+        std::fs::create_dir(raw.join("dir.gtr")).unwrap();
+        // Opening the FIFO would block this test for ever.
+        let (processes, warnings) = load(&raw).unwrap();
+        assert_eq!(processes.len(), 2);
+        let w = warnings.join("\n");
+        assert_eq!(warnings.len(), 4, "{w}");
+        assert!(w.contains("fifo.gtr is a FIFO, not a raw stream; skipped"), "{w}");
+        assert!(w.contains("link.gtr is a link to a FIFO"), "{w}");
+        assert!(w.contains("dir.gtr is a directory"), "{w}");
+        assert!(w.contains("dangling.gtr is unreadable"), "{w}");
+    }
+
+    #[test]
+    fn a_copied_stream_is_merged_once() {
+        let (_tmp, raw) = ring(100_000);
+        let (processes, _) = load(&raw).unwrap();
+        let whole = events(&processes);
+        let original = raw.join(stream_file_name("synthetic", 1, raw::Producer::Synthetic));
+        let bytes = std::fs::read(&original).unwrap();
+        assert!(processes[0].streams[0].chunks.len() > 2, "the stream must have several chunks");
+        // A whole copy (sorting before the original) and one cut short.
+        std::fs::write(raw.join("a-copy.gtr"), &bytes).unwrap();
+        std::fs::write(raw.join("z-cut.gtr"), &bytes[..bytes.len() / 2]).unwrap();
+        let (processes, warnings) = load(&raw).unwrap();
+        assert_eq!(processes.len(), 2);
+        assert!(processes.iter().all(|p| p.streams.len() == 1));
+        assert_eq!(events(&processes), whole, "events merged once");
+        // The original name is the one kept.
+        assert_eq!(processes[0].streams[0].path(), original);
+        let copies: Vec<_> = warnings.iter().filter(|w| w.contains("is a copy of")).collect();
+        assert_eq!(copies.len(), 2, "{warnings:?}");
+        assert!(copies.iter().all(|w| w.contains("the synthetic stream of pid 1 on synthetic): merged once")));
+    }
+
+    #[test]
+    fn two_different_streams_of_one_identity_are_not_both_merged() {
+        let (_tmp, raw) = ring(100_000);
+        let (processes, _) = load(&raw).unwrap();
+        let whole = events(&processes);
+        // The same process identity with other events: a shorter run,
+        // whose last chunks differ.
+        let (_other_tmp, other_raw) = ring(60_000);
+        let name = stream_file_name("synthetic", 1, raw::Producer::Synthetic);
+        std::fs::copy(other_raw.join(&name), raw.join("other.gtr")).unwrap();
+        let (processes, warnings) = load(&raw).unwrap();
+        assert!(processes.iter().all(|p| p.streams.len() == 1));
+        assert_eq!(events(&processes), whole, "the longer one is kept");
+        assert!(warnings.iter().any(|w| w.contains("but differ: only the first is merged")), "{warnings:?}");
+    }
+}

@@ -1,0 +1,213 @@
+//! The archive's definitions: system tree, processes, locations, regions
+//! and communicators, laid out as Score-P lays them out so that Vampir
+//! shows a gputrace archive as it shows a Score-P one.
+//!
+//! - system tree: `machine` → one `node` per host → `MPI Rank r` process
+//!   groups (`Process r` for processes that never called MPI), and under
+//!   the node one `CUDA Device d` per GPU ([`cuda`]);
+//! - host threads: `Master thread` and `Pthread n`, CPU_THREAD locations
+//!   with id `rank << 32 | n`;
+//! - regions: one per (name, paradigm, role) over all processes;
+//! - MPI communicators ([`mpi`]); CUDA contexts, streams, copy windows and
+//!   NVLink metrics ([`cuda`]).
+
+mod cuda;
+mod mpi;
+mod nccl;
+
+use std::collections::{BTreeMap, HashMap};
+
+use crate::Result;
+use otf2::{
+    AttributeValue, CommRef, Definitions, LocationGroupRef, LocationGroupType, LocationRef, LocationType, MetricRef,
+    Paradigm as OtfParadigm, ParadigmClass, ParadigmProperty, Region, RegionRef, RegionRole as OtfRole, RmaWinRef,
+    SystemTreeNodeRef,
+};
+use raw::{LocationKind, Paradigm, RegionRole};
+
+use crate::inputs::{Process, RegionDef};
+pub use cuda::CudaAttributes;
+
+/// A host thread of a process: its tid, whether it is the main thread, and
+/// the (stream, stream-local location) pairs that recorded on it.
+type HostThread = (u32, bool, Vec<(usize, u32)>);
+
+/// What a location is, as the event pass needs to know it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LocationRole {
+    Host,
+    /// A CUDA stream: the copy window of its context, its own rank and its
+    /// process's master thread's rank in the CUDA communicator, and the
+    /// archive-wide index of its device.
+    GpuStream {
+        window: RmaWinRef,
+        own_rank: u32,
+        host_rank: u32,
+        device: usize,
+    },
+    /// Where a device's metrics are sampled.
+    Metrics,
+}
+
+/// One archive location and where its events come from.
+#[derive(Debug)]
+pub struct LocationPlan {
+    pub location: LocationRef,
+    /// (stream index, stream-local location id) pairs feeding it.
+    pub feeds: Vec<(usize, u32)>,
+    pub role: LocationRole,
+}
+
+/// The definitions of one process, translated.
+#[derive(Debug, Default)]
+pub struct ProcessPlan {
+    pub group: Option<LocationGroupRef>,
+    pub locations: Vec<LocationPlan>,
+    /// Per stream: stream-local region id → (archive region, summary index).
+    pub regions: Vec<Vec<Option<(RegionRef, usize)>>>,
+    /// Per stream: stream-local communicator id → archive communicator.
+    pub comms: Vec<Vec<Option<CommRef>>>,
+    /// Per stream: stream-local metric id → archive metric.
+    pub metrics: Vec<HashMap<u32, MetricRef>>,
+    /// CUDA device ordinal of this process → archive-wide device index.
+    pub devices: HashMap<u32, usize>,
+}
+
+/// Everything the event pass needs.
+#[derive(Debug, Default)]
+pub struct Layout {
+    pub processes: Vec<ProcessPlan>,
+    /// Region names by summary index.
+    pub region_names: Vec<(String, Paradigm)>,
+    /// Present when the trace holds GPU activity.
+    pub cuda: Option<CudaAttributes>,
+    /// Per archive-wide device: the rank, in the CUDA communicator, of the
+    /// location that stands for it as a peer copy's other end.
+    pub device_ranks: Vec<Option<u32>>,
+    /// Per archive-wide device: its name in the archive (`CUDA Device d`).
+    pub device_names: Vec<String>,
+    /// Per process: its master thread's rank in the CUDA communicator, the
+    /// group that NCCL communicators index into.
+    pub cuda_host_ranks: Vec<Option<u32>>,
+    /// The communicator of all CUDA locations (the parent of NCCL's).
+    pub cuda_comm: Option<CommRef>,
+}
+
+pub(super) fn otf2_paradigm(p: Paradigm) -> OtfParadigm {
+    match p {
+        Paradigm::User => OtfParadigm::User,
+        Paradigm::Mpi => OtfParadigm::Mpi,
+        Paradigm::Cuda => OtfParadigm::Cuda,
+        // OTF2 3.0 has no NCCL paradigm; NCCL is CUDA's communication library.
+        Paradigm::Nccl => OtfParadigm::Cuda,
+        Paradigm::Measurement => OtfParadigm::MeasurementSystem,
+    }
+}
+
+fn otf2_role(r: RegionRole) -> OtfRole {
+    OtfRole::from_raw(r as u8)
+}
+
+/// Defines everything in `defs` and returns the translation tables;
+/// `warn` hears of what the definitions cannot say right (an NCCL
+/// communicator with ranks that were not traced).
+pub fn define(defs: &mut Definitions, processes: &[Process], warn: &dyn Fn(&str)) -> Result<Layout> {
+    defs.paradigm(OtfParadigm::Mpi, "MPI", ParadigmClass::Process);
+    let template = defs.string("MPI_COMM_${id}");
+    defs.paradigm_property(OtfParadigm::Mpi, ParadigmProperty::CommNameTemplate, AttributeValue::String(template));
+    let machine = defs.system_tree_node("machine", "machine", None);
+    let mut nodes: BTreeMap<String, SystemTreeNodeRef> = BTreeMap::new();
+    for p in processes {
+        if !nodes.contains_key(&p.host) {
+            let node = defs.system_tree_node(&p.host, "node", Some(machine));
+            nodes.insert(p.host.clone(), node);
+        }
+    }
+
+    let mut layout = Layout::default();
+    let mut masters: BTreeMap<u32, LocationRef> = BTreeMap::new();
+    for p in processes {
+        let name = if p.mpi.is_some() { format!("MPI Rank {}", p.rank) } else { format!("Process {}", p.rank) };
+        let group = defs.location_group(&name, LocationGroupType::Process, nodes[&p.host], None);
+        let mut plan = ProcessPlan { group: Some(group), ..ProcessPlan::default() };
+        for (n, (_, is_main, feeds)) in host_threads(p).into_iter().enumerate() {
+            let lname = if is_main || n == 0 { "Master thread".to_string() } else { format!("Pthread {n}") };
+            let id = (u64::from(p.rank) << 32) | n as u64;
+            let location = defs.location(id, &lname, LocationType::CpuThread, group)?;
+            if n == 0 && p.mpi.is_some() {
+                masters.insert(p.rank, location);
+            }
+            plan.locations.push(LocationPlan { location, feeds, role: LocationRole::Host });
+        }
+        // Lanes: timelines the producers made themselves, named by them.
+        let mut lanes = 0u64;
+        for (s, d) in p.defs.iter().enumerate() {
+            let mut ids: Vec<_> =
+                d.locations.iter().filter(|(_, (k, _))| matches!(k, LocationKind::Lane { .. })).collect();
+            ids.sort_by_key(|(id, _)| **id);
+            for (id, (kind, name)) in ids {
+                let LocationKind::Lane { gpu, .. } = *kind else { continue };
+                let ty = if gpu { LocationType::AcceleratorStream } else { LocationType::CpuThread };
+                let lid = (u64::from(p.rank) << 32) | (1 << 22) | lanes;
+                lanes += 1;
+                let location = defs.location(lid, name, ty, group)?;
+                plan.locations.push(LocationPlan { location, feeds: vec![(s, *id)], role: LocationRole::Host });
+            }
+        }
+        layout.processes.push(plan);
+    }
+    define_regions(defs, processes, &mut layout);
+    cuda::define(defs, processes, &nodes, &mut layout)?;
+    mpi::define(defs, processes, &masters, &mut layout);
+    nccl::define(defs, processes, &mut layout, warn);
+    Ok(layout)
+}
+
+/// The host threads of a process: its streams' thread locations joined by
+/// tid, main thread first, then in order of definition.
+fn host_threads(p: &Process) -> Vec<HostThread> {
+    let mut threads: Vec<HostThread> = Vec::new();
+    for (s, d) in p.defs.iter().enumerate() {
+        let mut ids: Vec<_> = d.locations.iter().collect();
+        ids.sort_by_key(|(id, _)| **id);
+        for (id, (kind, _)) in ids {
+            let LocationKind::HostThread { tid, is_main } = *kind else {
+                continue;
+            };
+            match threads.iter_mut().find(|t| t.0 == tid) {
+                Some(t) => t.2.push((s, *id)),
+                None => threads.push((tid, is_main, vec![(s, *id)])),
+            }
+        }
+    }
+    threads.sort_by_key(|t| !t.1);
+    threads
+}
+
+/// One archive region per distinct (name, canonical name, paradigm, role).
+fn define_regions(defs: &mut Definitions, processes: &[Process], layout: &mut Layout) {
+    let mut region_index: HashMap<RegionDef, (RegionRef, usize)> = HashMap::new();
+    for (p, plan) in processes.iter().zip(layout.processes.iter_mut()) {
+        for d in &p.defs {
+            let max = d.regions.keys().copied().max().unwrap_or(0) as usize;
+            let mut table = vec![None; max + 1];
+            let mut ids: Vec<_> = d.regions.keys().copied().collect();
+            ids.sort_unstable();
+            for id in ids {
+                let r = &d.regions[&id];
+                let entry = *region_index.entry(r.clone()).or_insert_with(|| {
+                    let mut region = Region::new(&r.name, otf2_role(r.role), otf2_paradigm(r.paradigm));
+                    region.description = &r.group;
+                    if !r.canonical.is_empty() {
+                        region.canonical_name = &r.canonical;
+                    }
+                    let rr = defs.region(region);
+                    layout.region_names.push((r.name.clone(), r.paradigm));
+                    (rr, layout.region_names.len() - 1)
+                });
+                table[id as usize] = Some(entry);
+            }
+            plan.regions.push(table);
+        }
+    }
+}

@@ -1,0 +1,322 @@
+//! gputrace's merge: an experiment's raw streams into one OTF2 archive
+//! and a [`Summary`].
+//!
+//! 1. [`inputs`] reads every stream's header and definitions (event chunks
+//!    are only indexed) and joins the streams of each process;
+//! 2. [`clock`] puts every process on rank 0's clock;
+//! 3. [`layout`] defines the archive's system tree, locations, regions and
+//!    communicators;
+//! 4. [`write`] streams each location's events through its [`timeline`]
+//!    into a [`Sink`] — the archive's event writer and the summary's
+//!    [`Counters`] — one location at a time, so memory does not grow with
+//!    the trace.
+//!
+//! A library: it prints nothing (warnings and progress go to the caller's
+//! [`Observer`]) and knows nothing of the command or of the processes
+//! that wrote the streams. It depends on `raw`, `otf2` (and never on the
+//! in-process `runtime` or a producer).
+
+pub mod clock;
+mod error;
+pub mod inputs;
+pub mod layout;
+pub mod sink;
+pub mod summary;
+pub mod timeline;
+pub mod write;
+pub mod writers;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use otf2::ArchiveWriter;
+
+use clock::{ClockMap, clock_maps};
+pub use error::{Error, Result};
+use inputs::Process;
+pub use inputs::{Ending, How};
+pub use sink::{Record, Sink, Work};
+pub use summary::{Counters, RegionTotals, Summary};
+pub use write::Repairs;
+
+/// What to merge, and where to.
+#[derive(Debug, Clone, Copy)]
+pub struct Options<'a> {
+    /// The directory of raw streams (`*.gtr`).
+    pub raw_dir: &'a Path,
+    /// Where the archive goes; `None`: only the summary is made.
+    pub archive: Option<Target<'a>>,
+}
+
+/// An archive to write: `dir/name.otf2`, `dir/name.def`, `dir/name/`.
+#[derive(Debug, Clone, Copy)]
+pub struct Target<'a> {
+    pub dir: &'a Path,
+    pub name: &'a str,
+    /// Replace an archive that is there (else [`Error::ArchiveExists`]).
+    pub force: bool,
+}
+
+impl Target<'_> {
+    /// The anchor file readers open.
+    pub fn anchor(&self) -> PathBuf {
+        self.dir.join(format!("{}.otf2", self.name))
+    }
+}
+
+/// Who hears of a merge as it goes.
+pub trait Observer {
+    /// A problem in the input that the merge worked around (a damaged
+    /// stream, a process numbered twice): one line.
+    fn warning(&self, text: &str);
+    /// The merge begins; it will read about this many events.
+    fn started(&self, _total_events: u64) {}
+    /// This many more events were read.
+    fn progress(&self, _events: u64) {}
+    /// The merge ended (successfully or not).
+    fn finished(&self) {}
+}
+
+/// Merges the raw streams of `options.raw_dir`, writing the archive when a
+/// target is given, and returns the summary.
+///
+/// # Errors
+///
+/// Nothing to merge ([`Error::NothingRecorded`], [`Error::NothingToMerge`]),
+/// an archive in the way, or a failed write. A half-written archive is
+/// removed; the raw streams are never touched.
+pub fn merge(options: &Options<'_>, observer: &dyn Observer) -> Result<Summary> {
+    let start = Instant::now();
+    let (processes, warnings) = inputs::load(options.raw_dir)?;
+    for w in &warnings {
+        observer.warning(w);
+    }
+    if processes.is_empty() {
+        return Err(Error::NothingToMerge {
+            dir: options.raw_dir.to_path_buf(),
+            why: "none of its raw streams could be read",
+        });
+    }
+    let clocks = clock_maps(&processes);
+    let total: u64 = processes
+        .iter()
+        .flat_map(|p| p.streams.iter().flat_map(|s| s.chunks.iter().map(|c| u64::from(c.header.event_count))))
+        .sum();
+    observer.started(total);
+    let mut summary = Summary {
+        processes: processes.len(),
+        mpi_ranks: processes.iter().filter(|p| p.mpi.is_some()).count(),
+        hosts: processes.iter().map(|p| p.host.clone()).collect(),
+        dropped: processes.iter().map(|p| p.dropped).sum(),
+        endings: processes.iter().filter_map(Process::ending).collect(),
+        ..Summary::default()
+    };
+    let (first, last) = trace_bounds(&processes, &clocks);
+    summary.trace_length = last.saturating_sub(first);
+    let mut pass = Passes { processes: &processes, raw_dir: options.raw_dir, observer, summary: &mut summary };
+    let merged = match options.archive {
+        Some(target) => pass.archive(&target, &clocks, (first, last)),
+        None => pass.count_only(),
+    };
+    observer.finished();
+    merged?;
+    summary.merge_time = start.elapsed();
+    // From the end of the program's work to the archive written: only
+    // meaningful when the processes ran on this host (their clock is ours).
+    let here = raw::clock::domain();
+    let last_exit = processes.iter().filter(|p| p.clock_domain == here).map(|p| p.exit_started).max().unwrap_or(0);
+    if last_exit > 0 && options.archive.is_some() {
+        summary.exit_to_archive = Some(raw::clock::now().saturating_sub(last_exit));
+    }
+    Ok(summary)
+}
+
+/// The event passes over every location.
+struct Passes<'a> {
+    processes: &'a [Process],
+    raw_dir: &'a Path,
+    observer: &'a dyn Observer,
+    summary: &'a mut Summary,
+}
+
+impl Passes<'_> {
+    /// Writes the archive (removing what it wrote when that fails).
+    fn archive(&mut self, target: &Target<'_>, clocks: &[ClockMap], bounds: (u64, u64)) -> Result<()> {
+        if target.force {
+            remove_archive(target.dir, target.name)?;
+        }
+        // Only what this merge created is removed when it fails: an archive
+        // that was there before (merged without --force) is left alone.
+        let mut archive = ArchiveWriter::create(target.dir, target.name).map_err(|e| match e {
+            otf2::Error::AlreadyExists { .. } => Error::ArchiveExists(target.dir.to_path_buf()),
+            source => Error::Archive { what: "cannot create the archive", source },
+        })?;
+        let written = self.write_archive(&mut archive, clocks, bounds);
+        let written = match written {
+            Ok(()) => {
+                archive.close().map_err(|source| Error::Archive { what: "writing the archive's definitions", source })
+            }
+            Err(e) => {
+                // Finalized (by drop) before its files are removed.
+                drop(archive);
+                Err(e)
+            }
+        };
+        if let Err(e) = written {
+            // A half-written archive helps nobody; the raw streams stay, so
+            // the merge can be run again (a full disk freed, say).
+            let _ = remove_archive(target.dir, target.name);
+            return Err(e);
+        }
+        self.summary.archive = Some((target.anchor(), archive_size(target.dir, target.name)));
+        Ok(())
+    }
+
+    /// Writes the archive's definitions and every location's events; the
+    /// caller closes it.
+    fn write_archive(
+        &mut self,
+        archive: &mut ArchiveWriter,
+        clocks: &[ClockMap],
+        (first, last): (u64, u64),
+    ) -> Result<()> {
+        archive.set_creator(concat!("gputrace ", env!("CARGO_PKG_VERSION")))?;
+        archive.set_description(&describe(self.processes))?;
+        let realtime = reference_realtime(self.processes, first);
+        archive.set_clock_properties(raw::clock::TICKS_PER_SECOND, first, last.saturating_sub(first), realtime);
+        let layout = layout::define(archive.defs(), self.processes, &|w| self.observer.warning(w))?;
+        self.no_location_check(&layout)?;
+        self.summary.region_names = layout.region_names.clone();
+        let mut attributes = HashMap::new();
+        let mut counts = std::mem::take(&mut self.summary.counts);
+        for ((p, plan), clock) in self.processes.iter().zip(&layout.processes).zip(clocks) {
+            for loc in &plan.locations {
+                write_clock_offsets(archive, loc.location, clock)?;
+                let mut writer = archive.event_writer(loc.location)?;
+                let cx = self.context(p, plan, &layout, &mut attributes);
+                let repairs = write::location_events(cx, loc, (&mut writer, &mut counts))?;
+                writer.close().map_err(|source| Error::Archive { what: "closing an event writer", source })?;
+                self.add(repairs);
+            }
+        }
+        self.summary.counts = counts;
+        Ok(())
+    }
+
+    /// Only the summary: the same pass with nothing written.
+    fn count_only(&mut self) -> Result<()> {
+        let mut defs = otf2::Definitions::default();
+        let layout = layout::define(&mut defs, self.processes, &|w| self.observer.warning(w))?;
+        self.no_location_check(&layout)?;
+        self.summary.region_names = layout.region_names.clone();
+        let mut attributes = HashMap::new();
+        let mut counts = std::mem::take(&mut self.summary.counts);
+        for (p, plan) in self.processes.iter().zip(&layout.processes) {
+            for loc in &plan.locations {
+                let cx = self.context(p, plan, &layout, &mut attributes);
+                let repairs = write::location_events(cx, loc, &mut counts)?;
+                self.add(repairs);
+            }
+        }
+        self.summary.counts = counts;
+        Ok(())
+    }
+
+    fn context<'c>(
+        &'c self,
+        process: &'c Process,
+        plan: &'c layout::ProcessPlan,
+        layout: &'c layout::Layout,
+        attributes: &'c mut HashMap<(String, bool), otf2::AttributeRef>,
+    ) -> write::Context<'c> {
+        write::Context { process, plan, layout, attributes, observer: self.observer }
+    }
+
+    fn add(&mut self, r: Repairs) {
+        let s = &mut *self.summary;
+        s.locations += 1;
+        s.events += r.events;
+        s.clamped += r.clamped;
+        s.closed_open_regions += r.closed_open_regions;
+        s.unmatched_leaves += r.unmatched_leaves;
+    }
+
+    /// An archive without locations is one that readers reject ("Find
+    /// location definitions in global definition file"): refuse to write
+    /// it.
+    fn no_location_check(&self, layout: &layout::Layout) -> Result<()> {
+        if layout.processes.iter().all(|p| p.locations.is_empty()) {
+            return Err(Error::NothingToMerge {
+                dir: self.raw_dir.to_path_buf(),
+                why: "its raw streams define no location (thread, GPU stream)",
+            });
+        }
+        Ok(())
+    }
+}
+
+/// ClockOffset definitions of a location: its process's clock map, which
+/// OTF2 readers apply exactly as [`ClockMap::global`] computes it. MPI
+/// processes always get theirs, zero offsets included.
+fn write_clock_offsets(archive: &mut ArchiveWriter, location: otf2::LocationRef, clock: &ClockMap) -> Result<()> {
+    for &(t, offset, stddev) in &clock.points {
+        archive.clock_offset(location, t, offset, stddev)?;
+    }
+    Ok(())
+}
+
+/// The earliest and latest event times, on the reference clock.
+fn trace_bounds(processes: &[Process], clocks: &[ClockMap]) -> (u64, u64) {
+    let mut first = u64::MAX;
+    let mut last = 0;
+    for (p, c) in processes.iter().zip(clocks) {
+        for chunk in p.streams.iter().flat_map(|s| s.chunks.iter()) {
+            first = first.min(c.global(chunk.header.min_time));
+            last = last.max(c.global(chunk.header.max_time));
+        }
+    }
+    if first == u64::MAX { (0, 0) } else { (first, last) }
+}
+
+/// Wall-clock time of `first`, from the reference process's clock pair.
+fn reference_realtime(processes: &[Process], first: u64) -> Option<u64> {
+    let p = processes.iter().find(|p| p.mpi.is_some_and(|(r, _)| r == 0)).or(processes.first())?;
+    let (mono, real) = p.clock_pair;
+    (mono > 0 && real > 0).then(|| real.wrapping_add(first).wrapping_sub(mono))
+}
+
+fn describe(processes: &[Process]) -> String {
+    let command = processes.first().map(|p| p.command.join(" ")).unwrap_or_default();
+    format!("gputrace trace of {} process(es): {command}", processes.len())
+}
+
+/// Removes the archive `name` in `dir` (its anchor, definitions and
+/// event directory), what of it is there.
+pub fn remove_archive(dir: &Path, name: &str) -> Result<()> {
+    for file in [format!("{name}.otf2"), format!("{name}.def")] {
+        let path = dir.join(file);
+        if path.exists() {
+            std::fs::remove_file(&path).map_err(|source| Error::Remove { path, source })?;
+        }
+    }
+    let path = dir.join(name);
+    if path.exists() {
+        std::fs::remove_dir_all(&path).map_err(|source| Error::Remove { path, source })?;
+    }
+    Ok(())
+}
+
+/// Bytes of the archive's files.
+pub fn archive_size(dir: &Path, name: &str) -> u64 {
+    fn walk(p: &Path) -> u64 {
+        match std::fs::metadata(p) {
+            Ok(m) if m.is_dir() => {
+                std::fs::read_dir(p).map(|rd| rd.filter_map(|e| e.ok()).map(|e| walk(&e.path())).sum()).unwrap_or(0)
+            }
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        }
+    }
+    [format!("{name}.otf2"), format!("{name}.def"), name.to_string()].iter().map(|n| walk(&dir.join(n))).sum()
+}

@@ -1,0 +1,230 @@
+//! What a merge found, for the run summary (rendered by the `report`
+//! crate): processes, locations and events, time per region, messages
+//! and bytes, GPU work, and what was lost or repaired.
+//!
+//! [`Counters`] is the [`Sink`] that counts the events as they are
+//! merged; [`Summary`] adds what the merge knows besides.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use otf2::{AttributeRef, AttributeValue};
+use raw::{CopyKind, Paradigm};
+
+use crate::inputs::Ending;
+use crate::sink::{Record, Sink, Work};
+
+/// Time spent in one region, over all locations.
+#[derive(Debug, Clone, Default)]
+pub struct RegionTotals {
+    pub calls: u64,
+    pub time: u64,
+    pub min: u64,
+    pub max: u64,
+}
+
+/// What a merge found.
+#[derive(Debug, Default)]
+pub struct Summary {
+    pub processes: usize,
+    pub mpi_ranks: usize,
+    pub hosts: BTreeSet<String>,
+    pub locations: usize,
+    /// Raw events read.
+    pub events: u64,
+    /// Names of the archive's regions, by global region index.
+    pub region_names: Vec<(String, Paradigm)>,
+    pub counts: Counters,
+    pub dropped: u64,
+    pub clamped: u64,
+    pub closed_open_regions: u64,
+    pub unmatched_leaves: u64,
+    /// The processes that did not end normally or lost events.
+    pub endings: Vec<Ending>,
+    /// The archive's anchor file and its size in bytes, when one was
+    /// written.
+    pub archive: Option<(PathBuf, u64)>,
+    pub merge_time: Duration,
+    /// From the moment the program's last process began finishing its
+    /// trace (its work done) to the archive written, when measurable.
+    pub exit_to_archive: Option<u64>,
+    pub trace_length: u64,
+}
+
+/// The merged events, counted: a [`Sink`].
+#[derive(Debug, Default, Clone)]
+pub struct Counters {
+    /// Time in each region, by global region index.
+    pub region_totals: Vec<RegionTotals>,
+    pub p2p_messages: u64,
+    pub p2p_bytes: u64,
+    pub collectives: u64,
+    pub collective_bytes: u64,
+    pub nccl_collectives: u64,
+    pub nccl_collective_bytes: u64,
+    pub nccl_messages: u64,
+    pub nccl_message_bytes: u64,
+    pub kernels: u64,
+    pub memsets: u64,
+    pub memset_bytes: u64,
+    /// Copies and bytes by kind (index: `CopyKind as usize`).
+    pub copies: [(u64, u64); 8],
+}
+
+impl Counters {
+    pub fn copy(&mut self, kind: CopyKind, bytes: u64) {
+        let c = &mut self.copies[kind as usize];
+        c.0 += 1;
+        c.1 += bytes;
+    }
+
+    /// Adds a region visit; `region` indexes `region_names`.
+    #[inline]
+    pub fn region_done(&mut self, region: usize, duration: u64) {
+        if self.region_totals.len() <= region {
+            self.region_totals.resize(region + 1, RegionTotals { min: u64::MAX, ..Default::default() });
+        }
+        let t = &mut self.region_totals[region];
+        t.calls += 1;
+        t.time += duration;
+        t.min = t.min.min(duration);
+        t.max = t.max.max(duration);
+    }
+}
+
+impl Summary {
+    /// MPI functions by time.
+    pub fn mpi_functions(&self) -> Vec<(String, RegionTotals)> {
+        self.regions_of(Paradigm::Mpi)
+    }
+
+    /// NCCL calls (their enqueue on the host) by time.
+    pub fn nccl_calls(&self) -> Vec<(String, RegionTotals)> {
+        self.regions_of(Paradigm::Nccl)
+    }
+
+    /// Kernels by name and time: the CUDA regions that are not API calls
+    /// (`cu*`) or bracketed activities (`[CUDA memcpy HtoD]`).
+    pub fn kernels_by_name(&self) -> Vec<(String, RegionTotals)> {
+        let mut v = self.regions_of(Paradigm::Cuda);
+        v.retain(|(n, _)| !n.starts_with("cu") && !n.starts_with('['));
+        v
+    }
+
+    /// Copies and bytes by kind (its short name, `HtoD`), the kinds with
+    /// copies only, in a fixed order.
+    pub fn copies_by_kind(&self) -> Vec<(&'static str, u64, u64)> {
+        [
+            CopyKind::HostToDevice,
+            CopyKind::DeviceToHost,
+            CopyKind::DeviceToDevice,
+            CopyKind::HostToHost,
+            CopyKind::PeerToPeer,
+            CopyKind::Other,
+        ]
+        .into_iter()
+        .filter_map(|k| {
+            let (n, b) = self.counts.copies[k as usize];
+            (n > 0).then(|| (k.short_name(), n, b))
+        })
+        .collect()
+    }
+
+    /// Totals of the regions of `paradigm` that were visited, by name.
+    pub fn regions_of(&self, paradigm: Paradigm) -> Vec<(String, RegionTotals)> {
+        let mut by_name: HashMap<&str, RegionTotals> = HashMap::new();
+        for (i, t) in self.counts.region_totals.iter().enumerate() {
+            let Some((name, p)) = self.region_names.get(i) else {
+                continue;
+            };
+            if *p != paradigm || t.calls == 0 {
+                continue;
+            }
+            let e = by_name.entry(name.as_str()).or_insert(RegionTotals { min: u64::MAX, ..Default::default() });
+            e.calls += t.calls;
+            e.time += t.time;
+            e.min = e.min.min(t.min);
+            e.max = e.max.max(t.max);
+        }
+        let mut v: Vec<(&str, RegionTotals)> = by_name.into_iter().collect();
+        v.sort_by(|a, b| b.1.time.cmp(&a.1.time).then(a.0.cmp(b.0)));
+        v.into_iter().map(|(n, t)| (n.to_string(), t)).collect()
+    }
+}
+
+impl Sink for Counters {
+    #[inline]
+    fn record(&mut self, _: u64, _: &[(AttributeRef, AttributeValue)], r: &Record) -> otf2::Result<()> {
+        match *r {
+            Record::Enter { work: Work::Kernel, .. } => self.kernels += 1,
+            Record::Enter { work: Work::Memset { bytes }, .. } => {
+                self.memsets += 1;
+                self.memset_bytes += bytes;
+            }
+            Record::Enter { work: Work::Copy { kind, bytes }, .. } => self.copy(kind, bytes),
+            Record::Leave { index, duration, .. } => self.region_done(index, duration),
+            Record::Send { bytes, nccl: true, .. } => {
+                self.nccl_messages += 1;
+                self.nccl_message_bytes += bytes;
+            }
+            Record::Send { bytes, nccl: false, .. } => {
+                self.p2p_messages += 1;
+                self.p2p_bytes += bytes;
+            }
+            Record::CollectiveEnd { sent, nccl: true, .. } => {
+                self.nccl_collectives += 1;
+                self.nccl_collective_bytes += sent;
+            }
+            Record::CollectiveEnd { sent, nccl: false, .. } => {
+                self.collectives += 1;
+                self.collective_bytes += sent;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn regions_are_summed_by_name_busiest_first() {
+        let mut s = Summary {
+            region_names: vec![
+                ("MPI_Send".into(), Paradigm::Mpi),
+                ("MPI_Recv".into(), Paradigm::Mpi),
+                ("MPI_Recv".into(), Paradigm::Mpi),
+                ("cudaMalloc".into(), Paradigm::Cuda),
+            ],
+            ..Summary::default()
+        };
+        s.counts.region_done(0, 100);
+        s.counts.region_done(1, 300);
+        s.counts.region_done(2, 100);
+        s.counts.region_done(3, 1000);
+        let mpi = s.regions_of(Paradigm::Mpi);
+        assert_eq!(mpi.len(), 2);
+        assert_eq!(
+            (mpi[0].0.as_str(), mpi[0].1.calls, mpi[0].1.time, mpi[0].1.min, mpi[0].1.max),
+            ("MPI_Recv", 2, 400, 100, 300)
+        );
+        assert_eq!(mpi[1].0, "MPI_Send");
+    }
+
+    #[test]
+    fn counters_count_what_they_are_given() {
+        let region = otf2::RegionRef::from_id(0);
+        let mut c = Counters::default();
+        let copy = Work::Copy { kind: CopyKind::HostToDevice, bytes: 64 };
+        c.record(1, &[], &Record::Enter { region, index: 0, work: copy }).unwrap();
+        c.record(2, &[], &Record::Leave { region, index: 0, duration: 1 }).unwrap();
+        c.record(3, &[], &Record::Send { peer: 1, comm: None, tag: 0, bytes: 8, request: None, nccl: false }).unwrap();
+        c.record(3, &[], &Record::Send { peer: 1, comm: None, tag: 0, bytes: 4, request: None, nccl: true }).unwrap();
+        assert_eq!(c.copies[CopyKind::HostToDevice as usize], (1, 64));
+        assert_eq!((c.p2p_messages, c.p2p_bytes, c.nccl_messages, c.nccl_message_bytes), (1, 8, 1, 4));
+        assert_eq!(c.region_totals[0].calls, 1);
+    }
+}

@@ -1,0 +1,360 @@
+//! The event pass: every location's timeline, translated into the
+//! archive's ids and handed to a [`Sink`] (the archive's event writer,
+//! the summary's counters, or both).
+//!
+//! Region stacks are checked as events go by: a Leave that does not match
+//! the innermost open region closes the regions opened inside it first; a
+//! Leave of a region that is not open is dropped; regions still open when
+//! a location's events end (a process killed mid-call) are closed at its
+//! last timestamp. Each repair is counted in the summary.
+//!
+//! GPU events become what [`super::layout`] promises: kernels, copies and
+//! memsets are regions on their stream with their parameters as
+//! attributes; a copy is also an RMA operation of its context's window
+//! (a get from the host for HtoD, a put for DtoH, DtoD and peer copies
+//! from the source GPU), completed when the copy ends.
+
+use std::collections::HashMap;
+
+use otf2::{AttributeRef, AttributeValue, Collective as OtfCollective, CollectiveOp as OtfOp, CommRef, RegionRef};
+use raw::{Collective, CopyKind, Event, KernelConfig};
+
+use crate::Result;
+use crate::inputs::Process;
+use crate::layout::{CudaAttributes, Layout, LocationPlan, LocationRole, ProcessPlan};
+use crate::sink::{Record, Sink, Work};
+use crate::timeline::{Source, Timeline};
+
+/// The state of one location's pass.
+struct Pass<'a, S: Sink> {
+    plan: &'a ProcessPlan,
+    layout: &'a Layout,
+    role: LocationRole,
+    sink: S,
+    stack: Vec<(RegionRef, usize, u64)>,
+    process: &'a Process,
+    /// Attributes of the next event, from attribute events.
+    pending: Vec<(AttributeRef, AttributeValue)>,
+    attributes: &'a mut HashMap<(String, bool), AttributeRef>,
+    repairs: Repairs,
+}
+
+/// What the pass of one location met and repaired.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Repairs {
+    /// Raw events read.
+    pub events: u64,
+    /// Timestamps that went backwards, raised to the one before.
+    pub clamped: u64,
+    /// Regions closed because a Leave of an outer region or the end of
+    /// the location came first.
+    pub closed_open_regions: u64,
+    /// Leaves of regions that were not open, dropped.
+    pub unmatched_leaves: u64,
+}
+
+/// What a location's pass is given besides its sink.
+pub struct Context<'a> {
+    pub process: &'a Process,
+    pub plan: &'a ProcessPlan,
+    pub layout: &'a Layout,
+    /// OTF2 attributes of attribute events, by (name, string-valued),
+    /// shared by all locations.
+    pub attributes: &'a mut HashMap<(String, bool), AttributeRef>,
+    /// Told how many events were read, now and then, and of problems in
+    /// the raw data.
+    pub observer: &'a dyn crate::Observer,
+}
+
+/// Hands the events of one location to `sink`.
+pub fn location_events(cx: Context<'_>, loc: &LocationPlan, sink: impl Sink) -> Result<Repairs> {
+    let process = cx.process;
+    let mut sources = Vec::new();
+    for &(stream, local) in &loc.feeds {
+        let file = &process.streams[stream];
+        for chunk in file.chunks.iter().filter(|c| c.header.location == local) {
+            sources.push(Source { file, stream, chunk: *chunk });
+        }
+    }
+    let mut timeline = Timeline::new(sources);
+    let mut pass = Pass {
+        plan: cx.plan,
+        layout: cx.layout,
+        role: loc.role,
+        sink,
+        stack: Vec::new(),
+        process,
+        pending: Vec::new(),
+        attributes: cx.attributes,
+        repairs: Repairs::default(),
+    };
+    let mut last = 0u64;
+    let mut count = 0u64;
+    for (t, stream, ev) in &mut timeline {
+        last = t;
+        count += 1;
+        if count.is_multiple_of(65536) {
+            cx.observer.progress(65536);
+        }
+        pass.event(t, stream, ev)?;
+    }
+    cx.observer.progress(count % 65536);
+    pass.close_open_regions(last)?;
+    pass.repairs.events = count;
+    pass.repairs.clamped = timeline.clamped;
+    for p in &timeline.problems {
+        cx.observer.warning(&format!("{}: {p}", process.host));
+    }
+    Ok(pass.repairs)
+}
+
+impl<S: Sink> Pass<'_, S> {
+    fn region(&self, stream: usize, id: u32) -> Option<(RegionRef, usize)> {
+        self.plan.regions[stream].get(id as usize).copied().flatten()
+    }
+
+    fn is_nccl(&self, stream: usize) -> bool {
+        self.process.streams[stream].header.producer == raw::Producer::Nccl
+    }
+
+    fn comm(&self, stream: usize, id: u32) -> Option<CommRef> {
+        self.plan.comms.get(stream).and_then(|c| c.get(id as usize)).copied().flatten()
+    }
+
+    /// Hands `record` to the sink with the pending attributes (those of
+    /// attribute events before it) and `attrs`. A record the archive does
+    /// not get leaves the pending attributes for the next one.
+    #[inline]
+    fn emit(&mut self, t: u64, attrs: &[(AttributeRef, AttributeValue)], record: Record) -> Result<()> {
+        if self.pending.is_empty() || !crate::sink::written(&record) {
+            self.sink.record(t, attrs, &record)?;
+        } else {
+            let mut all = std::mem::take(&mut self.pending);
+            all.extend_from_slice(attrs);
+            self.sink.record(t, &all, &record)?;
+        }
+        Ok(())
+    }
+
+    fn enter(
+        &mut self,
+        t: u64,
+        stream: usize,
+        id: u32,
+        work: Work,
+        attrs: &[(AttributeRef, AttributeValue)],
+    ) -> Result<()> {
+        let Some((region, index)) = self.region(stream, id) else {
+            return Ok(());
+        };
+        self.emit(t, attrs, Record::Enter { region, index, work })?;
+        self.stack.push((region, index, t));
+        Ok(())
+    }
+
+    fn leave(&mut self, t: u64, stream: usize, id: u32) -> Result<()> {
+        let Some((r, _)) = self.region(stream, id) else {
+            return Ok(());
+        };
+        let Some(depth) = self.stack.iter().rposition(|(open, _, _)| *open == r) else {
+            self.repairs.unmatched_leaves += 1;
+            return Ok(());
+        };
+        while self.stack.len() > depth {
+            let (open, index, since) = self.stack.pop().expect("depth < len");
+            if open != r {
+                self.repairs.closed_open_regions += 1;
+            }
+            self.emit(t, &[], Record::Leave { region: open, index, duration: t - since })?;
+        }
+        Ok(())
+    }
+
+    fn close_open_regions(&mut self, last: u64) -> Result<()> {
+        while let Some((open, index, since)) = self.stack.pop() {
+            self.repairs.closed_open_regions += 1;
+            self.emit(last, &[], Record::Leave { region: open, index, duration: last - since })?;
+        }
+        Ok(())
+    }
+
+    fn event(&mut self, t: u64, stream: usize, ev: Event) -> Result<()> {
+        match ev {
+            Event::Enter { region } => self.enter(t, stream, region, Work::Call, &[])?,
+            Event::Leave { region } => self.leave(t, stream, region)?,
+            Event::MpiSend(m) | Event::MpiIsend { msg: m, .. } => {
+                let request = if let Event::MpiIsend { request, .. } = ev { Some(request) } else { None };
+                let (comm, nccl) = (self.comm(stream, m.comm), self.is_nccl(stream));
+                self.emit(
+                    t,
+                    &[],
+                    Record::Send { peer: m.peer, comm, tag: m.tag as u32, bytes: m.bytes, request, nccl },
+                )?;
+            }
+            Event::MpiRecv(m) | Event::MpiIrecv { msg: m, .. } => {
+                let request = if let Event::MpiIrecv { request, .. } = ev { Some(request) } else { None };
+                if let Some(comm) = self.comm(stream, m.comm) {
+                    self.emit(t, &[], Record::Recv { peer: m.peer, comm, tag: m.tag as u32, bytes: m.bytes, request })?;
+                }
+            }
+            Event::MpiCollectiveEnd(k) | Event::NonBlockingCollectiveComplete { coll: k, .. } => {
+                let request =
+                    if let Event::NonBlockingCollectiveComplete { request, .. } = ev { Some(request) } else { None };
+                let collective = self.comm(stream, k.comm).map(|c| collective(&k, c));
+                let nccl = self.is_nccl(stream);
+                self.emit(t, &[], Record::CollectiveEnd { collective, sent: k.sent, request, nccl })?;
+            }
+            Event::MpiIsendComplete { request } => self.emit(t, &[], Record::IsendComplete { request })?,
+            Event::MpiIrecvRequest { request } => self.emit(t, &[], Record::IrecvRequest { request })?,
+            Event::MpiRequestTest { request } => self.emit(t, &[], Record::RequestTest { request })?,
+            Event::MpiRequestCancelled { request } => self.emit(t, &[], Record::RequestCancelled { request })?,
+            Event::MpiCollectiveBegin => self.emit(t, &[], Record::CollectiveBegin)?,
+            Event::NonBlockingCollectiveRequest { request } => {
+                self.emit(t, &[], Record::CollectiveRequest { request })?
+            }
+            Event::EnterCorrelated { region, correlation } => {
+                let attrs: Vec<_> = self.cuda().map(|a| (a.correlation, correlation.into())).into_iter().collect();
+                self.enter(t, stream, region, Work::Call, &attrs)?;
+            }
+            Event::KernelBegin { region, correlation, config } => {
+                let attrs = self.cuda().map(|a| kernel_attributes(&a, correlation, &config)).unwrap_or_default();
+                self.enter(t, stream, region, Work::Kernel, &attrs)?;
+            }
+            Event::MemsetBegin { region, correlation, bytes, memory } => {
+                let attrs = match self.cuda() {
+                    Some(a) => vec![
+                        (a.correlation, correlation.into()),
+                        (a.bytes, bytes.into()),
+                        (a.memory, self.string(memory.name())),
+                    ],
+                    None => Vec::new(),
+                };
+                self.enter(t, stream, region, Work::Memset { bytes }, &attrs)?;
+            }
+            Event::CopyBegin(k) => self.copy_begin(t, stream, &k)?,
+            Event::CopyEnd { region, id } => {
+                if let LocationRole::GpuStream { window, .. } = self.role {
+                    self.emit(t, &[], Record::RmaComplete { window, id })?;
+                }
+                self.leave(t, stream, region)?;
+            }
+            Event::Attribute { name, value } => self.attribute(stream, name, Ok(value)),
+            Event::AttributeString { name, value } => self.attribute(stream, name, Err(value)),
+            Event::Metric { metric, value } => {
+                if let Some(&metric) = self.plan.metrics[stream].get(&metric) {
+                    self.emit(t, &[], Record::Metric { metric, value })?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// An attribute event: remembered for the next record (only when
+    /// the sink writes definitions: nothing else reads attributes).
+    fn attribute(&mut self, stream: usize, name: u32, value: Result<u64, u32>) {
+        let strings = &self.process.defs[stream].strings;
+        let Some(name) = strings.get(&name) else { return };
+        let Some(defs) = self.sink.defs() else { return };
+        let key = (name.clone(), value.is_err());
+        let attr = *self.attributes.entry(key).or_insert_with(|| {
+            let ty = if value.is_err() { otf2::Type::String } else { otf2::Type::U64 };
+            defs.attribute(name, "", ty)
+        });
+        let v = match value {
+            Ok(n) => AttributeValue::U64(n),
+            Err(s) => AttributeValue::String(defs.string(strings.get(&s).map_or("", String::as_str))),
+        };
+        // The same attribute twice on one record is refused by OTF2: the
+        // later value wins.
+        self.pending.retain(|(a, _)| *a != attr);
+        self.pending.push((attr, v));
+    }
+
+    fn cuda(&self) -> Option<CudaAttributes> {
+        self.layout.cuda
+    }
+
+    fn string(&mut self, s: &str) -> AttributeValue {
+        match self.sink.defs() {
+            Some(defs) => AttributeValue::String(defs.string(s)),
+            None => AttributeValue::U32(0),
+        }
+    }
+
+    fn device_name(&self, ordinal: u32) -> String {
+        match self.plan.devices.get(&ordinal) {
+            Some(&d) => self.layout.device_names[d].clone(),
+            None => format!("CUDA device {ordinal} (unknown)"),
+        }
+    }
+
+    fn copy_begin(&mut self, t: u64, stream: usize, k: &raw::MemCopy) -> Result<()> {
+        let attrs = match self.cuda() {
+            Some(a) => {
+                let mut v = vec![
+                    (a.correlation, k.correlation.into()),
+                    (a.bytes, k.bytes.into()),
+                    (a.copy_kind, self.string(k.kind.short_name())),
+                    (a.src_memory, self.string(k.src.name())),
+                    (a.dst_memory, self.string(k.dst.name())),
+                ];
+                if let Some(p) = k.peer {
+                    let (src, dst) = (self.device_name(p.src_device), self.device_name(p.dst_device));
+                    v.push((a.src_device, self.string(&src)));
+                    v.push((a.dst_device, self.string(&dst)));
+                }
+                v
+            }
+            None => Vec::new(),
+        };
+        let Some((region, index)) = self.region(stream, k.region) else {
+            return Ok(());
+        };
+        self.emit(t, &attrs, Record::Enter { region, index, work: Work::Copy { kind: k.kind, bytes: k.bytes } })?;
+        self.stack.push((region, index, t));
+        let LocationRole::GpuStream { window, own_rank, host_rank, device } = self.role else {
+            return Ok(());
+        };
+        let (bytes, id) = (k.bytes, k.id);
+        let record = match (k.kind, k.peer) {
+            (CopyKind::HostToDevice, _) => Record::RmaGet { window, remote: host_rank, bytes, id },
+            (CopyKind::DeviceToHost | CopyKind::HostToHost, _) => {
+                Record::RmaPut { window, remote: host_rank, bytes, id }
+            }
+            (CopyKind::PeerToPeer, Some(p)) => {
+                let src = self.plan.devices.get(&p.src_device).copied();
+                let dst = self.plan.devices.get(&p.dst_device).copied();
+                let rank_of = |d: Option<usize>| d.and_then(|d| self.layout.device_ranks.get(d).copied().flatten());
+                if src == Some(device) || src.is_none() {
+                    Record::RmaPut { window, remote: rank_of(dst).unwrap_or(own_rank), bytes, id }
+                } else {
+                    Record::RmaGet { window, remote: rank_of(src).unwrap_or(own_rank), bytes, id }
+                }
+            }
+            _ => Record::RmaPut { window, remote: own_rank, bytes, id },
+        };
+        self.emit(t, &[], record)
+    }
+}
+
+fn kernel_attributes(a: &CudaAttributes, correlation: u32, k: &KernelConfig) -> Vec<(AttributeRef, AttributeValue)> {
+    let mut v = vec![(a.correlation, correlation.into())];
+    for i in 0..3 {
+        v.push((a.grid[i], k.grid[i].into()));
+        v.push((a.block[i], k.block[i].into()));
+    }
+    v.push((a.registers, k.registers.into()));
+    v.push((a.static_shared, k.static_shared.into()));
+    v.push((a.dynamic_shared, k.dynamic_shared.into()));
+    v
+}
+
+fn collective(k: &Collective, comm: CommRef) -> OtfCollective {
+    OtfCollective {
+        op: OtfOp::from_raw(k.op as u8),
+        comm,
+        root: k.root,
+        bytes_sent: k.sent,
+        bytes_received: k.received,
+    }
+}

@@ -1,0 +1,87 @@
+//! gputrace's reports: what can be learnt from an OTF2 archive once it is
+//! written — gputrace's own or Score-P's — and the run summary printed
+//! after every merge ([`summary`]), with one set of number formatters
+//! ([`numbers`]).
+//!
+//! Depends on the `otf2` crate only: never on the raw stream format, the
+//! merge or anything that runs inside the traced program.
+//!
+//! Everything here reads the archive through `otf2::reader`,
+//! location by location, and keeps per location only what it needs while
+//! that location is read (an open-region stack), and across locations only
+//! aggregates whose size does not grow with the number of events
+//! (per-name statistics, matrices, pixel columns). [`model`] turns the
+//! definitions into what the reports speak of: processes, GPUs, host
+//! threads and streams, and what kind of work each region is. On top of it:
+//! [`stats`] (nsys-style summary tables and the communication matrices),
+//! [`chrome`] (Chrome trace-event JSON for Perfetto and chrome://tracing),
+//! [`plot`] (PNG timeline and heatmaps) and [`vite`] (a copy of an archive
+//! that ViTE can display).
+
+pub mod chrome;
+pub mod durations;
+pub mod matrix;
+pub mod model;
+pub mod numbers;
+pub mod plot;
+pub mod regions;
+pub mod stats;
+pub mod summary;
+pub mod table;
+pub mod vite;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Result, bail};
+use otf2::reader::TraceReader;
+
+/// The input is what is wrong (a missing or damaged archive, an unknown
+/// report or format): the command exits with status 2, as for bad usage.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadInput(pub String);
+
+use BadInput as UsageError;
+
+/// The anchor file (`traces.otf2`) an input names: the file itself, or the
+/// archive inside an experiment directory.
+pub fn anchor_of(input: &Path) -> Result<PathBuf> {
+    // A missing input is bad input, as for `gputrace merge` (exit 2).
+    let meta = std::fs::metadata(input).map_err(|e| UsageError(format!("cannot read {}: {e}", input.display())))?;
+    if meta.is_dir() {
+        let anchor = input.join("traces.otf2");
+        if !anchor.exists() {
+            bail!(UsageError(format!(
+                "{} holds no OTF2 archive (no traces.otf2); run `gputrace merge {}` first if it has raw/",
+                input.display(),
+                input.display()
+            )));
+        }
+        return Ok(anchor);
+    }
+    Ok(input.to_owned())
+}
+
+/// Opens the archive an input names, with one clear line when it is not
+/// an archive (empty, truncated, another format).
+pub fn open(input: &Path) -> Result<TraceReader> {
+    let anchor = anchor_of(input)?;
+    // Not an archive is bad input (exit 2), as a directory without one is.
+    TraceReader::open(&anchor).map_err(|e| match e {
+        // Already names the file and what is wrong with it.
+        otf2::Error::NotAnArchive { .. } => UsageError(e.to_string()).into(),
+        e => UsageError(format!("{}: not a readable OTF2 archive: {e}", anchor.display())).into(),
+    })
+}
+
+/// The reader's error for a location, with the location named: a damaged
+/// archive is bad input (exit 2), as one that does not open is.
+pub(crate) fn read_error(reader: &TraceReader, loc: otf2::LocationRef, e: otf2::Error) -> anyhow::Error {
+    UsageError(format!(
+        "{}: reading the events of location {} ({}): {e}",
+        reader.anchor_path().display(),
+        loc.id(),
+        reader.defs().location_name(loc)
+    ))
+    .into()
+}

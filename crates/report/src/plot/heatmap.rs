@@ -1,0 +1,113 @@
+//! Heatmaps of the communication matrices: a square cell per (sender,
+//! receiver) pair, its colour the bytes sent on a logarithmic scale from
+//! pale yellow (least) to dark blue (most), white where nothing was sent;
+//! labels on both axes and a colour bar with the range.
+
+use std::path::Path;
+
+use anyhow::{Result, anyhow, bail};
+use plotters::prelude::*;
+
+use super::{FONT, register_font, write_png};
+use crate::stats::collect;
+use crate::table::human_bytes;
+
+/// `gputrace plot --matrix mpi|gpu -o FILE`.
+pub fn heatmap(input: &Path, output: &Path, which: &str) -> Result<()> {
+    let mut reader = crate::open(input)?;
+    let c = collect::collect(&mut reader)?;
+    let (labels, values, title): (Vec<String>, Vec<u128>, &str) = match which {
+        "mpi" => (
+            (0..c.mpi.n).map(|i| c.model.process_label(i)).collect(),
+            c.mpi.bytes.clone(),
+            "MPI point-to-point bytes (row: sender, column: receiver)",
+        ),
+        _ => (
+            c.model.gpus.iter().map(|g| g.label.clone()).collect(),
+            (0..c.gpu.n * c.gpu.n).map(|k| c.gpu.total(k / c.gpu.n, k % c.gpu.n)).collect(),
+            "Bytes between GPUs, peer copies + NCCL (row: source, column: destination)",
+        ),
+    };
+    if values.iter().all(|v| *v == 0) {
+        bail!("{}: the archive has no {} traffic to draw", reader.anchor_path().display(), which.to_uppercase());
+    }
+    let n = labels.len();
+    let cell = (720 / n as u32).clamp(3, 64);
+    let label_w = 150;
+    let (top, bottom, right) = (64, 70, 40);
+    let width = (label_w + cell * n as u32 + right).max(640);
+    let height = top + cell * n as u32 + bottom + label_w / 2;
+    let mut rgb = vec![255u8; (width * height * 3) as usize];
+    draw(&mut rgb, (width, height), (label_w, top, cell), &labels, &values, title)?;
+    write_png(output, width, height, &rgb)
+}
+
+/// Pale yellow → green → dark blue, for t in [0, 1].
+fn ramp(t: f64) -> RGBColor {
+    const STOPS: [(f64, f64, f64); 3] = [(255.0, 237.0, 160.0), (65.0, 182.0, 196.0), (8.0, 29.0, 88.0)];
+    let t = t.clamp(0.0, 1.0) * 2.0;
+    let i = (t.floor() as usize).min(1);
+    let f = t - i as f64;
+    let (a, b) = (STOPS[i], STOPS[i + 1]);
+    let mix = |x: f64, y: f64| (x + (y - x) * f).round() as u8;
+    RGBColor(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
+}
+
+fn draw(
+    rgb: &mut [u8],
+    size: (u32, u32),
+    (label_w, top, cell): (u32, u32, u32),
+    labels: &[String],
+    values: &[u128],
+    title: &str,
+) -> Result<()> {
+    register_font();
+    let root = BitMapBackend::with_buffer(rgb, size).into_drawing_area();
+    let err = |e: DrawingAreaErrorKind<_>| anyhow!("drawing the heatmap: {e:?}");
+    let text = |s: u32| (FONT, s).into_font().color(&BLACK);
+    root.draw(&Text::new(title.to_owned(), (8, 8), text(15))).map_err(err)?;
+    let n = labels.len();
+    let (min, max) = values.iter().filter(|v| **v > 0).fold((u128::MAX, 0), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+    let (lmin, lmax) = ((min as f64).ln(), (max as f64).ln());
+    let scale = |v: u128| if lmax > lmin { ((v as f64).ln() - lmin) / (lmax - lmin) } else { 1.0 };
+    let (x0, y0, c) = (label_w as i32, top as i32, cell as i32);
+    let every = (14 / cell as usize).max(1);
+    for i in 0..n {
+        for j in 0..n {
+            let v = values[i * n + j];
+            let color = if v == 0 { RGBColor(255, 255, 255) } else { ramp(scale(v)) };
+            let (x, y) = (x0 + j as i32 * c, y0 + i as i32 * c);
+            root.draw(&Rectangle::new([(x, y), (x + c, y + c)], color.filled())).map_err(err)?;
+            if cell >= 8 {
+                root.draw(&Rectangle::new([(x, y), (x + c, y + c)], RGBColor(210, 210, 210))).map_err(err)?;
+            }
+            // Values in cells wide enough to hold them, light on dark.
+            if cell >= 56 && v > 0 {
+                let ink = if scale(v) > 0.5 { WHITE } else { BLACK };
+                let style = (FONT, 11).into_font().color(&ink);
+                root.draw(&Text::new(human_bytes(v), (x + 4, y + c / 2 - 6), style)).map_err(err)?;
+            }
+        }
+        if i % every == 0 {
+            let size = cell.clamp(9, 13);
+            let y = y0 + i as i32 * c + (c - size as i32) / 2;
+            root.draw(&Text::new(labels[i].clone(), (6, y), text(size))).map_err(err)?;
+            // Column labels, written downwards under the grid.
+            let x = x0 + i as i32 * c + (c - size as i32) / 2;
+            let style = text(size).transform(FontTransform::Rotate90);
+            root.draw(&Text::new(labels[i].clone(), (x + size as i32, y0 + n as i32 * c + 6), style)).map_err(err)?;
+        }
+    }
+    // Colour bar.
+    let bar_y = y0 + n as i32 * c + label_w as i32 / 2 + 16;
+    let bar_w = 300;
+    for k in 0..bar_w {
+        let color = ramp(k as f64 / (bar_w - 1) as f64);
+        root.draw(&Rectangle::new([(x0 + k, bar_y), (x0 + k + 1, bar_y + 14)], color.filled())).map_err(err)?;
+    }
+    root.draw(&Text::new(human_bytes(min), (x0 - 70, bar_y), text(12))).map_err(err)?;
+    root.draw(&Text::new(format!("{} (log scale)", human_bytes(max)), (x0 + bar_w + 8, bar_y), text(12)))
+        .map_err(err)?;
+    root.present().map_err(err)?;
+    Ok(())
+}

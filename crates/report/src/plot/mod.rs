@@ -1,0 +1,153 @@
+//! `gputrace plot`: PNG pictures of an archive — a timeline overview
+//! ([`timeline`]) and heatmaps of the communication matrices
+//! ([`heatmap`]).
+//!
+//! Drawing uses `plotters` on an in-memory RGB buffer with an embedded
+//! font (DejaVu Sans, from the `dejavu` crate), so it works headless and
+//! needs no system fonts; the buffer is written with the `png` crate.
+
+mod heatmap;
+mod timeline;
+
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::Path;
+use std::sync::Once;
+
+use anyhow::{Context, Result};
+use plotters::style::RGBColor;
+
+use crate::model::{CopyKind, RegionKind};
+
+pub use heatmap::heatmap;
+pub use timeline::timeline;
+
+/// The font family every text of a plot uses.
+const FONT: &str = "sans-serif";
+
+/// Registers the embedded font with plotters, once per process.
+fn register_font() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // The font is compiled in and known to parse; a failure would only
+        // mean text is not drawn, so it is not an error.
+        let _ = plotters::style::register_font(FONT, plotters::style::FontStyle::Normal, dejavu::sans::regular());
+    });
+}
+
+/// Writes an RGB buffer as a PNG file.
+fn write_png(path: &Path, width: u32, height: u32, rgb: &[u8]) -> Result<()> {
+    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let mut encoder = png::Encoder::new(BufWriter::new(file), width, height);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header().with_context(|| format!("writing {}", path.display()))?;
+    writer.write_image_data(rgb).with_context(|| format!("writing {}", path.display()))?;
+    writer.finish().with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// What a timeline pixel shows: the kinds of work, by colour.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Activity {
+    Compute,
+    Copy,
+    PeerCopy,
+    Mpi,
+    Nccl,
+    Sync,
+    CudaApi,
+    Other,
+}
+
+impl Activity {
+    pub const ALL: [Activity; 8] = [
+        Activity::Compute,
+        Activity::Copy,
+        Activity::PeerCopy,
+        Activity::Mpi,
+        Activity::Nccl,
+        Activity::Sync,
+        Activity::CudaApi,
+        Activity::Other,
+    ];
+
+    pub fn of(kind: RegionKind) -> Self {
+        match kind {
+            RegionKind::Kernel => Activity::Compute,
+            RegionKind::Copy(CopyKind::PtoP) => Activity::PeerCopy,
+            RegionKind::Copy(_) | RegionKind::Memset => Activity::Copy,
+            RegionKind::Mpi => Activity::Mpi,
+            RegionKind::Nccl => Activity::Nccl,
+            RegionKind::Sync => Activity::Sync,
+            RegionKind::CudaApi => Activity::CudaApi,
+            RegionKind::Other => Activity::Other,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Activity::Compute => "kernel (compute)",
+            Activity::Copy => "memcpy / memset",
+            Activity::PeerCopy => "peer copy",
+            Activity::Mpi => "MPI",
+            Activity::Nccl => "NCCL",
+            Activity::Sync => "CUDA sync",
+            Activity::CudaApi => "CUDA API",
+            Activity::Other => "other",
+        }
+    }
+
+    /// Colours distinct on screen and in print, each well away from the
+    /// white background and the grey lanes.
+    pub fn color(self) -> RGBColor {
+        match self {
+            Activity::Compute => RGBColor(46, 160, 67),
+            Activity::Copy => RGBColor(240, 160, 20),
+            Activity::PeerCopy => RGBColor(150, 70, 200),
+            Activity::Mpi => RGBColor(214, 39, 40),
+            Activity::Nccl => RGBColor(23, 170, 190),
+            Activity::Sync => RGBColor(120, 80, 40),
+            Activity::CudaApi => RGBColor(60, 110, 220),
+            Activity::Other => RGBColor(150, 150, 150),
+        }
+    }
+}
+
+/// Tick spacing for an axis spanning `span`: 1, 2 or 5 × a power of ten,
+/// giving at most about `max_ticks` ticks.
+fn nice_step(span: f64, max_ticks: f64) -> f64 {
+    let raw = span / max_ticks.max(1.0);
+    let mag = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0].iter().map(|m| m * mag).find(|s| *s >= raw).unwrap_or(10.0 * mag)
+}
+
+/// A time in seconds, in a readable unit.
+fn time_label(s: f64, step: f64) -> String {
+    let (scale, unit) = if step >= 0.1 {
+        (1.0, "s")
+    } else if step >= 1e-4 {
+        (1e3, "ms")
+    } else if step >= 1e-7 {
+        (1e6, "us")
+    } else {
+        (1e9, "ns")
+    };
+    let v = s * scale;
+    let step_scaled = step * scale;
+    let decimals = if step_scaled >= 1.0 { 0 } else { (-step_scaled.log10().floor()) as usize };
+    format!("{v:.decimals$} {unit}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn axis_steps() {
+        assert_eq!(nice_step(10.0, 10.0), 1.0);
+        assert_eq!(nice_step(0.15, 10.0), 0.02);
+        assert_eq!(time_label(0.004, 0.002), "4 ms");
+        assert_eq!(time_label(1.5, 0.5), "1.5 s");
+    }
+}

@@ -1,0 +1,111 @@
+//! What kind of work a region is — a kernel, a copy of some direction, a
+//! memset, a CUDA API call or synchronization, an MPI function, an NCCL
+//! call, or something else — from its name, description, paradigm and role
+//! and whether it runs on a GPU stream. The rules read gputrace's naming
+//! (docs/otf2-mapping.md) and Score-P's, which agree on most: MPI regions
+//! are named as the functions, CUDA API regions as the calls, kernels by
+//! their demangled names on stream locations.
+
+use otf2::reader::GlobalDefs;
+use otf2::{Paradigm, RegionRole};
+
+/// What a region is, for the reports and the timeline colours.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RegionKind {
+    Kernel,
+    Copy(CopyKind),
+    Memset,
+    Sync,
+    CudaApi,
+    Mpi,
+    Nccl,
+    Other,
+}
+
+/// The direction of a copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CopyKind {
+    HtoD,
+    DtoH,
+    DtoD,
+    HtoH,
+    PtoP,
+}
+
+impl CopyKind {
+    /// gputrace's (and nsys') region name for the copy.
+    pub fn region_name(self) -> &'static str {
+        match self {
+            Self::HtoD => "[CUDA memcpy HtoD]",
+            Self::DtoH => "[CUDA memcpy DtoH]",
+            Self::DtoD => "[CUDA memcpy DtoD]",
+            Self::HtoH => "[CUDA memcpy HtoH]",
+            Self::PtoP => "[CUDA memcpy PtoP]",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "HtoD" => Self::HtoD,
+            "DtoH" => Self::DtoH,
+            "DtoD" => Self::DtoD,
+            "HtoH" => Self::HtoH,
+            "PtoP" => Self::PtoP,
+            _ => return None,
+        })
+    }
+}
+
+/// A region with its kind as it would be on a host thread and on a stream.
+#[derive(Clone, Debug)]
+pub struct RegionInfo {
+    pub name: String,
+    pub on_host: RegionKind,
+    pub on_stream: RegionKind,
+}
+
+pub fn region_kinds(defs: &GlobalDefs) -> Vec<RegionInfo> {
+    let max = defs.regions.keys().map(|r| r.id() as usize + 1).max().unwrap_or(0);
+    let mut out =
+        vec![RegionInfo { name: String::new(), on_host: RegionKind::Other, on_stream: RegionKind::Other }; max];
+    for (&r, def) in &defs.regions {
+        let name = defs.string(def.name);
+        let description = defs.string(def.description);
+        out[r.id() as usize] = RegionInfo {
+            name: name.to_owned(),
+            on_host: classify(name, description, def.paradigm, def.role, false),
+            on_stream: classify(name, description, def.paradigm, def.role, true),
+        };
+    }
+    out
+}
+
+/// The kind of a region from its name, description, paradigm and role,
+/// and whether it is on a GPU stream.
+pub fn classify(name: &str, description: &str, paradigm: Paradigm, role: RegionRole, on_stream: bool) -> RegionKind {
+    if let Some(rest) = name.strip_prefix("[CUDA memcpy ") {
+        return CopyKind::parse(rest.trim_end_matches(']').trim()).map_or(RegionKind::Other, RegionKind::Copy);
+    }
+    if name.starts_with("[CUDA memset") {
+        return RegionKind::Memset;
+    }
+    if name.starts_with("[CUDA sync") {
+        return RegionKind::Sync;
+    }
+    if paradigm == Paradigm::Mpi || name.starts_with("MPI_") {
+        return RegionKind::Mpi;
+    }
+    if !on_stream && (description == "NCCL" || name.starts_with("nccl")) {
+        return RegionKind::Nccl;
+    }
+    if paradigm == Paradigm::Cuda || on_stream {
+        if on_stream {
+            return RegionKind::Kernel;
+        }
+        if role == RegionRole::ImplicitBarrier {
+            return RegionKind::Sync;
+        }
+        return RegionKind::CudaApi;
+    }
+    RegionKind::Other
+}

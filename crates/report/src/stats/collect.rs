@@ -1,0 +1,365 @@
+//! One pass over an archive that gathers everything the reports need:
+//! durations per name and category, copy sizes, messages between ranks,
+//! bytes between GPUs and the NVLink counters.
+//!
+//! Locations are read one at a time; while one is read the pass keeps its
+//! open regions on a stack (an Enter's time, and a copy's bytes and GPUs).
+//! What outlives a location is aggregate: [`durations::Table`] slots per
+//! name, and matrices indexed by process or GPU.
+
+use std::collections::HashMap;
+
+use anyhow::Result;
+use otf2::reader::{EventContext, EventVisitor, GlobalDefs, TraceReader};
+use otf2::{AttributeValue, CommRef, LocationRef, MetricRef, MetricValue, RegionRef, RmaWinRef};
+
+use crate::durations;
+use crate::matrix::{GpuMatrix, MpiMatrix};
+use crate::model::{CopyKind, LocationKind, Model, RegionKind};
+
+/// Categories of per-name statistics, one report each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Category {
+    CudaApi,
+    Kernel,
+    /// Copies and memsets, by kind.
+    Memory,
+    Mpi,
+    Nccl,
+}
+
+/// Statistics of one name of one category.
+#[derive(Debug)]
+pub struct Named {
+    pub name: String,
+    /// Durations (ns).
+    pub time: usize,
+    /// Sizes (bytes), for memory operations.
+    pub size: Option<usize>,
+}
+
+/// NVLink counters of one GPU: the largest cumulative value any process
+/// sampled (processes sharing a GPU read the same device counters).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NvlinkCounters {
+    pub sent: u64,
+    pub received: u64,
+    pub samples: u64,
+}
+
+/// What the pass gathered.
+#[derive(Debug)]
+pub struct Collected {
+    pub model: Model,
+    pub times: durations::Table,
+    pub sizes: durations::Table,
+    pub named: HashMap<Category, Vec<Named>>,
+    pub mpi: MpiMatrix,
+    pub gpu: GpuMatrix,
+    pub nvlink: Vec<NvlinkCounters>,
+    pub events: u64,
+}
+
+/// An open region.
+struct Open {
+    region: RegionRef,
+    kind: RegionKind,
+    start: u64,
+    bytes: u64,
+}
+
+/// A copy seen only as an RMA operation (Score-P's way): its start.
+struct RmaCopy {
+    start: u64,
+    kind: CopyKind,
+    bytes: u64,
+}
+
+struct Pass<'a> {
+    defs: &'a GlobalDefs,
+    out: Collected,
+    /// Slot per (category, name), and per region id and category.
+    by_name: HashMap<(Category, String), usize>,
+    region_slots: HashMap<(Category, RegionRef), usize>,
+    location: LocationRef,
+    kind: LocationKind,
+    process: usize,
+    gpu: Option<usize>,
+    stack: Vec<Open>,
+    /// (stack depth, receiver process) of sends inside open MPI regions.
+    sends: Vec<(usize, usize)>,
+    rma: HashMap<u64, RmaCopy>,
+    /// Per NVLink metric location: (sent, received, samples).
+    nvlink: HashMap<LocationRef, NvlinkCounters>,
+}
+
+/// Reads every location of the archive.
+pub fn collect(reader: &mut TraceReader) -> Result<Collected> {
+    let model = Model::new(reader.defs());
+    let defs = reader.defs().clone();
+    let processes = model.processes.len();
+    let gpus = model.gpus.len();
+    let mut pass = Pass {
+        defs: &defs,
+        out: Collected {
+            model,
+            times: durations::Table::default(),
+            sizes: durations::Table::default(),
+            named: HashMap::new(),
+            mpi: MpiMatrix::new(processes),
+            gpu: GpuMatrix::new(gpus),
+            nvlink: vec![NvlinkCounters::default(); gpus],
+            events: 0,
+        },
+        by_name: HashMap::new(),
+        region_slots: HashMap::new(),
+        location: LocationRef::from_id(0),
+        kind: LocationKind::HostThread,
+        process: 0,
+        gpu: None,
+        stack: Vec::new(),
+        sends: Vec::new(),
+        rma: HashMap::new(),
+        nvlink: HashMap::new(),
+    };
+    for loc in reader.locations() {
+        let Some(info) = pass.out.model.locations.get(&loc) else { continue };
+        (pass.location, pass.kind, pass.process, pass.gpu) = (loc, info.kind, info.process, info.gpu);
+        let summary = reader.read_location(loc, &mut pass).map_err(|e| crate::read_error(reader, loc, e))?;
+        pass.out.events += summary.events;
+        pass.stack.clear();
+        pass.sends.clear();
+        pass.rma.clear();
+    }
+    for (loc, c) in std::mem::take(&mut pass.nvlink) {
+        if let Some(g) = pass.out.model.locations.get(&loc).and_then(|l| l.gpu) {
+            let n = &mut pass.out.nvlink[g];
+            n.sent = n.sent.max(c.sent);
+            n.received = n.received.max(c.received);
+            n.samples += c.samples;
+        }
+    }
+    Ok(pass.out)
+}
+
+impl Pass<'_> {
+    fn category(kind: RegionKind) -> Option<Category> {
+        Some(match kind {
+            RegionKind::CudaApi | RegionKind::Sync => Category::CudaApi,
+            RegionKind::Kernel => Category::Kernel,
+            RegionKind::Copy(_) | RegionKind::Memset => Category::Memory,
+            RegionKind::Mpi => Category::Mpi,
+            RegionKind::Nccl => Category::Nccl,
+            RegionKind::Other => return None,
+        })
+    }
+
+    /// The slot of a name in a category, made on first use.
+    fn slot_by_name(&mut self, category: Category, name: &str) -> usize {
+        if let Some(&s) = self.by_name.get(&(category, name.to_owned())) {
+            return s;
+        }
+        let time = self.out.times.slot();
+        let size = (category == Category::Memory).then(|| self.out.sizes.slot());
+        let list = self.out.named.entry(category).or_default();
+        list.push(Named { name: name.to_owned(), time, size });
+        let index = list.len() - 1;
+        self.by_name.insert((category, name.to_owned()), index);
+        index
+    }
+
+    fn record(&mut self, category: Category, slot: usize, ns: u64, bytes: Option<u64>) {
+        let named = &self.out.named[&category][slot];
+        let (time, size) = (named.time, named.size);
+        self.out.times.add(time, ns);
+        if let (Some(size), Some(b)) = (size, bytes) {
+            self.out.sizes.add(size, b);
+        }
+    }
+
+    /// The name a region's statistics go under: memory operations by kind
+    /// (whatever a tool calls them), everything else by region name.
+    fn stat_name(&self, region: RegionRef, kind: RegionKind) -> String {
+        match kind {
+            RegionKind::Copy(k) => k.region_name().to_owned(),
+            RegionKind::Memset => "[CUDA memset]".to_owned(),
+            _ => self.out.model.region(region).map_or_else(String::new, |r| r.name.clone()),
+        }
+    }
+
+    fn region_kind(&self, region: RegionRef) -> RegionKind {
+        self.out
+            .model
+            .region(region)
+            .map_or(RegionKind::Other, |r| if self.kind == LocationKind::GpuStream { r.on_stream } else { r.on_host })
+    }
+
+    fn string_attr(&self, ev: &EventContext<'_>, attr: Option<otf2::AttributeRef>) -> Option<String> {
+        match ev.attributes.get(attr?)? {
+            AttributeValue::String(s) => Some(self.defs.string(s).to_owned()),
+            _ => None,
+        }
+    }
+
+    fn close(&mut self, open: Open, time: u64) {
+        let ns = self.out.model.ns(time.saturating_sub(open.start));
+        let depth = self.stack.len();
+        // Sends made inside this region share its time.
+        let mine = self.sends.iter().filter(|(d, _)| *d == depth).count();
+        if mine > 0 {
+            let share = ns as f64 / mine as f64;
+            for &(_, to) in self.sends.iter().filter(|(d, _)| *d == depth) {
+                self.out.mpi.add_time(self.process, to, share);
+            }
+            self.sends.retain(|(d, _)| *d != depth);
+        }
+        let Some(category) = Self::category(open.kind) else { return };
+        let key = (category, open.region);
+        let slot = match self.region_slots.get(&key) {
+            Some(&s) => s,
+            None => {
+                let name = self.stat_name(open.region, open.kind);
+                let s = self.slot_by_name(category, &name);
+                self.region_slots.insert(key, s);
+                s
+            }
+        };
+        let bytes = matches!(open.kind, RegionKind::Copy(_) | RegionKind::Memset).then_some(open.bytes);
+        self.record(category, slot, ns, bytes);
+    }
+
+    /// A copy known only from its RMA record, on a stream outside any copy
+    /// region: its kind from what the remote end is.
+    fn rma_start(&mut self, ev: &EventContext<'_>, win: RmaWinRef, remote: u32, bytes: u64, id: u64, put: bool) {
+        if self.kind != LocationKind::GpuStream
+            || self.stack.iter().any(|o| matches!(o.kind, RegionKind::Copy(_) | RegionKind::Memset))
+        {
+            return;
+        }
+        let model = &self.out.model;
+        let remote_loc = model
+            .windows
+            .get(&win)
+            .and_then(|c| model.comms.get(c))
+            .and_then(|c| c.locations.get(remote as usize).copied().flatten());
+        let remote_info = remote_loc.and_then(|l| model.locations.get(&l));
+        let kind = match remote_info {
+            Some(r) if r.kind == LocationKind::HostThread => {
+                if put {
+                    CopyKind::DtoH
+                } else {
+                    CopyKind::HtoD
+                }
+            }
+            Some(r) if r.gpu.is_some() && r.gpu != self.gpu => CopyKind::PtoP,
+            _ => CopyKind::DtoD,
+        };
+        if kind == CopyKind::PtoP
+            && let (Some(a), Some(b)) = (self.gpu, remote_info.and_then(|r| r.gpu))
+        {
+            let (src, dst) = if put { (a, b) } else { (b, a) };
+            self.out.gpu.add_peer_copy(src, dst, bytes);
+        }
+        self.rma.insert(id, RmaCopy { start: ev.time, kind, bytes });
+    }
+
+    fn rma_end(&mut self, ev: &EventContext<'_>, id: u64) {
+        if let Some(c) = self.rma.remove(&id) {
+            let slot = self.slot_by_name(Category::Memory, c.kind.region_name());
+            let ns = self.out.model.ns(ev.time.saturating_sub(c.start));
+            self.record(Category::Memory, slot, ns, Some(c.bytes));
+        }
+    }
+
+    fn message(&mut self, comm: CommRef, peer: u32, bytes: u64) {
+        let Some(info) = self.out.model.comms.get(&comm) else { return };
+        let to = if info.is_self { Some(self.process) } else { info.processes.get(peer as usize).copied().flatten() };
+        let Some(to) = to else { return };
+        if info.is_nccl {
+            let model = &self.out.model;
+            let (a, b) = (model.processes[self.process].gpu, model.processes[to].gpu);
+            match (a, b) {
+                (Some(a), Some(b)) => self.out.gpu.add_nccl(a, b, bytes),
+                _ => self.out.gpu.nccl_unmapped += u128::from(bytes),
+            }
+            return;
+        }
+        self.out.mpi.add_message(self.process, to, bytes);
+        if let Some(depth) = self.stack.iter().rposition(|o| o.kind == RegionKind::Mpi) {
+            self.sends.push((depth, to));
+        }
+    }
+}
+
+impl EventVisitor for Pass<'_> {
+    fn enter(&mut self, ev: &EventContext<'_>, region: RegionRef) {
+        let kind = self.region_kind(region);
+        let mut bytes = 0;
+        if matches!(kind, RegionKind::Copy(_) | RegionKind::Memset) && !ev.attributes.is_empty() {
+            let attrs = self.out.model.attributes;
+            bytes = attrs.bytes.and_then(|a| ev.attributes.get(a)).and_then(|v| v.as_u64()).unwrap_or(0);
+            if kind == RegionKind::Copy(CopyKind::PtoP) {
+                let src = self.string_attr(ev, attrs.src_device);
+                let dst = self.string_attr(ev, attrs.dst_device);
+                let model = &self.out.model;
+                let gpu = |d: Option<String>| d.and_then(|d| model.gpu_by_device(self.process, &d));
+                match (gpu(src), gpu(dst)) {
+                    (Some(s), Some(d)) => self.out.gpu.add_peer_copy(s, d, bytes),
+                    _ => self.out.gpu.peer_unmapped += u128::from(bytes),
+                }
+            }
+        }
+        self.stack.push(Open { region, kind, start: ev.time, bytes });
+    }
+
+    fn leave(&mut self, ev: &EventContext<'_>, region: RegionRef) {
+        let Some(depth) = self.stack.iter().rposition(|o| o.region == region) else { return };
+        while self.stack.len() > depth {
+            let open = self.stack.pop().expect("depth < len");
+            self.close(open, ev.time);
+        }
+    }
+
+    fn mpi_send(&mut self, _ev: &EventContext<'_>, receiver: u32, comm: CommRef, _tag: u32, length: u64) {
+        self.message(comm, receiver, length);
+    }
+
+    fn mpi_isend(&mut self, _ev: &EventContext<'_>, receiver: u32, comm: CommRef, _tag: u32, length: u64, _id: u64) {
+        self.message(comm, receiver, length);
+    }
+
+    fn rma_put(&mut self, ev: &EventContext<'_>, win: RmaWinRef, remote: u32, bytes: u64, id: u64) {
+        self.rma_start(ev, win, remote, bytes, id, true);
+    }
+
+    fn rma_get(&mut self, ev: &EventContext<'_>, win: RmaWinRef, remote: u32, bytes: u64, id: u64) {
+        self.rma_start(ev, win, remote, bytes, id, false);
+    }
+
+    fn rma_op_complete_blocking(&mut self, ev: &EventContext<'_>, _win: RmaWinRef, id: u64) {
+        self.rma_end(ev, id);
+    }
+
+    fn rma_op_complete_non_blocking(&mut self, ev: &EventContext<'_>, _win: RmaWinRef, id: u64) {
+        self.rma_end(ev, id);
+    }
+
+    fn metric(&mut self, _ev: &EventContext<'_>, metric: MetricRef, values: &[MetricValue]) {
+        let Some(name) = self.out.model.metric_names.get(&metric) else { return };
+        let value = match values.first() {
+            Some(MetricValue::U64(v)) => *v,
+            Some(MetricValue::I64(v)) => (*v).max(0) as u64,
+            Some(MetricValue::F64(v)) => v.max(0.0) as u64,
+            None => return,
+        };
+        let c = self.nvlink.entry(self.location).or_default();
+        match name.as_str() {
+            "NVLink sent" => {
+                c.sent = c.sent.max(value);
+                c.samples += 1;
+            }
+            "NVLink received" => c.received = c.received.max(value),
+            _ => {}
+        }
+    }
+}

@@ -1,0 +1,299 @@
+//! The run summary printed after every merge (and kept as
+//! `summary.txt`): processes and events, the busiest MPI functions,
+//! messages, NCCL, GPU work, and what was lost or repaired.
+//!
+//! Its facts come from the merge; this crate does not depend on the merge
+//! (reports read archives), so the command hands them over as a
+//! [`RunSummary`].
+
+use std::fmt::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::numbers::{human_bytes, human_ns, plural, thousands};
+
+/// Time spent in one region (by name), over all locations.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Row {
+    pub name: String,
+    pub calls: u64,
+    pub time: u64,
+}
+
+/// How a process that did not end normally, or lost events, ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ending {
+    pub rank: u32,
+    pub pid: u32,
+    pub host: String,
+    pub how: Ended,
+    /// Events being written when it stopped, cut.
+    pub cut: u64,
+    /// Events it could not write (recording had stopped).
+    pub dropped: u64,
+}
+
+/// The way a process ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    /// By this signal (named: `SIGTERM`), its buffers written first.
+    Signal(String),
+    /// Without closing its trace.
+    Unclosed,
+    NoFinalize,
+    Damaged,
+    Finished,
+}
+
+/// What a merge found, as the summary shows it.
+#[derive(Debug, Clone, Default)]
+pub struct RunSummary {
+    pub processes: usize,
+    pub mpi_ranks: usize,
+    pub hosts: usize,
+    pub locations: usize,
+    pub events: u64,
+    /// From the first event to the last, in ns.
+    pub trace_length: u64,
+    /// MPI functions, busiest first.
+    pub mpi: Vec<Row>,
+    /// NCCL calls (enqueue on the host), busiest first.
+    pub nccl: Vec<Row>,
+    /// Kernels by name, busiest first.
+    pub kernels_by_name: Vec<Row>,
+    pub p2p_messages: u64,
+    pub p2p_bytes: u64,
+    pub collectives: u64,
+    pub collective_bytes: u64,
+    pub nccl_collectives: u64,
+    pub nccl_collective_bytes: u64,
+    pub nccl_messages: u64,
+    pub nccl_message_bytes: u64,
+    pub kernels: u64,
+    pub memsets: u64,
+    pub memset_bytes: u64,
+    /// Copies by kind (its short name: `HtoD`), with their bytes, in the
+    /// order shown; kinds without copies left out.
+    pub copies: Vec<(String, u64, u64)>,
+    pub dropped: u64,
+    pub endings: Vec<Ending>,
+    pub closed_open_regions: u64,
+    pub clamped: u64,
+    pub unmatched_leaves: u64,
+    /// The archive's anchor and its size in bytes, when one was written.
+    pub archive: Option<(PathBuf, u64)>,
+    pub merge_time: Duration,
+    /// From the program's last process finishing to the archive written.
+    pub exit_to_archive: Option<u64>,
+}
+
+impl RunSummary {
+    /// The text of the summary. `tables`: include the per-function tables
+    /// (MPI, NCCL, kernels), left out when `gputrace stats`'s short form
+    /// follows; at most `top` MPI functions are listed.
+    pub fn render(&self, top: usize, tables: bool) -> String {
+        let mut s = String::new();
+        self.totals(&mut s);
+        if tables {
+            self.mpi_table(&mut s, top);
+        }
+        self.messages(&mut s, tables);
+        self.gpu_work(&mut s, tables);
+        self.losses(&mut s);
+        self.archive_line(&mut s);
+        s
+    }
+
+    fn totals(&self, s: &mut String) {
+        let ranks = if self.mpi_ranks > 0 { format!(" ({} MPI ranks)", self.mpi_ranks) } else { String::new() };
+        let _ = writeln!(
+            s,
+            "{} process{}{} on {} host{}, {} locations, {} events, {} traced",
+            self.processes,
+            plural(self.processes as u64, "es"),
+            ranks,
+            self.hosts,
+            plural(self.hosts as u64, "s"),
+            self.locations,
+            thousands(self.events),
+            human_ns(self.trace_length),
+        );
+    }
+
+    fn mpi_table(&self, s: &mut String, top: usize) {
+        if self.mpi.is_empty() {
+            return;
+        }
+        let total: u64 = self.mpi.iter().map(|r| r.time).sum();
+        let _ = writeln!(s, "MPI functions by time (all ranks):");
+        let _ = writeln!(s, "  {:<24} {:>12} {:>12} {:>11} {:>7}", "function", "calls", "time", "avg", "% MPI");
+        for r in self.mpi.iter().take(top) {
+            let _ = writeln!(
+                s,
+                "  {:<24} {:>12} {:>12} {:>11} {:>6.1}%",
+                r.name,
+                thousands(r.calls),
+                human_ns(r.time),
+                human_ns(r.time / r.calls.max(1)),
+                100.0 * r.time as f64 / total.max(1) as f64
+            );
+        }
+        if self.mpi.len() > top {
+            let _ = writeln!(s, "  ... and {} more", self.mpi.len() - top);
+        }
+    }
+
+    fn messages(&self, s: &mut String, tables: bool) {
+        if self.p2p_messages > 0 || self.collectives > 0 {
+            let _ = writeln!(
+                s,
+                "messages: {} point-to-point ({}), {} collectives ({} sent)",
+                thousands(self.p2p_messages),
+                human_bytes(self.p2p_bytes),
+                thousands(self.collectives),
+                human_bytes(self.collective_bytes)
+            );
+        }
+        if self.nccl_collectives > 0 || self.nccl_messages > 0 {
+            let _ = writeln!(
+                s,
+                "NCCL: {} collectives ({} sent), {} send/recv ({})",
+                thousands(self.nccl_collectives),
+                human_bytes(self.nccl_collective_bytes),
+                thousands(self.nccl_messages),
+                human_bytes(self.nccl_message_bytes)
+            );
+        }
+        if tables && !self.nccl.is_empty() {
+            let _ = writeln!(s, "NCCL by time (enqueue on the host):");
+            for r in self.nccl.iter().take(5) {
+                let _ = writeln!(s, "  {:<24} {:>12} {:>12}", r.name, thousands(r.calls), human_ns(r.time));
+            }
+        }
+    }
+
+    fn gpu_work(&self, s: &mut String, tables: bool) {
+        if self.kernels > 0 && !tables {
+            let _ = writeln!(s, "GPU kernels: {} launches", thousands(self.kernels));
+        } else if self.kernels > 0 {
+            let _ = writeln!(s, "GPU kernels by time (all streams): {} launches", thousands(self.kernels));
+            for r in self.kernels_by_name.iter().take(5) {
+                let short: String = r.name.chars().take(48).collect();
+                let _ = writeln!(s, "  {:<48} {:>10} {:>12}", short, thousands(r.calls), human_ns(r.time));
+            }
+        }
+        let copies: Vec<String> =
+            self.copies.iter().map(|(kind, n, b)| format!("{} {kind} ({})", thousands(*n), human_bytes(*b))).collect();
+        if !copies.is_empty() || self.memsets > 0 {
+            let _ = writeln!(
+                s,
+                "GPU copies: {}; memsets: {} ({})",
+                if copies.is_empty() { "none".to_string() } else { copies.join(", ") },
+                thousands(self.memsets),
+                human_bytes(self.memset_bytes)
+            );
+        }
+    }
+
+    fn losses(&self, s: &mut String) {
+        if self.dropped > 0 {
+            let _ =
+                writeln!(s, "lost: {} events could not be written by the traced processes", thousands(self.dropped));
+        }
+        for ending in &self.endings {
+            let _ = writeln!(s, "ending: {}", ending.describe());
+        }
+        if self.closed_open_regions > 0 || self.clamped > 0 || self.unmatched_leaves > 0 {
+            let _ = writeln!(
+                s,
+                "repaired: {} regions left open closed at their location's last event, {} out-of-order timestamps \
+                 clamped, {} unmatched leaves dropped",
+                self.closed_open_regions, self.clamped, self.unmatched_leaves
+            );
+        }
+    }
+
+    fn archive_line(&self, s: &mut String) {
+        match &self.archive {
+            Some((path, bytes)) => {
+                let exit = match self.exit_to_archive {
+                    Some(ns) => format!(" ({:.2} s after the program's exit)", ns as f64 / 1e9),
+                    None => String::new(),
+                };
+                let _ = writeln!(
+                    s,
+                    "archive: {} ({}), merged in {:.2} s{exit}",
+                    path.display(),
+                    human_bytes(*bytes),
+                    self.merge_time.as_secs_f64()
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "no archive written (GPUTRACE_ENABLE_TRACING=false); merged in {:.2} s",
+                    self.merge_time.as_secs_f64()
+                );
+            }
+        }
+    }
+}
+
+impl Ending {
+    /// `rank 1 (pid 4242 on vm) ended by SIGSEGV, its buffers written
+    /// first; 1 event being written cut`.
+    pub fn describe(&self) -> String {
+        let mut how = match &self.how {
+            Ended::Signal(name) => format!("ended by {name}, its buffers written first"),
+            Ended::Unclosed => "stopped without closing its trace (SIGKILL, or _exit)".to_string(),
+            Ended::NoFinalize => "exited without MPI_Finalize".to_string(),
+            Ended::Damaged => "finished, its stream damaged".to_string(),
+            Ended::Finished => "finished".to_string(),
+        };
+        if self.cut > 0 {
+            how += &format!("; {} event{} being written cut", self.cut, plural(self.cut, "s"));
+        }
+        if self.dropped > 0 {
+            how += &format!("; {} events not written (recording had stopped)", thousands(self.dropped));
+        }
+        format!("rank {} (pid {} on {}) {how}", self.rank, self.pid, self.host)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mpi_functions_are_listed_by_time() {
+        let s = RunSummary {
+            processes: 2,
+            mpi_ranks: 2,
+            hosts: 1,
+            locations: 2,
+            events: 10,
+            mpi: vec![
+                Row { name: "MPI_Recv".into(), calls: 2, time: 400 },
+                Row { name: "MPI_Send".into(), calls: 1, time: 100 },
+            ],
+            ..Default::default()
+        };
+        let text = s.render(10, true);
+        assert!(text.find("MPI_Recv").unwrap() < text.find("MPI_Send").unwrap(), "{text}");
+        assert!(text.contains("2 processes (2 MPI ranks) on 1 host, 2 locations, 10 events"), "{text}");
+        assert!(text.contains("80.0%"), "{text}");
+        assert!(!s.render(10, false).contains("MPI_Recv"));
+    }
+
+    #[test]
+    fn endings_say_how_and_what_was_lost() {
+        let e =
+            Ending { rank: 1, pid: 4242, host: "vm".into(), how: Ended::Signal("SIGSEGV".into()), cut: 1, dropped: 0 };
+        assert_eq!(
+            e.describe(),
+            "rank 1 (pid 4242 on vm) ended by SIGSEGV, its buffers written first; 1 event being written cut"
+        );
+        let e = Ending { how: Ended::Finished, cut: 0, dropped: 16_817, ..e };
+        assert_eq!(e.describe(), "rank 1 (pid 4242 on vm) finished; 16,817 events not written (recording had stopped)");
+    }
+}
