@@ -12,8 +12,7 @@
 use std::collections::VecDeque;
 
 use raw::reader::EventChunk;
-use raw::varint::Cursor;
-use raw::{Event, Problem, RawFile};
+use raw::{Event, OwnedEvents, Problem, RawFile};
 
 /// A chunk to read, and which of the process's streams it is in.
 #[derive(Debug, Clone, Copy)]
@@ -23,38 +22,16 @@ pub struct Source<'a> {
     pub chunk: EventChunk,
 }
 
-struct Open<'a> {
+struct Open {
     stream: usize,
-    payload: Vec<u8>,
-    pos: usize,
-    time: u64,
-    left: u32,
+    events: OwnedEvents,
     next: Option<(u64, Event)>,
-    _file: &'a RawFile,
-}
-
-impl Open<'_> {
-    fn advance(&mut self) {
-        self.next = None;
-        if self.left == 0 {
-            return;
-        }
-        self.left -= 1;
-        let mut c = Cursor::new(&self.payload[self.pos..]);
-        if let Ok((delta, ev)) = Event::decode(&mut c) {
-            self.pos += c.position();
-            self.time = self.time.wrapping_add_signed(delta);
-            self.next = Some((self.time, ev));
-        } else {
-            self.left = 0;
-        }
-    }
 }
 
 /// The merged events of one location.
 pub struct Timeline<'a> {
     pending: VecDeque<Source<'a>>,
-    open: Vec<Open<'a>>,
+    open: Vec<Open>,
     spare: Vec<Vec<u8>>,
     last: u64,
     pub clamped: u64,
@@ -81,23 +58,13 @@ impl<'a> Timeline<'a> {
             self.spare.push(payload);
             return;
         }
-        let mut c = Cursor::new(&payload);
-        let Ok(base) = c.u64() else { return };
-        let pos = c.position();
-        let mut o = Open {
-            stream: src.stream,
-            payload,
-            pos,
-            time: base,
-            left: src.chunk.header.event_count,
-            next: None,
-            _file: src.file,
-        };
-        o.advance();
+        let mut events = OwnedEvents::new(&src.chunk, payload);
+        let next = events.next();
+        let o = Open { stream: src.stream, events, next };
         if o.next.is_some() {
             self.open.push(o);
         } else {
-            self.spare.push(o.payload);
+            self.spare.push(o.events.into_payload());
         }
     }
 }
@@ -126,10 +93,10 @@ impl Iterator for Timeline<'_> {
         let o = &mut self.open[i];
         let (mut t, ev) = o.next.expect("open chunks have a next event");
         let stream = o.stream;
-        o.advance();
+        o.next = o.events.next();
         if o.next.is_none() {
             let done = self.open.remove(i);
-            self.spare.push(done.payload);
+            self.spare.push(done.events.into_payload());
         }
         if t < self.last {
             self.clamped += 1;

@@ -504,7 +504,7 @@ impl Event {
     }
 
     /// Reads one event and its timestamp delta.
-    pub fn decode(c: &mut Cursor<'_>) -> Result<(i64, Event), Malformed> {
+    pub(crate) fn decode(c: &mut Cursor<'_>) -> Result<(i64, Event), Malformed> {
         let t = c.u8()?;
         let delta = c.i64()?;
         let ev = match t {

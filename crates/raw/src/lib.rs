@@ -20,7 +20,7 @@ pub mod event;
 pub mod reader;
 #[cfg(feature = "synthetic")]
 pub mod synthetic;
-pub mod varint;
+mod varint;
 pub mod writer;
 
 pub use chunk::{ChunkHeader, ChunkKind};
@@ -29,7 +29,7 @@ pub use defs::{
     StreamHeader,
 };
 pub use event::{Collective, CollectiveOp, CopyKind, Event, KernelConfig, MemCopy, MemoryKind, Message, PeerEnds};
-pub use reader::{EventChunk, Problem, RawFile};
+pub use reader::{EventChunk, Events, OwnedEvents, Problem, RawFile};
 pub use writer::{EventSpan, EventsEncoder};
 pub use writer::{Slot, SlotError, StreamFile, writer_pid};
 

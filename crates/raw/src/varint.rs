@@ -1,5 +1,9 @@
 //! LEB128 variable-length integers, the building block of the raw format.
 //!
+//! Private to this crate: readers decode through [`crate::reader`]
+//! (`Events`, `OwnedEvents`). Hand-written rather than a crate's: the
+//! encoder runs on every traced call, into a mapped page, allocation-free.
+//!
 //! Unsigned values use plain LEB128 (7 bits a byte, low bits first); signed
 //! values are zigzag-mapped first so that small negative numbers stay short.
 //! Timestamps are written as zigzag deltas from the previous event, which
@@ -36,12 +40,9 @@ impl<'a> SliceSink<'a> {
     }
 
     /// Bytes written so far.
+    #[allow(clippy::len_without_is_empty)] // a cursor, not a collection
     pub fn len(&self) -> usize {
         self.pos
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.pos == 0
     }
 }
 

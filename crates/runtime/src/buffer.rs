@@ -264,7 +264,6 @@ impl ThreadBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use raw::varint::Cursor;
 
     fn heap_push(b: &ThreadBuffer, t: u64, e: Event, write: impl FnMut(&mut Pending)) {
         assert!(matches!(b.push_many(&[(t, e)], |_| unreachable!(), write), Pushed::Done));
@@ -316,13 +315,9 @@ mod tests {
         }
         let p = b.take(Duration::ZERO, |_| true).unwrap();
         assert_eq!((p.events.min, p.events.max, p.events.count), (100, 1000, 5));
-        let mut c = Cursor::new(&p.data);
-        let mut t = c.u64().unwrap();
-        for expect in times {
-            let (d, e) = Event::decode(&mut c).unwrap();
-            t = t.wrapping_add_signed(d);
-            assert_eq!((t, e), (expect, Event::Enter { region: 2 }));
-        }
+        let decoded: Vec<(u64, Event)> = raw::Events::of_payload(&p.data, p.events.count).collect();
+        let expected: Vec<(u64, Event)> = times.iter().map(|&t| (t, Event::Enter { region: 2 })).collect();
+        assert_eq!(decoded, expected);
     }
 
     #[test]
