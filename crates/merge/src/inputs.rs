@@ -239,85 +239,92 @@ fn build_process(mut streams: Vec<RawFile>) -> Process {
         command: first.command.clone(),
     };
     for s in &streams {
-        let mut d = StreamDefs::default();
-        let mut ended = false;
-        // Each Dropped record counts all that its stream lost so far.
-        let mut dropped = 0;
-        for def in &s.definitions {
-            match def {
-                Definition::String { id, value } => {
-                    d.strings.insert(*id, value.clone());
-                }
-                Definition::MpiRank { rank, size } => p.mpi = Some((*rank, *size)),
-                Definition::ClockSync { local, offset, error } => {
-                    p.clock_points.push(ClockPoint { local: *local, offset: *offset, error: *error })
-                }
-                Definition::Dropped { count, .. } => dropped = dropped.max(*count),
-                Definition::StreamEnd { exit_started, .. } => {
-                    ended = true;
-                    p.exit_started = p.exit_started.max(*exit_started);
-                }
-                Definition::Signal { signal, .. } => p.signal = Some(*signal),
-                Definition::CommName { id, name } => {
-                    d.comm_names.insert(*id, name.clone());
-                }
-                Definition::Comm(c) => {
-                    d.comms.insert(c.id, c.clone());
-                }
-                Definition::Device(dev) => {
-                    d.devices.insert(dev.id, dev.clone());
-                }
-                Definition::Context { id, device } => {
-                    d.contexts.insert(*id, *device);
-                }
-                Definition::NvLink(l) => d.nvlinks.push(l.clone()),
-                Definition::Metric(m) => {
-                    d.metrics.insert(m.id, m.clone());
-                }
-                Definition::NcclComm { id, comm_hash, nranks, rank, name } => {
-                    let c = NcclComm { hash: *comm_hash, nranks: *nranks, rank: *rank, name: name.clone() };
-                    d.nccl_comms.insert(*id, c);
-                }
-                Definition::Region { .. } | Definition::Location { .. } => {}
-            }
-        }
-        // Regions and locations name strings, which may be defined later
-        // in the file than the record that uses them.
-        let name = |id: &u32| d.strings.get(id).cloned().unwrap_or_default();
-        for def in &s.definitions {
-            match def {
-                Definition::Region { id, name: n, canonical, paradigm, role, group } => {
-                    let r = RegionDef {
-                        name: name(n),
-                        canonical: if *canonical == 0 { String::new() } else { name(canonical) },
-                        paradigm: *paradigm,
-                        role: *role,
-                        group: name(group),
-                    };
-                    d.regions.insert(*id, r);
-                }
-                Definition::Location { id, kind, name: n } => {
-                    d.locations.insert(*id, (*kind, name(n)));
-                }
-                _ => {}
-            }
-        }
-        p.dropped += dropped;
-        p.unclosed |= !ended;
-        p.complete &= ended && !s.problems.iter().any(Problem::is_damage);
-        p.cut += s
-            .problems
-            .iter()
-            .map(|pr| if let Problem::OpenSlot { cut, .. } = pr { u64::from(*cut) } else { 0 })
-            .sum::<u64>();
-        if s.header.producer == Producer::Mpi {
-            p.no_finalize = !d.regions.values().any(|r| r.name == "MPI_Finalize");
-        }
+        let d = stream_defs(&mut p, s);
         p.defs.push(d);
     }
     p.clock_points.sort_by_key(|c| c.local);
     p.streams = streams;
     p
+}
+
+/// The definitions of one of `p`'s streams, and what they tell of the
+/// process (its rank, clock points, how it ended, what it lost).
+fn stream_defs(p: &mut Process, s: &RawFile) -> StreamDefs {
+    let mut d = StreamDefs::default();
+    let mut ended = false;
+    // Each Dropped record counts all that its stream lost so far.
+    let mut dropped = 0;
+    for def in &s.definitions {
+        match def {
+            Definition::String { id, value } => {
+                d.strings.insert(*id, value.clone());
+            }
+            Definition::MpiRank { rank, size } => p.mpi = Some((*rank, *size)),
+            Definition::ClockSync { local, offset, error } => {
+                p.clock_points.push(ClockPoint { local: *local, offset: *offset, error: *error })
+            }
+            Definition::Dropped { count, .. } => dropped = dropped.max(*count),
+            Definition::StreamEnd { exit_started, .. } => {
+                ended = true;
+                p.exit_started = p.exit_started.max(*exit_started);
+            }
+            Definition::Signal { signal, .. } => p.signal = Some(*signal),
+            Definition::CommName { id, name } => {
+                d.comm_names.insert(*id, name.clone());
+            }
+            Definition::Comm(c) => {
+                d.comms.insert(c.id, c.clone());
+            }
+            Definition::Device(dev) => {
+                d.devices.insert(dev.id, dev.clone());
+            }
+            Definition::Context { id, device } => {
+                d.contexts.insert(*id, *device);
+            }
+            Definition::NvLink(l) => d.nvlinks.push(l.clone()),
+            Definition::Metric(m) => {
+                d.metrics.insert(m.id, m.clone());
+            }
+            Definition::NcclComm { id, comm_hash, nranks, rank, name } => {
+                let c = NcclComm { hash: *comm_hash, nranks: *nranks, rank: *rank, name: name.clone() };
+                d.nccl_comms.insert(*id, c);
+            }
+            Definition::Region { .. } | Definition::Location { .. } => {}
+        }
+    }
+    // Regions and locations name strings, which may be defined later
+    // in the file than the record that uses them.
+    let name = |id: &u32| d.strings.get(id).cloned().unwrap_or_default();
+    for def in &s.definitions {
+        match def {
+            Definition::Region { id, name: n, canonical, paradigm, role, group } => {
+                let r = RegionDef {
+                    name: name(n),
+                    canonical: if *canonical == 0 { String::new() } else { name(canonical) },
+                    paradigm: *paradigm,
+                    role: *role,
+                    group: name(group),
+                };
+                d.regions.insert(*id, r);
+            }
+            Definition::Location { id, kind, name: n } => {
+                d.locations.insert(*id, (*kind, name(n)));
+            }
+            _ => {}
+        }
+    }
+    p.dropped += dropped;
+    p.unclosed |= !ended;
+    p.complete &= ended && !s.problems.iter().any(Problem::is_damage);
+    p.cut += s
+        .problems
+        .iter()
+        .map(|pr| if let Problem::OpenSlot { cut, .. } = pr { u64::from(*cut) } else { 0 })
+        .sum::<u64>();
+    if s.header.producer == Producer::Mpi {
+        p.no_finalize = !d.regions.values().any(|r| r.name == "MPI_Finalize");
+    }
+    d
 }
 
 impl Process {

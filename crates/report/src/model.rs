@@ -178,11 +178,17 @@ impl Model {
     }
 
     fn place_locations(&mut self, defs: &GlobalDefs) {
+        let gpu_nodes = self.place_gpus(defs);
+        let process_of_group = self.place_processes(defs, &gpu_nodes);
+        self.place_streams(defs, &gpu_nodes, &process_of_group);
+    }
+
+    /// GPUs first: system-tree nodes of class GPU (gputrace) or accelerator
+    /// domain, with their properties; returns the GPU of each such node.
+    fn place_gpus(&mut self, defs: &GlobalDefs) -> HashMap<SystemTreeNodeRef, usize> {
         let node_name = |n: Option<SystemTreeNodeRef>| {
             n.and_then(|n| defs.system_tree_nodes.get(&n)).map_or(String::new(), |d| defs.string(d.name).to_owned())
         };
-        // GPUs first: system-tree nodes of class GPU (gputrace) or
-        // accelerator domain.
         let mut gpu_nodes: HashMap<SystemTreeNodeRef, usize> = HashMap::new();
         for (&node, def) in &defs.system_tree_nodes {
             let is_gpu = defs.string(def.class_name).eq_ignore_ascii_case("gpu")
@@ -214,10 +220,17 @@ impl Model {
                 self.gpus[g].links.push((other.to_owned(), value));
             }
         }
+        gpu_nodes
+    }
 
-        // Processes: location groups of type PROCESS; accelerator groups
-        // belong to the process that created them (or stand alone, as in
-        // Score-P traces without creators).
+    /// Processes: location groups of type PROCESS; accelerator groups
+    /// belong to the process that created them (or stand alone, as in
+    /// Score-P traces without creators). Returns each group's process.
+    fn place_processes(
+        &mut self,
+        defs: &GlobalDefs,
+        gpu_nodes: &HashMap<SystemTreeNodeRef, usize>,
+    ) -> HashMap<LocationGroupRef, usize> {
         let mpi_ranks = mpi_rank_of_groups(defs);
         let mut process_of_group: HashMap<LocationGroupRef, usize> = HashMap::new();
         let mut groups: Vec<_> = defs.location_groups.iter().collect();
@@ -232,7 +245,7 @@ impl Model {
                     .get(&g)
                     .copied()
                     .or_else(|| name.strip_prefix("MPI Rank ").and_then(|r| r.trim().parse().ok()));
-                let host = host_of(defs, def.system_tree_parent, &gpu_nodes);
+                let host = host_of(defs, def.system_tree_parent, gpu_nodes);
                 self.processes.push(ProcessInfo { name, rank, host, gpu: None });
             }
         }
@@ -249,7 +262,17 @@ impl Model {
                 process_of_group.insert(g, p);
             }
         }
+        process_of_group
+    }
 
+    /// Every location: what it records, its process and GPU; a process
+    /// whose streams are all on one GPU gets that GPU; GPU labels.
+    fn place_streams(
+        &mut self,
+        defs: &GlobalDefs,
+        gpu_nodes: &HashMap<SystemTreeNodeRef, usize>,
+        process_of_group: &HashMap<LocationGroupRef, usize>,
+    ) {
         let mut process_gpus: Vec<Vec<usize>> = vec![Vec::new(); self.processes.len()];
         for (&loc, def) in &defs.locations {
             let name = defs.string(def.name).to_owned();
