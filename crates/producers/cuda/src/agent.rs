@@ -143,7 +143,7 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
         // SAFETY: as above. A crash loses at most about a second of records.
         unsafe { f(1000) };
     }
-    let capture = std::env::var_os("GPUTRACE_CUDA_CAPTURE").map(PathBuf::from);
+    let capture = config.cuda_capture.clone();
     if let Some(dir) = &capture {
         let _ = std::fs::create_dir_all(dir);
     }
