@@ -7,10 +7,17 @@
 //! value falls back to the default with a warning and never breaks the
 //! program.
 //!
+//! The variables are one table ([`vars`]); the members of the set-valued
+//! ones are enums declared once there ([`MpiGroup`], [`CudaSource`],
+//! [`NcclLevel`]), which the producers test membership with. Test hooks,
+//! which are no settings, are listed in [`hooks`].
+//!
 //! Depends on no other gputrace crate: the command, the runtime and the
 //! producers all read it.
 
 pub mod filter;
+pub mod hooks;
+pub mod sets;
 pub mod vars;
 
 pub use filter::Filter;
@@ -18,7 +25,8 @@ pub use filter::Filter;
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use vars::{SetValue, VARS, Var, VarType};
+pub use sets::{Alias, EnabledSet, MemberDoc, SetMember, SetProblem, SetSpec, parse_set};
+pub use vars::{CudaSource, DEVELOPER_VARS, MpiGroup, NcclLevel, VARS, Var, VarType};
 
 /// A bad variable. Its message is one line, whatever the value holds: the
 /// value is shown once, cut to [`SHOWN`] characters, control characters
@@ -61,35 +69,6 @@ fn cut(text: &str, max: usize) -> String {
     out
 }
 
-/// Why a set-valued variable was refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SetProblem {
-    /// No name at all (`""`, `","`): it would silently record nothing.
-    Empty,
-    /// A name that is not a member or alias.
-    Unknown(String),
-    /// An alias for nothing (`none`, `no`) with something to record.
-    Contradiction { nothing: String, something: String },
-}
-
-/// A parsed set-valued variable: the members enabled, aliases expanded.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct EnabledSet(Vec<&'static str>);
-
-impl EnabledSet {
-    pub fn contains(&self, name: &str) -> bool {
-        self.0.contains(&name)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    pub fn iter(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.0.iter().copied()
-    }
-}
-
 /// The typed configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Config {
@@ -98,13 +77,17 @@ pub struct Config {
     pub experiment_directory: Option<PathBuf>,
     pub total_memory: u64,
     pub filtering_file: Option<PathBuf>,
-    pub mpi_groups: EnabledSet,
-    pub cuda_enable: EnabledSet,
+    pub mpi_groups: EnabledSet<MpiGroup>,
+    pub cuda_enable: EnabledSet<CudaSource>,
     pub cuda_buffer: u64,
     pub nvlink_interval: Duration,
     pub cupti_lib: Option<PathBuf>,
-    pub nccl_enable: EnabledSet,
+    pub nccl_enable: EnabledSet<NcclLevel>,
     pub verbose: bool,
+    /// Developer setting `GPUTRACE_CUDA_CAPTURE`.
+    pub cuda_capture: Option<PathBuf>,
+    /// Developer setting `GPUTRACE_NCCL_CAPTURE`.
+    pub nccl_capture: Option<PathBuf>,
 }
 
 /// The smallest GPUTRACE_TOTAL_MEMORY accepted.
@@ -132,7 +115,7 @@ impl Config {
         let lookup = |name: &str| pairs.iter().rev().find(|(k, _)| k == name).map(|(_, v)| v.clone());
         let (config, mut errors) = Self::parse(lookup);
         for (k, _) in pairs {
-            if k.starts_with("GPUTRACE_") && vars::find(k).is_none() && !INTERNAL.contains(&k.as_str()) {
+            if k.starts_with("GPUTRACE_") && vars::find(k).is_none() {
                 errors.push(ConfigError::UnknownVariable { name: k.clone(), suggestion: suggest(k) });
             }
         }
@@ -158,24 +141,19 @@ impl Config {
             experiment_directory: get("GPUTRACE_EXPERIMENT_DIRECTORY").path(),
             total_memory: get("GPUTRACE_TOTAL_MEMORY").size(),
             filtering_file: get("GPUTRACE_FILTERING_FILE").path(),
-            mpi_groups: get("GPUTRACE_MPI_ENABLE_GROUPS").set(),
-            cuda_enable: get("GPUTRACE_CUDA_ENABLE").set(),
+            mpi_groups: get(MpiGroup::VARIABLE).set(),
+            cuda_enable: get(CudaSource::VARIABLE).set(),
             cuda_buffer: get("GPUTRACE_CUDA_BUFFER").size(),
             nvlink_interval: get("GPUTRACE_NVLINK_INTERVAL").duration(),
             cupti_lib: get("GPUTRACE_CUPTI_LIB").path(),
-            nccl_enable: get("GPUTRACE_NCCL_ENABLE").set(),
+            nccl_enable: get(NcclLevel::VARIABLE).set(),
             verbose: get("GPUTRACE_VERBOSE").bool(),
+            cuda_capture: get("GPUTRACE_CUDA_CAPTURE").path(),
+            nccl_capture: get("GPUTRACE_NCCL_CAPTURE").path(),
         };
         (config, errors)
     }
 }
-
-/// Developer settings (documented in docs/testing.md), accepted by the
-/// command but not listed for users: `GPUTRACE_CUDA_CAPTURE=<dir>` makes
-/// the CUDA agent save the CUPTI buffers it processes and
-/// `GPUTRACE_NCCL_CAPTURE=<file>` the NCCL plugin its callbacks, for test
-/// fixtures.
-pub const INTERNAL: &[&str] = &["GPUTRACE_CUDA_CAPTURE", "GPUTRACE_NCCL_CAPTURE"];
 
 /// A parsed value of any type.
 #[derive(Debug, Clone, PartialEq)]
@@ -184,7 +162,8 @@ pub enum Value {
     Size(u64),
     Path(Option<PathBuf>),
     Duration(Duration),
-    Set(EnabledSet),
+    /// The members' bits (see [`EnabledSet::bits`]).
+    Set(u64),
 }
 
 impl Value {
@@ -197,8 +176,8 @@ impl Value {
     fn path(self) -> Option<PathBuf> {
         if let Value::Path(p) = self { p } else { None }
     }
-    fn set(self) -> EnabledSet {
-        if let Value::Set(s) = self { s } else { EnabledSet::default() }
+    fn set<M: SetMember>(self) -> EnabledSet<M> {
+        EnabledSet::from_bits(if let Value::Set(bits) = self { bits } else { 0 })
     }
     /// The duration of a [`VarType::Duration`] value.
     pub fn duration(self) -> Duration {
@@ -233,9 +212,9 @@ pub fn parse_value(var: &Var, raw: &str) -> Result<Value, ConfigError> {
         VarType::Duration => parse_duration(text)
             .map(Value::Duration)
             .ok_or_else(|| bad("not a duration", "a number with an optional ns, us, ms or s suffix".into())),
-        VarType::Set(values) => parse_set(text, values).map(Value::Set).map_err(|problem| {
-            let names: Vec<&str> = values.iter().map(|v| v.name).collect();
-            let nothing = values.iter().find(|v| v.is_alias && v.expands_to.is_empty()).map_or("none", |v| v.name);
+        VarType::Set(spec) => parse_set(text, &spec).map(Value::Set).map_err(|problem| {
+            let names: Vec<&str> = spec.values().map(|(name, _)| name).collect();
+            let nothing = spec.nothing();
             let problem = match problem {
                 SetProblem::Empty => format!("empty (to record nothing, say `{nothing}`)"),
                 // The value is shown once: a word that is the whole value
@@ -292,35 +271,6 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
     })
 }
 
-/// Parses a set: names separated by commas or spaces. Refused: no name at
-/// all, an unknown name (the first), and an alias for nothing (`none`,
-/// `no`) together with a name that records something (`none,p2p`).
-pub fn parse_set(text: &str, values: &'static [SetValue]) -> Result<EnabledSet, SetProblem> {
-    let mut enabled: Vec<&'static str> = Vec::new();
-    let mut nothing: Option<&str> = None;
-    let mut something: Option<&str> = None;
-    for word in text.split(|c: char| c == ',' || c.is_whitespace()).filter(|w| !w.is_empty()) {
-        let lower = word.to_ascii_lowercase();
-        let v = values.iter().find(|v| v.name == lower).ok_or_else(|| SetProblem::Unknown(word.to_string()))?;
-        if v.is_alias && v.expands_to.is_empty() {
-            nothing.get_or_insert(word);
-        } else {
-            something.get_or_insert(word);
-        }
-        let members: Vec<&'static str> = if v.is_alias { v.expands_to.to_vec() } else { vec![v.name] };
-        for m in members {
-            if !enabled.contains(&m) {
-                enabled.push(m);
-            }
-        }
-    }
-    match (nothing, something) {
-        (None, None) => Err(SetProblem::Empty),
-        (Some(n), Some(s)) => Err(SetProblem::Contradiction { nothing: n.to_string(), something: s.to_string() }),
-        _ => Ok(EnabledSet(enabled)),
-    }
-}
-
 /// "; did you mean GPUTRACE_X?" for a near miss, or nothing.
 fn suggest(name: &str) -> String {
     // No variable is near a name this long; and the distance costs
@@ -328,7 +278,8 @@ fn suggest(name: &str) -> String {
     if name.len() > 64 {
         return String::new();
     }
-    let best = VARS.iter().map(|v| (edit_distance(name, v.name), v.name)).min().filter(|(d, _)| *d <= 3);
+    let best =
+        VARS.iter().chain(DEVELOPER_VARS).map(|v| (edit_distance(name, v.name), v.name)).min().filter(|(d, _)| *d <= 3);
     best.map(|(_, n)| format!("; did you mean {n}?")).unwrap_or_default()
 }
 
@@ -359,8 +310,8 @@ mod tests {
         let c = Config::from_pairs(&[]).unwrap();
         assert!(c.enable_tracing && c.enable_profiling && !c.verbose);
         assert_eq!(c.total_memory, 16 << 20);
-        assert!(c.mpi_groups.contains("p2p") && c.mpi_groups.contains("xnonblock"));
-        assert!(!c.mpi_groups.contains("xreqtest"));
+        assert!(c.mpi_groups.contains(MpiGroup::P2p) && c.mpi_groups.contains(MpiGroup::Xnonblock));
+        assert!(!c.mpi_groups.contains(MpiGroup::Xreqtest));
         assert_eq!(c.experiment_directory, None);
     }
 
@@ -393,10 +344,10 @@ mod tests {
         assert_eq!(parse_size("x"), None);
         assert_eq!(parse_duration("250us"), Some(Duration::from_micros(250)));
         assert_eq!(parse_duration("10"), Some(Duration::from_millis(10)));
-        let s = parse_set("p2p, COLL", vars::MPI_GROUPS).unwrap();
-        assert_eq!(s.iter().collect::<Vec<_>>(), ["p2p", "coll"]);
-        assert!(parse_set("none", vars::MPI_GROUPS).unwrap().is_empty());
-        assert_eq!(parse_set("all", vars::MPI_GROUPS).unwrap().iter().count(), 15);
+        let s = EnabledSet::<MpiGroup>::parse("p2p, COLL").unwrap();
+        assert_eq!(s.iter().collect::<Vec<_>>(), [MpiGroup::Coll, MpiGroup::P2p]);
+        assert!(EnabledSet::<MpiGroup>::parse("none").unwrap().is_empty());
+        assert_eq!(EnabledSet::<MpiGroup>::parse("all").unwrap().iter().count(), 15);
     }
 
     #[test]
@@ -489,8 +440,131 @@ mod tests {
 
     #[test]
     fn every_default_in_the_table_parses() {
-        for v in VARS {
+        for v in VARS.iter().chain(DEVELOPER_VARS) {
             parse_value(v, v.default).unwrap_or_else(|e| panic!("{}: {e}", v.name));
+        }
+    }
+
+    /// One set's enum against the table, the parser and the listing.
+    fn members_round_trip<M: SetMember + std::fmt::Display>() {
+        let var = vars::find(M::VARIABLE).unwrap_or_else(|| panic!("{} is not in the table", M::VARIABLE));
+        assert_eq!(var.ty, VarType::Set(M::SPEC), "{}: the table's set is the enum's", M::VARIABLE);
+        assert_eq!(M::ALL.len(), M::SPEC.members.len());
+        for (i, &m) in M::ALL.iter().enumerate() {
+            // The listing (info config-vars, the docs) shows the enum's names.
+            assert_eq!((M::SPEC.members[i].name, M::SPEC.members[i].help), (m.name(), m.help()));
+            assert_eq!(m.bit(), 1 << i);
+            assert_eq!(m.to_string(), m.name());
+            // Parsed alone, in capitals, and through the variable.
+            assert_eq!(EnabledSet::<M>::parse(m.name()), Ok(EnabledSet::of(&[m])), "{}", m.name());
+            assert_eq!(EnabledSet::<M>::parse(&m.name().to_uppercase()), Ok(EnabledSet::of(&[m])));
+            let c = Config::from_pairs(&pairs(&[(M::VARIABLE, m.name())])).unwrap();
+            let parsed = match M::VARIABLE {
+                "GPUTRACE_MPI_ENABLE_GROUPS" => c.mpi_groups.bits(),
+                "GPUTRACE_CUDA_ENABLE" => c.cuda_enable.bits(),
+                "GPUTRACE_NCCL_ENABLE" => c.nccl_enable.bits(),
+                other => panic!("{other}: no field"),
+            };
+            assert_eq!(parsed, m.bit(), "{}={}", M::VARIABLE, m.name());
+            assert_eq!(EnabledSet::<M>::of(&[m]).iter().collect::<Vec<_>>(), [m]);
+        }
+        // Names: lower case, no separator, none twice (members and aliases).
+        let names: Vec<&str> = M::SPEC.values().map(|(name, _)| name).collect();
+        for name in &names {
+            assert!(!name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()), "{name}");
+            assert_eq!(names.iter().filter(|n| *n == name).count(), 1, "{name} twice");
+        }
+        // Every name is allowed, in the listing's order, in the message.
+        let err = Config::from_pairs(&pairs(&[(M::VARIABLE, "bogus")])).unwrap_err()[0].to_string();
+        assert!(err.ends_with(&format!("; allowed: {}", names.join(", "))), "{err}");
+        // The default parses to what its alias stands for.
+        let default = M::SPEC.aliases.iter().find(|a| a.name == "default").unwrap();
+        assert_eq!(EnabledSet::<M>::parse(var.default).unwrap().bits(), default.mask);
+    }
+
+    #[test]
+    fn every_member_round_trips_through_parse_and_the_listing() {
+        members_round_trip::<MpiGroup>();
+        members_round_trip::<CudaSource>();
+        members_round_trip::<NcclLevel>();
+        // And no other set-valued variable exists without an enum.
+        let sets: Vec<&str> = VARS.iter().filter(|v| matches!(v.ty, VarType::Set(_))).map(|v| v.name).collect();
+        assert_eq!(sets, [MpiGroup::VARIABLE, CudaSource::VARIABLE, NcclLevel::VARIABLE]);
+    }
+
+    /// The names and expansions are those of the string tables the enums
+    /// replaced: parsing is unchanged.
+    #[test]
+    fn sets_accept_what_they_accepted_before() {
+        fn names<M: SetMember>(text: &str) -> String {
+            EnabledSet::<M>::parse(text).unwrap().iter().map(M::name).collect::<Vec<_>>().join(",")
+        }
+        fn allowed<M: SetMember>() -> String {
+            M::SPEC.values().map(|(name, _)| name).collect::<Vec<_>>().join(",")
+        }
+        assert_eq!(
+            allowed::<MpiGroup>(),
+            "cg,coll,env,err,ext,io,misc,perf,p2p,rma,spawn,topo,type,xnonblock,xreqtest,default,all,none,no"
+        );
+        assert_eq!(names::<MpiGroup>("default"), "cg,coll,env,io,p2p,rma,topo,xnonblock");
+        assert_eq!(
+            names::<MpiGroup>("all"),
+            "cg,coll,env,err,ext,io,misc,perf,p2p,rma,spawn,topo,type,xnonblock,xreqtest"
+        );
+        assert_eq!(
+            allowed::<CudaSource>(),
+            "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink,default,yes,all,no,none"
+        );
+        for all in ["default", "yes", "all"] {
+            assert_eq!(names::<CudaSource>(all), "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink");
+        }
+        assert_eq!(allowed::<NcclLevel>(), "group,coll,p2p,proxy,kernel,default,yes,all,no,none");
+        assert_eq!(names::<NcclLevel>("default"), "group,coll,p2p");
+        assert_eq!(names::<NcclLevel>("YES"), "group,coll,p2p");
+        assert_eq!(names::<NcclLevel>("all"), "group,coll,p2p,proxy,kernel");
+        for nothing in ["no", "none", "None"] {
+            assert_eq!(names::<CudaSource>(nothing), "");
+            assert_eq!(names::<NcclLevel>(nothing), "");
+            assert_eq!(names::<MpiGroup>(nothing), "");
+        }
+        assert_eq!(MpiGroup::SPEC.nothing(), "none");
+        assert_eq!(CudaSource::SPEC.nothing(), "no");
+        assert_eq!(NcclLevel::SPEC.nothing(), "no");
+    }
+
+    #[test]
+    fn every_variable_has_its_own_flag() {
+        let all: Vec<&Var> = VARS.iter().chain(DEVELOPER_VARS).collect();
+        for v in &all {
+            assert!(v.flag.starts_with("--") && v.flag.len() > 3, "{}: {}", v.name, v.flag);
+            assert_eq!(all.iter().filter(|w| w.flag == v.flag).count(), 1, "{} shared", v.flag);
+        }
+    }
+
+    #[test]
+    fn developer_settings_are_parsed_once_with_the_others() {
+        let c = Config::from_pairs(&pairs(&[
+            ("GPUTRACE_CUDA_CAPTURE", "/tmp/cupti"),
+            ("GPUTRACE_NCCL_CAPTURE", "/tmp/nccl-%p.txt"),
+        ]))
+        .unwrap();
+        assert_eq!(c.cuda_capture.as_deref(), Some(std::path::Path::new("/tmp/cupti")));
+        assert_eq!(c.nccl_capture.as_deref(), Some(std::path::Path::new("/tmp/nccl-%p.txt")));
+        let c = Config::from_pairs(&pairs(&[("GPUTRACE_CUDA_CAPTURE", "")])).unwrap();
+        assert_eq!(c.cuda_capture, None, "empty is off");
+        assert_eq!(Config::from_pairs(&[]).unwrap().nccl_capture, None);
+        // Near misses are still unknown, with the developer setting named.
+        let errs = Config::from_pairs(&pairs(&[("GPUTRACE_CUDA_CAPTUR", "/x")])).unwrap_err();
+        assert!(errs[0].to_string().contains("did you mean GPUTRACE_CUDA_CAPTURE?"), "{}", errs[0]);
+    }
+
+    #[test]
+    fn test_hooks_are_outside_the_variables() {
+        for hook in hooks::ALL {
+            assert!(hook.name.starts_with("_GPUTRACE_TEST_"), "{}", hook.name);
+            assert!(vars::find(hook.name).is_none());
+            // gputrace neither checks nor refuses them.
+            Config::from_pairs(&pairs(&[(hook.name, "anything")])).unwrap();
         }
     }
 }

@@ -2,7 +2,11 @@
 //!
 //! This table is the single source: the parser in [`super`], `gputrace info
 //! config-vars` and `docs/configuration.md` all read it, so a variable
-//! cannot exist in one and be missing from another.
+//! cannot exist in one and be missing from another. The members of the
+//! set-valued variables are enums declared here, once
+//! ([`set_members!`](crate::set_members)).
+
+use crate::sets::{SetMember, SetSpec};
 
 /// The type of a variable's value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,18 +20,7 @@ pub enum VarType {
     /// A duration with an optional `ns`, `us`, `ms` or `s` suffix (default ms).
     Duration,
     /// A comma- or space-separated subset of named values.
-    Set(&'static [SetValue]),
-}
-
-/// One allowed member of a set-valued variable, or an alias for several.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SetValue {
-    pub name: &'static str,
-    pub help: &'static str,
-    /// Whether this is an alias (`default`, `all`, `none`) rather than a member.
-    pub is_alias: bool,
-    /// For an alias: the members it stands for.
-    pub expands_to: &'static [&'static str],
+    Set(SetSpec),
 }
 
 /// One configuration variable.
@@ -36,104 +29,84 @@ pub struct Var {
     pub name: &'static str,
     pub ty: VarType,
     pub default: &'static str,
+    /// The `gputrace` flag that sets it (`--cuda`). A Boolean variable's
+    /// flag takes no value and sets the opposite of the default.
+    pub flag: &'static str,
     /// One line.
     pub brief: &'static str,
     /// More, for `--full` and the docs.
     pub help: &'static str,
 }
 
-const fn member(name: &'static str, help: &'static str) -> SetValue {
-    SetValue { name, help, is_alias: false, expands_to: &[] }
+crate::set_members! {
+    /// The MPI function groups (`GPUTRACE_MPI_ENABLE_GROUPS`), as in
+    /// Score-P. The MPI producer tests each wrapper's group against the
+    /// set.
+    pub enum MpiGroup for "GPUTRACE_MPI_ENABLE_GROUPS" {
+        Cg = "cg": "communicator and group management",
+        Coll = "coll": "collective communication",
+        Env = "env": "environmental management (Init, Finalize, Wtime, ...)",
+        Err = "err": "error handlers",
+        Ext = "ext": "external interfaces (generalized requests, ...)",
+        Io = "io": "MPI file I/O",
+        Misc = "misc": "miscellaneous (Address, Get_count, Info, ...)",
+        Perf = "perf": "MPI_Pcontrol",
+        P2p = "p2p": "point-to-point communication",
+        Rma = "rma": "one-sided communication",
+        Spawn = "spawn": "process management (Comm_spawn, ...)",
+        Topo = "topo": "process topologies",
+        Type = "type": "datatype management",
+        Xnonblock = "xnonblock": "follow non-blocking requests to completion (MpiIsend/MpiIrecv events); \
+                                  without it non-blocking messages are not recorded",
+        Xreqtest = "xreqtest": "record an MpiRequestTest event for every test that finds a request unfinished",
+    }
+    aliases {
+        "default": "cg,coll,env,io,p2p,rma,topo,xnonblock" => &[Cg, Coll, Env, Io, P2p, Rma, Topo, Xnonblock],
+        "all": "every group" => MpiGroup::ALL,
+        "none": "no MPI recording" => &[],
+        "no": "no MPI recording" => &[],
+    }
 }
 
-const fn alias(name: &'static str, help: &'static str, expands_to: &'static [&'static str]) -> SetValue {
-    SetValue { name, help, is_alias: true, expands_to }
+crate::set_members! {
+    /// What the CUDA agent records (`GPUTRACE_CUDA_ENABLE`).
+    pub enum CudaSource for "GPUTRACE_CUDA_ENABLE" {
+        Driver = "driver": "CUDA driver API calls (cu*), as regions on the calling thread",
+        Runtime = "runtime": "CUDA runtime API calls (cuda*), as regions on the calling thread",
+        Kernel = "kernel": "kernels, on their stream, with grid, block, registers and shared memory",
+        Memcpy = "memcpy": "copies host-to-device, device-to-host, device-to-device and host-to-host",
+        Memset = "memset": "memsets, on their stream",
+        Peer = "peer": "copies between GPUs (peer-to-peer), with source and destination device",
+        Sync = "sync": "synchronizations (stream, event, context) on the waiting thread",
+        Nvlink = "nvlink": "NVLink topology, and NVLink traffic per GPU sampled from NVML",
+    }
+    aliases {
+        "default": "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink" => CudaSource::ALL,
+        "yes": "the same as default" => CudaSource::ALL,
+        "all": "the same as default" => CudaSource::ALL,
+        "no": "no CUDA recording: the agent is not loaded" => &[],
+        "none": "the same as no" => &[],
+    }
 }
 
-const MPI_DEFAULT: &[&str] = &["cg", "coll", "env", "io", "p2p", "rma", "topo", "xnonblock"];
-const MPI_ALL: &[&str] = &[
-    "cg",
-    "coll",
-    "env",
-    "err",
-    "ext",
-    "io",
-    "misc",
-    "perf",
-    "p2p",
-    "rma",
-    "spawn",
-    "topo",
-    "type",
-    "xnonblock",
-    "xreqtest",
-];
-
-/// The MPI function groups, as in Score-P.
-pub const MPI_GROUPS: &[SetValue] = &[
-    member("cg", "communicator and group management"),
-    member("coll", "collective communication"),
-    member("env", "environmental management (Init, Finalize, Wtime, ...)"),
-    member("err", "error handlers"),
-    member("ext", "external interfaces (generalized requests, ...)"),
-    member("io", "MPI file I/O"),
-    member("misc", "miscellaneous (Address, Get_count, Info, ...)"),
-    member("perf", "MPI_Pcontrol"),
-    member("p2p", "point-to-point communication"),
-    member("rma", "one-sided communication"),
-    member("spawn", "process management (Comm_spawn, ...)"),
-    member("topo", "process topologies"),
-    member("type", "datatype management"),
-    member(
-        "xnonblock",
-        "follow non-blocking requests to completion (MpiIsend/MpiIrecv events); \
-         without it non-blocking messages are not recorded",
-    ),
-    member("xreqtest", "record an MpiRequestTest event for every test that finds a request unfinished"),
-    alias("default", "cg,coll,env,io,p2p,rma,topo,xnonblock", MPI_DEFAULT),
-    alias("all", "every group", MPI_ALL),
-    alias("none", "no MPI recording", &[]),
-    alias("no", "no MPI recording", &[]),
-];
-
-const CUDA_DEFAULT: &[&str] = &["driver", "runtime", "kernel", "memcpy", "memset", "peer", "sync", "nvlink"];
-
-/// What the CUDA agent records.
-pub const CUDA_FEATURES: &[SetValue] = &[
-    member("driver", "CUDA driver API calls (cu*), as regions on the calling thread"),
-    member("runtime", "CUDA runtime API calls (cuda*), as regions on the calling thread"),
-    member("kernel", "kernels, on their stream, with grid, block, registers and shared memory"),
-    member("memcpy", "copies host-to-device, device-to-host, device-to-device and host-to-host"),
-    member("memset", "memsets, on their stream"),
-    member("peer", "copies between GPUs (peer-to-peer), with source and destination device"),
-    member("sync", "synchronizations (stream, event, context) on the waiting thread"),
-    member("nvlink", "NVLink topology, and NVLink traffic per GPU sampled from NVML"),
-    alias("default", "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink", CUDA_DEFAULT),
-    alias("yes", "the same as default", CUDA_DEFAULT),
-    alias("all", "the same as default", CUDA_DEFAULT),
-    alias("no", "no CUDA recording: the agent is not loaded", &[]),
-    alias("none", "the same as no", &[]),
-];
-
-const NCCL_DEFAULT: &[&str] = &["group", "coll", "p2p"];
-const NCCL_ALL: &[&str] = &["group", "coll", "p2p", "proxy", "kernel"];
-
-/// What the NCCL profiler plugin records.
-pub const NCCL_LEVELS: &[SetValue] = &[
-    member("group", "ncclGroupStart/End groups, as regions"),
-    member(
-        "coll",
-        "collectives (all-reduce, all-gather, ...) with bytes, root, data type, reduction, algorithm, protocol, channels",
-    ),
-    member("p2p", "ncclSend/ncclRecv, as messages between the ranks' GPUs"),
-    member("proxy", "proxy operations and steps (network and proxy-driven transfers), on the proxy thread"),
-    member("kernel", "per-channel kernel timing, on NCCL's channel locations"),
-    alias("default", "group,coll,p2p", NCCL_DEFAULT),
-    alias("yes", "the same as default", NCCL_DEFAULT),
-    alias("all", "every level", NCCL_ALL),
-    alias("no", "no NCCL recording: the plugin is not loaded", &[]),
-    alias("none", "the same as no", &[]),
-];
+crate::set_members! {
+    /// What the NCCL profiler plugin records (`GPUTRACE_NCCL_ENABLE`).
+    pub enum NcclLevel for "GPUTRACE_NCCL_ENABLE" {
+        Group = "group": "ncclGroupStart/End groups, as regions",
+        Coll = "coll": "collectives (all-reduce, all-gather, ...) with bytes, root, data type, reduction, \
+                        algorithm, protocol, channels",
+        P2p = "p2p": "ncclSend/ncclRecv, as messages between the ranks' GPUs",
+        Proxy = "proxy": "proxy operations and steps (network and proxy-driven transfers), on the proxy thread",
+        Kernel = "kernel": "per-channel kernel timing, on NCCL's channel locations",
+    }
+    aliases {
+        "default": "group,coll,p2p" => &[Group, Coll, P2p],
+        "yes": "the same as default" => &[Group, Coll, P2p],
+        "all": "every level" => NcclLevel::ALL,
+        "no": "no NCCL recording: the plugin is not loaded" => &[],
+        "none": "the same as no" => &[],
+    }
+}
 
 /// Every variable gputrace reads.
 pub const VARS: &[Var] = &[
@@ -141,6 +114,7 @@ pub const VARS: &[Var] = &[
         name: "GPUTRACE_ENABLE_TRACING",
         ty: VarType::Bool,
         default: "true",
+        flag: "--no-trace",
         brief: "Write the OTF2 trace archive.",
         help: "When false, events are still recorded so that the summary can be computed, \
                but no OTF2 archive is written.",
@@ -149,6 +123,7 @@ pub const VARS: &[Var] = &[
         name: "GPUTRACE_ENABLE_PROFILING",
         ty: VarType::Bool,
         default: "true",
+        flag: "--no-summary",
         brief: "Write the summary profile (summary.txt and the terminal summary).",
         help: "The summary lists processes, locations, events, the MPI functions by time, \
                messages and bytes. When false, only the archive is written.",
@@ -157,6 +132,7 @@ pub const VARS: &[Var] = &[
         name: "GPUTRACE_EXPERIMENT_DIRECTORY",
         ty: VarType::Path,
         default: "",
+        flag: "--output",
         brief: "Directory for the raw streams, the archive and the summary.",
         help: "Empty means gputrace-<program>-<YYYYmmdd_HHMMSS> in the working directory, the \
                program's name cut to 64 characters. An existing directory is never overwritten: \
@@ -166,6 +142,7 @@ pub const VARS: &[Var] = &[
         name: "GPUTRACE_TOTAL_MEMORY",
         ty: VarType::Size,
         default: "16M",
+        flag: "--total-memory",
         brief: "Memory for event buffers, per process and producer.",
         help: "Each recording thread takes a buffer from this budget; a full buffer is \
                written to the raw stream, never dropped. Threads beyond the budget get \
@@ -175,6 +152,7 @@ pub const VARS: &[Var] = &[
         name: "GPUTRACE_FILTERING_FILE",
         ty: VarType::Path,
         default: "",
+        flag: "--filter",
         brief: "Score-P filter file: regions to leave out of the trace.",
         help: "Score-P syntax: SCOREP_REGION_NAMES_BEGIN, EXCLUDE/INCLUDE [MANGLED] with \
                shell wildcards, SCOREP_REGION_NAMES_END; the last matching rule wins. A \
@@ -183,8 +161,9 @@ pub const VARS: &[Var] = &[
     },
     Var {
         name: "GPUTRACE_MPI_ENABLE_GROUPS",
-        ty: VarType::Set(MPI_GROUPS),
+        ty: VarType::Set(MpiGroup::SPEC),
         default: "default",
+        flag: "--mpi-groups",
         brief: "MPI function groups to record.",
         help: "Functions outside the groups are still called, just not recorded. \
                MPI_Init/Init_thread/Finalize are always intercepted (for clock \
@@ -192,8 +171,9 @@ pub const VARS: &[Var] = &[
     },
     Var {
         name: "GPUTRACE_CUDA_ENABLE",
-        ty: VarType::Set(CUDA_FEATURES),
+        ty: VarType::Set(CudaSource::SPEC),
         default: "default",
+        flag: "--cuda",
         brief: "What the CUDA agent records.",
         help: "The agent is loaded by the CUDA driver (CUDA_INJECTION64_PATH, set by gputrace for \
                the ranks) into every process that initializes CUDA, Python programs included, \
@@ -204,6 +184,7 @@ pub const VARS: &[Var] = &[
         name: "GPUTRACE_CUDA_BUFFER",
         ty: VarType::Size,
         default: "4M",
+        flag: "--cuda-buffer",
         brief: "Size of each CUPTI activity buffer.",
         help: "CUPTI fills a buffer, hands it to the agent, which converts it and gives it back: \
                two or three are in use at a time. Larger buffers mean fewer hand-overs. Between \
@@ -213,6 +194,7 @@ pub const VARS: &[Var] = &[
         name: "GPUTRACE_NVLINK_INTERVAL",
         ty: VarType::Duration,
         default: "10ms",
+        flag: "--nvlink-interval",
         brief: "How often NVLink traffic is sampled.",
         help: "Each GPU a process uses gets an `NVLink GPU d` metric location with the bytes sent \
                and received over NVLink since the process started, read from NVML's counters.",
@@ -221,6 +203,7 @@ pub const VARS: &[Var] = &[
         name: "GPUTRACE_CUPTI_LIB",
         ty: VarType::Path,
         default: "",
+        flag: "--cupti-lib",
         brief: "The CUPTI library to use, overriding the search.",
         help: "Empty: the CUPTI beside the CUDA toolkit in use (CUDA_HOME, /usr/local/cuda), then \
                the loader's search path, then pip-installed CUPTI (nvidia/cu13/lib, \
@@ -228,8 +211,9 @@ pub const VARS: &[Var] = &[
     },
     Var {
         name: "GPUTRACE_NCCL_ENABLE",
-        ty: VarType::Set(NCCL_LEVELS),
+        ty: VarType::Set(NcclLevel::SPEC),
         default: "default",
+        flag: "--nccl",
         brief: "What the NCCL profiler plugin records.",
         help: "gputrace sets NCCL_PROFILER_PLUGIN to its plugin for the ranks (NCCL 2.23 and later \
                load it); the levels become NCCL's event activation mask. `no` leaves NCCL \
@@ -239,14 +223,42 @@ pub const VARS: &[Var] = &[
         name: "GPUTRACE_VERBOSE",
         ty: VarType::Bool,
         default: "false",
+        flag: "--verbose",
         brief: "Print gputrace's own diagnostics to stderr.",
         help: "Diagnostics are prefixed [gputrace]; the traced program's output is unchanged.",
     },
 ];
 
-/// Looks a variable up by name.
+/// Developer settings: accepted by `gputrace` and parsed like the others,
+/// but listed only by `gputrace info config-vars --full` and in their own
+/// section of `docs/configuration.md`. They make the producers save what
+/// they process, for the test fixtures (docs/testing.md).
+pub const DEVELOPER_VARS: &[Var] = &[
+    Var {
+        name: "GPUTRACE_CUDA_CAPTURE",
+        ty: VarType::Path,
+        default: "",
+        flag: "--cuda-capture",
+        brief: "Developer setting: a directory where the CUDA agent saves the CUPTI buffers it processes.",
+        help: "Each buffer, its records and the strings they point to, becomes `<dir>/<pid>-<n>.cupti`; \
+               tests/fixtures/cupti holds such captures, replayed by the tests where there is no GPU \
+               (docs/cuda.md).",
+    },
+    Var {
+        name: "GPUTRACE_NCCL_CAPTURE",
+        ty: VarType::Path,
+        default: "",
+        flag: "--nccl-capture",
+        brief: "Developer setting: a file where the NCCL plugin writes every callback it receives.",
+        help: "One text line per callback; `%p` in the name becomes the pid, `%h` the host; without \
+               `%p` an existing file makes it `<file>.<pid>`. Replayed by the tests where there is no GPU \
+               (docs/nccl.md).",
+    },
+];
+
+/// Looks a variable (a user's or a developer's) up by name.
 pub fn find(name: &str) -> Option<&'static Var> {
-    VARS.iter().find(|v| v.name == name)
+    VARS.iter().chain(DEVELOPER_VARS).find(|v| v.name == name)
 }
 
 impl VarType {

@@ -1,12 +1,15 @@
 //! The command line, and its translation into the `GPUTRACE_*` settings the
-//! rest of gputrace reads. Flags are shorthands for variables: both end up
-//! in one list of (name, value) pairs that is validated before anything
-//! runs.
+//! rest of gputrace reads. Every variable of the table (`config::VARS`,
+//! `config::DEVELOPER_VARS`) has a flag, named there: flags are shorthands
+//! for variables, both end up in one list of (name, value) pairs that is
+//! validated before anything runs and passed to the traced program. A
+//! flag's value is passed on as written, so that the variable's parser
+//! (and its messages) is the only one.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 
 /// Trace MPI programs (and, with the CUDA agent, their GPU work) into one
 /// OTF2 archive that Vampir opens, with a summary in the terminal.
@@ -21,7 +24,9 @@ use clap::{Parser, Subcommand};
     subcommand_help_heading = "Commands (anything else is the program to trace)",
     after_help = "Examples:\n  gputrace mpirun -np 4 ./app\n  gputrace -o run1 mpiexec -n 8 ./solver input.dat\n  \
                   gputrace merge gputrace-app-20261123_101500\n  gputrace info config-vars --full\n\n\
-                  Every option is also a GPUTRACE_* variable; `gputrace info config-vars` lists them."
+                  Every option is also a GPUTRACE_* variable, and every variable an option: the option \
+                  sets the variable for the traced program (and wins over the environment); \
+                  `gputrace info config-vars` lists them."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -33,24 +38,58 @@ pub struct Cli {
     pub output: Option<PathBuf>,
 
     /// MPI function groups to record (GPUTRACE_MPI_ENABLE_GROUPS), e.g. p2p,coll.
-    #[arg(long, value_name = "GROUPS")]
-    pub mpi_groups: Option<String>,
+    #[arg(long, value_name = "SET")]
+    pub mpi_groups: Option<OsString>,
+
+    /// What the CUDA agent records (GPUTRACE_CUDA_ENABLE), e.g. kernel,memcpy; no: nothing.
+    #[arg(long, value_name = "SET")]
+    pub cuda: Option<OsString>,
+
+    /// What the NCCL plugin records (GPUTRACE_NCCL_ENABLE), e.g. coll,p2p; no: nothing.
+    #[arg(long, value_name = "SET")]
+    pub nccl: Option<OsString>,
 
     /// Score-P filter file (GPUTRACE_FILTERING_FILE).
     #[arg(long, value_name = "FILE")]
-    pub filter: Option<PathBuf>,
+    pub filter: Option<OsString>,
 
     /// Event buffer memory per process (GPUTRACE_TOTAL_MEMORY), e.g. 64M.
     #[arg(long, value_name = "SIZE")]
-    pub total_memory: Option<String>,
+    pub total_memory: Option<OsString>,
+
+    /// Size of each CUPTI activity buffer (GPUTRACE_CUDA_BUFFER), e.g. 8M.
+    #[arg(long, value_name = "SIZE")]
+    pub cuda_buffer: Option<OsString>,
+
+    /// How often NVLink traffic is sampled (GPUTRACE_NVLINK_INTERVAL), e.g. 5ms.
+    #[arg(long, value_name = "DURATION")]
+    pub nvlink_interval: Option<OsString>,
+
+    /// The CUPTI library to use instead of searching (GPUTRACE_CUPTI_LIB).
+    #[arg(long, value_name = "FILE")]
+    pub cupti_lib: Option<OsString>,
 
     /// Only the summary, no OTF2 archive (GPUTRACE_ENABLE_TRACING=false).
     #[arg(long)]
     pub no_trace: bool,
 
+    /// Only the archive, no summary (GPUTRACE_ENABLE_PROFILING=false).
+    #[arg(long)]
+    pub no_summary: bool,
+
     /// Print gputrace's own diagnostics (GPUTRACE_VERBOSE=true).
     #[arg(short, long)]
     pub verbose: bool,
+
+    /// Developer setting: save the CUPTI buffers the CUDA agent processes
+    /// into DIR, for test fixtures (GPUTRACE_CUDA_CAPTURE).
+    #[arg(long, value_name = "DIR", help_heading = "Developer options")]
+    pub cuda_capture: Option<OsString>,
+
+    /// Developer setting: write every NCCL plugin callback to FILE (%p:
+    /// pid, %h: host), for test fixtures (GPUTRACE_NCCL_CAPTURE).
+    #[arg(long, value_name = "FILE", help_heading = "Developer options")]
+    pub nccl_capture: Option<OsString>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -75,9 +114,9 @@ pub enum Command {
         /// unknown name lists them.
         #[arg(long = "report", value_name = "NAME")]
         reports: Vec<String>,
-        /// table, csv or json.
-        #[arg(long, value_name = "FORMAT", default_value = "table")]
-        format: String,
+        /// How the reports are written.
+        #[arg(long, value_enum, value_name = "FORMAT", default_value_t = StatsFormat::Table)]
+        format: StatsFormat,
         /// The short form printed after a traced run: the top 5 rows of
         /// each non-empty report.
         #[arg(long, conflicts_with_all = ["reports", "format"])]
@@ -88,9 +127,9 @@ pub enum Command {
     /// `--format vite-otf2` writes to -o DIR a copy of the archive that
     /// ViTE can display.
     Export {
-        /// chrome or vite-otf2.
-        #[arg(long, value_name = "FORMAT")]
-        format: String,
+        /// What to write.
+        #[arg(long, value_enum, value_name = "FORMAT")]
+        format: ExportFormat,
         /// An experiment directory or its traces.otf2.
         input: PathBuf,
     },
@@ -98,9 +137,9 @@ pub enum Command {
     /// thread and stream, or with --matrix a heatmap of the MPI (rank x
     /// rank) or GPU (GPU x GPU) communication matrix.
     Plot {
-        /// mpi or gpu: a communication heatmap instead of the timeline.
-        #[arg(long, value_name = "WHICH")]
-        matrix: Option<String>,
+        /// A communication heatmap instead of the timeline.
+        #[arg(long, value_enum, value_name = "WHICH")]
+        matrix: Option<Matrix>,
         /// Image width in pixels.
         #[arg(long, default_value_t = 1600)]
         width: u32,
@@ -139,35 +178,110 @@ pub enum Info {
     },
 }
 
+/// `gputrace stats --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StatsFormat {
+    /// Aligned columns, as `nsys stats` prints them.
+    Table,
+    /// Comma-separated values, a header line per report.
+    Csv,
+    /// One JSON object per report.
+    Json,
+}
+
+impl StatsFormat {
+    /// The format the reports take.
+    pub fn table_format(self) -> report::table::Format {
+        match self {
+            StatsFormat::Table => report::table::Format::Table,
+            StatsFormat::Csv => report::table::Format::Csv,
+            StatsFormat::Json => report::table::Format::Json,
+        }
+    }
+}
+
+/// `gputrace export --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// Chrome trace-event JSON (Perfetto, chrome://tracing), to -o FILE (.json or .json.gz).
+    Chrome,
+    /// A copy of the archive that ViTE can display, to -o DIR.
+    #[value(name = "vite-otf2", alias = "vite")]
+    ViteOtf2,
+}
+
+/// `gputrace plot --matrix`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Matrix {
+    /// MPI point-to-point bytes, rank x rank.
+    Mpi,
+    /// Bytes between GPUs (peer copies and NCCL), GPU x GPU.
+    Gpu,
+}
+
+impl Matrix {
+    /// The name the heatmap takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            Matrix::Mpi => "mpi",
+            Matrix::Gpu => "gpu",
+        }
+    }
+}
+
 impl Cli {
     /// The settings: `GPUTRACE_*` variables of the environment, overridden
     /// by flags.
     pub fn settings(&self) -> Vec<(String, String)> {
-        let mut out = env_settings();
-        let mut set = |k: &str, v: String| {
-            out.retain(|(name, _)| name != k);
-            out.push((k.to_string(), v));
-        };
-        if let Some(o) = &self.output {
-            set("GPUTRACE_EXPERIMENT_DIRECTORY", o.display().to_string());
-        }
-        if let Some(g) = &self.mpi_groups {
-            set("GPUTRACE_MPI_ENABLE_GROUPS", g.clone());
-        }
-        if let Some(f) = &self.filter {
-            set("GPUTRACE_FILTERING_FILE", f.display().to_string());
-        }
-        if let Some(m) = &self.total_memory {
-            set("GPUTRACE_TOTAL_MEMORY", m.clone());
-        }
-        if self.no_trace {
-            set("GPUTRACE_ENABLE_TRACING", "false".into());
-        }
-        if self.verbose {
-            set("GPUTRACE_VERBOSE", "true".into());
-        }
-        out
+        self.settings_over(env_settings())
     }
+
+    /// `env` (the variables of the environment) overridden by the flags.
+    pub fn settings_over(&self, mut env: Vec<(String, String)>) -> Vec<(String, String)> {
+        for (name, value) in self.flags() {
+            env.retain(|(k, _)| k != name);
+            env.push((name.to_string(), value));
+        }
+        env
+    }
+
+    /// The variables the flags given set, with their values as written.
+    fn flags(&self) -> Vec<(&'static str, String)> {
+        let text = |v: &Option<OsString>| v.as_ref().map(|v| v.to_string_lossy().into_owned());
+        let switch = |on: bool, value: &str| on.then(|| value.to_string());
+        [
+            ("GPUTRACE_ENABLE_TRACING", switch(self.no_trace, "false")),
+            ("GPUTRACE_ENABLE_PROFILING", switch(self.no_summary, "false")),
+            ("GPUTRACE_EXPERIMENT_DIRECTORY", self.output.as_ref().map(|o| o.to_string_lossy().into_owned())),
+            ("GPUTRACE_TOTAL_MEMORY", text(&self.total_memory)),
+            ("GPUTRACE_FILTERING_FILE", text(&self.filter)),
+            ("GPUTRACE_MPI_ENABLE_GROUPS", text(&self.mpi_groups)),
+            ("GPUTRACE_CUDA_ENABLE", text(&self.cuda)),
+            ("GPUTRACE_CUDA_BUFFER", text(&self.cuda_buffer)),
+            ("GPUTRACE_NVLINK_INTERVAL", text(&self.nvlink_interval)),
+            ("GPUTRACE_CUPTI_LIB", text(&self.cupti_lib)),
+            ("GPUTRACE_NCCL_ENABLE", text(&self.nccl)),
+            ("GPUTRACE_VERBOSE", switch(self.verbose, "true")),
+            ("GPUTRACE_CUDA_CAPTURE", text(&self.cuda_capture)),
+            ("GPUTRACE_NCCL_CAPTURE", text(&self.nccl_capture)),
+        ]
+        .into_iter()
+        .filter_map(|(name, value)| Some((name, value?)))
+        .collect()
+    }
+}
+
+/// A command-line error as one line, as gputrace's other errors: clap's
+/// message and the values it allows, without the pointer to `--help`.
+pub fn one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let parts: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with("For more information") && !l.starts_with("Usage:"))
+        .collect();
+    let line = parts.join(" ");
+    line.strip_prefix("error: ").unwrap_or(&line).to_string()
 }
 
 /// The `GPUTRACE_*` variables of the environment.
@@ -176,4 +290,136 @@ pub fn env_settings() -> Vec<(String, String)> {
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.to_string_lossy().into_owned())))
         .filter(|(k, _)| k.starts_with("GPUTRACE_"))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+    use config::{DEVELOPER_VARS, VARS, Var, VarType};
+
+    /// A value of `v`'s type, not its default.
+    fn sample(v: &Var) -> &'static str {
+        match v.ty {
+            VarType::Bool => "",
+            VarType::Size => "48M",
+            VarType::Path => "/some where/x",
+            VarType::Duration => "3ms",
+            VarType::Set(spec) => spec.members[1].name,
+        }
+    }
+
+    fn all_vars() -> impl Iterator<Item = &'static Var> {
+        VARS.iter().chain(DEVELOPER_VARS)
+    }
+
+    #[test]
+    fn every_variable_has_a_flag_that_sets_it() {
+        for v in all_vars() {
+            let mut args = vec!["gputrace", v.flag];
+            let want = match v.ty {
+                VarType::Bool => {
+                    if v.default == "true" {
+                        "false"
+                    } else {
+                        "true"
+                    }
+                }
+                _ => {
+                    args.push(sample(v));
+                    sample(v)
+                }
+            };
+            args.push("prog");
+            let cli = Cli::try_parse_from(&args).unwrap_or_else(|e| panic!("{}: {e}", v.flag));
+            let env = vec![(v.name.to_string(), "from the environment".to_string())];
+            let settings = cli.settings_over(env);
+            assert_eq!(settings, [(v.name.to_string(), want.to_string())], "{}", v.flag);
+            assert!(matches!(cli.command, Some(Command::Run(_))));
+        }
+        // Without flags, the environment stays as it is.
+        let cli = Cli::try_parse_from(["gputrace", "prog"]).unwrap();
+        let env = vec![("GPUTRACE_CUDA_ENABLE".to_string(), "kernel".to_string())];
+        assert_eq!(cli.settings_over(env.clone()), env);
+        // Exactly the table's variables have a flag.
+        let mut set: Vec<&str> = Cli::try_parse_from(flag_line()).unwrap().flags().iter().map(|(n, _)| *n).collect();
+        let mut names: Vec<&str> = all_vars().map(|v| v.name).collect();
+        set.sort();
+        names.sort();
+        assert_eq!(set, names);
+    }
+
+    /// Every flag at once.
+    fn flag_line() -> Vec<&'static str> {
+        let mut args = vec!["gputrace"];
+        for v in all_vars() {
+            args.push(v.flag);
+            if v.ty != VarType::Bool {
+                args.push(sample(v));
+            }
+        }
+        args.push("prog");
+        args
+    }
+
+    #[test]
+    fn help_documents_every_flag_with_its_variable() {
+        let cmd = Cli::command();
+        for v in all_vars() {
+            let long = v.flag.trim_start_matches("--");
+            let arg = cmd.get_arguments().find(|a| a.get_long() == Some(long)).unwrap_or_else(|| panic!("{}", v.flag));
+            let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+            assert!(help.contains(v.name), "{}: {help}", v.flag);
+        }
+        let help = Cli::command().render_long_help().to_string();
+        for v in all_vars() {
+            assert!(help.contains(v.flag) && help.contains(v.name), "{}", v.flag);
+        }
+    }
+
+    #[test]
+    fn a_set_flag_is_passed_on_as_written() {
+        // The variable's parser judges it, with its own message.
+        let cli = Cli::try_parse_from(["gputrace", "--cuda", "kernels", "prog"]).unwrap();
+        assert_eq!(cli.settings_over(vec![]), [("GPUTRACE_CUDA_ENABLE".to_string(), "kernels".to_string())]);
+        let err = config::Config::from_pairs(&cli.settings_over(vec![])).unwrap_err();
+        assert!(err[0].to_string().starts_with("GPUTRACE_CUDA_ENABLE=kernels: unknown value"), "{}", err[0]);
+    }
+
+    #[test]
+    fn formats_and_matrices_are_enums() {
+        let stats = |args: &[&str]| Cli::try_parse_from(args).map(|c| c.command);
+        match stats(&["gputrace", "stats", "d"]).unwrap() {
+            Some(Command::Stats { format: StatsFormat::Table, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+        match stats(&["gputrace", "stats", "--format", "json", "d"]).unwrap() {
+            Some(Command::Stats { format, .. }) => {
+                assert_eq!(format.table_format(), report::table::Format::Json)
+            }
+            other => panic!("{other:?}"),
+        }
+        let err = stats(&["gputrace", "stats", "--format", "xml", "d"]).unwrap_err().to_string();
+        assert!(err.contains("invalid value 'xml'") && err.contains("table, csv, json"), "{err}");
+        for (name, want) in
+            [("chrome", ExportFormat::Chrome), ("vite-otf2", ExportFormat::ViteOtf2), ("vite", ExportFormat::ViteOtf2)]
+        {
+            match stats(&["gputrace", "export", "--format", name, "d"]).unwrap() {
+                Some(Command::Export { format, .. }) => assert_eq!(format, want),
+                other => panic!("{other:?}"),
+            }
+        }
+        assert!(stats(&["gputrace", "export", "--format", "svg", "d"]).is_err());
+        for m in [Matrix::Mpi, Matrix::Gpu] {
+            match stats(&["gputrace", "plot", "--matrix", m.name(), "d"]).unwrap() {
+                Some(Command::Plot { matrix, .. }) => assert_eq!(matrix, Some(m)),
+                other => panic!("{other:?}"),
+            }
+        }
+        let err = stats(&["gputrace", "plot", "--matrix", "cpu", "d"]).unwrap_err().to_string();
+        assert!(err.contains("mpi, gpu"), "{err}");
+        // As gputrace reports it: one line with the allowed values.
+        let line = one_line(&stats(&["gputrace", "stats", "--format", "xml", "d"]).unwrap_err());
+        assert_eq!(line, "invalid value 'xml' for '--format <FORMAT>' [possible values: table, csv, json]");
+    }
 }

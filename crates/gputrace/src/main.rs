@@ -25,7 +25,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{Cli, Command, Info};
+use cli::{Cli, Command, ExportFormat, Info};
 
 /// An error in what the user asked for: exit status 2, as for bad usage.
 #[derive(Debug)]
@@ -40,7 +40,15 @@ impl std::fmt::Display for UsageError {
 impl std::error::Error for UsageError {}
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // --help and --version, as clap prints them.
+        Err(e) if !e.use_stderr() => e.exit(),
+        Err(e) => {
+            say!("gputrace: error: {}", cli::one_line(&e));
+            return ExitCode::from(2);
+        }
+    };
     match run(cli) {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
         Err(e) => {
@@ -96,7 +104,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Some(Command::Stats { input, reports, format, .. }) => {
-            let request = report::stats::StatsRequest { reports, format: report::stats::parse_format(&format)? };
+            let request = report::stats::StatsRequest { reports, format: format.table_format() };
             let mut out = std::io::stdout().lock();
             report::stats::run(&input, &request, &mut out)?;
             out.flush()?;
@@ -104,12 +112,12 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Some(Command::Export { format, input }) => {
             let output = required_output(cli.output.as_deref(), "export")?;
-            match format.as_str() {
-                "chrome" => {
+            match format {
+                ExportFormat::Chrome => {
                     let n = report::chrome::export(&input, output)?;
                     say!("gputrace: wrote {} ({} events)", output.display(), n.events);
                 }
-                "vite-otf2" | "vite" => {
+                ExportFormat::ViteOtf2 => {
                     // The copy goes into a directory, never over an archive.
                     let taken = if output.exists() && !output.is_dir() {
                         Some("is not a directory")
@@ -128,18 +136,14 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                     let anchor = report::vite::export(&input, output)?;
                     say!("gputrace: wrote {} (open it with `vite {}`)", output.display(), anchor.display());
                 }
-                other => {
-                    return Err(UsageError(format!("unknown export format `{other}`: chrome or vite-otf2")).into());
-                }
             }
             Ok(0)
         }
         Some(Command::Plot { matrix, width, input }) => {
             let output = required_output(cli.output.as_deref(), "plot")?;
-            match matrix.as_deref() {
+            match matrix {
                 None => report::plot::timeline(&input, output, width)?,
-                Some(which @ ("mpi" | "gpu")) => report::plot::heatmap(&input, output, which)?,
-                Some(other) => return Err(UsageError(format!("unknown matrix `{other}`: mpi or gpu")).into()),
+                Some(which) => report::plot::heatmap(&input, output, which.name())?,
             }
             say!("gputrace: wrote {}", output.display());
             Ok(0)

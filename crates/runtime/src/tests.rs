@@ -56,12 +56,12 @@ fn events_of_several_threads_come_back_complete() {
 }
 
 /// The child's part of the kill tests: records into a stream in
-/// `GPUTRACE_TEST_KILL_DIR`, defining a new region every 50 events, and
+/// `_GPUTRACE_TEST_KILL_DIR` (`config::hooks::KILL_DIR`), defining a new region every 50 events, and
 /// after each event writes how many it recorded to `count` (8 bytes,
 /// `pwrite`), until it is killed.
 #[test]
 fn kill_child_records_until_killed() {
-    let Some(dir) = std::env::var_os("GPUTRACE_TEST_KILL_DIR") else { return };
+    let Some(dir) = std::env::var_os(config::hooks::KILL_DIR.name) else { return };
     let dir = PathBuf::from(dir);
     let count = std::fs::OpenOptions::new().write(true).create(true).truncate(true).open(dir.join("count")).unwrap();
     let rec = recorder(&dir, 256 << 10);
@@ -80,7 +80,7 @@ fn kill_child_records_until_killed() {
 fn recording_child(dir: &Path) -> std::process::Child {
     std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "tests::kill_child_records_until_killed", "--nocapture", "--test-threads=1"])
-        .env("GPUTRACE_TEST_KILL_DIR", dir)
+        .env(config::hooks::KILL_DIR.name, dir)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
@@ -309,7 +309,7 @@ fn a_live_writer_is_seen_and_a_dead_one_is_not() {
 /// The child's part of the panic test: two panics caught by a shield.
 #[test]
 fn panic_child_panics_twice() {
-    if std::env::var_os("GPUTRACE_TEST_PANIC").is_none() {
+    if std::env::var_os(config::hooks::PANIC.name).is_none() {
         return;
     }
     diag::quiet_panics();
@@ -324,7 +324,7 @@ fn panic_child_panics_twice() {
 fn a_caught_panic_is_one_line_on_stderr() {
     let out = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--exact", "tests::panic_child_panics_twice", "--nocapture", "--test-threads=1"])
-        .env("GPUTRACE_TEST_PANIC", "1")
+        .env(config::hooks::PANIC.name, "1")
         .env_remove("RUST_BACKTRACE")
         .output()
         .unwrap();

@@ -92,7 +92,8 @@ fn captured_buffers_merge_into_an_archive_the_python_reader_checks() {
 fn cuda_enable_chooses_what_is_recorded() {
     let results = fresh_dir("cuda-subset");
     std::fs::create_dir_all(&results).unwrap();
-    let set = config::parse_set("driver,kernel,memcpy", config::vars::CUDA_FEATURES).unwrap();
+    use config::CudaSource::{Driver, Kernel, Memcpy};
+    let set = config::EnabledSet::of(&[Driver, Kernel, Memcpy]);
     replay_and_merge(&results, "subset", Enabled::from_set(&set));
     std::fs::copy(results.join("subset.out"), results.join("basic.out")).unwrap();
     let report = check_archives(&results);

@@ -3,6 +3,7 @@
 
 mod analysis;
 mod bad_input;
+mod cli;
 mod cuda;
 mod full_disk;
 mod layout;

@@ -80,7 +80,7 @@ pub fn start() {
 }
 
 fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
-    let cupti = Cupti::find_and_load().map_err(|e| e.to_string())?;
+    let cupti = Cupti::find_and_load(config.cupti_lib.as_deref()).map_err(|e| e.to_string())?;
     let version = cupti.version();
     let mut handle: sys::CUpti_SubscriberHandle = std::ptr::null_mut();
     // SAFETY: `handle` is writable; the callback is an extern "C" fn that
@@ -143,7 +143,7 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
         // SAFETY: as above. A crash loses at most about a second of records.
         unsafe { f(1000) };
     }
-    let capture = std::env::var_os("GPUTRACE_CUDA_CAPTURE").map(PathBuf::from);
+    let capture = config.cuda_capture.clone();
     if let Some(dir) = &capture {
         let _ = std::fs::create_dir_all(dir);
     }

@@ -18,7 +18,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 
-use config::EnabledSet;
+use config::{CudaSource, EnabledSet};
 use raw::{
     Definition, DeviceDef, Event, LinkEnd, LocationKind, MemCopy, MemoryKind, NvLinkDef, Paradigm, PeerEnds, RegionRole,
 };
@@ -47,16 +47,16 @@ pub struct Enabled {
 }
 
 impl Enabled {
-    pub fn from_set(set: &EnabledSet) -> Enabled {
+    pub fn from_set(set: &EnabledSet<CudaSource>) -> Enabled {
         Enabled {
-            driver: set.contains("driver"),
-            runtime: set.contains("runtime"),
-            kernel: set.contains("kernel"),
-            memcpy: set.contains("memcpy"),
-            memset: set.contains("memset"),
-            peer: set.contains("peer"),
-            sync: set.contains("sync"),
-            nvlink: set.contains("nvlink"),
+            driver: set.contains(CudaSource::Driver),
+            runtime: set.contains(CudaSource::Runtime),
+            kernel: set.contains(CudaSource::Kernel),
+            memcpy: set.contains(CudaSource::Memcpy),
+            memset: set.contains(CudaSource::Memset),
+            peer: set.contains(CudaSource::Peer),
+            sync: set.contains(CudaSource::Sync),
+            nvlink: set.contains(CudaSource::Nvlink),
         }
     }
 

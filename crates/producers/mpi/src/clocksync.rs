@@ -25,10 +25,11 @@ use crate::pmpi;
 /// Round trips per measured domain.
 pub const PING_PONGS: usize = 10;
 
-/// Test hook: gives every rank `rank % N` (`rank%N`) or its own rank
-/// (`rank`) as clock domain, so that the measurement runs on one host.
-/// Named outside `GPUTRACE_*` because it is not a user setting.
-pub const TEST_DOMAIN_VARIABLE: &str = "_GPUTRACE_TEST_CLOCK_DOMAIN";
+/// Test hook (`config::hooks::CLOCK_DOMAIN`): gives every rank `rank % N`
+/// (`rank%N`) or its own rank (`rank`) as clock domain, so that the
+/// measurement runs on one host. Named outside `GPUTRACE_*` because it is
+/// not a user setting.
+pub const TEST_DOMAIN_VARIABLE: &str = config::hooks::CLOCK_DOMAIN.name;
 
 const TAG_PING: c_int = 1;
 const TAG_PONG: c_int = 2;

@@ -5,7 +5,7 @@
 //! is a handful of atomics and a `OnceLock`, never a lock.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 use config::EnabledSet;
 use runtime::Recorder;
@@ -27,7 +27,7 @@ pub enum Phase {
 
 static PHASE: AtomicU8 = AtomicU8::new(Phase::BeforeInit as u8);
 static RECORDER: OnceLock<Recorder> = OnceLock::new();
-static GROUPS: AtomicU32 = AtomicU32::new(0);
+static GROUPS: AtomicU64 = AtomicU64::new(0);
 
 /// The current phase.
 #[inline]
@@ -60,80 +60,17 @@ pub(crate) fn set_recorder(rec: Recorder) -> &'static Recorder {
     RECORDER.get_or_init(|| rec)
 }
 
-/// The MPI function groups, as Score-P names them. The discriminant is
-/// the group's bit in the enabled mask.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[repr(u8)]
-pub enum Group {
-    Cg = 0,
-    Coll,
-    Env,
-    Err,
-    Ext,
-    Io,
-    Misc,
-    Perf,
-    P2p,
-    Rma,
-    Spawn,
-    Topo,
-    Type,
-    Xnonblock,
-    Xreqtest,
-}
-
-impl Group {
-    pub const ALL: [Group; 15] = [
-        Group::Cg,
-        Group::Coll,
-        Group::Env,
-        Group::Err,
-        Group::Ext,
-        Group::Io,
-        Group::Misc,
-        Group::Perf,
-        Group::P2p,
-        Group::Rma,
-        Group::Spawn,
-        Group::Topo,
-        Group::Type,
-        Group::Xnonblock,
-        Group::Xreqtest,
-    ];
-
-    /// The name in `GPUTRACE_MPI_ENABLE_GROUPS` and in region definitions.
-    pub fn name(self) -> &'static str {
-        match self {
-            Group::Cg => "cg",
-            Group::Coll => "coll",
-            Group::Env => "env",
-            Group::Err => "err",
-            Group::Ext => "ext",
-            Group::Io => "io",
-            Group::Misc => "misc",
-            Group::Perf => "perf",
-            Group::P2p => "p2p",
-            Group::Rma => "rma",
-            Group::Spawn => "spawn",
-            Group::Topo => "topo",
-            Group::Type => "type",
-            Group::Xnonblock => "xnonblock",
-            Group::Xreqtest => "xreqtest",
-        }
-    }
-
-    #[inline]
-    fn bit(self) -> u32 {
-        1 << self as u8
-    }
-}
+/// The MPI function groups: `GPUTRACE_MPI_ENABLE_GROUPS`'s members,
+/// declared once in the configuration. A group's name is its name in the
+/// variable and in region definitions; its bit is its bit in the mask.
+pub use config::MpiGroup as Group;
 
 /// The mask of the groups in `set`.
-pub fn group_mask(set: &EnabledSet) -> u32 {
-    Group::ALL.iter().filter(|g| set.contains(g.name())).fold(0, |m, g| m | g.bit())
+pub fn group_mask(set: &EnabledSet<Group>) -> u64 {
+    set.bits()
 }
 
-pub(crate) fn set_groups(mask: u32) {
+pub(crate) fn set_groups(mask: u64) {
     GROUPS.store(mask, Ordering::Relaxed);
 }
 
@@ -146,13 +83,12 @@ pub fn enabled(g: Group) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use config::{parse_set, vars::MPI_GROUPS};
 
     #[test]
-    fn group_names_are_the_configuration_names() {
-        let all = parse_set("all", MPI_GROUPS).unwrap();
+    fn the_mask_has_the_bits_of_the_configured_groups() {
+        let all = EnabledSet::<Group>::parse("all").unwrap();
         assert_eq!(group_mask(&all), (1 << Group::ALL.len()) - 1);
-        let some = parse_set("p2p,xreqtest", MPI_GROUPS).unwrap();
+        let some = EnabledSet::<Group>::parse("p2p,xreqtest").unwrap();
         assert_eq!(group_mask(&some), Group::P2p.bit() | Group::Xreqtest.bit());
     }
 }

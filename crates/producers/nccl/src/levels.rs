@@ -15,7 +15,7 @@
 //! NCCL keeps one mask per process, which every communicator's `init`
 //! overwrites; the plugin always writes the same one.
 
-use config::EnabledSet;
+use config::{EnabledSet, NcclLevel};
 
 use crate::abi::event as ev;
 
@@ -32,13 +32,35 @@ pub struct Levels {
 impl Levels {
     pub const ALL: Levels = Levels { group: true, coll: true, p2p: true, proxy: true, kernel: true };
 
-    pub fn from_set(set: &EnabledSet) -> Levels {
+    pub fn from_set(set: &EnabledSet<NcclLevel>) -> Levels {
         Levels {
-            group: set.contains("group"),
-            coll: set.contains("coll"),
-            p2p: set.contains("p2p"),
-            proxy: set.contains("proxy"),
-            kernel: set.contains("kernel"),
+            group: set.contains(NcclLevel::Group),
+            coll: set.contains(NcclLevel::Coll),
+            p2p: set.contains(NcclLevel::P2p),
+            proxy: set.contains(NcclLevel::Proxy),
+            kernel: set.contains(NcclLevel::Kernel),
+        }
+    }
+
+    /// The switch of `level`.
+    fn switch(&mut self, level: NcclLevel) -> &mut bool {
+        match level {
+            NcclLevel::Group => &mut self.group,
+            NcclLevel::Coll => &mut self.coll,
+            NcclLevel::P2p => &mut self.p2p,
+            NcclLevel::Proxy => &mut self.proxy,
+            NcclLevel::Kernel => &mut self.kernel,
+        }
+    }
+
+    /// Whether `level` is recorded.
+    pub fn is_on(&self, level: NcclLevel) -> bool {
+        match level {
+            NcclLevel::Group => self.group,
+            NcclLevel::Coll => self.coll,
+            NcclLevel::P2p => self.p2p,
+            NcclLevel::Proxy => self.proxy,
+            NcclLevel::Kernel => self.kernel,
         }
     }
 
@@ -47,31 +69,16 @@ impl Levels {
     pub fn parse(text: &str) -> Result<Levels, String> {
         let mut l = Levels::default();
         for name in text.split(',').map(str::trim).filter(|s| !s.is_empty() && *s != "none") {
-            match name {
-                "group" => l.group = true,
-                "coll" => l.coll = true,
-                "p2p" => l.p2p = true,
-                "proxy" => l.proxy = true,
-                "kernel" => l.kernel = true,
-                other => return Err(format!("unknown NCCL level '{other}'")),
-            }
+            let level = NcclLevel::from_name(name).ok_or_else(|| format!("unknown NCCL level '{name}'"))?;
+            *l.switch(level) = true;
         }
         Ok(l)
     }
 
     /// The level names, comma-separated ("none" for none).
     pub fn names(&self) -> String {
-        let names: Vec<&str> = [
-            (self.group, "group"),
-            (self.coll, "coll"),
-            (self.p2p, "p2p"),
-            (self.proxy, "proxy"),
-            (self.kernel, "kernel"),
-        ]
-        .iter()
-        .filter(|(on, _)| *on)
-        .map(|(_, n)| *n)
-        .collect();
+        let names: Vec<&str> =
+            NcclLevel::ALL.iter().filter(|level| self.is_on(**level)).map(|level| level.name()).collect();
         if names.is_empty() { "none".into() } else { names.join(",") }
     }
 

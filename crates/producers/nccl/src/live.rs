@@ -60,7 +60,8 @@ fn start_once() -> Option<Live> {
         return None;
     }
     let rec = runtime::start_with(Producer::Nccl, &config)?;
-    let capture = std::env::var("GPUTRACE_NCCL_CAPTURE").ok().filter(|v| !v.is_empty()).and_then(|template| {
+    let capture = config.nccl_capture.as_ref().and_then(|template| {
+        let template = template.to_string_lossy();
         let header = identity::stream_header(Producer::Nccl);
         CaptureWriter::create(&template, levels, &header)
             .map_err(|e| diag::warn_once(&format!("cannot write the NCCL capture {template}: {e}")))

@@ -265,13 +265,3 @@ impl Cell {
         }
     }
 }
-
-/// Parses `--format`.
-pub fn parse_format(s: &str) -> Result<Format> {
-    Ok(match s {
-        "table" => Format::Table,
-        "csv" => Format::Csv,
-        "json" => Format::Json,
-        other => bail!(UsageError(format!("unknown format `{other}`: table, csv or json"))),
-    })
-}

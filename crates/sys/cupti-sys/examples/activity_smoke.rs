@@ -1,12 +1,12 @@
 //! Checks the record tables against a real GPU: loads CUPTI (as
-//! `Cupti::find_and_load` finds it, or `GPUTRACE_CUPTI_LIB`), enables a few
+//! `Cupti::find_and_load` finds it, or the LIBRARY given), enables a few
 //! activity kinds, does some driver-API work (copies, a memset, a kernel
 //! JIT-compiled from PTX), and for every record checks that the distance to
 //! the next record in CUPTI's buffer is the size of the struct
 //! `CuptiVersion::record_struct` names for its kind. Exits 1 on a mismatch.
 //!
 //! ```text
-//! cargo run -p cupti-sys --example activity_smoke
+//! cargo run -p cupti-sys --example activity_smoke [LIBRARY]
 //! ```
 
 use std::collections::BTreeMap;
@@ -246,7 +246,8 @@ fn gpu_work() -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let cupti = match Cupti::find_and_load() {
+    let library = std::env::args_os().nth(1).map(std::path::PathBuf::from);
+    let cupti = match Cupti::find_and_load(library.as_deref()) {
         Ok(cupti) => CUPTI.get_or_init(|| cupti),
         Err(error) => {
             eprintln!("error: {error}");

@@ -1,8 +1,10 @@
 //! Prints where this crate looks for CUPTI, which library it loads, and
-//! which record struct that library writes for each activity kind:
+//! which record struct that library writes for each activity kind; with
+//! a LIBRARY, that one instead of searching (as gputrace's
+//! `GPUTRACE_CUPTI_LIB`):
 //!
 //! ```text
-//! cargo run -p cupti-sys --example cupti_probe
+//! cargo run -p cupti-sys --example cupti_probe [LIBRARY]
 //! ```
 
 use std::process::ExitCode;
@@ -10,7 +12,8 @@ use std::process::ExitCode;
 use cupti_sys::{Cupti, SearchEnv, candidates, common};
 
 fn main() -> ExitCode {
-    let env = SearchEnv::from_process();
+    let library = std::env::args_os().nth(1).map(std::path::PathBuf::from);
+    let env = SearchEnv::from_process(library.as_deref());
     println!("driver CUDA version: {:?}", cupti_sys::driver_cuda_version());
     println!("candidates:");
     for candidate in candidates(&env) {

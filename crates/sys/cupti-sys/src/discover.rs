@@ -3,7 +3,9 @@
 //! major) into the ordered list of libraries to try, without loading any;
 //! [`Cupti::find_and_load`] tries them in turn.
 //!
-//! The order: `GPUTRACE_CUPTI_LIB`, alone when set; the toolkit in use
+//! The order: the library the caller names (gputrace's
+//! `GPUTRACE_CUPTI_LIB`, parsed by its configuration, not here), alone
+//! when given; the toolkit in use
 //! (`$CUDA_HOME`, `$CUDA_PATH`, `/usr/local/cuda`, then `/usr/local/cuda-*`
 //! newest first), in each `extras/CUPTI/lib64/libcupti.so*` (CUDA 12) and
 //! `targets/*/lib/libcupti.so*` (CUDA 13); the dynamic loader's search path
@@ -28,7 +30,8 @@ use crate::{Cupti, LoadError, elf};
 /// The environment [`candidates`] searches.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SearchEnv {
-    /// `GPUTRACE_CUPTI_LIB`: a library to use instead of searching.
+    /// A library to use instead of searching (gputrace passes its
+    /// `GPUTRACE_CUPTI_LIB`).
     pub cupti_lib: Option<PathBuf>,
     /// `CUDA_HOME`.
     pub cuda_home: Option<PathBuf>,
@@ -50,13 +53,15 @@ pub struct SearchEnv {
 }
 
 impl SearchEnv {
-    /// The process's environment variables, `/` as the root, and the
+    /// `cupti_lib` (the caller's override, `None` to search), the
+    /// process's environment variables (the toolkit's and Python's, listed
+    /// above; no variable of gputrace's own), `/` as the root, and the
     /// driver's CUDA major from [`driver_cuda_version`].
-    pub fn from_process() -> SearchEnv {
+    pub fn from_process(cupti_lib: Option<&Path>) -> SearchEnv {
         let var = |name| std::env::var_os(name).filter(|value| !value.is_empty());
         let path = |name| var(name).map(PathBuf::from);
         SearchEnv {
-            cupti_lib: path("GPUTRACE_CUPTI_LIB"),
+            cupti_lib: cupti_lib.filter(|p| !p.as_os_str().is_empty()).map(Path::to_path_buf),
             cuda_home: path("CUDA_HOME"),
             cuda_path: path("CUDA_PATH"),
             virtual_env: path("VIRTUAL_ENV"),
@@ -74,7 +79,7 @@ impl SearchEnv {
 /// Where a candidate was found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Origin {
-    /// `GPUTRACE_CUPTI_LIB`.
+    /// The caller's override (`GPUTRACE_CUPTI_LIB`).
     Override,
     /// Under `$CUDA_HOME`.
     CudaHome,
@@ -161,9 +166,9 @@ pub fn candidates(env: &SearchEnv) -> Vec<Candidate> {
 }
 
 impl Cupti {
-    /// Finds and loads CUPTI for this process: `GPUTRACE_CUPTI_LIB` if set
-    /// (and nothing else: a library the user named is not silently
-    /// replaced); else a libcupti the process has loaded already; else the
+    /// Finds and loads CUPTI for this process: `cupti_lib` if given
+    /// (gputrace's `GPUTRACE_CUPTI_LIB`, and nothing else: a library the
+    /// user named is not silently replaced); else a libcupti the process has loaded already; else the
     /// first of [`candidates`] that loads, skipping those of a CUDA major
     /// newer than the driver's. The error lists every library tried and why
     /// it failed.
@@ -172,8 +177,8 @@ impl Cupti {
     /// the driver may crash there (13.2.86 does where no driver is
     /// installed): the driver check above keeps other majors away, but a
     /// newer minor of the same major cannot be told apart before loading.
-    pub fn find_and_load() -> Result<Cupti, LoadError> {
-        Cupti::find_and_load_in(&SearchEnv::from_process())
+    pub fn find_and_load(cupti_lib: Option<&Path>) -> Result<Cupti, LoadError> {
+        Cupti::find_and_load_in(&SearchEnv::from_process(cupti_lib))
     }
 
     /// [`find_and_load`](Self::find_and_load) with a given environment.

@@ -122,8 +122,9 @@ pub enum LoadError {
         /// The driver's CUDA major.
         driver: u32,
     },
-    /// `GPUTRACE_CUPTI_LIB` names a library that cannot be used; no other
-    /// is tried in its place.
+    /// The override (gputrace's `GPUTRACE_CUPTI_LIB`, passed to
+    /// [`Cupti::find_and_load`](crate::Cupti::find_and_load)) names a
+    /// library that cannot be used; no other is tried in its place.
     #[error("GPUTRACE_CUPTI_LIB={}: {source}", path.display())]
     Override {
         /// The variable's value.

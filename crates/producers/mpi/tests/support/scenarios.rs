@@ -212,7 +212,7 @@ pub fn fortran(f: &Flavour, program: &str, np: usize) {
 /// host: the offsets are measured and, the clock being one, within the
 /// measurement's error of zero.
 pub fn clock_sync(f: &Flavour) {
-    let env = [("_GPUTRACE_TEST_CLOCK_DOMAIN", "rank%2")];
+    let env = [(config::hooks::CLOCK_DOMAIN.name, "rank%2")];
     let (trace, _) = f.traced("p2p.c", 3, &["-n", "1"], &env);
     for s in &trace.streams {
         assert_eq!(s.clock_syncs.len(), 2);

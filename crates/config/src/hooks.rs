@@ -1,0 +1,46 @@
+//! Test hooks: environment variables that tests set to steer gputrace's
+//! own code, never settings for users. Their names start with
+//! `_GPUTRACE_TEST_`, outside the `GPUTRACE_*` namespace on purpose:
+//! `gputrace` neither checks nor forwards them, and `gputrace info
+//! config-vars` lists them only with `--full`. This is the one list of
+//! them (`docs/configuration.md` prints it); every variable a user may
+//! set is in [`VARS`](crate::VARS) or [`DEVELOPER_VARS`](crate::DEVELOPER_VARS).
+
+/// One test hook.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hook {
+    pub name: &'static str,
+    /// The code that reads it.
+    pub read_by: &'static str,
+    /// What it does.
+    pub help: &'static str,
+}
+
+/// Gives every rank an artificial clock domain, so that the clock
+/// measurement between domains runs on one host.
+pub const CLOCK_DOMAIN: Hook = Hook {
+    name: "_GPUTRACE_TEST_CLOCK_DOMAIN",
+    read_by: "the MPI producer (crates/producers/mpi/src/clocksync.rs)",
+    help: "`rank%N`: every rank's clock domain is its rank modulo N; `rank`: its own rank. The \
+           clocks are measured against rank 0 as if the ranks ran on different hosts.",
+};
+
+/// Makes a test binary of the runtime, run again as a child, record until
+/// it is killed.
+pub const KILL_DIR: Hook = Hook {
+    name: "_GPUTRACE_TEST_KILL_DIR",
+    read_by: "the runtime's own tests (crates/runtime/src/tests.rs)",
+    help: "The child records into this directory until the parent test kills it.",
+};
+
+/// Makes a test binary of the runtime, run again as a child, panic inside
+/// the recorder.
+pub const PANIC: Hook = Hook {
+    name: "_GPUTRACE_TEST_PANIC",
+    read_by: "the runtime's own tests (crates/runtime/src/tests.rs)",
+    help: "The child panics inside the tracer, to show that one [gputrace] line is all the \
+           program's stderr gets.",
+};
+
+/// Every test hook.
+pub const ALL: &[Hook] = &[CLOCK_DOMAIN, KILL_DIR, PANIC];

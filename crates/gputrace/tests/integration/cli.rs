@@ -1,0 +1,101 @@
+//! The command line: every variable's flag reaches the traced program as
+//! the variable, and wins over the environment.
+
+use std::collections::HashMap;
+use std::process::Command;
+
+use config::{DEVELOPER_VARS, VARS, VarType};
+
+use crate::util::*;
+
+#[test]
+fn every_flag_sets_its_variable_for_the_traced_program() {
+    let dir = fresh_dir("flags");
+    let filter = scratch().join("flags.filter");
+    std::fs::write(&filter, "SCOREP_REGION_NAMES_BEGIN\n  EXCLUDE MPI_Wtime\nSCOREP_REGION_NAMES_END\n").unwrap();
+    let capture = scratch().join("flags-cupti");
+    // What each flag is given, and what the program must see.
+    let values: HashMap<&str, String> = [
+        ("GPUTRACE_EXPERIMENT_DIRECTORY", dir.to_str().unwrap().to_string()),
+        ("GPUTRACE_TOTAL_MEMORY", "48M".into()),
+        ("GPUTRACE_FILTERING_FILE", filter.to_str().unwrap().to_string()),
+        ("GPUTRACE_MPI_ENABLE_GROUPS", "p2p,coll".into()),
+        ("GPUTRACE_CUDA_ENABLE", "kernel,memcpy".into()),
+        ("GPUTRACE_CUDA_BUFFER", "8M".into()),
+        ("GPUTRACE_NVLINK_INTERVAL", "5ms".into()),
+        ("GPUTRACE_CUPTI_LIB", "/opt/nowhere/libcupti.so.13".into()),
+        ("GPUTRACE_NCCL_ENABLE", "coll".into()),
+        ("GPUTRACE_CUDA_CAPTURE", capture.to_str().unwrap().to_string()),
+        ("GPUTRACE_NCCL_CAPTURE", "/tmp/never-%p.txt".into()),
+    ]
+    .into_iter()
+    .collect();
+    let mut cmd = Command::new(gputrace());
+    let mut want: HashMap<&str, String> = HashMap::new();
+    for v in VARS.iter().chain(DEVELOPER_VARS) {
+        cmd.arg(v.flag);
+        let value = if v.ty == VarType::Bool {
+            (if v.default == "true" { "false" } else { "true" }).to_string()
+        } else {
+            let value = values.get(v.name).unwrap_or_else(|| panic!("{}: no value in this test", v.name));
+            cmd.arg(value);
+            value.clone()
+        };
+        want.insert(v.name, value);
+        // The environment says otherwise: the flag wins.
+        cmd.env(v.name, if v.ty == VarType::Bool { v.default } else { "from-the-environment" });
+    }
+    let out = run(cmd.arg("/usr/bin/env"));
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let seen: HashMap<&str, &str> = stdout.lines().filter_map(|l| l.split_once('=')).collect();
+    for (name, value) in &want {
+        assert_eq!(seen.get(name), Some(&value.as_str()), "{name} as the program sees it");
+    }
+    assert_eq!(want.len(), VARS.len() + DEVELOPER_VARS.len());
+}
+
+#[test]
+fn a_bad_flag_value_is_refused_like_the_variable() {
+    for (flag, value, var) in [
+        ("--cuda", "kernels", "GPUTRACE_CUDA_ENABLE"),
+        ("--nccl", "", "GPUTRACE_NCCL_ENABLE"),
+        ("--cuda-buffer", "1G", "GPUTRACE_CUDA_BUFFER"),
+        ("--nvlink-interval", "often", "GPUTRACE_NVLINK_INTERVAL"),
+    ] {
+        let dir = fresh_dir("badflag");
+        let out = trace(&dir, &[flag, value, "/bin/echo", "never"], &[]);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{flag}: {err}");
+        assert!(out.stdout.is_empty(), "the program must not run");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(&format!("{var}={value}: ")), "{flag}: {err}");
+        assert!(!dir.exists());
+    }
+}
+
+#[test]
+fn help_lists_every_flag_with_its_variable() {
+    let out = run(Command::new(gputrace()).arg("--help"));
+    assert!(out.status.success());
+    let help = text(&out.stdout);
+    for v in VARS.iter().chain(DEVELOPER_VARS) {
+        assert!(help.contains(v.flag), "{} missing", v.flag);
+        assert!(help.contains(v.name), "{} missing", v.name);
+    }
+}
+
+#[test]
+fn a_bad_choice_of_format_or_matrix_is_one_line_listing_the_choices() {
+    for (args, choices) in [
+        (&["stats", "--format", "xml", "x"][..], "table, csv, json"),
+        (&["export", "--format", "pdf", "-o", "/tmp/x.json", "x"][..], "chrome, vite-otf2"),
+        (&["plot", "--matrix", "cpu", "-o", "/tmp/x.png", "x"][..], "mpi, gpu"),
+    ] {
+        let out = run(Command::new(gputrace()).args(args));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.starts_with("gputrace: error: invalid value") && err.contains(choices), "{err}");
+    }
+}
