@@ -583,8 +583,7 @@ fn bad_input_gets_one_clear_line() {
 
 /// ViTE draws the ViTE copy: an SVG with states and, for MPI, messages.
 fn vite_svg(anchor: &Path, name: &str) -> Option<String> {
-    if !have("vite") {
-        eprintln!("note: ViTE is not installed (Debian package vite); skipping its rendering");
+    if !required("ViTE (Debian package vite)", have("vite")) {
         return None;
     }
     let svg = scratch().join(format!("{name}.svg"));
