@@ -7,7 +7,9 @@
 # (through rustup, installed if missing), and for the mpi4py tests
 # Debian's python3-mpi4py (Open MPI) plus, in a cache directory, the same
 # mpi4py version's source distribution (its test suite) and a virtual
-# environment with that mpi4py built against MPICH. Safe to run again.
+# environment with that mpi4py built against MPICH, and the libcupti of
+# NVIDIA's CUPTI wheels for CUDA 12 and 13 (cupti-sys's test of real
+# libraries; no GPU needed). Safe to run again.
 set -euo pipefail
 
 packages=(
@@ -70,3 +72,34 @@ if ! "$venv/bin/python" -c "import mpi4py, sys; sys.exit(mpi4py.__version__ != '
   "$venv/bin/pip" install -q "wheel==0.45.1"
   MPICC=mpicc.mpich "$venv/bin/pip" install -q --no-deps --no-build-isolation "$sdist"
 fi
+
+# Real CUPTI libraries for crates/sys/cupti-sys/tests/real_libraries.rs:
+# libcupti of NVIDIA's wheels for CUDA 12 and 13, which load and answer
+# cuptiGetVersion without a GPU or a driver. The list goes to
+# $cache/cupti/test-libs, which scripts/test.sh exports as
+# CUPTI_SYS_TEST_LIBS (path=expected release, ';'-separated).
+cupti="$cache/cupti"
+list=""
+for spec in "nvidia-cuda-cupti-cu12 12.9.79 12 12.9" "nvidia-cuda-cupti 13.0.85 13 13.0"; do
+  read -r package version major release <<<"$spec"
+  lib="$cupti/$version/libcupti.so.$major"
+  if [[ ! -f "$lib" ]]; then
+    echo "[setup] downloading CUPTI $version ($package)"
+    wheels=$(mktemp -d)
+    "$venv/bin/pip" download -q --no-deps --only-binary :all: -d "$wheels" "$package==$version"
+    mkdir -p "$cupti/$version"
+    "$venv/bin/python" - "$wheels" "$lib" <<'PY'
+import pathlib, shutil, sys, zipfile
+wheels, target = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+(wheel,) = wheels.glob("*.whl")
+with zipfile.ZipFile(wheel) as z:
+    (name,) = [n for n in z.namelist() if n.endswith("/lib/" + target.name)]
+    with z.open(name) as src, open(f"{target}.part", "wb") as dst:
+        shutil.copyfileobj(src, dst)
+PY
+    mv "$lib.part" "$lib"
+    rm -rf "$wheels"
+  fi
+  list+="$lib=$release;"
+done
+echo "$list" >"$cupti/test-libs"

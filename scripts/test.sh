@@ -8,6 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
 source scripts/env.sh
+# The real CUPTI libraries setup.sh fetched, for cupti-sys's real_libraries test.
+CUPTI_SYS_TEST_LIBS=$(cat "${XDG_CACHE_HOME:-$HOME/.cache}/gputrace-tests/cupti/test-libs")
+export CUPTI_SYS_TEST_LIBS
 cargo fmt --all -- --check
 cargo clippy --workspace --all-targets -- -D warnings
 cargo build --workspace --release

@@ -2,7 +2,6 @@
 //! archive and summary. It is always new: gputrace never writes into, let
 //! alone over, an existing one.
 
-use std::ffi::CString;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -110,19 +109,14 @@ pub fn show_path(path: &Path) -> String {
     format!("{head}…{tail}")
 }
 
-/// The local time as `YYYYmmdd_HHMMSS`.
+/// The local time as `YYYYmmdd_HHMMSS`, in the zone `TZ` or
+/// `/etc/localtime` names (UTC where neither says one).
 pub fn local_timestamp() -> String {
-    // SAFETY: time(NULL) has no preconditions; localtime_r writes only the
-    // tm we pass; strftime writes at most buf.len() bytes into buf.
-    unsafe {
-        let now = libc::time(std::ptr::null_mut());
-        let mut tm: libc::tm = std::mem::zeroed();
-        libc::localtime_r(&now, &mut tm);
-        let mut buf = [0u8; 32];
-        let fmt = CString::new("%Y%m%d_%H%M%S").expect("no NUL");
-        let n = libc::strftime(buf.as_mut_ptr().cast(), buf.len(), fmt.as_ptr(), &tm);
-        String::from_utf8_lossy(&buf[..n]).into_owned()
-    }
+    stamp(&jiff::Zoned::now())
+}
+
+fn stamp(time: &jiff::Zoned) -> String {
+    time.strftime("%Y%m%d_%H%M%S").to_string()
 }
 
 #[cfg(test)]
@@ -136,6 +130,28 @@ mod tests {
         let stamp = local_timestamp();
         assert_eq!(stamp.len(), 15, "{stamp}");
         assert_eq!(&stamp[8..9], "_");
+    }
+
+    #[test]
+    fn stamps_are_local_time() {
+        let t: jiff::Timestamp = "2024-03-05T23:07:08Z".parse().unwrap();
+        let india = jiff::tz::TimeZone::fixed(jiff::tz::Offset::from_seconds(5 * 3600 + 1800).unwrap());
+        assert_eq!(stamp(&t.to_zoned(india)), "20240306_043708");
+        assert_eq!(stamp(&t.to_zoned(jiff::tz::TimeZone::fixed(jiff::tz::offset(-8)))), "20240305_150708");
+    }
+
+    #[test]
+    fn the_stamp_agrees_with_date() {
+        // date(1) reads TZ and /etc/localtime through the C library, as
+        // the libc code this replaced did.
+        let date = || {
+            let out = std::process::Command::new("date").arg("+%Y%m%d_%H%M%S").output().unwrap();
+            String::from_utf8(out.stdout).unwrap().trim().to_owned()
+        };
+        let before = date();
+        let stamp = local_timestamp();
+        let after = date();
+        assert!(before <= stamp && stamp <= after, "{before} <= {stamp} <= {after}");
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //! into a lost exit code. Every line gputrace prints goes through [`line`]
 //! instead: one `write` per line (so lines of several processes sharing
 //! stderr do not interleave), errors ignored. Our messages may be lost;
-//! the program's exit code never is.
+//! the program's exit code never is. Hand-written rather than a logging
+//! crate for that: one `write(2)` per line, to a descriptor we choose, and
+//! no error ever surfacing.
 //!
 //! The merge worker (see [`crate::isolate`]) writes its lines to a
 //! copy of gputrace's stderr handed to it, while its own stderr, which

@@ -8,6 +8,9 @@
 //! values are zigzag-mapped first so that small negative numbers stay short.
 //! Timestamps are written as zigzag deltas from the previous event, which
 //! keeps a typical event at three to six bytes.
+//!
+//! Hand-written rather than a LEB128 crate: it is the recording hot path,
+//! encoding straight into a mapped slot through [`Sink`] without a `Write`.
 
 /// The longest encoding of a `u64`.
 pub const MAX_LEN: usize = 10;

@@ -8,7 +8,8 @@
 //! bytes); flow events ("s" → "f", binding to the enclosing slice) from a
 //! CUDA API call to the kernel or copy with its correlation id, and from
 //! each MPI (or NCCL) send to its receive. Times are µs since the trace's
-//! start with three decimals (ns exact).
+//! start, exact to the ns (see `Micros`). Every event is a serde type
+//! that serde_json writes: no hand-made escaping.
 //!
 //! It streams: events are written as locations are read, never held.
 //! Flow ends need no matching across locations because both ends derive
@@ -28,7 +29,9 @@ use anyhow::{Context, Result};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use otf2::reader::{EventContext, EventVisitor, GlobalDefs};
-use otf2::{AttributeValue, CommRef, LocationRef, MetricRef, MetricValue, RegionRef};
+use otf2::{AttributeRef, AttributeValue, CommRef, LocationRef, MetricRef, MetricValue, RegionRef};
+use serde::Serialize;
+use serde::ser::{SerializeMap, Serializer};
 
 use crate::model::{LocationKind, Model, RegionKind};
 
@@ -85,43 +88,181 @@ struct Track {
     kind: LocationKind,
 }
 
+/// The document's fields before its events.
+#[derive(Serialize)]
+struct OtherData<'a> {
+    exporter: &'a str,
+    archive: &'a str,
+}
+
+/// One trace event, as the trace-event format names its fields (the order
+/// of the fields is the order written).
+#[derive(Serialize)]
+#[serde(tag = "ph")]
+enum Event<'a> {
+    /// Metadata: a process's or track's name or place.
+    #[serde(rename = "M")]
+    Meta {
+        name: &'static str,
+        pid: usize,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tid: Option<usize>,
+        args: MetaArgs<'a>,
+    },
+    /// A complete event: a region from its enter to its leave.
+    #[serde(rename = "X")]
+    Slice {
+        name: &'a str,
+        cat: &'static str,
+        pid: usize,
+        tid: usize,
+        ts: Micros,
+        dur: Micros,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        args: Option<Args<'a>>,
+    },
+    #[serde(rename = "s")]
+    FlowStart { id: u64, cat: &'static str, name: &'static str, pid: usize, tid: usize, ts: Micros },
+    /// A flow's end, bound to the enclosing slice (`"bp":"e"`).
+    #[serde(rename = "f")]
+    FlowEnd { id: u64, cat: &'static str, name: &'static str, pid: usize, tid: usize, ts: Micros, bp: &'static str },
+    #[serde(rename = "C")]
+    Counter { name: &'a str, pid: usize, ts: Micros, args: CounterArgs },
+}
+
+#[derive(Serialize)]
+#[serde(untagged)]
+enum MetaArgs<'a> {
+    Name { name: &'a str },
+    SortIndex { sort_index: usize },
+}
+
+#[derive(Serialize)]
+struct CounterArgs {
+    value: Number,
+}
+
+/// A metric's value.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum Number {
+    U64(u64),
+    I64(i64),
+    /// NaN and infinities, which JSON lacks, become null (serde_json's rule).
+    F64(f64),
+}
+
+/// Nanoseconds written as microseconds. `ns as f64 / 1000.0` is the double
+/// nearest to the exact quotient, and serde_json writes the shortest
+/// decimal that reads back as that double: the exact quotient (three
+/// decimals at most) below 10^15 ns (11 days), and beyond that the same
+/// double a reader makes of the exact quotient (JSON readers, Perfetto's
+/// included, read numbers as doubles).
+#[derive(Clone, Copy)]
+struct Micros(u64);
+
+impl Serialize for Micros {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(self.0 as f64 / 1000.0)
+    }
+}
+
+/// An event's attributes, named as the archive names them.
+struct Args<'a> {
+    defs: &'a GlobalDefs,
+    attributes: &'a [(AttributeRef, AttributeValue)],
+}
+
+impl Serialize for Args<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut map = s.serialize_map(Some(self.attributes.len()))?;
+        for (a, v) in self.attributes {
+            if self.defs.attributes.contains_key(a) {
+                map.serialize_entry(self.defs.attribute_name(*a), &Value(self.defs, *v))?;
+            } else {
+                map.serialize_entry(&format!("attribute {a}"), &Value(self.defs, *v))?;
+            }
+        }
+        map.end()
+    }
+}
+
+/// One attribute's value: numbers as numbers, references by their names.
+struct Value<'a>(&'a GlobalDefs, AttributeValue);
+
+impl Serialize for Value<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let defs = self.0;
+        match self.1 {
+            AttributeValue::String(r) => s.serialize_str(defs.string(r)),
+            AttributeValue::F32(f) => s.serialize_f64(f.into()),
+            AttributeValue::F64(f) => s.serialize_f64(f),
+            AttributeValue::I8(x) => s.serialize_i64(x.into()),
+            AttributeValue::I16(x) => s.serialize_i64(x.into()),
+            AttributeValue::I32(x) => s.serialize_i64(x.into()),
+            AttributeValue::I64(x) => s.serialize_i64(x),
+            AttributeValue::Region(r) => s.serialize_str(defs.region_name(r)),
+            AttributeValue::Location(l) => s.serialize_str(defs.location_name(l)),
+            other => match other.as_u64() {
+                Some(x) => s.serialize_u64(x),
+                None => s.collect_str(&format_args!("{other:?}")),
+            },
+        }
+    }
+}
+
+/// The `traceEvents` array as it is written: one event a line, the first
+/// I/O error kept (visitors cannot fail).
+struct Events<'a, W> {
+    out: &'a mut W,
+    first: bool,
+    error: Option<std::io::Error>,
+    written: u64,
+}
+
+impl<W: Write> Events<'_, W> {
+    fn emit(&mut self, event: &Event<'_>) {
+        if self.error.is_some() {
+            return;
+        }
+        let sep: &[u8] = if std::mem::take(&mut self.first) { b"" } else { b",\n" };
+        let result = self.out.write_all(sep).and_then(|()| Ok(serde_json::to_writer(&mut *self.out, event)?));
+        if let Err(e) = result {
+            self.error = Some(e);
+        }
+        self.written += 1;
+    }
+
+    fn check(&mut self) -> std::io::Result<()> {
+        self.error.take().map_or(Ok(()), Err)
+    }
+}
+
 /// Writes the whole JSON document.
-pub fn write(reader: &mut otf2::reader::TraceReader, out: &mut dyn Write) -> Result<ExportSummary> {
+/// Generic in the writer: serde_json writes an event in a dozen small
+/// pieces, each a call through a `dyn Write` otherwise (20% of the time).
+pub fn write<W: Write>(reader: &mut otf2::reader::TraceReader, out: &mut W) -> Result<ExportSummary> {
     let defs = reader.defs().clone();
     let model = Model::new(&defs);
-    let mut summary = ExportSummary::default();
-    writeln!(
-        out,
-        "{{\"displayTimeUnit\":\"ns\",\"otherData\":{{\"exporter\":\"gputrace {}\",\"archive\":{}}},\"traceEvents\":[",
-        env!("CARGO_PKG_VERSION"),
-        json_string(&reader.anchor_path().display().to_string())
-    )?;
-    let mut first = true;
-    let mut sep = |out: &mut dyn Write| -> std::io::Result<()> {
-        if !std::mem::take(&mut first) {
-            out.write_all(b",\n")?;
-        }
-        Ok(())
-    };
+    let exporter = format!("gputrace {}", env!("CARGO_PKG_VERSION"));
+    let archive = reader.anchor_path().display().to_string();
+    out.write_all(b"{\"displayTimeUnit\":\"ns\",\"otherData\":")?;
+    serde_json::to_writer(&mut *out, &OtherData { exporter: &exporter, archive: &archive })?;
+    out.write_all(b",\"traceEvents\":[\n")?;
+    let mut events = Events { out, first: true, error: None, written: 0 };
 
     // Processes and tracks, with names and a stable order: host threads,
     // then streams.
     for (p, info) in model.processes.iter().enumerate() {
         let name = if info.host.is_empty() { info.name.clone() } else { format!("{} ({})", info.name, info.host) };
-        sep(out)?;
-        write!(
-            out,
-            "{{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":{},\"args\":{{\"name\":{}}}}}",
-            p + 1,
-            json_string(&name)
-        )?;
-        sep(out)?;
-        write!(
-            out,
-            "{{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":{},\"args\":{{\"sort_index\":{p}}}}}",
-            p + 1
-        )?;
-        summary.events += 2;
+        let pid = p + 1;
+        events.emit(&Event::Meta { name: "process_name", pid, tid: None, args: MetaArgs::Name { name: &name } });
+        events.emit(&Event::Meta {
+            name: "process_sort_index",
+            pid,
+            tid: None,
+            args: MetaArgs::SortIndex { sort_index: p },
+        });
     }
     let mut order: Vec<LocationRef> = reader.locations();
     order.sort_by_key(|l| {
@@ -138,25 +279,16 @@ pub fn write(reader: &mut otf2::reader::TraceReader, out: &mut dyn Write) -> Res
         if info.kind == LocationKind::Metrics {
             continue;
         }
-        sep(out)?;
-        write!(
-            out,
-            "{{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":{},\"tid\":{},\"args\":{{\"name\":{}}}}}",
-            t.pid,
-            t.tid,
-            json_string(&info.name)
-        )?;
-        sep(out)?;
-        write!(
-            out,
-            "{{\"ph\":\"M\",\"name\":\"thread_sort_index\",\"pid\":{},\"tid\":{},\"args\":{{\"sort_index\":{}}}}}",
-            t.pid, t.tid, t.tid
-        )?;
-        summary.events += 2;
+        let (pid, tid) = (t.pid, Some(t.tid));
+        events.emit(&Event::Meta { name: "thread_name", pid, tid, args: MetaArgs::Name { name: &info.name } });
+        events.emit(&Event::Meta {
+            name: "thread_sort_index",
+            pid,
+            tid,
+            args: MetaArgs::SortIndex { sort_index: t.tid },
+        });
     }
-    if !first {
-        out.write_all(b",\n")?;
-    }
+    events.check()?;
 
     // Events: streams first (they mark the correlation ids with GPU work),
     // then host threads, then metric locations.
@@ -169,59 +301,48 @@ pub fn write(reader: &mut otf2::reader::TraceReader, out: &mut dyn Write) -> Res
         };
         (rank, *l)
     });
-    let names: Vec<String> = model.regions.iter().map(|r| json_string(&r.name)).collect();
-    let attr_names: HashMap<otf2::AttributeRef, String> =
-        defs.attributes.keys().map(|a| (*a, json_string(defs.attribute_name(*a)))).collect();
     let mut pass = Pass {
-        out,
+        events,
         defs: &defs,
         model: &model,
-        names,
-        attr_names,
         track: Track { pid: 0, tid: 0, process: 0, kind: LocationKind::HostThread },
         stack: Vec::new(),
         gpu_work: HashMap::new(),
         messages: HashMap::new(),
         my_rank: HashMap::new(),
-        summary: &mut summary,
-        first: true,
-        error: None,
+        summary: ExportSummary::default(),
     };
     for loc in order {
         let Some(&track) = tracks.get(&loc) else { continue };
         pass.track = track;
         pass.my_rank.clear();
         let result = reader.read_location(loc, &mut pass);
-        if let Some(e) = pass.error.take() {
-            return Err(e.into());
-        }
+        pass.events.check()?;
         result.map_err(|e| super::read_error(reader, loc, e))?;
         // Regions a location leaves open are cut at its last event by the
         // merge already; any left here are dropped rather than guessed.
         pass.stack.clear();
     }
-    drop(pass);
-    out.write_all(b"\n]}\n")?;
+    let Pass { events, mut summary, .. } = pass;
+    summary.events = events.written;
+    events.out.write_all(b"\n]}\n")?;
     Ok(summary)
 }
 
 struct Open {
     region: RegionRef,
     start: u64,
-    args: Option<String>,
+    attributes: Vec<(AttributeRef, AttributeValue)>,
 }
 
 /// The correlation ids with GPU work, per process: a bitmap in pages of
 /// 65,536 ids, so dense ids cost one bit each.
 type CorrelationSet = HashMap<(usize, u32), Box<[u64; 1024]>>;
 
-struct Pass<'a> {
-    out: &'a mut dyn Write,
+struct Pass<'a, W> {
+    events: Events<'a, W>,
     defs: &'a GlobalDefs,
     model: &'a Model,
-    /// JSON-quoted region and attribute names.
-    names: Vec<String>,
-    attr_names: HashMap<otf2::AttributeRef, String>,
     track: Track,
     stack: Vec<Open>,
     gpu_work: CorrelationSet,
@@ -229,61 +350,12 @@ struct Pass<'a> {
     messages: HashMap<(CommRef, u32, u32, u32), (u64, u64)>,
     /// This location's own rank in each communicator.
     my_rank: HashMap<CommRef, Option<u32>>,
-    summary: &'a mut ExportSummary,
-    first: bool,
-    error: Option<std::io::Error>,
+    summary: ExportSummary,
 }
 
-impl Pass<'_> {
-    fn ts(&self, time: u64) -> String {
-        let ns = self.model.ns_since_start(time);
-        format!("{}.{:03}", ns / 1000, ns % 1000)
-    }
-
-    /// Runs a write, keeping the first I/O error (visitors cannot fail).
-    fn emit(&mut self, f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) {
-        if self.error.is_some() {
-            return;
-        }
-        let sep: &[u8] = if std::mem::take(&mut self.first) { b"" } else { b",\n" };
-        let result = self.out.write_all(sep).and_then(|()| f(&mut *self.out));
-        if let Err(e) = result {
-            self.error = Some(e);
-        }
-        self.summary.events += 1;
-    }
-
-    fn args(&self, ev: &EventContext<'_>) -> Option<String> {
-        if ev.attributes.is_empty() {
-            return None;
-        }
-        let mut s = String::from("{");
-        for (i, (a, v)) in ev.attributes.iter().enumerate() {
-            if i > 0 {
-                s.push(',');
-            }
-            let name = self.attr_names.get(&a).cloned().unwrap_or_else(|| json_string(&format!("attribute {a}")));
-            s.push_str(&name);
-            s.push(':');
-            s.push_str(&self.value(v));
-        }
-        s.push('}');
-        Some(s)
-    }
-
-    fn value(&self, v: AttributeValue) -> String {
-        match v {
-            AttributeValue::String(r) => json_string(self.defs.string(r)),
-            AttributeValue::F32(f) => json_number(f.into()),
-            AttributeValue::F64(f) => json_number(f),
-            AttributeValue::I8(x) => x.to_string(),
-            AttributeValue::I16(x) => x.to_string(),
-            AttributeValue::I32(x) => x.to_string(),
-            AttributeValue::I64(x) => x.to_string(),
-            AttributeValue::Region(r) => json_string(self.defs.region_name(r)),
-            AttributeValue::Location(l) => json_string(self.defs.location_name(l)),
-            other => other.as_u64().map_or_else(|| json_string(&format!("{other:?}")), |x| x.to_string()),
-        }
+impl<W: Write> Pass<'_, W> {
+    fn ts(&self, time: u64) -> Micros {
+        Micros(self.model.ns_since_start(time))
     }
 
     fn correlation(&self, ev: &EventContext<'_>) -> Option<u32> {
@@ -291,24 +363,18 @@ impl Pass<'_> {
         ev.attributes.get(attr)?.as_u64().and_then(|c| u32::try_from(c).ok())
     }
 
-    fn flow(&mut self, start: bool, id: u64, cat: &str, time: u64) {
+    fn flow(&mut self, start: bool, id: u64, cat: &'static str, time: u64) {
         let (ts, t) = (self.ts(time), self.track);
-        let (ph, bp) = if start { ("s", "") } else { ("f", ",\"bp\":\"e\"") };
         let name = if cat == "cuda" { "launch" } else { "message" };
-        self.emit(|o| {
-            write!(
-                o,
-                "{{\"ph\":\"{ph}\",\"id\":{id},\"cat\":\"{cat}\",\"name\":\"{name}\",\"pid\":{},\"tid\":{},\"ts\":{ts}{bp}}}",
-                t.pid, t.tid
-            )
-        });
+        let (pid, tid) = (t.pid, t.tid);
         if start {
+            self.events.emit(&Event::FlowStart { id, cat, name, pid, tid, ts });
             self.summary.flow_starts += 1;
         } else {
+            self.events.emit(&Event::FlowEnd { id, cat, name, pid, tid, ts, bp: "e" });
             self.summary.flow_ends += 1;
         }
     }
-
     fn cuda_flow_id(&self, corr: u32) -> u64 {
         (1 << 52) | ((self.track.process as u64 & 0xfffff) << 32) | u64::from(corr)
     }
@@ -351,9 +417,9 @@ impl Pass<'_> {
     }
 }
 
-impl EventVisitor for Pass<'_> {
+impl<W: Write> EventVisitor for Pass<'_, W> {
     fn enter(&mut self, ev: &EventContext<'_>, region: RegionRef) {
-        let args = self.args(ev);
+        let attributes = ev.attributes.iter().collect();
         if let Some(corr) = self.correlation(ev) {
             let key = (self.track.process, corr >> 16);
             let (word, bit) = ((corr & 0xffff) as usize / 64, corr % 64);
@@ -364,7 +430,7 @@ impl EventVisitor for Pass<'_> {
                 self.flow(true, self.cuda_flow_id(corr), "cuda", ev.time);
             }
         }
-        self.stack.push(Open { region, start: ev.time, args });
+        self.stack.push(Open { region, start: ev.time, attributes });
     }
 
     fn leave(&mut self, ev: &EventContext<'_>, region: RegionRef) {
@@ -372,23 +438,11 @@ impl EventVisitor for Pass<'_> {
         while self.stack.len() > depth {
             let open = self.stack.pop().expect("depth < len");
             let (ts, t) = (self.ts(open.start), self.track);
-            let dur_ns = self.model.ns(ev.time.saturating_sub(open.start));
+            let dur = Micros(self.model.ns(ev.time.saturating_sub(open.start)));
             let cat = self.category(open.region);
-            let name = self.names.get(open.region.id() as usize).map_or("\"\"", String::as_str).to_owned();
-            self.emit(|o| {
-                write!(
-                    o,
-                    "{{\"ph\":\"X\",\"name\":{name},\"cat\":\"{cat}\",\"pid\":{},\"tid\":{},\"ts\":{ts},\"dur\":{}.{:03}",
-                    t.pid,
-                    t.tid,
-                    dur_ns / 1000,
-                    dur_ns % 1000
-                )?;
-                if let Some(a) = &open.args {
-                    write!(o, ",\"args\":{a}")?;
-                }
-                o.write_all(b"}")
-            });
+            let name = self.model.regions.get(open.region.id() as usize).map_or("", |r| r.name.as_str());
+            let args = (!open.attributes.is_empty()).then_some(Args { defs: self.defs, attributes: &open.attributes });
+            self.events.emit(&Event::Slice { name, cat, pid: t.pid, tid: t.tid, ts, dur, args });
             self.summary.slices += 1;
         }
     }
@@ -413,16 +467,14 @@ impl EventVisitor for Pass<'_> {
         let Some(value) = values.first() else { return };
         let metric_name = self.model.metric_names.get(&metric).map_or("metric", String::as_str);
         let location = self.defs.location_name(ev.location);
-        let name = json_string(&format!("{metric_name} ({location})"));
-        let v = match *value {
-            MetricValue::U64(x) => x.to_string(),
-            MetricValue::I64(x) => x.to_string(),
-            MetricValue::F64(x) => json_number(x),
+        let name = format!("{metric_name} ({location})");
+        let value = match *value {
+            MetricValue::U64(x) => Number::U64(x),
+            MetricValue::I64(x) => Number::I64(x),
+            MetricValue::F64(x) => Number::F64(x),
         };
         let (ts, pid) = (self.ts(ev.time), self.track.pid);
-        self.emit(|o| {
-            write!(o, "{{\"ph\":\"C\",\"name\":{name},\"pid\":{pid},\"ts\":{ts},\"args\":{{\"value\":{v}}}}}")
-        });
+        self.events.emit(&Event::Counter { name: &name, pid, ts, args: CounterArgs { value } });
         self.summary.counters += 1;
     }
 }
@@ -443,30 +495,6 @@ fn splitmix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
-/// A JSON string literal.
-pub fn json_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// A JSON number (NaN and infinities, which JSON lacks, as null).
-fn json_number(x: f64) -> String {
-    if x.is_finite() { format!("{x}") } else { "null".into() }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -478,6 +506,25 @@ mod tests {
         assert_ne!(a, message_id(1, 0, 1, 5, 1));
         assert_ne!(a, message_id(1, 1, 0, 5, 0));
         assert!(a < 1 << 52);
-        assert_eq!(json_string("a\"b\\\n\u{1}"), "\"a\\\"b\\\\\\n\\u0001\"");
+    }
+
+    #[test]
+    fn microseconds_are_written_exact_to_the_nanosecond() {
+        // Dense near 0, then spread up to 2^53 ns.
+        let mut x = 0x1234_5678u64;
+        let values = (0..20_000u64).chain((0..20_000).map(|_| {
+            x = splitmix(x);
+            x % (1 << 53)
+        }));
+        for ns in values {
+            let text = serde_json::to_string(&Micros(ns)).unwrap();
+            let exact = format!("{}.{:03}", ns / 1000, ns % 1000);
+            assert_eq!(text.parse::<f64>().unwrap(), exact.parse::<f64>().unwrap(), "{ns} ns: {text}");
+            if ns < 1_000_000_000_000_000 {
+                let exact = exact.trim_end_matches('0');
+                let exact = if exact.ends_with('.') { format!("{exact}0") } else { exact.to_owned() };
+                assert_eq!(text, exact, "{ns} ns");
+            }
+        }
     }
 }

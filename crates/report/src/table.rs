@@ -106,13 +106,15 @@ impl Table {
         out
     }
 
+    /// The header line, then one line per row; fields quoted where CSV
+    /// needs it. A row whose length differs from the header's is an error.
     pub fn write_csv(&self, out: &mut dyn Write) -> io::Result<()> {
-        let line = |cells: Vec<String>| cells.iter().map(|c| csv_field(c)).collect::<Vec<_>>().join(",");
-        writeln!(out, "{}", line(self.columns.clone()))?;
+        let mut w = csv::Writer::from_writer(out);
+        w.write_record(&self.columns)?;
         for r in &self.rows {
-            writeln!(out, "{}", line(r.iter().map(Cell::plain).collect()))?;
+            w.write_record(r.iter().map(Cell::plain))?;
         }
-        Ok(())
+        w.flush()
     }
 
     pub fn to_json(&self) -> Value {
@@ -191,10 +193,6 @@ fn align(columns: &[String], rows: &[Vec<String>], kinds: &[Cell]) -> String {
     out
 }
 
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n']) { format!("\"{}\"", s.replace('"', "\"\"")) } else { s.to_owned() }
-}
-
 /// A float without needless digits: integers as integers, else up to 3 decimals.
 fn format_float(v: f64) -> String {
     if v.fract() == 0.0 && v.abs() < 1e18 {
@@ -263,12 +261,19 @@ mod tests {
     fn renderings() {
         let mut t = Table::new("x_sum", "X Summary", &["Total Time (ns)", "Avg (ns)", "Name"]);
         t.rows.push(vec![Cell::Int(1_234_567), Cell::Float(1234.5, 1), Cell::Text("a, b".into())]);
+        t.rows.push(vec![Cell::Int(0), Cell::Estimate(0.25, 2), Cell::Text("say \"hi\"\nthere".into())]);
         let r = t.render(None);
         assert!(r.contains("1,234,567"), "{r}");
         assert!(r.contains("1,234.5"), "{r}");
         let mut csv = Vec::new();
         t.write_csv(&mut csv).unwrap();
-        assert_eq!(String::from_utf8(csv).unwrap(), "Total Time (ns),Avg (ns),Name\n1234567,1234.5,\"a, b\"\n");
+        assert_eq!(
+            String::from_utf8(csv).unwrap(),
+            "Total Time (ns),Avg (ns),Name\n1234567,1234.5,\"a, b\"\n0,0.25,\"say \"\"hi\"\"\nthere\"\n"
+        );
+        let mut ragged = t.clone();
+        ragged.rows.push(vec![Cell::Int(1)]);
+        assert!(ragged.write_csv(&mut Vec::new()).is_err(), "a short row is an error, not a short line");
         assert_eq!(t.to_json()["rows"][0]["Total Time (ns)"], 1_234_567);
         assert_eq!(thousands(1000), "1,000");
         assert_eq!(thousands(999), "999");

@@ -394,6 +394,72 @@ fn chrome_export_of_two_gpus_has_counters_and_both_kinds_of_flows() {
     assert_eq!(last_sent, Some(g.nvlink.0));
 }
 
+/// Names with quotes, backslashes, control characters and non-ASCII come
+/// back from the Chrome JSON as they were, read by Python's json module
+/// and by serde_json.
+#[test]
+fn chrome_export_carries_odd_names_exactly() {
+    let anchor = archives::odd_names(&fresh_dir("an-odd"), 3);
+    let odd = |what: &str| format!("{} {what}", archives::ODD_NAME);
+    let json = scratch().join("odd.json");
+    let events = chrome(&anchor, &json);
+    let slices = phases(&events, "X");
+    let named = |name: &str| slices.iter().filter(|e| e["name"] == name).count();
+    assert_eq!((named(&odd("region")), named(&odd("kernel"))), (3, 3), "{slices:?}");
+    let kernel = slices.iter().find(|e| e["name"] == odd("kernel").as_str()).unwrap();
+    assert_eq!(kernel["args"][odd("attribute")], odd("value"), "{kernel}");
+    let meta: Vec<Value> = phases(&events, "M").iter().map(|e| e["args"]["name"].clone()).collect();
+    assert!(meta.contains(&Value::from(odd("thread"))), "{meta:?}");
+    assert!(meta.contains(&Value::from(format!("MPI Rank 0 ({})", odd("host")))), "{meta:?}");
+    // Python's reader: the same names, every event a dict with a phase.
+    let script = r#"
+import json, sys
+doc = json.load(open(sys.argv[1], encoding="utf-8"))
+events = doc["traceEvents"]
+assert all(isinstance(e, dict) and "ph" in e for e in events)
+names = sorted({e["name"] for e in events if e["ph"] == "X"})
+args = sorted({k for e in events if e["ph"] == "X" for k in e.get("args", {})})
+meta = sorted({e["args"]["name"] for e in events if e["ph"] == "M" and "name" in e["args"]})
+print(json.dumps({"names": names, "args": args, "meta": meta}))
+"#;
+    let out = Command::new("/usr/bin/python3").arg("-c").arg(script).arg(&json).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(seen["names"], serde_json::json!([odd("kernel"), odd("region")]));
+    assert_eq!(seen["args"], serde_json::json!([odd("attribute")]));
+    assert!(seen["meta"].as_array().unwrap().contains(&Value::from(odd("thread"))), "{seen}");
+}
+
+/// The same names through `stats --format csv`, read by Python's csv
+/// module: each a single field, as it was.
+#[test]
+fn stats_csv_carries_odd_names_exactly() {
+    let anchor = archives::odd_names(&fresh_dir("an-odd-csv"), 3);
+    let odd = |what: &str| format!("{} {what}", archives::ODD_NAME);
+    let csv = ok(gt(&["stats", "--format", "csv", "--report", "gpu_kern_sum", s(&anchor)])).stdout;
+    let script = r#"
+import csv, io, json, sys
+rows = list(csv.reader(io.StringIO(sys.stdin.read(), newline="")))
+print(json.dumps(rows))
+"#;
+    let mut child = Command::new("/usr/bin/python3")
+        .arg("-c")
+        .arg(script)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), &csv).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let rows: Vec<Vec<String>> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(rows.len(), 2, "a header and the kernel: {rows:?}");
+    assert_eq!(rows[0].len(), rows[1].len(), "{rows:?}");
+    assert_eq!(rows[1].last(), Some(&odd("kernel")), "{rows:?}");
+    let instances = rows[0].iter().position(|c| c == "Instances").unwrap();
+    assert_eq!(rows[1][instances], "3");
+}
+
 /// Decodes a PNG: (width, height, distinct colours).
 fn decode_png(path: &Path) -> (u32, u32, HashSet<[u8; 3]>) {
     let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
@@ -517,8 +583,7 @@ fn bad_input_gets_one_clear_line() {
 
 /// ViTE draws the ViTE copy: an SVG with states and, for MPI, messages.
 fn vite_svg(anchor: &Path, name: &str) -> Option<String> {
-    if !have("vite") {
-        eprintln!("note: ViTE is not installed (Debian package vite); skipping its rendering");
+    if !required("ViTE (Debian package vite)", have("vite")) {
         return None;
     }
     let svg = scratch().join(format!("{name}.svg"));

@@ -161,8 +161,7 @@ fn threads_are_locations_of_their_rank() {
 #[test]
 fn fortran_programs_are_traced() {
     let (_, _, mpif90) = openmpi();
-    if !have(mpif90) {
-        eprintln!("note: {mpif90} not found; Fortran test skipped");
+    if !required(mpif90, have(mpif90)) {
         return;
     }
     for source in ["fortran.f90", "fortran_usempi.f90"] {
@@ -184,8 +183,7 @@ fn fortran_programs_are_traced() {
 
 #[test]
 fn mpich_programs_are_traced_through_hydra() {
-    if !have("mpicc.mpich") || !have("mpiexec.mpich") {
-        eprintln!("note: MPICH not installed; test skipped");
+    if !required("MPICH (mpicc.mpich, mpiexec.mpich)", have("mpicc.mpich") && have("mpiexec.mpich")) {
         return;
     }
     let exe = compile("mpicc.mpich", "p2p.c");
@@ -278,8 +276,7 @@ fn a_crashing_rank_keeps_what_it_recorded() {
     assert_eq!(count(&facts, 0, "MpiSend"), 7, "rank 0, stopped by mpirun, keeps its sends");
     assert_well_formed(&facts);
 
-    if !have("mpicc.mpich") || !have("mpiexec.mpich") {
-        eprintln!("note: MPICH not installed; its part of the test skipped");
+    if !required("MPICH (mpicc.mpich, mpiexec.mpich)", have("mpicc.mpich") && have("mpiexec.mpich")) {
         return;
     }
     let exe = compile("mpicc.mpich", "crash.c");

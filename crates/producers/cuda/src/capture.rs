@@ -13,7 +13,8 @@
 //! | API names u64 | per name: domain u8 (1 driver, 2 runtime), cbid u32, length u32, bytes
 //! ```
 //!
-//! All integers are little-endian.
+//! All integers are little-endian. A binary format written by hand, not
+//! serde: the records are CUPTI's bytes, kept verbatim for the decoder.
 
 use std::collections::HashMap;
 use std::io::{self, Read, Write};

@@ -14,7 +14,7 @@
 //! - [`profiler`]: the recording logic (regions, attributes, collectives,
 //!   messages, proxy and kernel lanes), written once;
 //! - [`levels`] and [`bytes`]: the activation mask, and bytes per rank;
-//! - [`capture`] and [`replay`]: callback sequences saved as text and fed
+//! - [`capture`] and [`replay`]: callback sequences saved as JSON lines and fed
 //!   back through the same logic, for tests without a GPU;
 //! - `live`: the process-wide state, the panic guard and the exit handler.
 //!

@@ -10,6 +10,8 @@
 
 use std::sync::Mutex;
 
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
 /// A name NCCL passed: an index into the process's table of names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Sym(pub u32);
@@ -152,6 +154,20 @@ impl Sym {
     }
 }
 
+/// A name is written as its text: numbers of names other than the known
+/// ones differ from process to process.
+impl Serialize for Sym {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Sym {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Sym, D::Error> {
+        Ok(Sym::intern(&String::deserialize(d)?))
+    }
+}
+
 /// What a collective or point-to-point operation is, from NCCL's function
 /// name ("AllReduce", "Send", ...).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -242,11 +258,25 @@ impl Func {
     }
 }
 
+/// A function is written as NCCL's name for it.
+impl Serialize for Func {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Func {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Func, D::Error> {
+        Ok(Func::from_name(&String::deserialize(d)?))
+    }
+}
+
 /// A data type: its name and, through [`Sym::datatype_size`], its size.
 pub type DataType = Sym;
 
 /// A user's call of a collective or of send/receive (v5+ API events).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ApiCall {
     pub func: Func,
     pub count: u64,
@@ -260,14 +290,17 @@ pub struct ApiCall {
 
 /// Where NCCL's older interfaces (v1 to v3) name the communicator in each
 /// collective and point-to-point descriptor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CommTag {
     pub hash: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<Sym>,
 }
 
 /// A collective as NCCL launches it (the "Coll" event).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CollLaunch {
     pub seq: u64,
     pub func: Func,
@@ -277,17 +310,20 @@ pub struct CollLaunch {
     pub root: i32,
     pub datatype: DataType,
     /// v1 only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reduction: Option<Sym>,
     pub channels: u8,
     pub warps: u8,
     pub algo: Sym,
     pub proto: Sym,
     /// v1 to v3 only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comm: Option<CommTag>,
 }
 
 /// A send or receive as NCCL launches it (the "P2p" event).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct P2pLaunch {
     pub func: Func,
     pub count: u64,
@@ -296,11 +332,13 @@ pub struct P2pLaunch {
     /// v4 and later; 0 before.
     pub channels: u8,
     /// v1 to v3 only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comm: Option<CommTag>,
 }
 
 /// A proxy thread's network operation for one channel and peer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ProxyOp {
     pub pid: i32,
     pub channel: u8,
@@ -311,7 +349,8 @@ pub struct ProxyOp {
 }
 
 /// What an event is, with what its descriptor said.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", deny_unknown_fields)]
 pub enum Descr {
     /// A kernel plan's launch (`ncclProfileGroup`).
     Group,
@@ -333,6 +372,7 @@ pub enum Descr {
     /// One channel of a kernel; `gpu_start` is the GPU's %globaltimer (v4+).
     KernelCh {
         channel: u8,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
         gpu_start: Option<u64>,
     },
     /// An event type the plugin does not record (network plugin, copy
@@ -344,7 +384,8 @@ pub enum Descr {
 
 /// A `startEvent`: the descriptor, its parent object (an address, used
 /// only as a key) and the rank NCCL gave.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Start {
     pub descr: Descr,
     pub parent: usize,
@@ -353,16 +394,21 @@ pub struct Start {
 
 /// A `recordEventState`: NCCL's state number and whichever arguments the
 /// state carries in the version at hand.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct StateChange {
     pub code: u32,
     /// Bytes of a proxy step (v4+) or of a proxy operation so far (v1–v3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trans_size: Option<u64>,
     /// Steps of a proxy operation so far (v1–v3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<i32>,
     /// Proxy operations appended (proxy control).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub appended: Option<i32>,
     /// GPU %globaltimer at a kernel channel's end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu_timer: Option<u64>,
 }
 
@@ -398,14 +444,20 @@ pub mod state {
 /// A communicator as `init` describes it. What a version does not give is
 /// `None`: v1–v3 give nothing at all (their descriptors name the
 /// communicator instead, see [`CommTag`]).
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct InitArgs {
     pub version: u32,
     /// `commId` (v5+) or `commHash` (v4): the same on every rank.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub comm_id: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub n_nodes: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nranks: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rank: Option<i32>,
 }
 

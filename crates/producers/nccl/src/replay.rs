@@ -43,6 +43,7 @@ pub fn replay(capture: &Capture, dir: &Path, header: StreamHeader) -> Result<Pat
             Record::Thread { tid, name } => {
                 names.insert(*tid, name.clone());
             }
+            Record::Comment { .. } => {}
             Record::Init { t, ctx, args, .. } => {
                 last = last.max(*t);
                 contexts.insert(*ctx, profiler.init(args));

@@ -162,17 +162,20 @@ fn fixture_messages_pair_up_between_the_ranks() {
 fn malformed_captures_are_errors() {
     let good = std::fs::read_to_string(fixture("v5_rank0.ncclcap")).unwrap();
     let cases = [
-        good.replacen("count=1048576", "count=lots", 1),
-        good.replacen("CollApi", "CollApy", 1),
-        good.replacen("gputrace-nccl-capture 1", "gputrace-nccl-capture 9", 1),
-        good.replacen("levels group,coll,p2p", "levels group,colll", 1),
-        good.replacen("process pid=21000", "process", 1),
-        good.replacen("h=0x7f0000001080", "h=0x7f0000001080 h=1", 1),
-        good.replacen("datatype=ncclFloat32", "datatype=%ZZ", 1),
-        good.lines().take(3).collect::<Vec<_>>().join("\n"),
+        good.replacen("\"count\":1048576", "\"count\":\"lots\"", 1),
+        good.replacen("\"CollApi\"", "\"CollApy\"", 1),
+        good.replacen("\"version\":2", "\"version\":9", 1),
+        good.replacen("\"levels\":\"group,coll,p2p\"", "\"levels\":\"group,colll\"", 1),
+        good.replacen("\"pid\":21000,", "", 1),
+        good.replacen("\"handle\":139637976731776,", "\"handle\":139637976731776,\"handle\":1,", 1),
+        good.replacen("\"datatype\":\"ncclFloat32\"", "\"datatype\":7", 1),
+        good.replacen("\"record\":\"stop\"", "\"record\":\"halt\"", 1),
+        good.lines().take(3).collect::<Vec<_>>().join("\n") + "\n{",
         String::new(),
     ];
+    assert!(Capture::read(good.as_bytes()).is_ok());
     for (i, text) in cases.iter().enumerate() {
+        assert_ne!(text, &good, "case {i} changes the fixture");
         match Capture::read(text.as_bytes()) {
             Err(CaptureError::Parse { .. }) => {}
             other => panic!("case {i}: {other:?}"),

@@ -226,3 +226,45 @@ pub fn scorep_style(dir: &Path, iterations: u64) -> PathBuf {
     a.close().unwrap();
     anchor
 }
+
+/// A name with what JSON and CSV must escape or carry: quotes, a
+/// backslash, a comma, control characters, DEL and non-ASCII.
+pub const ODD_NAME: &str = "say \"hi\", C:\\dir\\ tab\there\nnew line \u{1}\u{1f}\u{7f} é 漢字 😀";
+
+/// One rank whose thread, stream, region, kernel, attribute and its value
+/// are all named [`ODD_NAME`] (with a suffix saying which): the host
+/// enters the region `n` times, the stream runs the kernel `n` times.
+pub fn odd_names(dir: &Path, n: u64) -> PathBuf {
+    let odd = |what: &str| format!("{ODD_NAME} {what}");
+    let mut a = ArchiveWriter::create(dir, "traces").unwrap();
+    let d = a.defs();
+    d.paradigm(Paradigm::Cuda, "CUDA", ParadigmClass::Accelerator);
+    let attr = d.attribute(&odd("attribute"), "", Type::String);
+    let machine = d.system_tree_node("machine", "machine", None);
+    let host = d.system_tree_node(&odd("host"), "node", Some(machine));
+    let g = d.location_group("MPI Rank 0", LocationGroupType::Process, host, None);
+    let ctx = d.location_group("CUDA Context 1", LocationGroupType::Accelerator, host, Some(g));
+    let thread = d.location(0, &odd("thread"), LocationType::CpuThread, g).unwrap();
+    let stream = d.location(1 << 20, "CUDA[0:7]", LocationType::AcceleratorStream, ctx).unwrap();
+    let region = d.region(Region::new(&odd("region"), RegionRole::Function, Paradigm::User));
+    let kernel_name = odd("kernel");
+    let mut k = Region::new(&kernel_name, RegionRole::Function, Paradigm::Cuda);
+    k.description = "CUDA kernel";
+    let kernel = d.region(k);
+    let mut w = a.event_writer(thread).unwrap();
+    for i in 0..n {
+        w.enter(1_000 + i * 10_000, region).unwrap();
+        w.leave(2_000 + i * 10_000, region).unwrap();
+    }
+    w.close().unwrap();
+    let mut w = a.event_writer(stream).unwrap();
+    for i in 0..n {
+        let value = AttributeValue::String(w.defs().string(&odd("value")));
+        w.attributes(&[(attr, value)]).unwrap().enter(3_000 + i * 10_000, kernel).unwrap();
+        w.leave(4_000 + i * 10_000, kernel).unwrap();
+    }
+    w.close().unwrap();
+    let anchor = a.anchor_path().to_owned();
+    a.close().unwrap();
+    anchor
+}

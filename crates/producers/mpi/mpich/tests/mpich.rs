@@ -1,7 +1,7 @@
 //! MPICH programs traced with `libgputrace_mpi_mpich.so`: the test
 //! programs of `tests/programs/mpi`, compiled with `mpicc.mpich` /
 //! `mpif90.mpich` and run with `mpiexec.mpich`. Skipped, with a note,
-//! where MPICH is not installed.
+//! where MPICH is not installed; under `CI=true` that fails instead.
 
 #[path = "../../tests/support/mod.rs"]
 mod support;

@@ -131,7 +131,7 @@ unsafe impl MpiAbi for OpenMpi {
 
 #[cfg(test)]
 #[path = "../../tests/support/probe.rs"]
-mod probe;
+pub(crate) mod probe;
 
 #[cfg(test)]
 mod tests {

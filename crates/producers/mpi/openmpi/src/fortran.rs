@@ -432,8 +432,8 @@ mod tests {
 
     #[test]
     fn status_size_matches_mpif_h() {
-        if Command::new("mpif90").arg("-show").output().is_err() {
-            eprintln!("note: mpif90 not found; Fortran ABI probe skipped");
+        let present = Command::new("mpif90").arg("-show").output().is_ok_and(|o| o.status.success());
+        if !crate::abi::probe::required("mpif90 (for the Fortran ABI probe)", present) {
             return;
         }
         let dir = tempfile::tempdir().unwrap();

@@ -6,7 +6,10 @@
 #![allow(dead_code)]
 
 pub mod checks;
+mod required;
 pub mod scenarios;
+
+pub use required::required;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -65,13 +68,11 @@ fn scratch() -> &'static Path {
 }
 
 impl Flavour {
-    /// Whether this MPI is installed; prints a note when it is not.
+    /// Whether this MPI is installed; prints a note when it is not, and
+    /// fails under `CI=true` ([`required`]).
     pub fn available(&self) -> bool {
         let ok = Command::new(self.mpicc).arg("-show").output().is_ok_and(|o| o.status.success());
-        if !ok {
-            eprintln!("note: {} not found; {} test skipped", self.mpicc, self.name);
-        }
-        ok
+        required(&format!("{} ({})", self.name, self.mpicc), ok)
     }
 
     /// The preload library, built (or brought up to date) once per test

@@ -310,8 +310,8 @@ pub fn harmless_without_mpi(f: &Flavour) {
     let out = std::process::Command::new("sh").args(["-c", "echo ok"]).env("LD_PRELOAD", &lib).output().unwrap();
     assert_eq!(stdout(&out), "ok\n");
     let dynamic = std::process::Command::new("readelf").arg("-d").arg(&lib).output();
-    if let Ok(d) = dynamic {
-        let d = stdout(&d);
+    if super::required("readelf (binutils)", dynamic.is_ok()) {
+        let d = stdout(&dynamic.unwrap());
         assert!(!d.contains("libmpi"), "{} must not need libmpi:\n{d}", lib.display());
     }
 }
