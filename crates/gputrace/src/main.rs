@@ -67,7 +67,11 @@ fn main() -> ExitCode {
 /// failing library).
 fn exit_code_of(e: &anyhow::Error) -> u8 {
     let bad_merge_input = e.downcast_ref::<merge::Error>().is_some_and(merge::Error::is_bad_input);
-    if e.is::<UsageError>() || e.is::<report::BadInput>() || e.is::<isolate::Refused>() || bad_merge_input {
+    if e.is::<UsageError>()
+        || e.downcast_ref::<report::Error>().is_some_and(report::Error::is_bad_input)
+        || e.is::<isolate::Refused>()
+        || bad_merge_input
+    {
         2
     } else if e.is::<launch::CannotStart>() {
         127

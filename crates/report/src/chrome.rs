@@ -25,7 +25,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use crate::{Error, Result};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use otf2::reader::{EventContext, EventVisitor, GlobalDefs};
@@ -59,23 +59,27 @@ pub fn export(input: &Path, output: &Path) -> Result<ExportSummary> {
 }
 
 fn export_to(reader: &mut otf2::reader::TraceReader, output: &Path) -> Result<ExportSummary> {
-    let file = File::create(output).with_context(|| format!("cannot create {}", output.display()))?;
-    let context = || format!("writing {}", output.display());
+    let file = File::create(output).map_err(|source| Error::Create { path: output.to_path_buf(), source })?;
+    let context = Error::writing(output);
     if output.extension().is_some_and(|e| e == "gz") {
         // The buffer in front matters: the encoder compresses each write
         // as it comes, and events are written a few bytes at a time. Fast
         // compression: the default level would cap the export well below
         // a million events per second.
         let mut sink = BufWriter::with_capacity(1 << 20, GzEncoder::new(file, Compression::fast()));
-        let summary = write(reader, &mut sink).with_context(context)?;
-        let encoder = sink.into_inner().map_err(|e| e.into_error()).with_context(context)?;
-        encoder.finish().with_context(context)?;
-        Ok(summary)
+        let written = write(reader, &mut sink).and_then(|summary| {
+            let encoder = sink.into_inner().map_err(|e| e.into_error())?;
+            encoder.finish()?;
+            Ok(summary)
+        });
+        written.map_err(context)
     } else {
         let mut sink = BufWriter::with_capacity(1 << 20, file);
-        let summary = write(reader, &mut sink).with_context(context)?;
-        sink.flush().with_context(context)?;
-        Ok(summary)
+        let written = write(reader, &mut sink).and_then(|summary| {
+            sink.flush()?;
+            Ok(summary)
+        });
+        written.map_err(context)
     }
 }
 

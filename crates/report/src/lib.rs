@@ -20,6 +20,7 @@
 
 pub mod chrome;
 pub mod durations;
+mod error;
 pub mod matrix;
 pub mod model;
 pub mod numbers;
@@ -32,26 +33,20 @@ pub mod vite;
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Result, bail};
 use otf2::reader::TraceReader;
 
-/// The input is what is wrong (a missing or damaged archive, an unknown
-/// report or format): the command exits with status 2, as for bad usage.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct BadInput(pub String);
-
-use BadInput as UsageError;
+pub use error::{Error, Result};
 
 /// The anchor file (`traces.otf2`) an input names: the file itself, or the
 /// archive inside an experiment directory.
 pub fn anchor_of(input: &Path) -> Result<PathBuf> {
     // A missing input is bad input, as for `gputrace merge` (exit 2).
-    let meta = std::fs::metadata(input).map_err(|e| UsageError(format!("cannot read {}: {e}", input.display())))?;
+    let meta =
+        std::fs::metadata(input).map_err(|e| Error::BadInput(format!("cannot read {}: {e}", input.display())))?;
     if meta.is_dir() {
         let anchor = input.join("traces.otf2");
         if !anchor.exists() {
-            bail!(UsageError(format!(
+            return Err(Error::BadInput(format!(
                 "{} holds no OTF2 archive (no traces.otf2); run `gputrace merge {}` first if it has raw/",
                 input.display(),
                 input.display()
@@ -69,19 +64,18 @@ pub fn open(input: &Path) -> Result<TraceReader> {
     // Not an archive is bad input (exit 2), as a directory without one is.
     TraceReader::open(&anchor).map_err(|e| match e {
         // Already names the file and what is wrong with it.
-        otf2::Error::NotAnArchive { .. } => UsageError(e.to_string()).into(),
-        e => UsageError(format!("{}: not a readable OTF2 archive: {e}", anchor.display())).into(),
+        otf2::Error::NotAnArchive { .. } => Error::BadInput(e.to_string()),
+        e => Error::BadInput(format!("{}: not a readable OTF2 archive: {e}", anchor.display())),
     })
 }
 
 /// The reader's error for a location, with the location named: a damaged
 /// archive is bad input (exit 2), as one that does not open is.
-pub(crate) fn read_error(reader: &TraceReader, loc: otf2::LocationRef, e: otf2::Error) -> anyhow::Error {
-    UsageError(format!(
+pub(crate) fn read_error(reader: &TraceReader, loc: otf2::LocationRef, e: otf2::Error) -> Error {
+    Error::BadInput(format!(
         "{}: reading the events of location {} ({}): {e}",
         reader.anchor_path().display(),
         loc.id(),
         reader.defs().location_name(loc)
     ))
-    .into()
 }

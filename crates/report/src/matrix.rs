@@ -63,7 +63,7 @@ impl MpiMatrix {
             let mut g = String::new();
             g.push_str(&grid("messages (row sends to column)", &labels, |i, j| {
                 let v = self.messages[i * self.n + j];
-                (v > 0).then(|| thousands(v.into()))
+                (v > 0).then(|| thousands(v))
             }));
             g.push('\n');
             g.push_str(&grid("bytes", &labels, |i, j| {
@@ -163,8 +163,8 @@ impl GpuMatrix {
                 t.notes.push(format!(
                     "NVLink {}: {} sent, {} received",
                     labels[g],
-                    human_bytes((*sent).into()),
-                    human_bytes((*received).into())
+                    human_bytes(*sent),
+                    human_bytes(*received)
                 ));
             }
         }

@@ -8,6 +8,8 @@ use std::io::{self, Write};
 
 use serde_json::{Map, Value, json};
 
+pub use crate::numbers::{human_bytes, human_ns, thousands};
+
 /// One cell.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Cell {
@@ -203,18 +205,6 @@ fn format_float(v: f64) -> String {
     }
 }
 
-pub fn thousands(v: u128) -> String {
-    let s = v.to_string();
-    let mut out = String::with_capacity(s.len() + s.len() / 3);
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    out
-}
-
 fn float_thousands(v: f64, decimals: usize) -> String {
     let s = format!("{:.*}", decimals, v.abs());
     let (int, frac) = s.split_once('.').map_or((s.as_str(), None), |(a, b)| (a, Some(b)));
@@ -225,32 +215,6 @@ fn float_thousands(v: f64, decimals: usize) -> String {
         out.push_str(f);
     }
     out
-}
-
-/// Bytes in binary units (`1.5 MiB`), for grids and summaries.
-pub fn human_bytes(b: u128) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    let mut v = b as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 { format!("{b} B") } else { format!("{v:.1} {}", UNITS[u]) }
-}
-
-/// Nanoseconds in a readable unit (`12.3 ms`).
-pub fn human_ns(ns: u128) -> String {
-    let v = ns as f64;
-    if v >= 1e9 {
-        format!("{:.2} s", v / 1e9)
-    } else if v >= 1e6 {
-        format!("{:.2} ms", v / 1e6)
-    } else if v >= 1e3 {
-        format!("{:.1} us", v / 1e3)
-    } else {
-        format!("{ns} ns")
-    }
 }
 
 #[cfg(test)]
@@ -275,8 +239,5 @@ mod tests {
         ragged.rows.push(vec![Cell::Int(1)]);
         assert!(ragged.write_csv(&mut Vec::new()).is_err(), "a short row is an error, not a short line");
         assert_eq!(t.to_json()["rows"][0]["Total Time (ns)"], 1_234_567);
-        assert_eq!(thousands(1000), "1,000");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(human_bytes(1536), "1.5 KiB");
     }
 }

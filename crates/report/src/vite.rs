@@ -21,7 +21,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, anyhow};
+use crate::{Error, Result};
 use otf2::reader::{EventContext, EventVisitor, GlobalDefs, MetricDef, TraceReader};
 use otf2::{
     ArchiveWriter, AttributeRef, AttributeValue, Collective, CommRef, EventWriter, GroupRef, GroupType,
@@ -45,8 +45,7 @@ pub fn export(input: &Path, output: &Path) -> Result<PathBuf> {
 
 fn copy(reader: &mut TraceReader, output: &Path) -> Result<PathBuf> {
     let defs = reader.defs().clone();
-    let mut archive = ArchiveWriter::create(output, "traces")
-        .map_err(|e| anyhow!("cannot write the ViTE copy to {}: {e}", output.display()))?;
+    let mut archive = ArchiveWriter::create(output, "traces").map_err(|e| Error::writing(output)(e.into()))?;
     archive.set_creator(&format!("gputrace {} (ViTE copy)", env!("CARGO_PKG_VERSION")))?;
     archive.set_description(&format!("ViTE copy of {}", reader.anchor_path().display()))?;
     if let Some(c) = defs.clock_properties {
@@ -59,13 +58,13 @@ fn copy(reader: &mut TraceReader, output: &Path) -> Result<PathBuf> {
         let mut copier = Copier { defs: &defs, map: &map, writer, error: None };
         let read = reader.read_location(loc, &mut copier);
         if let Some(e) = copier.error.take() {
-            return Err(e).context("writing the ViTE copy");
+            return Err(Error::step("writing the ViTE copy")(e.into()));
         }
         read.map_err(|e| super::read_error(reader, loc, e))?;
         copier.writer.close()?;
     }
     let anchor = archive.anchor_path().to_owned();
-    archive.close().context("closing the ViTE copy")?;
+    archive.close().map_err(|e| Error::step("closing the ViTE copy")(e.into()))?;
     Ok(anchor)
 }
 

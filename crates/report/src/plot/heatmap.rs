@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use anyhow::{Result, anyhow, bail};
+use crate::{Error, Result};
 use plotters::prelude::*;
 
 use super::{FONT, register_font, write_png};
@@ -29,7 +29,11 @@ pub fn heatmap(input: &Path, output: &Path, which: &str) -> Result<()> {
         ),
     };
     if values.iter().all(|v| *v == 0) {
-        bail!("{}: the archive has no {} traffic to draw", reader.anchor_path().display(), which.to_uppercase());
+        return Err(Error::NothingToShow(format!(
+            "{}: the archive has no {} traffic to draw",
+            reader.anchor_path().display(),
+            which.to_uppercase()
+        )));
     }
     let n = labels.len();
     let cell = (720 / n as u32).clamp(3, 64);
@@ -63,7 +67,7 @@ fn draw(
 ) -> Result<()> {
     register_font();
     let root = BitMapBackend::with_buffer(rgb, size).into_drawing_area();
-    let err = |e: DrawingAreaErrorKind<_>| anyhow!("drawing the heatmap: {e:?}");
+    let err = |e: DrawingAreaErrorKind<_>| Error::Draw { what: "heatmap", detail: format!("{e:?}") };
     let text = |s: u32| (FONT, s).into_font().color(&BLACK);
     root.draw(&Text::new(title.to_owned(), (8, 8), text(15))).map_err(err)?;
     let n = labels.len();

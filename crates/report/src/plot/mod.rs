@@ -14,7 +14,7 @@ use std::io::BufWriter;
 use std::path::Path;
 use std::sync::Once;
 
-use anyhow::{Context, Result};
+use crate::{Error, Result};
 use plotters::style::RGBColor;
 
 use crate::model::{CopyKind, RegionKind};
@@ -37,14 +37,16 @@ fn register_font() {
 
 /// Writes an RGB buffer as a PNG file.
 fn write_png(path: &Path, width: u32, height: u32, rgb: &[u8]) -> Result<()> {
-    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let file = File::create(path).map_err(|source| Error::Create { path: path.to_path_buf(), source })?;
     let mut encoder = png::Encoder::new(BufWriter::new(file), width, height);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
-    let mut writer = encoder.write_header().with_context(|| format!("writing {}", path.display()))?;
-    writer.write_image_data(rgb).with_context(|| format!("writing {}", path.display()))?;
-    writer.finish().with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+    let written = (|| {
+        let mut writer = encoder.write_header()?;
+        writer.write_image_data(rgb)?;
+        writer.finish()
+    })();
+    written.map_err(|e| Error::writing(path)(e.into()))
 }
 
 /// What a timeline pixel shows: the kinds of work, by colour.

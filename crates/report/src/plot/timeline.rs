@@ -12,7 +12,7 @@
 
 use std::path::Path;
 
-use anyhow::{Result, anyhow};
+use crate::{Error, Result};
 use otf2::reader::{EventContext, EventVisitor};
 use otf2::{LocationRef, RegionRef};
 use plotters::prelude::*;
@@ -100,7 +100,7 @@ pub fn timeline(input: &Path, output: &Path, width: u32) -> Result<()> {
         .collect();
     order.sort();
     if order.is_empty() {
-        return Err(anyhow!("{}: the archive has no thread or stream to draw", input.display()));
+        return Err(Error::NothingToShow(format!("{}: the archive has no thread or stream to draw", input.display())));
     }
     let (start, length) = (model.origin, model.length.max(1));
     let ticks_per_column = length as f64 / plot_width as f64;
@@ -138,7 +138,7 @@ pub fn timeline(input: &Path, output: &Path, width: u32) -> Result<()> {
 fn draw(rgb: &mut [u8], width: u32, height: u32, lane_h: u32, lanes: &[Lane], seconds: f64, title: &str) -> Result<()> {
     register_font();
     let root = BitMapBackend::with_buffer(rgb, (width, height)).into_drawing_area();
-    let err = |e: DrawingAreaErrorKind<_>| anyhow!("drawing the timeline: {e:?}");
+    let err = |e: DrawingAreaErrorKind<_>| Error::Draw { what: "timeline", detail: format!("{e:?}") };
     let x0 = LABEL_WIDTH as i32;
     let text = |size: u32| (FONT, size).into_font().color(&BLACK);
     root.draw(&Text::new(title.to_owned(), (8, 8), text(15))).map_err(err)?;

@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 
-use anyhow::Result;
+use crate::Result;
 use otf2::reader::{EventContext, EventVisitor, GlobalDefs, TraceReader};
 use otf2::{AttributeValue, CommRef, LocationRef, MetricRef, MetricValue, RegionRef, RmaWinRef};
 

@@ -9,10 +9,9 @@ pub mod collect;
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::{Result, bail};
+use crate::{Error, Result};
 
 use self::collect::{Category, Collected};
-use crate::BadInput as UsageError;
 use crate::table::{self, Cell, Format, Table};
 
 /// Every report: (name, what it shows).
@@ -41,7 +40,7 @@ pub fn check_reports(names: &[String]) -> Result<()> {
     for n in names {
         if !REPORTS.iter().any(|(r, _)| r == n) {
             let known: Vec<String> = REPORTS.iter().map(|(r, what)| format!("  {r:<18} {what}")).collect();
-            bail!(UsageError(format!("unknown report `{n}`; the reports are:\n{}", known.join("\n"))));
+            return Err(Error::BadInput(format!("unknown report `{n}`; the reports are:\n{}", known.join("\n"))));
         }
     }
     Ok(())
