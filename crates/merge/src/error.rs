@@ -18,12 +18,14 @@ pub enum Error {
     /// An archive is already there and replacing it was not asked for.
     #[error("{} already holds an archive", .0.display())]
     ArchiveExists(PathBuf),
-    #[error("cannot read {}: {source}", path.display())]
+    // Errors that wrap another say only what they add: callers print the
+    // whole chain (`{:#}`), so repeating the source would say it twice.
+    #[error("cannot read {}", path.display())]
     Read { path: PathBuf, source: std::io::Error },
-    #[error("cannot remove {}: {source}", path.display())]
+    #[error("cannot remove {}", path.display())]
     Remove { path: PathBuf, source: std::io::Error },
     /// Writing the archive failed (a full disk, say).
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Archive { what: &'static str, source: otf2::Error },
 }
 

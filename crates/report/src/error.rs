@@ -13,23 +13,26 @@ pub enum Error {
     /// The archive holds nothing this report can show.
     #[error("{0}")]
     NothingToShow(String),
-    #[error("cannot create {}: {source}", path.display())]
+    // Errors that wrap another say only what they add: the command prints
+    // the whole chain (`{:#}`), so repeating the source would say it twice.
+    #[error("cannot create {}", path.display())]
     Create { path: PathBuf, source: std::io::Error },
-    /// Writing an output failed (a full disk, a closed pipe).
-    #[error("writing {}: {source}", path.display())]
+    /// Writing an output failed (a full disk, a closed pipe, or the input
+    /// found damaged while it was being written).
+    #[error("writing {}", path.display())]
     Writing { path: PathBuf, source: Box<Error> },
     /// A step of a report failed: `what` says which.
-    #[error("{what}: {source}")]
+    #[error("{what}")]
     Step { what: &'static str, source: Box<Error> },
-    #[error("{0}")]
+    #[error(transparent)]
     Io(#[from] std::io::Error),
-    #[error("{0}")]
+    #[error(transparent)]
     Otf2(#[from] otf2::Error),
-    #[error("{0}")]
+    #[error(transparent)]
     Json(#[from] serde_json::Error),
-    #[error("{0}")]
+    #[error(transparent)]
     Csv(#[from] csv::Error),
-    #[error("{0}")]
+    #[error(transparent)]
     Png(#[from] png::EncodingError),
     /// Drawing a plot failed.
     #[error("drawing the {what}: {detail}")]
@@ -37,9 +40,14 @@ pub enum Error {
 }
 
 impl Error {
-    /// Whether the input is what is wrong.
+    /// Whether the input is what is wrong (also when found while an
+    /// output was being written).
     pub fn is_bad_input(&self) -> bool {
-        matches!(self, Error::BadInput(_))
+        match self {
+            Error::BadInput(_) => true,
+            Error::Writing { source, .. } | Error::Step { source, .. } => source.is_bad_input(),
+            _ => false,
+        }
     }
 
     /// `e` as an error while writing `path`.
