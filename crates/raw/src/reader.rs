@@ -33,10 +33,11 @@ pub enum Problem {
     /// or ended by a signal): its `events` committed events are kept, and
     /// `cut` events being written at that instant were dropped.
     OpenSlot { offset: u64, events: u32, cut: u32 },
-    /// A whole chunk was being written when its process ended: its payload
-    /// is there but not its header (written last), `len` bytes dropped.
-    /// Nothing committed refers to it (definitions are written before the
-    /// events that use them commit).
+    /// A chunk was being written when its process ended: its payload is
+    /// there but not its header, or not all of it (a header is written
+    /// last, its first byte last of all), `len` bytes dropped. Nothing
+    /// committed refers to it (definitions are written before the events
+    /// that use them commit, a slot's events after its header).
     TornWrite { offset: u64, len: u64 },
 }
 
@@ -108,6 +109,15 @@ pub enum ReadError {
 
 const SCAN_WINDOW: usize = 1 << 20;
 
+/// Bytes where a chunk should start that no writer wrote (see
+/// [`RawFile::unwritten`]); `next` is where reading goes on.
+enum Unwritten {
+    /// Zeros a writer reserved: skipped silently.
+    Reserved { next: u64 },
+    /// A chunk being written when its process ended: a torn write.
+    Torn { next: u64 },
+}
+
 impl RawFile {
     pub fn open(path: &Path) -> Result<RawFile, ReadError> {
         let io_err = |source| ReadError::Io { path: path.to_path_buf(), source };
@@ -128,26 +138,19 @@ impl RawFile {
         while pos < size {
             let header = match raw.header_at(pos).map_err(io_err)? {
                 Ok(h) => h,
-                Err(_) if raw.zeros_at(pos).map_err(io_err)? => {
-                    // Space a writer reserved and never used (a slot's
-                    // alignment, or one whose process died before its
-                    // header): not damage. Bytes right after it that make
-                    // no chunk are a chunk whose header (written after its
-                    // payload) was not written yet.
-                    let next = raw.skip_zeros(pos).map_err(io_err)?;
-                    if next < size && raw.header_at(next).map_err(io_err)?.is_err() {
-                        let after = raw.find_next_header(next + 1).map_err(io_err)?;
-                        raw.problems.push(Problem::TornWrite { offset: pos, len: after - pos });
-                        pos = after;
-                    } else {
-                        pos = next;
-                    }
-                    continue;
-                }
                 Err(reason) => {
-                    let next = raw.find_next_header(pos + 1).map_err(io_err)?;
-                    raw.problems.push(Problem::Damaged { offset: pos, len: next - pos, reason });
-                    pos = next;
+                    match raw.unwritten(pos).map_err(io_err)? {
+                        Some(Unwritten::Reserved { next }) => pos = next,
+                        Some(Unwritten::Torn { next }) => {
+                            raw.problems.push(Problem::TornWrite { offset: pos, len: next - pos });
+                            pos = next;
+                        }
+                        None => {
+                            let next = raw.find_next_header(pos + 1).map_err(io_err)?;
+                            raw.problems.push(Problem::Damaged { offset: pos, len: next - pos, reason });
+                            pos = next;
+                        }
+                    }
                     continue;
                 }
             };
@@ -305,13 +308,28 @@ impl RawFile {
         Ok(n.max(1))
     }
 
-    /// Whether a header's worth of bytes at `pos` (or up to the end) are
-    /// all zero.
-    fn zeros_at(&self, pos: u64) -> io::Result<bool> {
-        let mut h = [0u8; HEADER_LEN];
-        let avail = (self.size - pos).min(HEADER_LEN as u64) as usize;
-        self.file.read_exact_at(&mut h[..avail], pos)?;
-        Ok(h[..avail].iter().all(|b| *b == 0))
+    /// What the bytes at `pos`, where a chunk should start and none does,
+    /// are when they begin with zeros: space a writer reserved and never
+    /// used, or a chunk whose header was not written; `None` when they are
+    /// neither (damage).
+    ///
+    /// Zeros followed by a chunk (or the end) are reserved space: the gap
+    /// before a page-aligned slot, which can be shorter than a header, or
+    /// a slot that was allocated and never started. Zeros followed by bytes
+    /// that make no chunk are a chunk whose header — written after its
+    /// payload, its first byte last of all — was not (or not wholly)
+    /// written when its process ended.
+    fn unwritten(&self, pos: u64) -> io::Result<Option<Unwritten>> {
+        let mut first = [0u8; 1];
+        self.file.read_exact_at(&mut first, pos)?;
+        if first[0] != 0 {
+            return Ok(None);
+        }
+        let next = self.skip_zeros(pos)?;
+        if next >= self.size || self.header_at(next)?.is_ok() {
+            return Ok(Some(Unwritten::Reserved { next }));
+        }
+        Ok(Some(Unwritten::Torn { next: self.find_next_header(next + 1)? }))
     }
 
     /// The offset of the first non-zero byte at or after `from`, or the end.
@@ -498,5 +516,167 @@ impl Iterator for Events<'_> {
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         (0, Some(self.left as usize))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::StreamFile;
+    use crate::writer::page_size;
+
+    pub(super) fn header() -> StreamHeader {
+        StreamHeader {
+            producer: Producer::Synthetic,
+            host: "h".into(),
+            pid: 1,
+            process_start: 0,
+            clock_domain: 0,
+            monotonic_ns: 0,
+            realtime_ns: 0,
+            rank_hint: None,
+            command: Vec::new(),
+        }
+    }
+
+    /// A definitions payload of exactly `len` bytes (one String record).
+    pub(super) fn definitions_of_len(len: usize) -> Vec<u8> {
+        for n in (0..=len).rev() {
+            let mut out = Vec::new();
+            Definition::String { id: 1, value: "x".repeat(n) }.encode(&mut out);
+            if out.len() == len {
+                return out;
+            }
+        }
+        panic!("no definitions payload of {len} bytes");
+    }
+
+    /// Writes a definitions chunk that ends `gap` bytes before a page
+    /// boundary, so that the page-aligned slot opened next follows a gap
+    /// of `gap` zero bytes.
+    fn chunk_ending_before_a_page(stream: &StreamFile, gap: u64) {
+        let page = page_size();
+        let end = std::fs::metadata(stream.path()).unwrap().len();
+        let target = (end + HEADER_LEN as u64 + 200).next_multiple_of(page) - gap;
+        let payload = definitions_of_len((target - end) as usize - HEADER_LEN);
+        stream.write_chunk(ChunkKind::Definitions, None, &payload).unwrap();
+        assert_eq!(std::fs::metadata(stream.path()).unwrap().len(), target);
+    }
+
+    /// Slots are page-aligned: the zeros before one may be fewer than a
+    /// chunk header's 48 bytes, and are still no damage — whether the
+    /// slot was closed or its process was killed while recording into it.
+    #[test]
+    fn a_gap_shorter_than_a_header_before_a_slot_is_not_damage() {
+        for gap in [1, 18, 47, 48, 100] {
+            for killed in [false, true] {
+                let dir = tempfile::tempdir().unwrap();
+                let path = dir.path().join("h.1.synthetic.gtr");
+                let stream = StreamFile::create(&path, &header()).unwrap();
+                chunk_ending_before_a_page(&stream, gap);
+                let mut slot = stream.open_slot(0, 64 << 10).unwrap();
+                slot.append(&[(10, Event::Enter { region: 1 }), (11, Event::Leave { region: 1 })]);
+                if killed {
+                    drop(slot);
+                } else {
+                    stream.close_slot(slot);
+                }
+                let raw = RawFile::open(&path).unwrap();
+                let damage: Vec<_> = raw.problems.iter().filter(|p| p.is_damage()).collect();
+                assert!(damage.is_empty(), "gap {gap}, killed {killed}: {damage:?}");
+                assert_eq!(raw.chunks.len(), 1, "gap {gap}, killed {killed}");
+                assert_eq!(raw.chunks[0].header.event_count, 2, "gap {gap}, killed {killed}");
+                assert_eq!(raw.definitions.len(), 1, "gap {gap}, killed {killed}");
+            }
+        }
+    }
+}
+
+/// Writer and reader together: what a kill in the middle of writing a
+/// header leaves.
+#[cfg(test)]
+mod torn_tests {
+    use super::tests::{definitions_of_len, header};
+    use super::*;
+    use crate::StreamFile;
+
+    fn len(path: &Path) -> u64 {
+        std::fs::metadata(path).unwrap().len()
+    }
+
+    /// The writer writes a header's first byte last (`write_header_at`,
+    /// `start_slot`), so a kill while it writes one leaves the header's
+    /// other bytes, or some of them, after a zero: a torn write, whatever
+    /// part of the header was written — of a whole chunk (its payload is
+    /// already there) or of a slot (nothing committed in it yet). The
+    /// chunks around it are read.
+    #[test]
+    fn a_header_cut_before_its_first_byte_is_a_torn_write() {
+        for written in [1, 2, 8, 17, 33, HEADER_LEN] {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("h.1.synthetic.gtr");
+            let stream = StreamFile::create(&path, &header()).unwrap();
+            stream.write_chunk(ChunkKind::Definitions, None, &definitions_of_len(300)).unwrap();
+            let chunk_at = len(&path);
+            stream.write_chunk(ChunkKind::Definitions, None, &definitions_of_len(500)).unwrap();
+            let slot = stream.open_slot(0, 64 << 10).unwrap();
+            let slot_at = len(&path) - slot.len() as u64;
+            drop(slot);
+            let mut last = Vec::new();
+            Definition::String { id: 9, value: "after".into() }.encode(&mut last);
+            stream.write_chunk(ChunkKind::Definitions, None, &last).unwrap();
+            drop(stream);
+
+            // Cut both headers: bytes 1..written are there, the rest not.
+            let mut bytes = std::fs::read(&path).unwrap();
+            for at in [chunk_at as usize, slot_at as usize] {
+                bytes[at] = 0;
+                bytes[at + written..at + HEADER_LEN].fill(0);
+            }
+            std::fs::write(&path, &bytes).unwrap();
+
+            let raw = RawFile::open(&path).unwrap();
+            assert!(!raw.problems.is_empty(), "{written} bytes: the cut went unnoticed");
+            assert!(
+                raw.problems.iter().all(|p| matches!(p, Problem::TornWrite { .. })),
+                "{written} bytes: {:?}",
+                raw.problems
+            );
+            let ids: Vec<u32> = raw
+                .definitions
+                .iter()
+                .filter_map(|d| if let Definition::String { id, .. } = d { Some(*id) } else { None })
+                .collect();
+            assert_eq!(ids, [1, 9], "{written} bytes");
+            assert!(raw.chunks.is_empty());
+        }
+    }
+
+    /// The closing slot's commit word is written with one `pwrite`: it
+    /// never crosses a page, whatever the length of the stream header, and
+    /// the slot still reads.
+    #[test]
+    fn the_closing_slots_commit_word_never_crosses_a_page() {
+        let page = crate::writer::page_size();
+        let mut moved = 0;
+        for arg in (page - 200..page).map(|n| n as usize) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("h.1.synthetic.gtr");
+            let mut h = header();
+            h.command = vec!["x".repeat(arg)];
+            let stream = StreamFile::create(&path, &h).unwrap();
+            let bytes = std::fs::read(&path).unwrap();
+            let first = ChunkHeader::decode(bytes[..HEADER_LEN].try_into().unwrap()).unwrap();
+            let header_end = (HEADER_LEN as u32 + first.payload_len) as u64;
+            let slot_at = len(&path) - crate::writer::CLOSING_SLOT_LEN as u64;
+            let word_at = slot_at + HEADER_LEN as u64;
+            assert!(word_at % page <= page - 8, "command of {arg}: commit word at {word_at}");
+            moved += u32::from(slot_at != header_end);
+            stream.write_closing(&definitions_of_len(100)).unwrap();
+            let raw = RawFile::open(&path).unwrap();
+            assert!(raw.problems.is_empty(), "command of {arg}: {:?}", raw.problems);
+            assert_eq!(raw.definitions.len(), 1, "command of {arg}");
+        }
+        assert_eq!(moved, 7, "the commit word would cross a page after 7 of the lengths of stream header");
     }
 }

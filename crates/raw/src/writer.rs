@@ -27,7 +27,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 use crate::chunk::{ChunkHeader, ChunkKind, HEADER_LEN, SEAL_LEN, SLOT_PREFIX, Seal, commit_word};
 use crate::event::MAX_EVENT_LEN;
@@ -109,7 +109,7 @@ pub enum SlotError {
     NoMapping(io::Error),
 }
 
-fn page_size() -> u64 {
+pub(crate) fn page_size() -> u64 {
     // SAFETY: sysconf has no preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if n > 0 { n as u64 } else { 4096 }
@@ -134,9 +134,15 @@ impl StreamFile {
         let mut payload = Vec::new();
         header.encode(&mut payload);
         stream.write_chunk(ChunkKind::StreamHeader, None, &payload)?;
-        let at = stream.allocate(CLOSING_SLOT_LEN as u64, 1, true)?;
+        // The closing slot follows the stream header. Its commit word is
+        // stored with one `pwrite`, which a kill can tear only where it
+        // crosses a page: such a slot starts 8-aligned instead (zeros
+        // before it, which a reader skips).
+        let word_at = (2 * HEADER_LEN + payload.len()) as u64;
+        let align = if word_at % page_size() > page_size() - 8 { 8 } else { 1 };
+        let at = stream.allocate(CLOSING_SLOT_LEN as u64, align, true)?;
         let head = ChunkHeader::for_slot(ChunkKind::Definitions, stream.producer, 0, CLOSING_SLOT_LEN).encode();
-        stream.write_all_at(&head, at)?;
+        stream.write_header_at(&head, at)?;
         *stream.closing.lock().unwrap_or_else(|e| e.into_inner()) = Some(at);
         Ok(stream)
     }
@@ -176,6 +182,15 @@ impl StreamFile {
         self.file.write_all_at(bytes, at)
     }
 
+    /// Writes a chunk header at `at`, its first byte last: a process
+    /// killed while writing it (a `pwrite` can be cut where it crosses a
+    /// page) leaves a zero where the header starts, which a reader takes
+    /// for a chunk not yet written, never for damage.
+    fn write_header_at(&self, head: &[u8; HEADER_LEN], at: u64) -> io::Result<()> {
+        self.write_all_at(&head[1..], at + 1)?;
+        self.write_all_at(&head[..1], at)
+    }
+
     /// Appends one whole chunk. `span` is given for event chunks.
     pub fn write_chunk(&self, kind: ChunkKind, span: Option<EventSpan>, payload: &[u8]) -> io::Result<()> {
         let mut header = ChunkHeader::for_payload(kind, self.producer, payload);
@@ -186,10 +201,11 @@ impl StreamFile {
             header.max_time = s.max_time;
         }
         let at = self.allocate((HEADER_LEN + payload.len()) as u64, 1, true)?;
-        // The payload first: a process killed between the two writes
-        // leaves zeros where the header goes, which a reader skips.
+        // The payload first, then the header, its first byte last: a
+        // process killed before that byte leaves a zero where the chunk
+        // starts, which a reader reports as a torn write.
         self.write_all_at(payload, at + HEADER_LEN as u64)?;
-        self.write_all_at(&header.encode(), at)
+        self.write_header_at(&header.encode(), at)
     }
 
     /// Writes definitions into the slot reserved for the closing records
@@ -275,7 +291,14 @@ impl StreamFile {
     /// slot of `location`'s events.
     pub fn start_slot(&self, slot: &mut Slot, location: u32) {
         let head = ChunkHeader::for_slot(ChunkKind::Events, self.producer, location, slot.len).encode();
-        slot.bytes_mut(0, HEADER_LEN).copy_from_slice(&head);
+        // Its first byte last (one store, ordered after the rest), as in
+        // `write_header_at`: a kill in the middle of the copy leaves a
+        // zero where the slot starts, and the slot holds nothing yet.
+        slot.bytes_mut(1, HEADER_LEN - 1).copy_from_slice(&head[1..]);
+        // SAFETY: the first byte of the slot's mapping, in bounds; the
+        // mapping is the slot's alone and `&mut` makes the access exclusive.
+        let first = unsafe { &*slot.map.cast::<AtomicU8>() };
+        first.store(head[0], Ordering::Release);
     }
 
     /// Seals `slot`, unmaps it and gives back the pages it did not use.
