@@ -118,6 +118,12 @@ pub fn merge_again(dir: &Path, settings: &[(String, String)], config: &Config, f
 /// form of the archive (the busiest functions, kernels, copies, matrices);
 /// without an archive, the summary's own tables.
 pub fn report(experiment: &Experiment, summary: &merge::Summary, config: &Config) {
+    if !config.enable_profiling {
+        if let Some((path, _)) = &summary.archive {
+            say!("[gputrace] archive: {}", path.display());
+        }
+        return;
+    }
     let facts = run_summary(summary);
     let short = summary.archive.as_ref().and_then(|(anchor, _)| match report::stats::short_summary(anchor) {
         Ok(t) => Some(t),
@@ -130,15 +136,11 @@ pub fn report(experiment: &Experiment, summary: &merge::Summary, config: &Config
         Some(tables) => format!("{}\n{tables}", facts.render(10, false)),
         None => facts.render(10, true),
     };
-    if config.enable_profiling {
-        if let Err(e) = std::fs::write(experiment.summary(), &text) {
-            say!("[gputrace] warning: cannot write {}: {e}", experiment.summary().display());
-        }
-        for line in text.lines() {
-            say!("[gputrace] {line}");
-        }
-    } else if let Some((path, _)) = &summary.archive {
-        say!("[gputrace] archive: {}", path.display());
+    if let Err(e) = std::fs::write(experiment.summary(), &text) {
+        say!("[gputrace] warning: cannot write {}: {e}", experiment.summary().display());
+    }
+    for line in text.lines() {
+        say!("[gputrace] {line}");
     }
 }
 

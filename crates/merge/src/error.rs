@@ -37,6 +37,12 @@ impl Error {
     }
 }
 
+impl From<Box<otf2::Error>> for Error {
+    fn from(source: Box<otf2::Error>) -> Self {
+        Error::Archive { what: "writing the archive", source: *source }
+    }
+}
+
 impl From<otf2::Error> for Error {
     fn from(source: otf2::Error) -> Self {
         Error::Archive { what: "writing the archive", source }

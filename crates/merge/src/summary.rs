@@ -13,7 +13,7 @@ use otf2::{AttributeRef, AttributeValue};
 use raw::{CopyKind, Paradigm};
 
 use crate::inputs::Ending;
-use crate::sink::{Record, Sink, Work};
+use crate::sink::{Record, Sink, SinkError, Work};
 
 /// Time spent in one region, over all locations.
 #[derive(Debug, Clone, Default)]
@@ -154,16 +154,43 @@ impl Summary {
 }
 
 impl Sink for Counters {
-    #[inline]
-    fn record(&mut self, _: u64, _: &[(AttributeRef, AttributeValue)], r: &Record) -> otf2::Result<()> {
-        match *r {
-            Record::Enter { work: Work::Kernel, .. } => self.kernels += 1,
-            Record::Enter { work: Work::Memset { bytes }, .. } => {
+    #[inline(always)]
+    fn enter(
+        &mut self,
+        _: u64,
+        _: &[(AttributeRef, AttributeValue)],
+        _: otf2::RegionRef,
+        _: usize,
+        work: Work,
+    ) -> Result<(), SinkError> {
+        match work {
+            Work::Call => {}
+            Work::Kernel => self.kernels += 1,
+            Work::Memset { bytes } => {
                 self.memsets += 1;
                 self.memset_bytes += bytes;
             }
-            Record::Enter { work: Work::Copy { kind, bytes }, .. } => self.copy(kind, bytes),
-            Record::Leave { index, duration, .. } => self.region_done(index, duration),
+            Work::Copy { kind, bytes } => self.copy(kind, bytes),
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn leave(
+        &mut self,
+        _: u64,
+        _: &[(AttributeRef, AttributeValue)],
+        _: otf2::RegionRef,
+        index: usize,
+        duration: u64,
+    ) -> Result<(), SinkError> {
+        self.region_done(index, duration);
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn record(&mut self, _: u64, _: &[(AttributeRef, AttributeValue)], r: &Record) -> Result<(), SinkError> {
+        match *r {
             Record::Send { bytes, nccl: true, .. } => {
                 self.nccl_messages += 1;
                 self.nccl_message_bytes += bytes;
@@ -219,8 +246,8 @@ mod tests {
         let region = otf2::RegionRef::from_id(0);
         let mut c = Counters::default();
         let copy = Work::Copy { kind: CopyKind::HostToDevice, bytes: 64 };
-        c.record(1, &[], &Record::Enter { region, index: 0, work: copy }).unwrap();
-        c.record(2, &[], &Record::Leave { region, index: 0, duration: 1 }).unwrap();
+        c.enter(1, &[], region, 0, copy).unwrap();
+        c.leave(2, &[], region, 0, 1).unwrap();
         c.record(3, &[], &Record::Send { peer: 1, comm: None, tag: 0, bytes: 8, request: None, nccl: false }).unwrap();
         c.record(3, &[], &Record::Send { peer: 1, comm: None, tag: 0, bytes: 4, request: None, nccl: true }).unwrap();
         assert_eq!(c.copies[CopyKind::HostToDevice as usize], (1, 64));

@@ -73,6 +73,7 @@ impl Iterator for Timeline<'_> {
     /// (timestamp, index of the stream in its process, event)
     type Item = (u64, usize, Event);
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         loop {
             let front = self.open.iter().filter_map(|o| o.next.map(|(t, _)| t)).min();

@@ -22,7 +22,11 @@ use raw::{Collective, CopyKind, Event, KernelConfig};
 use crate::Result;
 use crate::inputs::Process;
 use crate::layout::{CudaAttributes, Layout, LocationPlan, LocationRole, ProcessPlan};
+use crate::sink::SinkError;
 use crate::sink::{Record, Sink, Work};
+
+/// The pass's own result: one word (see [`SinkError`]).
+type Step = std::result::Result<(), SinkError>;
 use crate::timeline::{Source, Timeline};
 
 /// The state of one location's pass.
@@ -124,8 +128,8 @@ impl<S: Sink> Pass<'_, S> {
     /// Hands `record` to the sink with the pending attributes (those of
     /// attribute events before it) and `attrs`. A record the archive does
     /// not get leaves the pending attributes for the next one.
-    #[inline]
-    fn emit(&mut self, t: u64, attrs: &[(AttributeRef, AttributeValue)], record: Record) -> Result<()> {
+    #[inline(always)]
+    fn emit(&mut self, t: u64, attrs: &[(AttributeRef, AttributeValue)], record: Record) -> Step {
         if self.pending.is_empty() || !crate::sink::written(&record) {
             self.sink.record(t, attrs, &record)?;
         } else {
@@ -136,23 +140,49 @@ impl<S: Sink> Pass<'_, S> {
         Ok(())
     }
 
-    fn enter(
-        &mut self,
-        t: u64,
-        stream: usize,
-        id: u32,
-        work: Work,
-        attrs: &[(AttributeRef, AttributeValue)],
-    ) -> Result<()> {
+    fn enter(&mut self, t: u64, stream: usize, id: u32, work: Work, attrs: &[(AttributeRef, AttributeValue)]) -> Step {
         let Some((region, index)) = self.region(stream, id) else {
             return Ok(());
         };
-        self.emit(t, attrs, Record::Enter { region, index, work })?;
+        self.enter_region(t, attrs, region, index, work)
+    }
+
+    /// Enters a region known to the archive, with the pending attributes
+    /// and `attrs`.
+    #[inline]
+    fn enter_region(
+        &mut self,
+        t: u64,
+        attrs: &[(AttributeRef, AttributeValue)],
+        region: RegionRef,
+        index: usize,
+        work: Work,
+    ) -> Step {
+        if self.pending.is_empty() {
+            self.sink.enter(t, attrs, region, index, work)?;
+        } else {
+            let mut all = std::mem::take(&mut self.pending);
+            all.extend_from_slice(attrs);
+            self.sink.enter(t, &all, region, index, work)?;
+        }
         self.stack.push((region, index, t));
         Ok(())
     }
 
-    fn leave(&mut self, t: u64, stream: usize, id: u32) -> Result<()> {
+    /// Leaves an open region, with the pending attributes (OTF2 attaches
+    /// them to the next record, whatever it is).
+    #[inline]
+    fn leave_region(&mut self, t: u64, region: RegionRef, index: usize, duration: u64) -> Step {
+        if self.pending.is_empty() {
+            self.sink.leave(t, &[], region, index, duration)
+        } else {
+            let all = std::mem::take(&mut self.pending);
+            self.sink.leave(t, &all, region, index, duration)
+        }
+    }
+
+    #[inline]
+    fn leave(&mut self, t: u64, stream: usize, id: u32) -> Step {
         let Some((r, _)) = self.region(stream, id) else {
             return Ok(());
         };
@@ -165,20 +195,20 @@ impl<S: Sink> Pass<'_, S> {
             if open != r {
                 self.repairs.closed_open_regions += 1;
             }
-            self.emit(t, &[], Record::Leave { region: open, index, duration: t - since })?;
+            self.leave_region(t, open, index, t - since)?;
         }
         Ok(())
     }
 
-    fn close_open_regions(&mut self, last: u64) -> Result<()> {
+    fn close_open_regions(&mut self, last: u64) -> Step {
         while let Some((open, index, since)) = self.stack.pop() {
             self.repairs.closed_open_regions += 1;
-            self.emit(last, &[], Record::Leave { region: open, index, duration: last - since })?;
+            self.leave_region(last, open, index, last - since)?;
         }
         Ok(())
     }
 
-    fn event(&mut self, t: u64, stream: usize, ev: Event) -> Result<()> {
+    fn event(&mut self, t: u64, stream: usize, ev: Event) -> Step {
         match ev {
             Event::Enter { region } => self.enter(t, stream, region, Work::Call, &[])?,
             Event::Leave { region } => self.leave(t, stream, region)?,
@@ -288,7 +318,7 @@ impl<S: Sink> Pass<'_, S> {
         }
     }
 
-    fn copy_begin(&mut self, t: u64, stream: usize, k: &raw::MemCopy) -> Result<()> {
+    fn copy_begin(&mut self, t: u64, stream: usize, k: &raw::MemCopy) -> Step {
         let attrs = match self.cuda() {
             Some(a) => {
                 let mut v = vec![
@@ -310,8 +340,7 @@ impl<S: Sink> Pass<'_, S> {
         let Some((region, index)) = self.region(stream, k.region) else {
             return Ok(());
         };
-        self.emit(t, &attrs, Record::Enter { region, index, work: Work::Copy { kind: k.kind, bytes: k.bytes } })?;
-        self.stack.push((region, index, t));
+        self.enter_region(t, &attrs, region, index, Work::Copy { kind: k.kind, bytes: k.bytes })?;
         let LocationRole::GpuStream { window, own_rank, host_rank, device } = self.role else {
             return Ok(());
         };

@@ -504,6 +504,7 @@ impl Event {
     }
 
     /// Reads one event and its timestamp delta.
+    #[inline]
     pub(crate) fn decode(c: &mut Cursor<'_>) -> Result<(i64, Event), Malformed> {
         let t = c.u8()?;
         let delta = c.i64()?;

@@ -111,5 +111,5 @@ for p in $parts; do
   esac
 done
 
-tar -C /tmp -czf "$out/nccl-results.tgz" gputrace-nccl --exclude='gputrace-nccl/nccl_test' --exclude='gputrace-nccl/nccl_test_mpi'
+tar -C /tmp -czf "$out/nccl-results.tgz" --exclude='gputrace-nccl/nccl_test' --exclude='gputrace-nccl/nccl_test_mpi' gputrace-nccl
 echo "results: $out/nccl-results.tgz ($(du -h "$out/nccl-results.tgz" | cut -f1))"
