@@ -34,23 +34,6 @@ pub enum Work {
 /// of the events, and a method each is measurably cheaper than an enum).
 #[derive(Debug, Clone, Copy)]
 pub enum Record {
-    /// A point-to-point send (MPI or NCCL); `comm` is `None` when the
-    /// communicator is unknown to the archive (counted, not written).
-    Send {
-        peer: u32,
-        comm: Option<CommRef>,
-        tag: u32,
-        bytes: u64,
-        request: Option<u64>,
-        nccl: bool,
-    },
-    Recv {
-        peer: u32,
-        comm: CommRef,
-        tag: u32,
-        bytes: u64,
-        request: Option<u64>,
-    },
     CollectiveBegin,
     /// The end of a collective (blocking, or the completion of a
     /// non-blocking one when `request` is set); `collective` is `None` when
@@ -104,6 +87,20 @@ pub enum Record {
 /// type made the whole pass about 20% slower).
 pub type SinkError = Box<otf2::Error>;
 
+/// A point-to-point message (MPI or NCCL), sent or received.
+#[derive(Debug, Clone, Copy)]
+pub struct Message {
+    pub peer: u32,
+    /// `None` when the communicator is unknown to the archive: counted, not
+    /// written.
+    pub comm: Option<CommRef>,
+    pub tag: u32,
+    pub bytes: u64,
+    /// The request of a non-blocking send or receive.
+    pub request: Option<u64>,
+    pub nccl: bool,
+}
+
 /// A destination of merged events, one location at a time.
 pub trait Sink {
     /// The archive's definitions, for those met while events are written
@@ -133,6 +130,12 @@ pub trait Sink {
         duration: u64,
     ) -> Result<(), SinkError>;
 
+    /// A message sent at `time`.
+    fn send(&mut self, time: u64, attributes: &[(AttributeRef, AttributeValue)], m: &Message) -> Result<(), SinkError>;
+
+    /// A message received at `time`.
+    fn recv(&mut self, time: u64, attributes: &[(AttributeRef, AttributeValue)], m: &Message) -> Result<(), SinkError>;
+
     /// Takes any other event at `time`, with the attributes that go with
     /// it (empty for most).
     fn record(
@@ -148,7 +151,7 @@ impl Sink for EventWriter<'_> {
         Some(EventWriter::defs(self))
     }
 
-    #[inline]
+    #[inline(always)]
     fn enter(
         &mut self,
         t: u64,
@@ -163,7 +166,7 @@ impl Sink for EventWriter<'_> {
         EventWriter::enter(self, t, region).map_err(Box::new)
     }
 
-    #[inline]
+    #[inline(always)]
     fn leave(
         &mut self,
         t: u64,
@@ -178,7 +181,33 @@ impl Sink for EventWriter<'_> {
         EventWriter::leave(self, t, region).map_err(Box::new)
     }
 
-    #[inline]
+    #[inline(always)]
+    fn send(&mut self, t: u64, attributes: &[(AttributeRef, AttributeValue)], m: &Message) -> Result<(), SinkError> {
+        let Some(comm) = m.comm else { return Ok(()) };
+        if !attributes.is_empty() {
+            self.attributes(attributes).map_err(Box::new)?;
+        }
+        match m.request {
+            Some(q) => self.mpi_isend(t, m.peer, comm, m.tag, m.bytes, q),
+            None => self.mpi_send(t, m.peer, comm, m.tag, m.bytes),
+        }
+        .map_err(Box::new)
+    }
+
+    #[inline(always)]
+    fn recv(&mut self, t: u64, attributes: &[(AttributeRef, AttributeValue)], m: &Message) -> Result<(), SinkError> {
+        let Some(comm) = m.comm else { return Ok(()) };
+        if !attributes.is_empty() {
+            self.attributes(attributes).map_err(Box::new)?;
+        }
+        match m.request {
+            Some(q) => self.mpi_irecv(t, m.peer, comm, m.tag, m.bytes, q),
+            None => self.mpi_recv(t, m.peer, comm, m.tag, m.bytes),
+        }
+        .map_err(Box::new)
+    }
+
+    #[inline(always)]
     fn record(&mut self, t: u64, attributes: &[(AttributeRef, AttributeValue)], r: &Record) -> Result<(), SinkError> {
         if !attributes.is_empty() && written(r) {
             self.attributes(attributes).map_err(Box::new)?;
@@ -191,13 +220,6 @@ impl Sink for EventWriter<'_> {
 #[inline]
 fn write_record(w: &mut EventWriter<'_>, t: u64, r: &Record) -> otf2::Result<()> {
     match *r {
-        Record::Send { peer, comm: Some(c), tag, bytes, request: Some(q), .. } => {
-            w.mpi_isend(t, peer, c, tag, bytes, q)
-        }
-        Record::Send { peer, comm: Some(c), tag, bytes, request: None, .. } => w.mpi_send(t, peer, c, tag, bytes),
-        Record::Send { comm: None, .. } => Ok(()),
-        Record::Recv { peer, comm, tag, bytes, request: Some(q) } => w.mpi_irecv(t, peer, comm, tag, bytes, q),
-        Record::Recv { peer, comm, tag, bytes, request: None } => w.mpi_recv(t, peer, comm, tag, bytes),
         Record::CollectiveBegin => w.mpi_collective_begin(t),
         Record::CollectiveEnd { collective: Some(ref k), request: Some(q), .. } => {
             w.non_blocking_collective_complete(t, k, q)
@@ -219,7 +241,7 @@ fn write_record(w: &mut EventWriter<'_>, t: u64, r: &Record) -> otf2::Result<()>
 /// Whether the archive gets a record for `r` (events whose communicator
 /// is unknown are only counted).
 pub fn written(r: &Record) -> bool {
-    !matches!(r, Record::Send { comm: None, .. } | Record::CollectiveEnd { collective: None, .. })
+    !matches!(r, Record::CollectiveEnd { collective: None, .. })
 }
 
 impl<A: Sink, B: Sink> Sink for (A, B) {
@@ -251,6 +273,18 @@ impl<A: Sink, B: Sink> Sink for (A, B) {
     ) -> Result<(), SinkError> {
         self.0.leave(t, attributes, region, index, duration)?;
         self.1.leave(t, attributes, region, index, duration)
+    }
+
+    #[inline(always)]
+    fn send(&mut self, t: u64, attributes: &[(AttributeRef, AttributeValue)], m: &Message) -> Result<(), SinkError> {
+        self.0.send(t, attributes, m)?;
+        self.1.send(t, attributes, m)
+    }
+
+    #[inline(always)]
+    fn recv(&mut self, t: u64, attributes: &[(AttributeRef, AttributeValue)], m: &Message) -> Result<(), SinkError> {
+        self.0.recv(t, attributes, m)?;
+        self.1.recv(t, attributes, m)
     }
 
     #[inline(always)]
@@ -287,6 +321,16 @@ impl<S: Sink + ?Sized> Sink for &mut S {
         duration: u64,
     ) -> Result<(), SinkError> {
         (**self).leave(t, attributes, region, index, duration)
+    }
+
+    #[inline(always)]
+    fn send(&mut self, t: u64, attributes: &[(AttributeRef, AttributeValue)], m: &Message) -> Result<(), SinkError> {
+        (**self).send(t, attributes, m)
+    }
+
+    #[inline(always)]
+    fn recv(&mut self, t: u64, attributes: &[(AttributeRef, AttributeValue)], m: &Message) -> Result<(), SinkError> {
+        (**self).recv(t, attributes, m)
     }
 
     #[inline(always)]

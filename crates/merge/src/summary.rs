@@ -13,7 +13,7 @@ use otf2::{AttributeRef, AttributeValue};
 use raw::{CopyKind, Paradigm};
 
 use crate::inputs::Ending;
-use crate::sink::{Record, Sink, SinkError, Work};
+use crate::sink::{Message, Record, Sink, SinkError, Work};
 
 /// Time spent in one region, over all locations.
 #[derive(Debug, Clone, Default)]
@@ -189,16 +189,25 @@ impl Sink for Counters {
     }
 
     #[inline(always)]
+    fn send(&mut self, _: u64, _: &[(AttributeRef, AttributeValue)], m: &Message) -> Result<(), SinkError> {
+        if m.nccl {
+            self.nccl_messages += 1;
+            self.nccl_message_bytes += m.bytes;
+        } else {
+            self.p2p_messages += 1;
+            self.p2p_bytes += m.bytes;
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn recv(&mut self, _: u64, _: &[(AttributeRef, AttributeValue)], _: &Message) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    #[inline(always)]
     fn record(&mut self, _: u64, _: &[(AttributeRef, AttributeValue)], r: &Record) -> Result<(), SinkError> {
         match *r {
-            Record::Send { bytes, nccl: true, .. } => {
-                self.nccl_messages += 1;
-                self.nccl_message_bytes += bytes;
-            }
-            Record::Send { bytes, nccl: false, .. } => {
-                self.p2p_messages += 1;
-                self.p2p_bytes += bytes;
-            }
             Record::CollectiveEnd { sent, nccl: true, .. } => {
                 self.nccl_collectives += 1;
                 self.nccl_collective_bytes += sent;
@@ -248,8 +257,9 @@ mod tests {
         let copy = Work::Copy { kind: CopyKind::HostToDevice, bytes: 64 };
         c.enter(1, &[], region, 0, copy).unwrap();
         c.leave(2, &[], region, 0, 1).unwrap();
-        c.record(3, &[], &Record::Send { peer: 1, comm: None, tag: 0, bytes: 8, request: None, nccl: false }).unwrap();
-        c.record(3, &[], &Record::Send { peer: 1, comm: None, tag: 0, bytes: 4, request: None, nccl: true }).unwrap();
+        let m = Message { peer: 1, comm: None, tag: 0, bytes: 8, request: None, nccl: false };
+        c.send(3, &[], &m).unwrap();
+        c.send(3, &[], &Message { bytes: 4, nccl: true, ..m }).unwrap();
         assert_eq!(c.copies[CopyKind::HostToDevice as usize], (1, 64));
         assert_eq!((c.p2p_messages, c.p2p_bytes, c.nccl_messages, c.nccl_message_bytes), (1, 8, 1, 4));
         assert_eq!(c.region_totals[0].calls, 1);

@@ -23,7 +23,7 @@ use crate::Result;
 use crate::inputs::Process;
 use crate::layout::{CudaAttributes, Layout, LocationPlan, LocationRole, ProcessPlan};
 use crate::sink::SinkError;
-use crate::sink::{Record, Sink, Work};
+use crate::sink::{Message, Record, Sink, Work};
 
 /// The pass's own result: one word (see [`SinkError`]).
 type Step = std::result::Result<(), SinkError>;
@@ -215,16 +215,22 @@ impl<S: Sink> Pass<'_, S> {
             Event::MpiSend(m) | Event::MpiIsend { msg: m, .. } => {
                 let request = if let Event::MpiIsend { request, .. } = ev { Some(request) } else { None };
                 let (comm, nccl) = (self.comm(stream, m.comm), self.is_nccl(stream));
-                self.emit(
-                    t,
-                    &[],
-                    Record::Send { peer: m.peer, comm, tag: m.tag as u32, bytes: m.bytes, request, nccl },
-                )?;
+                let m = Message { peer: m.peer, comm, tag: m.tag as u32, bytes: m.bytes, request, nccl };
+                if m.comm.is_some() && !self.pending.is_empty() {
+                    let all = std::mem::take(&mut self.pending);
+                    self.sink.send(t, &all, &m)?;
+                } else {
+                    self.sink.send(t, &[], &m)?;
+                }
             }
             Event::MpiRecv(m) | Event::MpiIrecv { msg: m, .. } => {
                 let request = if let Event::MpiIrecv { request, .. } = ev { Some(request) } else { None };
                 if let Some(comm) = self.comm(stream, m.comm) {
-                    self.emit(t, &[], Record::Recv { peer: m.peer, comm, tag: m.tag as u32, bytes: m.bytes, request })?;
+                    let nccl = self.is_nccl(stream);
+                    let m =
+                        Message { peer: m.peer, comm: Some(comm), tag: m.tag as u32, bytes: m.bytes, request, nccl };
+                    let all = std::mem::take(&mut self.pending);
+                    self.sink.recv(t, &all, &m)?;
                 }
             }
             Event::MpiCollectiveEnd(k) | Event::NonBlockingCollectiveComplete { coll: k, .. } => {
