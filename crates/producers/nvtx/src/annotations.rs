@@ -174,6 +174,8 @@ struct ThreadState {
     stacks: Vec<(u32, Vec<Option<u32>>)>,
     names: HashMap<(u32, Style), HashMap<Box<[u8]>, Option<u32>>>,
     cached: usize,
+    /// The recorder made this thread's buffer ready.
+    prepared: bool,
 }
 
 impl ThreadState {
@@ -193,7 +195,8 @@ thread_local! {
     static THREAD: RefCell<ThreadState> = RefCell::new(ThreadState::default());
 }
 
-/// A few events recorded together, without allocating.
+/// A few events recorded together, without allocating; made before the
+/// clock is read, stamped after.
 struct Batch {
     events: [(u64, Event); 6],
     len: usize,
@@ -204,14 +207,18 @@ impl Batch {
         Batch { events: [(0, Event::MpiCollectiveBegin); 6], len: 0 }
     }
 
-    fn push(&mut self, t: u64, e: Event) {
+    fn push(&mut self, e: Event) {
         if let Some(slot) = self.events.get_mut(self.len) {
-            *slot = (t, e);
+            *slot = (0, e);
             self.len += 1;
         }
     }
 
-    fn as_slice(&self) -> &[(u64, Event)] {
+    /// The events, all at `t`.
+    fn at(&mut self, t: u64) -> &[(u64, Event)] {
+        for e in &mut self.events[..self.len] {
+            e.0 = t;
+        }
         &self.events[..self.len]
     }
 }
@@ -368,35 +375,61 @@ impl Annotations {
         let group = &self.domain_by_id(domain).group;
         let r = self.rec.region(name, None, Paradigm::Nvtx, style.role(), group);
         by_name.insert(name.to_string(), r);
+        drop(regions);
+        // Written now, not by the append that uses it (inside the range).
+        self.rec.flush_definitions();
         r
     }
 
-    /// The attribute events of an annotation, at `t`.
-    fn attributes(&self, batch: &mut Batch, domain: &Domain, t: u64, a: &Attributes<'_>) {
+    /// The attribute events of an annotation, with any strings they
+    /// define written.
+    fn attributes(&self, batch: &mut Batch, domain: &Domain, a: &Attributes<'_>) {
+        let mut defined = false;
+        let mut intern = |s: String| {
+            defined = true;
+            self.rec.intern(&s)
+        };
         if a.category != 0 {
             let known = lock(&domain.categories).get(&a.category).copied();
-            let value = known.unwrap_or_else(|| self.rec.intern(&a.category.to_string()));
-            batch.push(t, Event::AttributeString { name: self.names.category, value });
+            let value = known.unwrap_or_else(|| intern(a.category.to_string()));
+            batch.push(Event::AttributeString { name: self.names.category, value });
         }
         if let Some(color) = a.color {
-            batch.push(t, Event::Attribute { name: self.names.color, value: u64::from(color) });
+            batch.push(Event::Attribute { name: self.names.color, value: u64::from(color) });
         }
         let name = self.names.payload;
         match a.payload {
             Payload::None => {}
-            Payload::Unsigned(v) => batch.push(t, Event::Attribute { name, value: v }),
-            Payload::Signed(v) if v >= 0 => batch.push(t, Event::Attribute { name, value: v as u64 }),
-            Payload::Signed(v) => batch.push(t, Event::AttributeString { name, value: self.rec.intern(&v.to_string()) }),
-            Payload::Float(v) => batch.push(t, Event::AttributeString { name, value: self.rec.intern(&v.to_string()) }),
+            Payload::Unsigned(v) => batch.push(Event::Attribute { name, value: v }),
+            Payload::Signed(v) if v >= 0 => batch.push(Event::Attribute { name, value: v as u64 }),
+            Payload::Signed(v) => batch.push(Event::AttributeString { name, value: intern(v.to_string()) }),
+            Payload::Float(v) => batch.push(Event::AttributeString { name, value: intern(v.to_string()) }),
+        }
+        if defined {
+            self.rec.flush_definitions();
+        }
+    }
+
+    /// Readies the calling thread's buffer at its first annotation, so
+    /// that the tracer's set-up is not inside the range it times.
+    fn prepare_thread(&self) {
+        if self.with_thread(|th| std::mem::replace(&mut th.prepared, true)) == Some(false) {
+            self.rec.prepare_thread();
         }
     }
 
     /// nvtxRangePush: the level of the pushed range in its domain on this
     /// thread (0 for the outermost).
     pub fn push(&self, domain: usize, a: &Attributes<'_>) -> i32 {
-        let t = raw::clock::now();
         let (id, d) = self.domain(domain);
         let region = self.region(id, Style::PushPop, a.message);
+        let mut batch = Batch::new();
+        if let Some(region) = region {
+            self.attributes(&mut batch, d, a);
+            batch.push(Event::Enter { region });
+        }
+        self.prepare_thread();
+        let t = raw::clock::now();
         let level = self
             .with_thread(|th| {
                 let stack = th.stack(id);
@@ -404,11 +437,8 @@ impl Annotations {
                 stack.len() as i32 - 1
             })
             .unwrap_or(0);
-        if let Some(region) = region {
-            let mut batch = Batch::new();
-            self.attributes(&mut batch, d, t, a);
-            batch.push(t, Event::Enter { region });
-            self.rec.record_many(batch.as_slice());
+        if region.is_some() {
+            self.rec.record_many(batch.at(t));
         }
         level
     }
@@ -438,26 +468,27 @@ impl Annotations {
 
     /// nvtxMark.
     pub fn mark(&self, domain: usize, a: &Attributes<'_>) {
-        let t = raw::clock::now();
         let (id, d) = self.domain(domain);
         let Some(region) = self.region(id, Style::Mark, a.message) else { return };
         let mut batch = Batch::new();
-        self.attributes(&mut batch, d, t, a);
-        batch.push(t, Event::Enter { region });
-        batch.push(t, Event::Leave { region });
-        self.rec.record_many(batch.as_slice());
+        self.attributes(&mut batch, d, a);
+        batch.push(Event::Enter { region });
+        batch.push(Event::Leave { region });
+        self.prepare_thread();
+        let t = raw::clock::now();
+        self.rec.record_many(batch.at(t));
     }
 
     /// nvtxRangeStart: the range's id (never 0).
     pub fn range_start(&self, domain: usize, a: &Attributes<'_>) -> u64 {
-        let t = raw::clock::now();
         let (id, d) = self.domain(domain);
         let range = self.next_range.fetch_add(1, Ordering::Relaxed) + 1;
         let Some(region) = self.region(id, Style::StartEnd, a.message) else { return range };
         let mut batch = Batch::new();
-        self.attributes(&mut batch, d, t, a);
-        batch.push(t, Event::Enter { region });
+        self.attributes(&mut batch, d, a);
+        batch.push(Event::Enter { region });
         let mut lanes = lock(&self.lanes);
+        let t = raw::clock::now();
         let index = match lanes.lanes.iter().position(|l| l.open.is_none()) {
             Some(i) => i,
             None => {
@@ -473,7 +504,7 @@ impl Annotations {
         // A range ended on another thread may have taken its time just
         // after this one: a lane's events stay in order.
         let t0 = t.max(lane.last);
-        lane.events.extend(batch.as_slice().iter().map(|(_, e)| (t0, *e)));
+        lane.events.extend_from_slice(batch.at(t0));
         lane.open = Some(region);
         lane.last = t0;
         self.flush_if_full(lane);
