@@ -29,6 +29,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
@@ -165,6 +166,28 @@ pub struct Annotations {
     names: AttributeNames,
 }
 
+/// FNV-1a: messages are short and not hostile, and SipHash (std's
+/// default) was a fifth of an annotation's cost.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for b in bytes {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Message → region, of one (domain, style).
+type Names = HashMap<Box<[u8]>, Option<u32>, BuildHasherDefault<Fnv>>;
+
 #[derive(Default)]
 struct ThreadState {
     /// The [`Annotations`] this state belongs to.
@@ -172,13 +195,38 @@ struct ThreadState {
     /// Per domain: the regions pushed and not yet popped (`None` for one
     /// the filter left out).
     stacks: Vec<(u32, Vec<Option<u32>>)>,
-    names: HashMap<(u32, Style), HashMap<Box<[u8]>, Option<u32>>>,
+    /// Per (domain, style): the messages seen on this thread.
+    names: Vec<((u32, Style), Names)>,
     cached: usize,
     /// The recorder made this thread's buffer ready.
     prepared: bool,
 }
 
 impl ThreadState {
+    /// The region of a text message, from this thread's cache or defined.
+    fn text_region(&mut self, a: &Annotations, domain: u32, style: Style, text: &[u8]) -> Option<u32> {
+        let i = match self.names.iter().position(|(k, _)| *k == (domain, style)) {
+            Some(i) => i,
+            None => {
+                self.names.push(((domain, style), Names::default()));
+                self.names.len() - 1
+            }
+        };
+        if let Some(&region) = self.names[i].1.get(text) {
+            return region;
+        }
+        let region = a.define_region(domain, style, &String::from_utf8_lossy(text));
+        if self.cached >= THREAD_CACHE {
+            for (_, names) in &mut self.names {
+                names.clear();
+            }
+            self.cached = 0;
+        }
+        self.names[i].1.insert(text.into(), region);
+        self.cached += 1;
+        region
+    }
+
     fn stack(&mut self, domain: u32) -> &mut Vec<Option<u32>> {
         let i = match self.stacks.iter().position(|(d, _)| *d == domain) {
             Some(i) => i,
@@ -337,33 +385,48 @@ impl Annotations {
             .flatten()
     }
 
-    /// The region of an annotation (`None`: the filter leaves it out).
-    fn region(&self, domain: u32, style: Style, message: Message<'_>) -> Option<u32> {
-        match message {
-            Message::Registered(h) => match self.strings.get(h) {
-                Some(r) => *r.regions[style as usize].get_or_init(|| self.define_region(r.domain, style, &r.text)),
-                None => self.text_region(domain, style, b""),
-            },
-            Message::Text(t) => self.text_region(domain, style, t),
-            Message::None => self.text_region(domain, style, b""),
-        }
-    }
-
-    fn text_region(&self, domain: u32, style: Style, text: &[u8]) -> Option<u32> {
-        let hit = self.with_thread(|th| th.names.get(&(domain, style)).and_then(|m| m.get(text)).copied()).flatten();
-        if let Some(region) = hit {
-            return region;
-        }
-        let region = self.define_region(domain, style, &String::from_utf8_lossy(text));
-        self.with_thread(|th| {
-            if th.cached >= THREAD_CACHE {
-                th.names.clear();
-                th.cached = 0;
+    /// One visit of the calling thread's state for an annotation: readies
+    /// the thread at its first annotation (so that the tracer's set-up is
+    /// not inside what it times), resolves the annotation's region (`None`:
+    /// the filter leaves it out), and runs `f` with both. Without the
+    /// state (a thread being torn down) the region is resolved all the
+    /// same and `f` is not run.
+    fn visit<R>(
+        &self,
+        domain: u32,
+        style: Style,
+        message: Message<'_>,
+        f: impl FnOnce(&mut ThreadState, Option<u32>) -> R,
+    ) -> (Option<u32>, Option<R>) {
+        let registered = |h: usize| {
+            self.strings.get(h).map(|r| *r.regions[style as usize].get_or_init(|| self.define_region(r.domain, style, &r.text)))
+        };
+        let visited = self.with_thread(|th| {
+            if !th.prepared {
+                th.prepared = true;
+                self.rec.prepare_thread();
             }
-            th.names.entry((domain, style)).or_default().insert(text.into(), region);
-            th.cached += 1;
+            let region = match message {
+                Message::Registered(h) => match registered(h) {
+                    Some(r) => r,
+                    None => th.text_region(self, domain, style, b""),
+                },
+                Message::Text(t) => th.text_region(self, domain, style, t),
+                Message::None => th.text_region(self, domain, style, b""),
+            };
+            (region, f(th, region))
         });
-        region
+        match visited {
+            Some((region, r)) => (region, Some(r)),
+            None => {
+                let region = match message {
+                    Message::Registered(h) => registered(h).unwrap_or_else(|| self.define_region(domain, style, "")),
+                    Message::Text(t) => self.define_region(domain, style, &String::from_utf8_lossy(t)),
+                    Message::None => self.define_region(domain, style, ""),
+                };
+                (region, None)
+            }
+        }
     }
 
     fn define_region(&self, domain: u32, style: Style, name: &str) -> Option<u32> {
@@ -410,33 +473,22 @@ impl Annotations {
         }
     }
 
-    /// Readies the calling thread's buffer at its first annotation, so
-    /// that the tracer's set-up is not inside the range it times.
-    fn prepare_thread(&self) {
-        if self.with_thread(|th| std::mem::replace(&mut th.prepared, true)) == Some(false) {
-            self.rec.prepare_thread();
-        }
-    }
-
     /// nvtxRangePush: the level of the pushed range in its domain on this
     /// thread (0 for the outermost).
     pub fn push(&self, domain: usize, a: &Attributes<'_>) -> i32 {
         let (id, d) = self.domain(domain);
-        let region = self.region(id, Style::PushPop, a.message);
+        let (region, level) = self.visit(id, Style::PushPop, a.message, |th, region| {
+            let stack = th.stack(id);
+            stack.push(region);
+            stack.len() as i32 - 1
+        });
         let mut batch = Batch::new();
         if let Some(region) = region {
             self.attributes(&mut batch, d, a);
             batch.push(Event::Enter { region });
         }
-        self.prepare_thread();
         let t = raw::clock::now();
-        let level = self
-            .with_thread(|th| {
-                let stack = th.stack(id);
-                stack.push(region);
-                stack.len() as i32 - 1
-            })
-            .unwrap_or(0);
+        let level = level.unwrap_or(0);
         if region.is_some() {
             self.rec.record_many(batch.at(t));
         }
@@ -469,12 +521,11 @@ impl Annotations {
     /// nvtxMark.
     pub fn mark(&self, domain: usize, a: &Attributes<'_>) {
         let (id, d) = self.domain(domain);
-        let Some(region) = self.region(id, Style::Mark, a.message) else { return };
+        let Some(region) = self.visit(id, Style::Mark, a.message, |_, _| ()).0 else { return };
         let mut batch = Batch::new();
         self.attributes(&mut batch, d, a);
         batch.push(Event::Enter { region });
         batch.push(Event::Leave { region });
-        self.prepare_thread();
         let t = raw::clock::now();
         self.rec.record_many(batch.at(t));
     }
@@ -483,7 +534,7 @@ impl Annotations {
     pub fn range_start(&self, domain: usize, a: &Attributes<'_>) -> u64 {
         let (id, d) = self.domain(domain);
         let range = self.next_range.fetch_add(1, Ordering::Relaxed) + 1;
-        let Some(region) = self.region(id, Style::StartEnd, a.message) else { return range };
+        let Some(region) = self.visit(id, Style::StartEnd, a.message, |_, _| ()).0 else { return range };
         let mut batch = Batch::new();
         self.attributes(&mut batch, d, a);
         batch.push(Event::Enter { region });
