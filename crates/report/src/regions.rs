@@ -126,10 +126,11 @@ pub struct RegionInfo {
 
 pub fn region_kinds(defs: &GlobalDefs) -> Vec<RegionInfo> {
     let max = defs.regions.keys().map(|r| r.id() as usize + 1).max().unwrap_or(0);
-    let mut out = vec![
-        RegionInfo { name: String::new(), on_host: RegionKind::Other, on_stream: RegionKind::Other, nvtx: None };
-        max
-    ];
+    let mut out =
+        vec![
+            RegionInfo { name: String::new(), on_host: RegionKind::Other, on_stream: RegionKind::Other, nvtx: None };
+            max
+        ];
     for (&r, def) in &defs.regions {
         let name = defs.string(def.name);
         let description = defs.string(def.description);

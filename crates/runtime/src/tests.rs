@@ -351,8 +351,8 @@ fn a_prepared_thread_records_into_the_slot_it_opened() {
     let raw = RawFile::open(rec.path()).unwrap();
     assert!(raw.problems.is_empty(), "{:?}", raw.problems);
     let events = all_events(&raw);
-    assert_eq!(events.iter().map(|e| (e.1, e.2)).collect::<Vec<_>>(), [
-        (1, Event::Enter { region }),
-        (2, Event::Leave { region })
-    ]);
+    assert_eq!(
+        events.iter().map(|e| (e.1, e.2)).collect::<Vec<_>>(),
+        [(1, Event::Enter { region }), (2, Event::Leave { region })]
+    );
 }

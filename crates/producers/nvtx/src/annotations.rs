@@ -148,6 +148,9 @@ struct AttributeNames {
     payload: u32,
 }
 
+/// A (domain, style)'s regions by message.
+type RegionsByName = HashMap<String, Option<u32>>;
+
 static NEXT_INSTANCE: AtomicUsize = AtomicUsize::new(1);
 
 /// The NVTX recording of a process.
@@ -159,7 +162,7 @@ pub struct Annotations {
     domain_names: Mutex<HashMap<String, usize>>,
     strings: Handles<Registered>,
     /// (domain, style) → name → region, over all threads.
-    regions: Mutex<HashMap<(u32, Style), HashMap<String, Option<u32>>>>,
+    regions: Mutex<HashMap<(u32, Style), RegionsByName>>,
     lanes: Mutex<Lanes>,
     next_range: AtomicU64,
     next_resource: AtomicUsize,
@@ -399,7 +402,9 @@ impl Annotations {
         f: impl FnOnce(&mut ThreadState, Option<u32>) -> R,
     ) -> (Option<u32>, Option<R>) {
         let registered = |h: usize| {
-            self.strings.get(h).map(|r| *r.regions[style as usize].get_or_init(|| self.define_region(r.domain, style, &r.text)))
+            self.strings
+                .get(h)
+                .map(|r| *r.regions[style as usize].get_or_init(|| self.define_region(r.domain, style, &r.text)))
         };
         let visited = self.with_thread(|th| {
             if !th.prepared {

@@ -54,7 +54,8 @@ impl Read {
         let mut buf = Vec::new();
         for c in &raw.chunks {
             raw.read_payload(c, &mut buf).unwrap();
-            let loc = locations.get(&c.header.location).map_or_else(String::new, |l: &(LocationKind, String)| l.1.clone());
+            let loc =
+                locations.get(&c.header.location).map_or_else(String::new, |l: &(LocationKind, String)| l.1.clone());
             events.extend(RawFile::events(c, &buf).map(|(t, e)| (loc.clone(), t, e)));
         }
         Read { events, strings, regions, locations, thread_names }
@@ -140,7 +141,8 @@ fn start_end_ranges_take_lanes_of_their_own() {
     let r = Read::of(a);
     assert_eq!(r.sequence("NVTX ranges"), ["+load", "-load", "+store", "-store"]);
     assert_eq!(r.sequence("NVTX ranges 2"), ["+compute", "-compute"]);
-    let lanes: Vec<_> = r.locations.values().filter(|(k, _)| matches!(k, LocationKind::Lane { gpu: false, .. })).collect();
+    let lanes: Vec<_> =
+        r.locations.values().filter(|(k, _)| matches!(k, LocationKind::Lane { gpu: false, .. })).collect();
     assert_eq!(lanes.len(), 2);
     assert_eq!(r.region_named("load")[0].2, RegionRole::Code);
     for lane in ["NVTX ranges", "NVTX ranges 2"] {
@@ -260,11 +262,8 @@ fn many_threads_push_and_pop_without_losing_an_event() {
         assert_eq!(seq.len(), 10_000);
         assert_eq!(seq.iter().filter(|s| *s == "+even").count(), 2500);
     }
-    let spans: usize = r
-        .events
-        .iter()
-        .filter(|(l, _, e)| l.starts_with("NVTX ranges") && matches!(e, Event::Leave { .. }))
-        .count();
+    let spans: usize =
+        r.events.iter().filter(|(l, _, e)| l.starts_with("NVTX ranges") && matches!(e, Event::Leave { .. })).count();
     assert_eq!(spans, 20_000);
     let lanes = r.locations.values().filter(|(k, _)| matches!(k, LocationKind::Lane { .. })).count();
     assert!((1..=4).contains(&lanes), "{lanes} lanes for at most 4 ranges open at once");
