@@ -103,3 +103,36 @@ PY
   list+="$lib=$release;"
 done
 echo "$list" >"$cupti/test-libs"
+
+# NVTX for crates/gputrace/tests/integration/nvtx.rs: the NVTX v3 headers
+# (include/nvtx3, header-only) of NVIDIA's nvidia-nvtx-cu12 wheel, which
+# the C test program compiles against, and a virtual environment with the
+# Python `nvtx` package (its wheel carries its own compiled NVTX).
+nvtx_headers="$cache/nvtx/12.9.79"
+if [[ ! -f "$nvtx_headers/include/nvtx3/nvToolsExt.h" ]]; then
+  echo "[setup] downloading the NVTX headers (nvidia-nvtx-cu12 12.9.79)"
+  wheels=$(mktemp -d)
+  "$venv/bin/pip" download -q --no-deps --only-binary :all: -d "$wheels" "nvidia-nvtx-cu12==12.9.79"
+  rm -rf "$nvtx_headers.part"
+  mkdir -p "$nvtx_headers.part"
+  "$venv/bin/python" - "$wheels" "$nvtx_headers.part" <<'PY'
+import pathlib, sys, zipfile
+wheels, target = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+(wheel,) = wheels.glob("*.whl")
+with zipfile.ZipFile(wheel) as z:
+    for name in z.namelist():
+        if "/include/nvtx3/" in name and not name.endswith("/"):
+            out = target / "include" / name.split("/include/", 1)[1]
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_bytes(z.read(name))
+PY
+  rm -rf "$nvtx_headers" "$wheels"
+  mv "$nvtx_headers.part" "$nvtx_headers"
+fi
+nvtx_venv="$cache/nvtx-python"
+if ! "$nvtx_venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('nvtx') != '0.2.16')" 2>/dev/null; then
+  echo "[setup] installing the Python nvtx package 0.2.16 in $nvtx_venv"
+  rm -rf "$nvtx_venv"
+  /usr/bin/python3 -m venv "$nvtx_venv"
+  "$nvtx_venv/bin/pip" install -q --only-binary :all: "nvtx==0.2.16"
+fi

@@ -49,6 +49,11 @@ def read(archive):
     facts = {"locations": {}, "kernels": [], "copies": [], "memsets": [], "api": [], "rma": [],
              "metrics": defaultdict(list), "mono": True, "balanced": True, "groups": {}, "msgs": 0}
     with otf2.reader.open(archive) as trace:
+        # NVTX ranges and marks: user regions described "NVTX" or "NVTX
+        # domain <name>" (docs/otf2-mapping.md).
+        facts["nvtx"] = {r.name for r in trace.definitions.regions
+                         if str(r.paradigm).endswith("USER")
+                         and (r.description == "NVTX" or r.description.startswith("NVTX domain "))}
         for i, g in enumerate(trace.definitions.location_groups):
             creator = getattr(g, "creating_location_group", None)
             facts["groups"][f"{g.name} #{i}"] = (str(g.location_group_type), creator.name if creator else None)
@@ -71,7 +76,9 @@ def read(archive):
                 name, t0, enter = stacks[key].pop()
                 item = {"name": name, "start": t0, "end": ev.time, "loc": key, "group": loc.group.name,
                         "creator": getattr(loc.group.creating_location_group, "name", None),
-                        "corr": attr(enter, "CUDA correlation id"), "enter": enter}
+                        "corr": attr(enter, "CUDA correlation id"), "enter": enter,
+                        # The regions it ran inside, outermost first.
+                        "outer": [n for n, _, _ in stacks[key]]}
                 if name.startswith("[CUDA memcpy"):
                     item["bytes"] = attr(enter, "bytes")
                     item["kind"] = attr(enter, "copy kind")
@@ -145,6 +152,45 @@ def check_launch_nesting(f, kernels, label):
             bad.append((k["name"], "no synchronization ends after it"))
     check(f"{label}: every kernel inside its launch's enter and a following synchronization's leave",
           not bad, bad[:3])
+
+
+def check_nvtx(d, exp, label):
+    """nvtx_cuda.cu: ranges per name; each kernel's launch (its API call by
+    correlation id, on a host thread) inside the innermost NVTX range of
+    the program's, on that same thread."""
+    f = read(os.path.join(d, "traces.otf2"))
+    check(f"{label}: timestamps non-decreasing per location", f["mono"])
+    check(f"{label}: Enter/Leave balanced", f["balanced"])
+    ranges = by([a for a in f["api"] if a["name"] in f["nvtx"]], lambda a: a["name"])
+    for key, want in exp.items():
+        if key.startswith("range "):
+            name = key[len("range "):]
+            got = len(ranges.get(name, []))
+            check(f"{label}: range {name}", got == int(want), f"{got} vs {want}")
+    check(f"{label}: start/end range on its lane", all(a["loc"].startswith("NVTX ranges@")
+                                                        for a in ranges.get("async copy", [])),
+          [a["loc"] for a in ranges.get("async copy", [])])
+    check(f"{label}: the worker's range on the thread it named",
+          all(a["loc"].startswith("worker@") for a in ranges.get("worker kernels", [])),
+          [a["loc"] for a in ranges.get("worker kernels", [])])
+    check(f"{label}: kernel count", len(f["kernels"]) == int(exp["kernels"]), f"{len(f['kernels'])} vs {exp['kernels']}")
+    launches = by([a for a in f["api"] if a["corr"] is not None and "aunch" in a["name"]], lambda a: a["corr"])
+    inside = defaultdict(int)
+    unmatched = []
+    for k in f["kernels"]:
+        ls = launches.get(k["corr"], [])
+        if not ls:
+            unmatched.append(k["name"])
+            continue
+        launch = min(ls, key=lambda a: a["start"])
+        ranges_around = [n for n in launch["outer"] if n in f["nvtx"]]
+        inside[ranges_around[-1] if ranges_around else None] += 1
+    check(f"{label}: every kernel has its launch", not unmatched, unmatched[:3])
+    for key, want in exp.items():
+        if key.startswith("kernels in "):
+            name = key[len("kernels in "):]
+            check(f"{label}: kernels launched inside {name} (innermost range, same thread)",
+                  inside.get(name, 0) == int(want), f"{inside.get(name, 0)} vs {want}")
 
 
 def main(results):
@@ -228,6 +274,23 @@ def main(results):
         check(f"halo: NVLink topology of all {len(gpus)} GPUs", len(gpus) == n and links == set(gpus),
               (gpus, sorted(links)))
         check("halo: timestamps non-decreasing", f["mono"])
+    nvtx = os.path.join(results, "exp-nvtx")
+    if os.path.isdir(nvtx):
+        check_nvtx(nvtx, expectations(os.path.join(results, "nvtx.out")), "nvtx")
+    tnvtx = os.path.join(results, "exp-torch_nvtx")
+    if os.path.isdir(tnvtx):
+        texp = expectations(os.path.join(results, "torch_nvtx.out"))
+        f = read(os.path.join(tnvtx, "traces.otf2"))
+        check("torch_nvtx: Enter/Leave balanced", f["balanced"])
+        ranges = by([a for a in f["api"] if a["name"] in f["nvtx"]], lambda a: a["name"])
+        for key, want in texp.items():
+            if key.startswith("range "):
+                name = key[len("range "):]
+                got = len(ranges.get(name, []))
+                check(f"torch_nvtx: range {name}", got == int(want), f"{got} vs {want}")
+        emitted = [n for n in ranges if n.startswith("aten::")]
+        check("torch_nvtx: emit_nvtx recorded aten:: operator ranges", len(emitted) > 0, sorted(emitted)[:5])
+        check("torch_nvtx: kernels recorded", len(f["kernels"]) > 0, len(f["kernels"]))
     torch = os.path.join(results, "exp-torch")
     if os.path.isdir(torch):
         f = read(os.path.join(torch, "traces.otf2"))

@@ -7,7 +7,7 @@
 #
 # Usage (on the GPU machine, from the repository root, with gputrace's
 # release binaries in $GT_BIN, default .device/bin):
-#   tests/gpu/run.sh [basic] [subset] [peer] [mpi] [torch] [nsys] [nocupti]
+#   tests/gpu/run.sh [basic] [subset] [peer] [mpi] [torch] [nsys] [nocupti] [halo] [nvtx]
 # With no argument it runs them all. Each part prints "PART <name> rc=<n>".
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -19,7 +19,7 @@ rm -rf "$work"
 mkdir -p "$work" "$out"
 export PATH=/usr/local/cuda/bin:$PATH
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
-parts=${*:-basic subset peer mpi torch nsys nocupti halo}
+parts=${*:-basic subset peer mpi torch nsys nocupti halo nvtx}
 progs=$root/tests/gpu/programs
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 echo "GPUs: $ngpu; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
@@ -94,6 +94,17 @@ for p in $parts; do
       done
       echo "  traced loop: $(sed -n 's/^halo: .*, \(.*\) s$/\1/p' "$work/halo.out") s"
       grep "gputrace\]" "$work/halo.err" | tail -8 | sed 's/^/  [halo] /'
+      ;;
+    nvtx)
+      # Kernels launched inside nested NVTX ranges (C++, the toolkit's
+      # nvtx3 headers), then PyTorch's torch.cuda.nvtx and emit_nvtx.
+      build nvtx_cuda "$progs/nvtx_cuda.cu" -ldl || continue
+      part nvtx "$gt" -o "$work/exp-nvtx" "$work/nvtx_cuda" 6 3 4 5
+      if python3 -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+        part torch_nvtx "$gt" -o "$work/exp-torch_nvtx" python3 "$progs/torch_nvtx.py" 5
+      else
+        echo "PART torch_nvtx skipped (no PyTorch with CUDA)"
+      fi
       ;;
     nocupti)
       [ -x "$work/cuda_basic" ] || build cuda_basic "$progs/cuda_basic.cu" || continue

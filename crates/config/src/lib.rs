@@ -83,6 +83,7 @@ pub struct Config {
     pub nvlink_interval: Duration,
     pub cupti_lib: Option<PathBuf>,
     pub nccl_enable: EnabledSet<NcclLevel>,
+    pub nvtx_enable: bool,
     pub verbose: bool,
     /// Developer setting `GPUTRACE_CUDA_CAPTURE`.
     pub cuda_capture: Option<PathBuf>,
@@ -147,6 +148,7 @@ impl Config {
             nvlink_interval: get("GPUTRACE_NVLINK_INTERVAL").duration(),
             cupti_lib: get("GPUTRACE_CUPTI_LIB").path(),
             nccl_enable: get(NcclLevel::VARIABLE).set(),
+            nvtx_enable: get("GPUTRACE_NVTX_ENABLE").bool(),
             verbose: get("GPUTRACE_VERBOSE").bool(),
             cuda_capture: get("GPUTRACE_CUDA_CAPTURE").path(),
             nccl_capture: get("GPUTRACE_NCCL_CAPTURE").path(),

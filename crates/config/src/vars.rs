@@ -220,6 +220,19 @@ pub const VARS: &[Var] = &[
                untraced (its kernels are still seen by the CUDA agent).",
     },
     Var {
+        name: "GPUTRACE_NVTX_ENABLE",
+        ty: VarType::Bool,
+        default: "true",
+        flag: "--no-nvtx",
+        brief: "Record NVTX ranges, marks and thread names.",
+        help: "gputrace sets NVTX_INJECTION64_PATH to its NVTX library for the ranks; every NVTX \
+               instance of a process (C/C++ nvtx3, PyTorch, the Python nvtx package) loads it at its \
+               first annotation, before CUDA or without it. Push/pop ranges become user regions on \
+               the calling thread, start/end ranges regions on `NVTX ranges` lanes, marks \
+               zero-length regions (docs/nvtx.md). `no` does not inject the library: NVTX calls \
+               stay the empty calls they are without a tool.",
+    },
+    Var {
         name: "GPUTRACE_VERBOSE",
         ty: VarType::Bool,
         default: "false",

@@ -77,6 +77,11 @@ pub struct Cli {
     #[arg(long)]
     pub no_summary: bool,
 
+    /// Leave NVTX annotations unrecorded: the NVTX library is not
+    /// injected (GPUTRACE_NVTX_ENABLE=false).
+    #[arg(long)]
+    pub no_nvtx: bool,
+
     /// Print gputrace's own diagnostics (GPUTRACE_VERBOSE=true).
     #[arg(short, long)]
     pub verbose: bool,
@@ -261,6 +266,7 @@ impl Cli {
             ("GPUTRACE_NVLINK_INTERVAL", text(&self.nvlink_interval)),
             ("GPUTRACE_CUPTI_LIB", text(&self.cupti_lib)),
             ("GPUTRACE_NCCL_ENABLE", text(&self.nccl)),
+            ("GPUTRACE_NVTX_ENABLE", switch(self.no_nvtx, "false")),
             ("GPUTRACE_VERBOSE", switch(self.verbose, "true")),
             ("GPUTRACE_CUDA_CAPTURE", text(&self.cuda_capture)),
             ("GPUTRACE_NCCL_CAPTURE", text(&self.nccl_capture)),

@@ -1,5 +1,6 @@
-//! Finding gputrace's own libraries (the MPI hooks, later the CUDA agent
-//! and NCCL plugin) next to the `gputrace` binary.
+//! Finding gputrace's own libraries (the MPI hooks, the CUDA agent, the
+//! NCCL plugin and the NVTX injection library) next to the `gputrace`
+//! binary.
 
 use std::path::{Path, PathBuf};
 
@@ -10,6 +11,9 @@ pub const CUDA_AGENT: &str = "libgputrace_cuda.so";
 
 /// File name of the NCCL profiler plugin.
 pub const NCCL_PLUGIN: &str = "libgputrace_nccl.so";
+
+/// File name of the NVTX injection library.
+pub const NVTX_INJECTION: &str = "libgputrace_nvtx.so";
 
 /// File name of the MPI hooks for `flavor`.
 pub fn mpi_hooks_name(flavor: MpiFlavor) -> &'static str {

@@ -65,6 +65,18 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
             None => tracing::debug!("{} not found next to gputrace; NCCL is not traced", libs::NCCL_PLUGIN),
         }
     }
+    if config.nvtx_enable {
+        // Every NVTX instance of a rank loads the library this names at
+        // its first annotation. Off, nothing is set: NVTX without a tool
+        // costs the program nothing.
+        match libs::find(libs::NVTX_INJECTION) {
+            Some(lib) => env.push(("NVTX_INJECTION64_PATH".into(), lib.into_os_string())),
+            None => say!(
+                "[gputrace] warning: {} not found next to gputrace; NVTX annotations are not traced",
+                libs::NVTX_INJECTION
+            ),
+        }
+    }
     warn_about_other_profilers(launcher, argv, &config);
     let (argv, env) = launcher.inject(argv, &env);
     tracing::debug!(?argv, ?env, "launching");

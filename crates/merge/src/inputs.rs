@@ -31,6 +31,8 @@ pub struct StreamDefs {
     pub metrics: BTreeMap<u32, MetricDef>,
     /// NCCL communicators by stream-local id.
     pub nccl_comms: BTreeMap<u32, NcclComm>,
+    /// Names the program gave its threads (nvtxNameOsThread), by tid.
+    pub thread_names: HashMap<u32, String>,
 }
 
 /// An NCCL communicator as one member process saw it.
@@ -271,6 +273,9 @@ fn stream_defs(p: &mut Process, s: &RawFile) -> StreamDefs {
             Definition::Signal { signal, .. } => p.signal = Some(*signal),
             Definition::CommName { id, name } => {
                 d.comm_names.insert(*id, name.clone());
+            }
+            Definition::ThreadName { tid, name } => {
+                d.thread_names.insert(*tid, name.clone());
             }
             Definition::Comm(c) => {
                 d.comms.insert(c.id, c.clone());

@@ -39,6 +39,9 @@ pub enum Paradigm {
     Cuda = 3,
     Nccl = 4,
     Measurement = 5,
+    /// NVTX annotations (ranges and marks); OTF2 paradigm USER, as
+    /// Score-P's user regions.
+    Nvtx = 6,
 }
 
 /// A region's role, numbered as OTF2's region roles.
@@ -48,6 +51,8 @@ pub enum RegionRole {
     Unknown = 0,
     Function = 1,
     Wrapper = 2,
+    /// A code region (NVTX start/end ranges, which need not nest).
+    Code = 4,
     Barrier = 15,
     ImplicitBarrier = 16,
     CollOne2All = 23,
@@ -69,6 +74,7 @@ impl RegionRole {
         [
             Function,
             Wrapper,
+            Code,
             Barrier,
             ImplicitBarrier,
             CollOne2All,
@@ -92,7 +98,7 @@ impl RegionRole {
 impl Paradigm {
     fn from_u8(v: u8) -> Option<Self> {
         use Paradigm::*;
-        [User, Mpi, Cuda, Nccl, Measurement].into_iter().find(|p| *p as u8 == v)
+        [User, Mpi, Cuda, Nccl, Measurement, Nvtx].into_iter().find(|p| *p as u8 == v)
     }
 }
 
@@ -231,6 +237,12 @@ pub enum Definition {
         signal: u32,
         time: u64,
     },
+    /// The program named its thread `tid` (nvtxNameOsThread): the name of
+    /// that thread's location; the last one counts.
+    ThreadName {
+        tid: u32,
+        name: String,
+    },
     Device(DeviceDef),
     /// CUPTI context `id` lives on device `device`.
     Context {
@@ -267,6 +279,7 @@ mod tag {
     pub const NCCL_COMM: u8 = 13;
     pub const SIGNAL: u8 = 14;
     pub const COMM_NAME: u8 = 15;
+    pub const THREAD_NAME: u8 = 16;
 }
 
 fn put_end(out: &mut Vec<u8>, e: &LinkEnd) {
@@ -442,6 +455,11 @@ impl Definition {
                 put_u64(out, u64::from(*id));
                 put_bytes(out, name.as_bytes());
             }
+            Definition::ThreadName { tid, name } => {
+                out.push(tag::THREAD_NAME);
+                put_u64(out, u64::from(*tid));
+                put_bytes(out, name.as_bytes());
+            }
             Definition::Signal { signal, time } => {
                 out.push(tag::SIGNAL);
                 put_u64(out, u64::from(*signal));
@@ -535,6 +553,7 @@ impl Definition {
             tag::STREAM_END => Definition::StreamEnd { time: c.u64()?, exit_started: c.u64()? },
             tag::COMM_NAME => Definition::CommName { id: c.u32()?, name: c.string()? },
             tag::SIGNAL => Definition::Signal { signal: c.u32()?, time: c.u64()? },
+            tag::THREAD_NAME => Definition::ThreadName { tid: c.u32()?, name: c.string()? },
             tag::DEVICE => Definition::Device(DeviceDef {
                 id: c.u32()?,
                 name: c.string()?,
@@ -619,6 +638,15 @@ mod tests {
             Definition::StreamEnd { time: 1234, exit_started: 1200 },
             Definition::Signal { signal: 15, time: 1300 },
             Definition::CommName { id: 1, name: "halo rows".into() },
+            Definition::ThreadName { tid: 4243, name: "data loader".into() },
+            Definition::Region {
+                id: 3,
+                name: 1,
+                canonical: 0,
+                paradigm: Paradigm::Nvtx,
+                role: RegionRole::Code,
+                group: 1,
+            },
             Definition::Location {
                 id: 3,
                 kind: LocationKind::GpuStream { device: 1, context: 2, stream: 13 },

@@ -45,6 +45,8 @@ pub enum Producer {
     Nccl = 3,
     /// Synthetic streams made by tests and benchmarks.
     Synthetic = 4,
+    /// The NVTX injection library (`libgputrace_nvtx.so`).
+    Nvtx = 5,
 }
 
 impl Producer {
@@ -54,6 +56,7 @@ impl Producer {
             2 => Some(Self::Cuda),
             3 => Some(Self::Nccl),
             4 => Some(Self::Synthetic),
+            5 => Some(Self::Nvtx),
             _ => None,
         }
     }
@@ -65,11 +68,12 @@ impl Producer {
             Self::Cuda => "cuda",
             Self::Nccl => "nccl",
             Self::Synthetic => "synthetic",
+            Self::Nvtx => "nvtx",
         }
     }
 
     pub fn from_name(name: &str) -> Option<Self> {
-        [Self::Mpi, Self::Cuda, Self::Nccl, Self::Synthetic].into_iter().find(|p| p.name() == name)
+        [Self::Mpi, Self::Cuda, Self::Nccl, Self::Synthetic, Self::Nvtx].into_iter().find(|p| p.name() == name)
     }
 }
 
@@ -98,5 +102,11 @@ mod tests {
         assert_eq!(name, "node-1_cluster.4711.mpi.gtr");
         assert_eq!(parse_stream_file_name(&name), Some(("node-1_cluster".into(), 4711, Producer::Mpi)));
         assert_eq!(parse_stream_file_name("x.gtr"), None);
+        let name = stream_file_name("gpu7", 12, Producer::Nvtx);
+        assert_eq!(name, "gpu7.12.nvtx.gtr");
+        assert_eq!(parse_stream_file_name(&name), Some(("gpu7".into(), 12, Producer::Nvtx)));
+        for p in [Producer::Mpi, Producer::Cuda, Producer::Nccl, Producer::Synthetic, Producer::Nvtx] {
+            assert_eq!(Producer::from_u8(p as u8), Some(p));
+        }
     }
 }

@@ -416,6 +416,7 @@ impl<W: Write> Pass<'_, W> {
             RegionKind::CudaApi => "cuda_api",
             RegionKind::Mpi => "mpi",
             RegionKind::Nccl => "nccl",
+            RegionKind::Nvtx => "nvtx",
             RegionKind::Other => "other",
         }
     }

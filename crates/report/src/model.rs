@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use otf2::reader::{GlobalDefs, MetricDef};
 
 use super::regions::region_kinds;
-pub use super::regions::{CopyKind, RegionInfo, RegionKind};
+pub use super::regions::{CopyKind, NvtxRegion, NvtxStyle, RegionInfo, RegionKind};
 use otf2::{
     AttributeRef, AttributeValue, CommRef, GroupType, LocationGroupRef, LocationGroupType, LocationRef, LocationType,
     MetricRef, Paradigm, RegionRef, RmaWinRef, SystemTreeDomain, SystemTreeNodeRef,

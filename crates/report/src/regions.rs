@@ -1,7 +1,7 @@
 //! What kind of work a region is — a kernel, a copy of some direction, a
 //! memset, a CUDA API call or synchronization, an MPI function, an NCCL
-//! call, or something else — from its name, description, paradigm and role
-//! and whether it runs on a GPU stream. The rules read gputrace's naming
+//! call, an NVTX range or mark, or something else — from its name,
+//! description, paradigm and role and whether it runs on a GPU stream. The rules read gputrace's naming
 //! (docs/otf2-mapping.md) and Score-P's, which agree on most: MPI regions
 //! are named as the functions, CUDA API regions as the calls, kernels by
 //! their demangled names on stream locations.
@@ -19,6 +19,8 @@ pub enum RegionKind {
     CudaApi,
     Mpi,
     Nccl,
+    /// An NVTX range or mark ([`RegionInfo::nvtx`] says which).
+    Nvtx,
     Other,
 }
 
@@ -56,18 +58,79 @@ impl CopyKind {
     }
 }
 
+/// How an NVTX annotation was made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum NvtxStyle {
+    /// nvtxRangePush/Pop: nested, on the calling thread.
+    PushPop,
+    /// nvtxRangeStart/End: on a lane of its own.
+    StartEnd,
+    /// nvtxMark: a region of length zero.
+    Mark,
+}
+
+impl NvtxStyle {
+    /// As `nsys stats` names the styles.
+    pub fn name(self) -> &'static str {
+        match self {
+            NvtxStyle::PushPop => "PushPop",
+            NvtxStyle::StartEnd => "StartEnd",
+            NvtxStyle::Mark => "Mark",
+        }
+    }
+}
+
+/// What gputrace's NVTX regions say of themselves (docs/otf2-mapping.md):
+/// the domain (empty: the default domain) from the description `NVTX` or
+/// `NVTX domain <name>`, the style from the role (FUNCTION push/pop, CODE
+/// start/end, ARTIFICIAL a mark).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NvtxRegion {
+    pub domain: String,
+    pub style: NvtxStyle,
+}
+
+impl NvtxRegion {
+    fn of(description: &str, paradigm: Paradigm, role: RegionRole) -> Option<Self> {
+        if paradigm != Paradigm::User {
+            return None;
+        }
+        let domain = match description {
+            "NVTX" => "",
+            d => d.strip_prefix("NVTX domain ")?,
+        };
+        let style = match role {
+            RegionRole::Code => NvtxStyle::StartEnd,
+            RegionRole::Artificial => NvtxStyle::Mark,
+            _ => NvtxStyle::PushPop,
+        };
+        Some(NvtxRegion { domain: domain.to_owned(), style })
+    }
+
+    /// The range's name as `nsys stats` shows it: `domain:message`, the
+    /// default domain empty (`:message`).
+    pub fn qualified(&self, name: &str) -> String {
+        format!("{}:{name}", self.domain)
+    }
+}
+
 /// A region with its kind as it would be on a host thread and on a stream.
 #[derive(Clone, Debug)]
 pub struct RegionInfo {
     pub name: String,
     pub on_host: RegionKind,
     pub on_stream: RegionKind,
+    /// Of an NVTX region: its domain and style.
+    pub nvtx: Option<NvtxRegion>,
 }
 
 pub fn region_kinds(defs: &GlobalDefs) -> Vec<RegionInfo> {
     let max = defs.regions.keys().map(|r| r.id() as usize + 1).max().unwrap_or(0);
     let mut out =
-        vec![RegionInfo { name: String::new(), on_host: RegionKind::Other, on_stream: RegionKind::Other }; max];
+        vec![
+            RegionInfo { name: String::new(), on_host: RegionKind::Other, on_stream: RegionKind::Other, nvtx: None };
+            max
+        ];
     for (&r, def) in &defs.regions {
         let name = defs.string(def.name);
         let description = defs.string(def.description);
@@ -75,6 +138,7 @@ pub fn region_kinds(defs: &GlobalDefs) -> Vec<RegionInfo> {
             name: name.to_owned(),
             on_host: classify(name, description, def.paradigm, def.role, false),
             on_stream: classify(name, description, def.paradigm, def.role, true),
+            nvtx: NvtxRegion::of(description, def.paradigm, def.role),
         };
     }
     out
@@ -83,6 +147,10 @@ pub fn region_kinds(defs: &GlobalDefs) -> Vec<RegionInfo> {
 /// The kind of a region from its name, description, paradigm and role,
 /// and whether it is on a GPU stream.
 pub fn classify(name: &str, description: &str, paradigm: Paradigm, role: RegionRole, on_stream: bool) -> RegionKind {
+    // Whatever the program called it (an NVTX range named `MPI_Send`).
+    if NvtxRegion::of(description, paradigm, role).is_some() {
+        return RegionKind::Nvtx;
+    }
     if let Some(rest) = name.strip_prefix("[CUDA memcpy ") {
         return CopyKind::parse(rest.trim_end_matches(']').trim()).map_or(RegionKind::Other, RegionKind::Copy);
     }

@@ -335,6 +335,39 @@ impl Recorder {
         }
     }
 
+    /// Gets the calling thread ready to record, so that its next event
+    /// costs an append only: its buffer and the buffer's first slot are
+    /// made now, and pending definitions written. A producer whose events
+    /// time the program (an annotation's Enter) calls this before reading
+    /// the clock, so that opening the first slot (a fraction of a
+    /// millisecond) or writing a new region's definition is not counted
+    /// in what it times.
+    pub fn prepare_thread(&self) {
+        if !self.is_active() {
+            return;
+        }
+        let _ = LOCAL.try_with(|local| {
+            let Ok(mut local) = local.try_borrow_mut() else { return };
+            let index = match local.0.iter().position(|(r, _)| r.0.id == self.0.id) {
+                Some(i) => i,
+                None => {
+                    let b = self.new_thread_buffer();
+                    local.0.push((self.clone(), b));
+                    local.0.len() - 1
+                }
+            };
+            if self.0.defs_pending.load(Ordering::Acquire) {
+                self.flush_definitions();
+            }
+            let buf = &local.0[index].1;
+            buf.with_inner(|inner| {
+                if matches!(inner.store, Store::Empty) {
+                    self.roll(buf.location, inner);
+                }
+            });
+        });
+    }
+
     /// Writes every thread's pending events and the definitions. Buffers
     /// of threads busy appending are waited for briefly.
     pub fn flush_all(&self) {

@@ -334,3 +334,25 @@ fn a_caught_panic_is_one_line_on_stderr() {
     assert!(ours[0].contains("internal error in the tracer"), "{err}");
     assert!(!err.contains("panicked at"), "Rust's report leaked: {err}");
 }
+
+#[test]
+fn a_prepared_thread_records_into_the_slot_it_opened() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = recorder(dir.path(), 256 << 10);
+    let region = rec.region("r", None, Paradigm::User, RegionRole::Function, "").unwrap();
+    rec.prepare_thread();
+    rec.prepare_thread();
+    let size = std::fs::metadata(rec.path()).unwrap().len();
+    rec.record(1, &Event::Enter { region });
+    rec.record(2, &Event::Leave { region });
+    // The slot (and the definitions) were there before the first event.
+    assert_eq!(std::fs::metadata(rec.path()).unwrap().len(), size);
+    rec.finish();
+    let raw = RawFile::open(rec.path()).unwrap();
+    assert!(raw.problems.is_empty(), "{:?}", raw.problems);
+    let events = all_events(&raw);
+    assert_eq!(
+        events.iter().map(|e| (e.1, e.2)).collect::<Vec<_>>(),
+        [(1, Event::Enter { region }), (2, Event::Leave { region })]
+    );
+}

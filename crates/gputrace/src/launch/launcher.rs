@@ -334,7 +334,8 @@ impl Launcher {
 }
 
 /// Variables for the ranks only, never for a launcher.
-pub const RANK_ONLY: &[&str] = &["LD_PRELOAD", "CUDA_INJECTION64_PATH", "NCCL_PROFILER_PLUGIN"];
+pub const RANK_ONLY: &[&str] =
+    &["LD_PRELOAD", "CUDA_INJECTION64_PATH", "NCCL_PROFILER_PLUGIN", "NVTX_INJECTION64_PATH"];
 
 fn assignment(k: &str, v: &OsStr) -> OsString {
     let mut s = OsString::from(k);

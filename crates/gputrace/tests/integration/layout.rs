@@ -21,6 +21,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("gputrace-mpi", &["gputrace-mpi-core", "runtime", "raw", "config"]),
     ("gputrace-mpi-mpich", &["gputrace-mpi-core", "runtime", "raw", "config"]),
     ("gputrace-nccl", &["runtime", "raw", "config"]),
+    ("gputrace-nvtx", &["runtime", "raw", "config"]),
     ("otf2", &["otf2-sys"]),
     ("merge", &["raw", "otf2", "config"]),
     ("report", &["otf2"]),
@@ -34,6 +35,7 @@ const NEVER: &[(&str, &str)] = &[
     ("gputrace", "gputrace-cuda"),
     ("gputrace", "gputrace-mpi-core"),
     ("gputrace", "gputrace-nccl"),
+    ("gputrace", "gputrace-nvtx"),
     ("gputrace", "gputrace-mpi"),
     ("gputrace", "gputrace-mpi-mpich"),
     ("report", "raw"),
@@ -49,6 +51,7 @@ const NEVER: &[(&str, &str)] = &[
     ("gputrace-cuda", "otf2"),
     ("gputrace-mpi-core", "otf2"),
     ("gputrace-nccl", "otf2"),
+    ("gputrace-nvtx", "otf2"),
     ("gputrace-mpi", "otf2"),
     ("gputrace-mpi-mpich", "otf2"),
 ];

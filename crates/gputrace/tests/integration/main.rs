@@ -10,5 +10,6 @@ mod layout;
 mod mpi;
 mod mpi4py;
 mod nccl;
+mod nvtx;
 mod stops;
 mod util;

@@ -14,8 +14,9 @@ pub fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
 }
 
-/// The `gputrace` binary, with the MPI hooks and the CUDA agent built next
-/// to it (`cargo test` builds the binary but not other packages' cdylibs).
+/// The `gputrace` binary, with the MPI hooks, the CUDA agent and the NVTX
+/// injection library built next to it (`cargo test` builds the binary but
+/// not other packages' cdylibs).
 pub fn gputrace() -> PathBuf {
     static BUILD: Once = Once::new();
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_gputrace"));
@@ -32,6 +33,8 @@ pub fn gputrace() -> PathBuf {
             "gputrace-mpi-mpich",
             "-p",
             "gputrace-cuda",
+            "-p",
+            "gputrace-nvtx",
         ]);
         if release {
             cmd.arg("--release");

@@ -5,7 +5,8 @@
 //! - system tree: `machine` → one `node` per host → `MPI Rank r` process
 //!   groups (`Process r` for processes that never called MPI), and under
 //!   the node one `CUDA Device d` per GPU ([`cuda`]);
-//! - host threads: `Master thread` and `Pthread n`, CPU_THREAD locations
+//! - host threads: `Master thread` and `Pthread n` (or the name the
+//!   program gave the thread with nvtxNameOsThread), CPU_THREAD locations
 //!   with id `rank << 32 | n`;
 //! - regions: one per (name, paradigm, role) over all processes;
 //! - MPI communicators ([`mpi`]); CUDA contexts, streams, copy windows and
@@ -101,6 +102,8 @@ pub(super) fn otf2_paradigm(p: Paradigm) -> OtfParadigm {
         // OTF2 3.0 has no NCCL paradigm; NCCL is CUDA's communication library.
         Paradigm::Nccl => OtfParadigm::Cuda,
         Paradigm::Measurement => OtfParadigm::MeasurementSystem,
+        // NVTX ranges and marks are user regions, as Score-P records them.
+        Paradigm::Nvtx => OtfParadigm::User,
     }
 }
 
@@ -130,8 +133,15 @@ pub fn define(defs: &mut Definitions, processes: &[Process], warn: &dyn Fn(&str)
         let name = if p.mpi.is_some() { format!("MPI Rank {}", p.rank) } else { format!("Process {}", p.rank) };
         let group = defs.location_group(&name, LocationGroupType::Process, nodes[&p.host], None);
         let mut plan = ProcessPlan { group: Some(group), ..ProcessPlan::default() };
-        for (n, (_, is_main, feeds)) in host_threads(p).into_iter().enumerate() {
-            let lname = if is_main || n == 0 { "Master thread".to_string() } else { format!("Pthread {n}") };
+        let names: HashMap<u32, &str> =
+            p.defs.iter().flat_map(|d| d.thread_names.iter().map(|(tid, name)| (*tid, name.as_str()))).collect();
+        for (n, (tid, is_main, feeds)) in host_threads(p).into_iter().enumerate() {
+            // A name the program gave the thread (nvtxNameOsThread) wins.
+            let lname = match names.get(&tid) {
+                Some(name) => (*name).to_string(),
+                None if is_main || n == 0 => "Master thread".to_string(),
+                None => format!("Pthread {n}"),
+            };
             let id = (u64::from(p.rank) << 32) | n as u64;
             let location = defs.location(id, &lname, LocationType::CpuThread, group)?;
             if n == 0 && p.mpi.is_some() {

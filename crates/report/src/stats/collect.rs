@@ -15,7 +15,7 @@ use otf2::{AttributeValue, CommRef, LocationRef, MetricRef, MetricValue, RegionR
 
 use crate::durations;
 use crate::matrix::{GpuMatrix, MpiMatrix};
-use crate::model::{CopyKind, LocationKind, Model, RegionKind};
+use crate::model::{CopyKind, LocationKind, Model, NvtxStyle, RegionKind};
 
 /// Categories of per-name statistics, one report each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -26,6 +26,9 @@ pub enum Category {
     Memory,
     Mpi,
     Nccl,
+    /// NVTX ranges by `domain:name`, one category per style.
+    NvtxPushPop,
+    NvtxStartEnd,
 }
 
 /// Statistics of one name of one category.
@@ -150,7 +153,7 @@ impl Pass<'_> {
             RegionKind::Copy(_) | RegionKind::Memset => Category::Memory,
             RegionKind::Mpi => Category::Mpi,
             RegionKind::Nccl => Category::Nccl,
-            RegionKind::Other => return None,
+            RegionKind::Nvtx | RegionKind::Other => return None,
         })
     }
 
@@ -183,7 +186,10 @@ impl Pass<'_> {
         match kind {
             RegionKind::Copy(k) => k.region_name().to_owned(),
             RegionKind::Memset => "[CUDA memset]".to_owned(),
-            _ => self.out.model.region(region).map_or_else(String::new, |r| r.name.clone()),
+            _ => self.out.model.region(region).map_or_else(String::new, |r| match &r.nvtx {
+                Some(n) => n.qualified(&r.name),
+                None => r.name.clone(),
+            }),
         }
     }
 
@@ -213,7 +219,18 @@ impl Pass<'_> {
             }
             self.sends.retain(|(d, _)| *d != depth);
         }
-        let Some(category) = Self::category(open.kind) else { return };
+        let category = match open.kind {
+            // Marks have no length: they are not ranges.
+            RegionKind::Nvtx => match self.out.model.region(open.region).and_then(|r| r.nvtx.as_ref()) {
+                Some(n) if n.style == NvtxStyle::PushPop => Category::NvtxPushPop,
+                Some(n) if n.style == NvtxStyle::StartEnd => Category::NvtxStartEnd,
+                _ => return,
+            },
+            kind => match Self::category(kind) {
+                Some(c) => c,
+                None => return,
+            },
+        };
         let key = (category, open.region);
         let slot = match self.region_slots.get(&key) {
             Some(&s) => s,

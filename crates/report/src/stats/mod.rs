@@ -1,6 +1,6 @@
 //! `gputrace stats`: summary tables of an archive in the manner of
 //! `nsys stats` — CUDA API calls, kernels, memory operations by time and
-//! by size, MPI functions, NCCL regions, NVLink traffic — and the
+//! by size, MPI functions, NCCL regions, NVTX ranges, NVLink traffic — and the
 //! communication matrices, as terminal tables, CSV or JSON; and the short
 //! form printed after a traced run ([`short_summary`]).
 
@@ -12,6 +12,7 @@ use std::path::Path;
 use crate::{Error, Result};
 
 use self::collect::{Category, Collected};
+use crate::model::NvtxStyle;
 use crate::table::{self, Cell, Format, Table};
 
 /// Every report: (name, what it shows).
@@ -22,6 +23,7 @@ pub const REPORTS: &[(&str, &str)] = &[
     ("gpu_mem_size_sum", "GPU memory operations, by size"),
     ("mpi_sum", "MPI functions, by name"),
     ("nccl_sum", "NCCL regions (calls and groups), by name"),
+    ("nvtx_sum", "NVTX ranges (push/pop and start/end; marks left out), by domain:name and style"),
     ("nvlink_sum", "NVLink bytes sent and received per GPU, with the NVLink topology"),
     ("mpi_matrix", "MPI point-to-point messages, rank x rank: count, bytes, time in send regions"),
     ("gpu_matrix", "bytes between GPUs: peer copies and NCCL send/recv"),
@@ -62,7 +64,7 @@ pub fn run(input: &Path, request: &StatsRequest, out: &mut dyn Write) -> Result<
         let t = build(&mut collected, name);
         // Reports about things an archive may simply not have are left
         // out of the default set when empty.
-        let optional = matches!(name, "nccl_sum" | "nvlink_sum" | "mpi_matrix" | "gpu_matrix");
+        let optional = matches!(name, "nccl_sum" | "nvtx_sum" | "nvlink_sum" | "mpi_matrix" | "gpu_matrix");
         if explicit || !optional || !t.rows.is_empty() {
             tables.push(t);
         }
@@ -106,6 +108,7 @@ pub fn build(c: &mut Collected, name: &str) -> Table {
         "gpu_mem_size_sum" => size_table(c),
         "mpi_sum" => time_table(c, Category::Mpi, name, "MPI Summary", "Name"),
         "nccl_sum" => time_table(c, Category::Nccl, name, "NCCL Summary", "Name"),
+        "nvtx_sum" => nvtx_table(c),
         "nvlink_sum" => nvlink_table(c),
         "mpi_matrix" => c.mpi.table(&c.model),
         "gpu_matrix" => {
@@ -166,6 +169,74 @@ fn time_table(c: &mut Collected, category: Category, name: &str, title: &str, la
         ));
     }
     rows.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1[8].terminal_key().cmp(b.1[8].terminal_key())));
+    t.rows = rows.into_iter().map(|(_, r)| r).collect();
+    if estimated {
+        t.notes.push(ESTIMATE_NOTE.into());
+    }
+    t
+}
+
+/// `nvtx_sum`: the ranges of both styles in one table, as `nsys stats`
+/// prints it — time share over all ranges, the statistics, the style and
+/// the range as `domain:name` (`:name` in the default domain).
+fn nvtx_table(c: &mut Collected) -> Table {
+    let mut t = Table::new(
+        "nvtx_sum",
+        "NVTX Range Summary",
+        &[
+            "Time (%)",
+            "Total Time (ns)",
+            "Instances",
+            "Avg (ns)",
+            "Med (ns)",
+            "Min (ns)",
+            "Max (ns)",
+            "StdDev (ns)",
+            "Style",
+            "Range",
+        ],
+    );
+    let styles = [(Category::NvtxPushPop, NvtxStyle::PushPop), (Category::NvtxStartEnd, NvtxStyle::StartEnd)];
+    let mut grand: u128 = 0;
+    for (category, _) in styles {
+        for n in c.named.get(&category).into_iter().flatten() {
+            grand += c.times.get_mut(n.time).total();
+        }
+    }
+    let mut rows: Vec<(u128, Vec<Cell>)> = Vec::new();
+    let mut estimated = false;
+    for (category, style) in styles {
+        let Some(named) = c.named.get(&category) else { continue };
+        for n in named {
+            let s = c.times.get_mut(n.time);
+            if s.count() == 0 {
+                continue;
+            }
+            let pct = if grand == 0 { 0.0 } else { s.total() as f64 * 100.0 / grand as f64 };
+            let med = median_cell(s);
+            estimated |= matches!(med, Cell::Estimate(..));
+            rows.push((
+                s.total(),
+                vec![
+                    Cell::Float(pct, 1),
+                    Cell::Int(s.total()),
+                    Cell::Int(s.count().into()),
+                    Cell::Float(s.mean(), 1),
+                    med,
+                    Cell::Int(s.min().into()),
+                    Cell::Int(s.max().into()),
+                    Cell::Float(s.stddev(), 1),
+                    Cell::Text(style.name().into()),
+                    Cell::Text(n.name.clone()),
+                ],
+            ));
+        }
+    }
+    rows.sort_by(|a, b| {
+        b.0.cmp(&a.0)
+            .then_with(|| a.1[9].terminal_key().cmp(b.1[9].terminal_key()))
+            .then_with(|| a.1[8].terminal_key().cmp(b.1[8].terminal_key()))
+    });
     t.rows = rows.into_iter().map(|(_, r)| r).collect();
     if estimated {
         t.notes.push(ESTIMATE_NOTE.into());

@@ -1,0 +1,611 @@
+//! What NVTX annotations become in the raw stream, decided once for every
+//! entry point (the C ABI in [`crate::exports`], the tests here).
+//!
+//! - A push/pop range is a region (paradigm NVTX, role FUNCTION) entered
+//!   and left on the calling thread; NVTX keeps one stack per thread and
+//!   domain, and so does this module: a pop leaves the innermost range
+//!   that thread pushed in that domain.
+//! - A start/end range need not nest and may end on another thread: it
+//!   goes on a lane of its own (a location `NVTX ranges`, role CODE),
+//!   which holds one range at a time; a range starting while every lane
+//!   is busy opens another lane (`NVTX ranges 2`, ...), so each lane's
+//!   Enter/Leave pairs are balanced and in time order, and the lanes
+//!   needed are as many as ranges were open at once.
+//! - A mark is a region of length zero (role ARTIFICIAL) on the calling
+//!   thread: an Enter and a Leave at the same time.
+//! - A region's name is the message; its group is `NVTX` for the default
+//!   domain, `NVTX domain <name>` for the others. Category (its name when
+//!   the program named it, else its number), color (ARGB) and payload are
+//!   attributes of the Enter.
+//! - nvtxNameOsThread (and a resource of type GENERIC_THREAD_NATIVE) names
+//!   the thread's location: a ThreadName definition.
+//!
+//! Messages are resolved to region ids through a per-thread cache, so a
+//! repeated annotation costs a hash of its message; registered strings
+//! keep their region ids with them. Lanes are written in batches (at
+//! [`LANE_BATCH`] events and at the end), so a start/end range that a
+//! SIGKILL cuts short is lost with its batch; ranges on threads are in
+//! the thread's mapped slot like every other event.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use raw::{Definition, Event, LocationKind, Paradigm, RegionRole};
+use runtime::Recorder;
+
+use crate::handles::Handles;
+
+/// A lane writes its events when it holds this many.
+pub const LANE_BATCH: usize = 4096;
+
+/// Entries of a thread's message cache before it starts over (programs
+/// that put a counter in every message would otherwise grow it for ever).
+const THREAD_CACHE: usize = 1 << 16;
+
+/// How an annotation is shown, and the role of its region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Style {
+    PushPop = 0,
+    StartEnd = 1,
+    Mark = 2,
+}
+
+impl Style {
+    pub fn role(self) -> RegionRole {
+        match self {
+            Style::PushPop => RegionRole::Function,
+            Style::StartEnd => RegionRole::Code,
+            Style::Mark => RegionRole::Artificial,
+        }
+    }
+}
+
+/// An annotation's message.
+#[derive(Clone, Copy, Debug)]
+pub enum Message<'a> {
+    None,
+    /// UTF-8 (a C string, or a wide string converted), read lossily.
+    Text(&'a [u8]),
+    /// A handle from [`Annotations::register_string`].
+    Registered(usize),
+}
+
+/// An annotation's payload.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Payload {
+    None,
+    Unsigned(u64),
+    Signed(i64),
+    Float(f64),
+}
+
+/// What an annotation says besides where and when.
+#[derive(Clone, Copy, Debug)]
+pub struct Attributes<'a> {
+    pub message: Message<'a>,
+    /// 0: none.
+    pub category: u32,
+    /// ARGB.
+    pub color: Option<u32>,
+    pub payload: Payload,
+}
+
+impl<'a> Attributes<'a> {
+    /// Only a message.
+    pub fn message(message: Message<'a>) -> Self {
+        Attributes { message, category: 0, color: None, payload: Payload::None }
+    }
+
+    /// Only a text message.
+    pub fn text(text: &'a str) -> Self {
+        Self::message(Message::Text(text.as_bytes()))
+    }
+}
+
+struct Domain {
+    /// The region group of its annotations.
+    group: String,
+    /// Category number → string id of its name.
+    categories: Mutex<HashMap<u32, u32>>,
+}
+
+impl Domain {
+    fn new(group: String) -> Self {
+        Domain { group, categories: Mutex::new(HashMap::new()) }
+    }
+}
+
+struct Registered {
+    domain: u32,
+    text: String,
+    /// Its region per style, defined on first use.
+    regions: [OnceLock<Option<u32>>; 3],
+}
+
+/// A start/end lane.
+struct Lane {
+    location: u32,
+    /// The region of the range it holds, if any.
+    open: Option<u32>,
+    last: u64,
+    events: Vec<(u64, Event)>,
+}
+
+#[derive(Default)]
+struct Lanes {
+    lanes: Vec<Lane>,
+    /// Open range id → its lane.
+    open: HashMap<u64, usize>,
+}
+
+/// String ids of the attribute names.
+struct AttributeNames {
+    category: u32,
+    color: u32,
+    payload: u32,
+}
+
+/// A (domain, style)'s regions by message.
+type RegionsByName = HashMap<String, Option<u32>>;
+
+static NEXT_INSTANCE: AtomicUsize = AtomicUsize::new(1);
+
+/// The NVTX recording of a process.
+pub struct Annotations {
+    instance: usize,
+    rec: Recorder,
+    default_domain: Domain,
+    domains: Handles<Domain>,
+    domain_names: Mutex<HashMap<String, usize>>,
+    strings: Handles<Registered>,
+    /// (domain, style) → name → region, over all threads.
+    regions: Mutex<HashMap<(u32, Style), RegionsByName>>,
+    lanes: Mutex<Lanes>,
+    next_range: AtomicU64,
+    next_resource: AtomicUsize,
+    names: AttributeNames,
+}
+
+/// FNV-1a: messages are short and not hostile, and SipHash (std's
+/// default) was a fifth of an annotation's cost.
+#[derive(Default)]
+struct Fnv(u64);
+
+impl Hasher for Fnv {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
+        for b in bytes {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.0 = h;
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+/// Message → region, of one (domain, style).
+type Names = HashMap<Box<[u8]>, Option<u32>, BuildHasherDefault<Fnv>>;
+
+#[derive(Default)]
+struct ThreadState {
+    /// The [`Annotations`] this state belongs to.
+    instance: usize,
+    /// Per domain: the regions pushed and not yet popped (`None` for one
+    /// the filter left out).
+    stacks: Vec<(u32, Vec<Option<u32>>)>,
+    /// Per (domain, style): the messages seen on this thread.
+    names: Vec<((u32, Style), Names)>,
+    cached: usize,
+    /// The recorder made this thread's buffer ready.
+    prepared: bool,
+}
+
+impl ThreadState {
+    /// The region of a text message, from this thread's cache or defined.
+    fn text_region(&mut self, a: &Annotations, domain: u32, style: Style, text: &[u8]) -> Option<u32> {
+        let i = match self.names.iter().position(|(k, _)| *k == (domain, style)) {
+            Some(i) => i,
+            None => {
+                self.names.push(((domain, style), Names::default()));
+                self.names.len() - 1
+            }
+        };
+        if let Some(&region) = self.names[i].1.get(text) {
+            return region;
+        }
+        let region = a.define_region(domain, style, &String::from_utf8_lossy(text));
+        if self.cached >= THREAD_CACHE {
+            for (_, names) in &mut self.names {
+                names.clear();
+            }
+            self.cached = 0;
+        }
+        self.names[i].1.insert(text.into(), region);
+        self.cached += 1;
+        region
+    }
+
+    fn stack(&mut self, domain: u32) -> &mut Vec<Option<u32>> {
+        let i = match self.stacks.iter().position(|(d, _)| *d == domain) {
+            Some(i) => i,
+            None => {
+                self.stacks.push((domain, Vec::new()));
+                self.stacks.len() - 1
+            }
+        };
+        &mut self.stacks[i].1
+    }
+}
+
+thread_local! {
+    static THREAD: RefCell<ThreadState> = RefCell::new(ThreadState::default());
+}
+
+/// A few events recorded together, without allocating; made before the
+/// clock is read, stamped after.
+struct Batch {
+    events: [(u64, Event); 6],
+    len: usize,
+}
+
+impl Batch {
+    fn new() -> Self {
+        Batch { events: [(0, Event::MpiCollectiveBegin); 6], len: 0 }
+    }
+
+    fn push(&mut self, e: Event) {
+        if let Some(slot) = self.events.get_mut(self.len) {
+            *slot = (0, e);
+            self.len += 1;
+        }
+    }
+
+    /// The events, all at `t`.
+    fn at(&mut self, t: u64) -> &[(u64, Event)] {
+        for e in &mut self.events[..self.len] {
+            e.0 = t;
+        }
+        &self.events[..self.len]
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Annotations {
+    pub fn new(rec: Recorder) -> Self {
+        let names = AttributeNames {
+            category: rec.intern("NVTX category"),
+            color: rec.intern("NVTX color"),
+            payload: rec.intern("NVTX payload"),
+        };
+        Annotations {
+            instance: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
+            rec,
+            default_domain: Domain::new("NVTX".into()),
+            domains: Handles::default(),
+            domain_names: Mutex::new(HashMap::new()),
+            strings: Handles::default(),
+            regions: Mutex::new(HashMap::new()),
+            lanes: Mutex::new(Lanes::default()),
+            next_range: AtomicU64::new(0),
+            next_resource: AtomicUsize::new(0),
+            names,
+        }
+    }
+
+    pub fn recorder(&self) -> &Recorder {
+        &self.rec
+    }
+
+    /// nvtxDomainCreate: a domain's handle (never 0); the same name gives
+    /// the same handle.
+    pub fn domain_create(&self, name: &str) -> usize {
+        let mut names = lock(&self.domain_names);
+        if let Some(&h) = names.get(name) {
+            return h;
+        }
+        match self.domains.add(Domain::new(format!("NVTX domain {name}"))) {
+            Some(h) => {
+                names.insert(name.to_string(), h);
+                h
+            }
+            None => 0,
+        }
+    }
+
+    /// The id and state of the domain `handle` names: 0 (null) and
+    /// handles that are not ours are the default domain.
+    fn domain(&self, handle: usize) -> (u32, &Domain) {
+        match self.domains.get(handle) {
+            Some(d) => (handle as u32, d),
+            None => (0, &self.default_domain),
+        }
+    }
+
+    fn domain_by_id(&self, id: u32) -> &Domain {
+        self.domain(id as usize).1
+    }
+
+    /// nvtxDomainRegisterString: a handle (never 0; 0 when the table is
+    /// full, which NVTX reads as "no string").
+    pub fn register_string(&self, domain: usize, text: &str) -> usize {
+        let (domain, _) = self.domain(domain);
+        let entry = Registered { domain, text: text.to_string(), regions: [const { OnceLock::new() }; 3] };
+        self.strings.add(entry).unwrap_or(0)
+    }
+
+    /// nvtxNameCategory / nvtxDomainNameCategory.
+    pub fn name_category(&self, domain: usize, category: u32, name: &str) {
+        let id = self.rec.intern(name);
+        lock(&self.domain(domain).1.categories).insert(category, id);
+    }
+
+    /// nvtxNameOsThread: names the location of thread `tid`.
+    pub fn name_thread(&self, tid: u32, name: &str) {
+        self.rec.define(&Definition::ThreadName { tid, name: name.to_string() });
+    }
+
+    /// nvtxDomainResourceCreate: a handle (never 0). An OS thread's
+    /// resource names that thread.
+    pub fn resource_create(&self, domain: usize, kind: i32, identifier: u64, message: Message<'_>) -> usize {
+        let _ = domain;
+        if kind == crate::abi::RESOURCE_THREAD_NATIVE
+            && let Ok(tid) = u32::try_from(identifier)
+        {
+            let name = self.message_text(message);
+            if !name.is_empty() {
+                self.name_thread(tid, &name);
+            }
+        }
+        self.next_resource.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    fn message_text(&self, message: Message<'_>) -> String {
+        match message {
+            Message::None => String::new(),
+            Message::Text(t) => String::from_utf8_lossy(t).into_owned(),
+            Message::Registered(h) => self.strings.get(h).map_or_else(String::new, |r| r.text.clone()),
+        }
+    }
+
+    fn with_thread<R>(&self, f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
+        THREAD
+            .try_with(|t| {
+                let mut t = t.try_borrow_mut().ok()?;
+                if t.instance != self.instance {
+                    *t = ThreadState { instance: self.instance, ..ThreadState::default() };
+                }
+                Some(f(&mut t))
+            })
+            .ok()
+            .flatten()
+    }
+
+    /// One visit of the calling thread's state for an annotation: readies
+    /// the thread at its first annotation (so that the tracer's set-up is
+    /// not inside what it times), resolves the annotation's region (`None`:
+    /// the filter leaves it out), and runs `f` with both. Without the
+    /// state (a thread being torn down) the region is resolved all the
+    /// same and `f` is not run.
+    fn visit<R>(
+        &self,
+        domain: u32,
+        style: Style,
+        message: Message<'_>,
+        f: impl FnOnce(&mut ThreadState, Option<u32>) -> R,
+    ) -> (Option<u32>, Option<R>) {
+        let registered = |h: usize| {
+            self.strings
+                .get(h)
+                .map(|r| *r.regions[style as usize].get_or_init(|| self.define_region(r.domain, style, &r.text)))
+        };
+        let visited = self.with_thread(|th| {
+            if !th.prepared {
+                th.prepared = true;
+                self.rec.prepare_thread();
+            }
+            let region = match message {
+                Message::Registered(h) => match registered(h) {
+                    Some(r) => r,
+                    None => th.text_region(self, domain, style, b""),
+                },
+                Message::Text(t) => th.text_region(self, domain, style, t),
+                Message::None => th.text_region(self, domain, style, b""),
+            };
+            (region, f(th, region))
+        });
+        match visited {
+            Some((region, r)) => (region, Some(r)),
+            None => {
+                let region = match message {
+                    Message::Registered(h) => registered(h).unwrap_or_else(|| self.define_region(domain, style, "")),
+                    Message::Text(t) => self.define_region(domain, style, &String::from_utf8_lossy(t)),
+                    Message::None => self.define_region(domain, style, ""),
+                };
+                (region, None)
+            }
+        }
+    }
+
+    fn define_region(&self, domain: u32, style: Style, name: &str) -> Option<u32> {
+        let mut regions = lock(&self.regions);
+        let by_name = regions.entry((domain, style)).or_default();
+        if let Some(&r) = by_name.get(name) {
+            return r;
+        }
+        let group = &self.domain_by_id(domain).group;
+        let r = self.rec.region(name, None, Paradigm::Nvtx, style.role(), group);
+        by_name.insert(name.to_string(), r);
+        drop(regions);
+        // Written now, not by the append that uses it (inside the range).
+        self.rec.flush_definitions();
+        r
+    }
+
+    /// The attribute events of an annotation, with any strings they
+    /// define written.
+    fn attributes(&self, batch: &mut Batch, domain: &Domain, a: &Attributes<'_>) {
+        let mut defined = false;
+        let mut intern = |s: String| {
+            defined = true;
+            self.rec.intern(&s)
+        };
+        if a.category != 0 {
+            let known = lock(&domain.categories).get(&a.category).copied();
+            let value = known.unwrap_or_else(|| intern(a.category.to_string()));
+            batch.push(Event::AttributeString { name: self.names.category, value });
+        }
+        if let Some(color) = a.color {
+            batch.push(Event::Attribute { name: self.names.color, value: u64::from(color) });
+        }
+        let name = self.names.payload;
+        match a.payload {
+            Payload::None => {}
+            Payload::Unsigned(v) => batch.push(Event::Attribute { name, value: v }),
+            Payload::Signed(v) if v >= 0 => batch.push(Event::Attribute { name, value: v as u64 }),
+            Payload::Signed(v) => batch.push(Event::AttributeString { name, value: intern(v.to_string()) }),
+            Payload::Float(v) => batch.push(Event::AttributeString { name, value: intern(v.to_string()) }),
+        }
+        if defined {
+            self.rec.flush_definitions();
+        }
+    }
+
+    /// nvtxRangePush: the level of the pushed range in its domain on this
+    /// thread (0 for the outermost).
+    pub fn push(&self, domain: usize, a: &Attributes<'_>) -> i32 {
+        let (id, d) = self.domain(domain);
+        let (region, level) = self.visit(id, Style::PushPop, a.message, |th, region| {
+            let stack = th.stack(id);
+            stack.push(region);
+            stack.len() as i32 - 1
+        });
+        let mut batch = Batch::new();
+        if let Some(region) = region {
+            self.attributes(&mut batch, d, a);
+            batch.push(Event::Enter { region });
+        }
+        let t = raw::clock::now();
+        let level = level.unwrap_or(0);
+        if region.is_some() {
+            self.rec.record_many(batch.at(t));
+        }
+        level
+    }
+
+    /// nvtxRangePop: the level of the range ended, or -1 when the thread
+    /// has none open in that domain.
+    pub fn pop(&self, domain: usize) -> i32 {
+        let t = raw::clock::now();
+        let (id, _) = self.domain(domain);
+        let popped = self
+            .with_thread(|th| {
+                let stack = th.stack(id);
+                let region = stack.pop()?;
+                Some((region, stack.len() as i32))
+            })
+            .flatten();
+        match popped {
+            Some((region, level)) => {
+                if let Some(region) = region {
+                    self.rec.record(t, &Event::Leave { region });
+                }
+                level
+            }
+            None => -1,
+        }
+    }
+
+    /// nvtxMark.
+    pub fn mark(&self, domain: usize, a: &Attributes<'_>) {
+        let (id, d) = self.domain(domain);
+        let Some(region) = self.visit(id, Style::Mark, a.message, |_, _| ()).0 else { return };
+        let mut batch = Batch::new();
+        self.attributes(&mut batch, d, a);
+        batch.push(Event::Enter { region });
+        batch.push(Event::Leave { region });
+        let t = raw::clock::now();
+        self.rec.record_many(batch.at(t));
+    }
+
+    /// nvtxRangeStart: the range's id (never 0).
+    pub fn range_start(&self, domain: usize, a: &Attributes<'_>) -> u64 {
+        let (id, d) = self.domain(domain);
+        let range = self.next_range.fetch_add(1, Ordering::Relaxed) + 1;
+        let Some(region) = self.visit(id, Style::StartEnd, a.message, |_, _| ()).0 else { return range };
+        let mut batch = Batch::new();
+        self.attributes(&mut batch, d, a);
+        batch.push(Event::Enter { region });
+        let mut lanes = lock(&self.lanes);
+        let t = raw::clock::now();
+        let index = match lanes.lanes.iter().position(|l| l.open.is_none()) {
+            Some(i) => i,
+            None => {
+                let n = lanes.lanes.len();
+                let name = if n == 0 { "NVTX ranges".to_string() } else { format!("NVTX ranges {}", n + 1) };
+                let location = self.rec.define_location(LocationKind::Lane { id: n as u32, gpu: false }, &name);
+                lanes.lanes.push(Lane { location, open: None, last: 0, events: Vec::new() });
+                n
+            }
+        };
+        lanes.open.insert(range, index);
+        let lane = &mut lanes.lanes[index];
+        // A range ended on another thread may have taken its time just
+        // after this one: a lane's events stay in order.
+        let t0 = t.max(lane.last);
+        lane.events.extend_from_slice(batch.at(t0));
+        lane.open = Some(region);
+        lane.last = t0;
+        self.flush_if_full(lane);
+        range
+    }
+
+    /// nvtxRangeEnd: ends the range `id` (from any thread); an id that is
+    /// not open is ignored.
+    pub fn range_end(&self, range: u64) {
+        let t = raw::clock::now();
+        let mut lanes = lock(&self.lanes);
+        let Some(index) = lanes.open.remove(&range) else { return };
+        let lane = &mut lanes.lanes[index];
+        let Some(region) = lane.open.take() else { return };
+        let t1 = t.max(lane.last);
+        lane.events.push((t1, Event::Leave { region }));
+        lane.last = t1;
+        self.flush_if_full(lane);
+    }
+
+    fn flush_if_full(&self, lane: &mut Lane) {
+        if lane.events.len() >= LANE_BATCH {
+            self.rec.write_batch(lane.location, &lane.events);
+            lane.events.clear();
+        }
+    }
+
+    /// Writes the lanes' events (ranges still open stay open: the merge
+    /// closes them at the lane's last event).
+    pub fn flush_lanes(&self) {
+        let mut lanes = lock(&self.lanes);
+        for lane in &mut lanes.lanes {
+            if !lane.events.is_empty() {
+                self.rec.write_batch(lane.location, &lane.events);
+                lane.events.clear();
+            }
+        }
+    }
+
+    /// The end of the process: the lanes, then the stream.
+    pub fn finish(&self, exit_started: u64) {
+        self.flush_lanes();
+        self.rec.finish_from(exit_started);
+    }
+}
+
+#[cfg(test)]
+mod tests;
