@@ -23,6 +23,7 @@ pub mod durations;
 mod error;
 pub mod matrix;
 pub mod model;
+pub mod names;
 pub mod numbers;
 pub mod plot;
 pub mod regions;

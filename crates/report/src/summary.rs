@@ -178,7 +178,7 @@ impl RunSummary {
         } else if self.kernels > 0 {
             let _ = writeln!(s, "GPU kernels by time (all streams): {} launches", thousands(self.kernels));
             for r in self.kernels_by_name.iter().take(5) {
-                let short: String = r.name.chars().take(48).collect();
+                let short = crate::names::for_terminal(&r.name, 48);
                 let _ = writeln!(s, "  {:<48} {:>10} {:>12}", short, thousands(r.calls), human_ns(r.time));
             }
         }
@@ -283,6 +283,27 @@ mod tests {
         assert!(text.contains("2 processes (2 MPI ranks) on 1 host, 2 locations, 10 events"), "{text}");
         assert!(text.contains("80.0%"), "{text}");
         assert!(!s.render(10, false).contains("MPI_Recv"));
+    }
+
+    #[test]
+    fn kernel_lines_show_base_names() {
+        let gemm = "void cutlass::Kernel2<cutlass_80_tensorop_s1688gemm_128x128_16x5_tn_align4>(\
+                    cutlass_80_tensorop_s1688gemm_128x128_16x5_tn_align4::Params)";
+        let fill = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, \
+                    at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)";
+        let s = RunSummary {
+            kernels: 3,
+            kernels_by_name: vec![
+                Row { name: gemm.into(), calls: 2, time: 4000 },
+                Row { name: fill.into(), calls: 1, time: 100 },
+            ],
+            ..Default::default()
+        };
+        let text = s.render(10, true);
+        let lines: Vec<&str> = text.lines().filter(|l| l.starts_with("  ")).collect();
+        assert!(lines[0].trim_start().starts_with("cutlass::Kernel2 "), "{text}");
+        assert!(lines[1].trim_start().starts_with("at::native::vectorized_elementwise_kernel "), "{text}");
+        assert!(!text.contains('<') && !text.contains("Params"), "{text}");
     }
 
     #[test]

@@ -20,7 +20,14 @@ pub enum Cell {
     /// shown with a `~` in the terminal.
     Estimate(f64, usize),
     Text(String),
+    /// A kernel's name: its base name in the terminal, cut to
+    /// [`NAME_WIDTH`] (see [`crate::names`]), the full name in CSV and
+    /// JSON.
+    Name(String),
 }
+
+/// The widest a [`Cell::Name`] is shown in a terminal table.
+pub const NAME_WIDTH: usize = 60;
 
 impl Cell {
     fn terminal(&self) -> String {
@@ -29,6 +36,7 @@ impl Cell {
             Cell::Float(v, d) => float_thousands(*v, *d),
             Cell::Estimate(v, d) => format!("~{}", float_thousands(*v, *d)),
             Cell::Text(s) => s.clone(),
+            Cell::Name(s) => crate::names::for_terminal(s, NAME_WIDTH),
         }
     }
 
@@ -36,7 +44,7 @@ impl Cell {
         match self {
             Cell::Int(v) => v.to_string(),
             Cell::Float(v, _) | Cell::Estimate(v, _) => format_float(*v),
-            Cell::Text(s) => s.clone(),
+            Cell::Text(s) | Cell::Name(s) => s.clone(),
         }
     }
 
@@ -44,7 +52,7 @@ impl Cell {
         match self {
             Cell::Int(v) => u64::try_from(*v).map_or_else(|_| json!(*v as f64), |x| json!(x)),
             Cell::Float(v, _) | Cell::Estimate(v, _) => json!(v),
-            Cell::Text(s) => json!(s),
+            Cell::Text(s) | Cell::Name(s) => json!(s),
         }
     }
 }
@@ -176,7 +184,7 @@ fn align(columns: &[String], rows: &[Vec<String>], kinds: &[Cell]) -> String {
         .enumerate()
         .map(|(i, c)| rows.iter().map(|r| r[i].chars().count()).chain([c.chars().count()]).max().unwrap_or(0))
         .collect();
-    let left = |i: usize| matches!(kinds.get(i), Some(Cell::Text(_)));
+    let left = |i: usize| matches!(kinds.get(i), Some(Cell::Text(_) | Cell::Name(_)));
     let mut out = String::new();
     let line = |cells: &[String], out: &mut String| {
         let parts: Vec<String> = cells
@@ -239,5 +247,25 @@ mod tests {
         ragged.rows.push(vec![Cell::Int(1)]);
         assert!(ragged.write_csv(&mut Vec::new()).is_err(), "a short row is an error, not a short line");
         assert_eq!(t.to_json()["rows"][0]["Total Time (ns)"], 1_234_567);
+    }
+
+    #[test]
+    fn kernel_names_are_base_names_in_the_terminal_and_whole_elsewhere() {
+        let long = format!(
+            "void at::native::elementwise_kernel<128, 2, at::native::gpu_kernel_impl<at::native::AddFunctor<float> \
+             >(at::TensorIteratorBase&, at::native::AddFunctor<float> const&)::{{lambda(int)#1}}>(int, {})",
+            "at::native::AddFunctor<float> const&, ".repeat(80)
+        );
+        let mut t = Table::new("gpu_kern_sum", "Kernels", &["Instances", "Name"]);
+        t.rows.push(vec![Cell::Int(3), Cell::Name(long.clone())]);
+        t.rows.push(vec![Cell::Int(1), Cell::Name("x".repeat(200))]);
+        let r = t.render(None);
+        assert!(r.contains("at::native::elementwise_kernel\n"), "{r}");
+        assert!(r.contains(&format!("{}…\n", "x".repeat(NAME_WIDTH - 1))), "{r}");
+        assert!(r.lines().all(|l| l.chars().count() < 80), "{r}");
+        let mut csv = Vec::new();
+        t.write_csv(&mut csv).unwrap();
+        assert!(String::from_utf8(csv).unwrap().contains(&long));
+        assert_eq!(t.to_json()["rows"][0]["Name"], long.as_str());
     }
 }
