@@ -200,6 +200,7 @@ impl Passes<'_> {
                 self.add(repairs);
             }
         }
+        self.summary.events = counts.events;
         self.summary.counts = counts;
         Ok(())
     }
@@ -219,6 +220,7 @@ impl Passes<'_> {
                 self.add(repairs);
             }
         }
+        self.summary.events = counts.events;
         self.summary.counts = counts;
         Ok(())
     }
@@ -236,7 +238,7 @@ impl Passes<'_> {
     fn add(&mut self, r: Repairs) {
         let s = &mut *self.summary;
         s.locations += 1;
-        s.events += r.events;
+        s.raw_events += r.events;
         s.clamped += r.clamped;
         s.closed_open_regions += r.closed_open_regions;
         s.unmatched_leaves += r.unmatched_leaves;

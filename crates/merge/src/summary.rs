@@ -31,8 +31,13 @@ pub struct Summary {
     pub mpi_ranks: usize,
     pub hosts: BTreeSet<String>,
     pub locations: usize,
-    /// Raw events read.
+    /// The archive's events (what `otf2-print` lists): Enter and Leave,
+    /// messages, collectives, RMA operations of copies, metrics; those an
+    /// archive would hold when only the summary is made.
     pub events: u64,
+    /// Raw events read (a GPU copy is two, in the archive four: Enter, an
+    /// RMA get or put, its completion, Leave).
+    pub raw_events: u64,
     /// Names of the archive's regions, by global region index.
     pub region_names: Vec<(String, Paradigm)>,
     pub counts: Counters,
@@ -55,6 +60,9 @@ pub struct Summary {
 /// The merged events, counted: a [`Sink`].
 #[derive(Debug, Default, Clone)]
 pub struct Counters {
+    /// Events the archive gets (records without a communicator in it are
+    /// counted as what they are, not as events).
+    pub events: u64,
     /// Time in each region, by global region index.
     pub region_totals: Vec<RegionTotals>,
     pub p2p_messages: u64,
@@ -163,6 +171,7 @@ impl Sink for Counters {
         _: usize,
         work: Work,
     ) -> Result<(), SinkError> {
+        self.events += 1;
         match work {
             Work::Call => {}
             Work::Kernel => self.kernels += 1,
@@ -184,12 +193,14 @@ impl Sink for Counters {
         index: usize,
         duration: u64,
     ) -> Result<(), SinkError> {
+        self.events += 1;
         self.region_done(index, duration);
         Ok(())
     }
 
     #[inline(always)]
     fn send(&mut self, _: u64, _: &[(AttributeRef, AttributeValue)], m: &Message) -> Result<(), SinkError> {
+        self.events += u64::from(m.comm.is_some());
         if m.nccl {
             self.nccl_messages += 1;
             self.nccl_message_bytes += m.bytes;
@@ -201,12 +212,14 @@ impl Sink for Counters {
     }
 
     #[inline(always)]
-    fn recv(&mut self, _: u64, _: &[(AttributeRef, AttributeValue)], _: &Message) -> Result<(), SinkError> {
+    fn recv(&mut self, _: u64, _: &[(AttributeRef, AttributeValue)], m: &Message) -> Result<(), SinkError> {
+        self.events += u64::from(m.comm.is_some());
         Ok(())
     }
 
     #[inline(always)]
     fn record(&mut self, _: u64, _: &[(AttributeRef, AttributeValue)], r: &Record) -> Result<(), SinkError> {
+        self.events += u64::from(crate::sink::written(r));
         match *r {
             Record::CollectiveEnd { sent, nccl: true, .. } => {
                 self.nccl_collectives += 1;
@@ -263,5 +276,15 @@ mod tests {
         assert_eq!(c.copies[CopyKind::HostToDevice as usize], (1, 64));
         assert_eq!((c.p2p_messages, c.p2p_bytes, c.nccl_messages, c.nccl_message_bytes), (1, 8, 1, 4));
         assert_eq!(c.region_totals[0].calls, 1);
+        // Enter and Leave; the sends name no communicator the archive has.
+        assert_eq!(c.events, 2);
+        let window = otf2::RmaWinRef::from_id(0);
+        c.record(4, &[], &Record::RmaGet { window, remote: 0, bytes: 64, id: 1 }).unwrap();
+        c.record(5, &[], &Record::RmaComplete { window, id: 1 }).unwrap();
+        assert_eq!(c.events, 4);
+        let comm = Some(otf2::CommRef::from_id(0));
+        c.send(6, &[], &Message { comm, ..m }).unwrap();
+        c.recv(7, &[], &Message { comm, ..m }).unwrap();
+        assert_eq!(c.events, 6);
     }
 }

@@ -99,3 +99,35 @@ fn cuda_enable_chooses_what_is_recorded() {
     let report = check_archives(&results);
     assert!(report.contains("ok   subset: no runtime API calls"), "{report}");
 }
+
+/// The summary's "N events" is the archive's event count, as both
+/// independent readers count it: a copy is four events there (Enter, an
+/// RMA get or put, its completion, Leave) though the raw stream holds two.
+#[test]
+fn the_summary_counts_the_events_of_the_archive() {
+    if !required("otf2-print", have("otf2-print")) {
+        return;
+    }
+    let results = fresh_dir("cuda-events");
+    std::fs::create_dir_all(&results).unwrap();
+    replay_and_merge(&results, "basic", all());
+    let exp = results.join("exp-basic");
+    let summary = std::fs::read_to_string(exp.join("summary.txt")).unwrap();
+    let said: u64 = summary
+        .split(" locations, ")
+        .nth(1)
+        .and_then(|rest| rest.split(" events").next())
+        .map(|n| n.replace(',', "").parse().unwrap())
+        .unwrap_or_else(|| panic!("no event count in\n{summary}"));
+    let anchor = exp.join("traces.otf2");
+    let printed: usize = otf2_print_counts(&anchor).values().sum();
+    let f = facts(&anchor);
+    let read: u64 = f["locations"].as_object().unwrap().values().map(|l| l["events"].as_u64().unwrap()).sum();
+    let rma = ["RmaGet", "RmaPut", "RmaOpCompleteBlocking"]
+        .iter()
+        .map(|ty| f["counts"].as_object().unwrap().values().map(|c| c[*ty].as_u64().unwrap_or(0)).sum::<u64>())
+        .sum::<u64>();
+    assert!(rma > 0, "the fixture's copies are RMA operations in the archive");
+    assert_eq!((said, said), (read, printed as u64), "summary vs the Python reader and otf2-print\n{summary}");
+}
+

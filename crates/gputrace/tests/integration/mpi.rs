@@ -33,6 +33,10 @@ fn traced_run(name: &str, program: &str, ranks: u32, args: &[&str]) -> (Value, S
     let printed = otf2_print_counts(&anchor);
     let python_sends: i64 = (0..ranks).map(|r| count(&facts, r, "MpiSend")).sum();
     assert_eq!(printed.get("MPI_SEND").copied().unwrap_or(0) as i64, python_sends, "otf2-print and Python disagree");
+    // The summary's event count is the archive's.
+    let read: u64 = facts["locations"].as_object().unwrap().values().map(|l| l["events"].as_u64().unwrap()).sum();
+    let said = stderr.split(" locations, ").nth(1).and_then(|r| r.split(" events").next()).unwrap_or_default();
+    assert_eq!(said.replace(',', ""), read.to_string(), "the summary's event count\n{stderr}");
     (facts, text(&traced.stdout))
 }
 

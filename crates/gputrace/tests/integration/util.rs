@@ -128,12 +128,17 @@ pub fn facts(anchor: &Path) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// Event counts per type from `otf2-print`, the OTF2 library's own tool.
+/// Event counts per type from `otf2-print`, the OTF2 library's own tool:
+/// one event a line, its type in the first column (the lines under an
+/// event, `ADDITIONAL ATTRIBUTES: ...`, are indented).
 pub fn otf2_print_counts(anchor: &Path) -> HashMap<String, usize> {
     let out = Command::new("otf2-print").arg(anchor).output().unwrap();
     assert!(out.status.success(), "otf2-print failed: {}", text(&out.stderr));
     let mut counts = HashMap::new();
     for line in text(&out.stdout).lines() {
+        if line.starts_with(' ') {
+            continue;
+        }
         let Some(word) = line.split_whitespace().next() else { continue };
         if word.chars().all(|c| c.is_ascii_uppercase() || c == '_') && line.len() > 40 {
             *counts.entry(word.to_string()).or_insert(0) += 1;
