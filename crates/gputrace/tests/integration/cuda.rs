@@ -131,3 +131,33 @@ fn the_summary_counts_the_events_of_the_archive() {
     assert_eq!((said, said), (read, printed as u64), "summary vs the Python reader and otf2-print\n{summary}");
 }
 
+/// Two processes on one GPU have the same context and stream ids; their
+/// location groups and streams are named by process.
+#[test]
+fn processes_sharing_a_gpu_have_their_own_context_and_stream_names() {
+    let (captures, _) = fixture("cuda_basic");
+    let exp = fresh_dir("cuda-shared-gpu");
+    for pid in [468, 469] {
+        gputrace_cuda::replay::replay(&captures, &exp, header(pid), all()).unwrap();
+    }
+    let out = run(Command::new(gputrace()).arg("merge").arg(&exp));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let f = facts(&exp.join("traces.otf2"));
+    let mut streams: Vec<(String, String)> = f["locations"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter(|l| l["name"].as_str().unwrap().starts_with("CUDA["))
+        .map(|l| (l["name"].as_str().unwrap().to_string(), l["group"].as_str().unwrap().to_string()))
+        .collect();
+    streams.sort();
+    assert!(streams.len() >= 2, "{streams:?}");
+    let mut names: Vec<&String> = streams.iter().map(|(n, _)| n).collect();
+    names.dedup();
+    assert_eq!(names.len(), streams.len(), "stream names repeat: {streams:?}");
+    for p in 0..2 {
+        let own: Vec<_> = streams.iter().filter(|(n, _)| n.ends_with(&format!("] process {p}"))).collect();
+        assert_eq!(own.len(), streams.len() / 2, "{streams:?}");
+        assert!(own.iter().all(|(_, g)| *g == format!("CUDA Context 1 of process {p}")), "{streams:?}");
+    }
+}

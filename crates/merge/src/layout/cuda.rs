@@ -5,9 +5,10 @@
 //!   share its `CUDA Device d` system-tree node (class `GPU`, domain
 //!   ACCELERATOR_DEVICE, with name, UUID, SMs, memory, compute capability
 //!   and one `NVLink to ...` property per NVLink connection);
-//! - each CUDA context of a process is a location group `CUDA Context c`
-//!   (type ACCELERATOR) under its device, created by the process;
-//! - each stream is a location `CUDA[d:s]` (ACCELERATOR_STREAM, id
+//! - each CUDA context of a process is a location group `CUDA Context c
+//!   of rank r` (`of process r` for a process without MPI; type
+//!   ACCELERATOR) under its device, created by the process;
+//! - each stream is a location `CUDA[d:s] rank r` (ACCELERATOR_STREAM, id
 //!   `rank << 32 | 1 << 20 | n`); NVLink samples go to `NVLink GPU d`
 //!   (METRIC locations, id `rank << 32 | 1 << 21 | n`);
 //! - copies are RMA operations: one `CUDA` communicator spans every CUDA
@@ -196,11 +197,14 @@ fn define_gpu_locations(
     let mut host_ranks: Vec<Option<u32>> = vec![None; processes.len()];
     for (pi, (p, plan)) in processes.iter().zip(layout.processes.iter_mut()).enumerate() {
         let process_group = plan.group.expect("process groups are defined first");
+        // Processes sharing a GPU have the same context and stream ids:
+        // the names say whose they are.
+        let whose = whose(p);
         let mut context_groups: BTreeMap<u32, LocationGroupRef> = BTreeMap::new();
         let mut context_group = |defs: &mut Definitions, ctx: u32, device: usize| {
             *context_groups.entry(ctx).or_insert_with(|| {
                 defs.location_group(
-                    &format!("CUDA Context {ctx}"),
+                    &format!("CUDA Context {ctx} of {whose}"),
                     LocationGroupType::Accelerator,
                     devices[device].node,
                     Some(process_group),
@@ -223,8 +227,8 @@ fn define_gpu_locations(
                         let k = device_index_on_host(devices, dev);
                         let lid = (u64::from(p.rank) << 32) | (1 << 20) | streams;
                         streams += 1;
-                        let location =
-                            defs.location(lid, &format!("CUDA[{k}:{stream}]"), LocationType::AcceleratorStream, group)?;
+                        let name = format!("CUDA[{k}:{stream}] {whose}");
+                        let location = defs.location(lid, &name, LocationType::AcceleratorStream, group)?;
                         windows_todo.push((pi, plan.locations.len(), context));
                         plan.locations.push(LocationPlan {
                             location,
@@ -294,9 +298,9 @@ fn define_windows(
     layout.device_ranks = vec![None; devices];
     for (pi, li, ctx) in windows_todo {
         let p = &processes[pi];
-        let window = *windows.entry((pi, ctx)).or_insert_with(|| {
-            defs.rma_win(&format!("CUDA Context {ctx} of rank {}", p.rank), comm, RmaWinFlags::NONE)
-        });
+        let window = *windows
+            .entry((pi, ctx))
+            .or_insert_with(|| defs.rma_win(&format!("CUDA Context {ctx} of {}", whose(p)), comm, RmaWinFlags::NONE));
         let plan = &mut layout.processes[pi];
         let loc = &plan.locations[li];
         let own_rank = rank_of[&loc.location.id()];
@@ -309,6 +313,12 @@ fn define_windows(
         let host_rank = host_ranks[pi].unwrap_or(own_rank);
         plan.locations[li].role = LocationRole::GpuStream { window, own_rank, host_rank, device: dev };
     }
+}
+
+/// `rank r` for an MPI process, `process r` for another: as its process
+/// group is named (`MPI Rank r`, `Process r`).
+fn whose(p: &Process) -> String {
+    if p.mpi.is_some() { format!("rank {}", p.rank) } else { format!("process {}", p.rank) }
 }
 
 fn metric_mode(cumulative: bool) -> MetricMode {
