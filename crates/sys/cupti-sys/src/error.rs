@@ -75,7 +75,7 @@ pub enum UnsupportedVersion {
 pub enum LoadError {
     /// `dlopen` failed: no such file, not found on the loader's path, or a
     /// dependency missing.
-    #[error("cannot open {library}: {source}")]
+    #[error("cannot open {library}: {}", dl_reason(library, source))]
     Open {
         /// The path or name passed to `dlopen`.
         library: String,
@@ -84,7 +84,7 @@ pub enum LoadError {
     },
     /// The library lacks a function every CUPTI since CUDA 12.0 exports:
     /// it is not CUPTI, or a broken copy.
-    #[error("{library} lacks {symbol}, so it is not a usable CUPTI: {source}")]
+    #[error("{library} lacks {symbol}, so it is not a usable CUPTI: {}", dl_reason(library, source))]
     MissingSymbol {
         /// The path or name passed to `dlopen`.
         library: String,
@@ -125,7 +125,7 @@ pub enum LoadError {
     /// The override (gputrace's `GPUTRACE_CUPTI_LIB`, passed to
     /// [`Cupti::find_and_load`](crate::Cupti::find_and_load)) names a
     /// library that cannot be used; no other is tried in its place.
-    #[error("GPUTRACE_CUPTI_LIB={}: {source}", path.display())]
+    #[error("GPUTRACE_CUPTI_LIB={}: {}", path.display(), source.about_the_library())]
     Override {
         /// The variable's value.
         path: PathBuf,
@@ -141,6 +141,36 @@ pub enum LoadError {
         /// Each candidate tried, in order, with why it failed.
         tried: Vec<LoadError>,
     },
+}
+
+impl LoadError {
+    /// The message without the library's name, for a caller that names it
+    /// already (`GPUTRACE_CUPTI_LIB=/x/libcupti.so: cannot open shared
+    /// object file: No such file or directory`).
+    fn about_the_library(&self) -> String {
+        match self {
+            LoadError::Open { library, source } => dl_reason(library, source),
+            LoadError::MissingSymbol { library, symbol, source } => {
+                format!("lacks {symbol}, so it is not a usable CUPTI: {}", dl_reason(library, source))
+            }
+            LoadError::Version { source, .. } => source.to_string(),
+            LoadError::Unsupported { source, .. } => source.to_string(),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// `dlerror`'s text without the library's name it starts with
+/// (`/x/libcupti.so: cannot open shared object file: ...` → `cannot open
+/// shared object file: ...`): the message names the library already. A
+/// dependency that is missing keeps its name (`libcudart.so.12: cannot
+/// open ...`).
+fn dl_reason(library: &str, source: &libloading::Error) -> String {
+    let text = source.to_string();
+    match text.strip_prefix(library).and_then(|rest| rest.strip_prefix(": ")) {
+        Some(rest) => rest.to_string(),
+        None => text,
+    }
 }
 
 fn tried_list(tried: &[LoadError]) -> String {
@@ -174,6 +204,25 @@ mod tests {
         assert!(text.contains("/opt/cuda-11.8/libcupti.so: CUPTI API version 18"), "{text}");
         assert!(text.contains("libcupti.so.13: cuptiGetVersion failed with CUptiResult 999"), "{text}");
         assert!(text.ends_with("(CUDA's extras/CUPTI/lib64 or targets/*/lib)"), "{text}");
+    }
+
+    #[test]
+    fn a_library_that_does_not_open_is_named_once() {
+        let missing = "/nonexistent/libcupti.so";
+        // SAFETY: no file is there, so no initializer can run.
+        let Err(source) = (unsafe { libloading::Library::new(missing) }) else {
+            panic!("{missing} opened");
+        };
+        let err = LoadError::Open { library: missing.into(), source };
+        assert_eq!(
+            err.to_string(),
+            "cannot open /nonexistent/libcupti.so: cannot open shared object file: No such file or directory"
+        );
+        let err = LoadError::Override { path: missing.into(), source: Box::new(err) };
+        assert_eq!(
+            err.to_string(),
+            "GPUTRACE_CUPTI_LIB=/nonexistent/libcupti.so: cannot open shared object file: No such file or directory"
+        );
     }
 
     #[test]
