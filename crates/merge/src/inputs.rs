@@ -294,7 +294,8 @@ fn stream_defs(p: &mut Process, s: &RawFile) -> StreamDefs {
                 let c = NcclComm { hash: *comm_hash, nranks: *nranks, rank: *rank, name: name.clone() };
                 d.nccl_comms.insert(*id, c);
             }
-            Definition::Region { .. } | Definition::Location { .. } => {}
+            // Read by the merge in a later change.
+            Definition::Region { .. } | Definition::Location { .. } | Definition::Untraced { .. } => {}
         }
     }
     // Regions and locations name strings, which may be defined later

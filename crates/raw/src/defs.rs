@@ -261,6 +261,12 @@ pub enum Definition {
         rank: u32,
         name: String,
     },
+    /// The stream's producer recorded nothing in this process, and says
+    /// why (`CUPTI could not be loaded: ...`): the merge tells the user
+    /// what was not traced rather than that the program did nothing.
+    Untraced {
+        reason: String,
+    },
 }
 
 mod tag {
@@ -280,6 +286,7 @@ mod tag {
     pub const SIGNAL: u8 = 14;
     pub const COMM_NAME: u8 = 15;
     pub const THREAD_NAME: u8 = 16;
+    pub const UNTRACED: u8 = 17;
 }
 
 fn put_end(out: &mut Vec<u8>, e: &LinkEnd) {
@@ -498,6 +505,10 @@ impl Definition {
                 put_u64(out, u64::from(*rank));
                 put_bytes(out, name.as_bytes());
             }
+            Definition::Untraced { reason } => {
+                out.push(tag::UNTRACED);
+                put_bytes(out, reason.as_bytes());
+            }
             Definition::Metric(m) => {
                 out.push(tag::METRIC);
                 put_u64(out, u64::from(m.id));
@@ -586,6 +597,7 @@ impl Definition {
                 device: c.u32()?,
                 cumulative: c.u8()? != 0,
             }),
+            tag::UNTRACED => Definition::Untraced { reason: c.string()? },
             _ => return Err(Malformed),
         })
     }
@@ -637,6 +649,7 @@ mod tests {
             Definition::Dropped { location: 0, count: 9 },
             Definition::StreamEnd { time: 1234, exit_started: 1200 },
             Definition::Signal { signal: 15, time: 1300 },
+            Definition::Untraced { reason: "CUPTI could not be loaded: no libcupti.so".into() },
             Definition::CommName { id: 1, name: "halo rows".into() },
             Definition::ThreadName { tid: 4243, name: "data loader".into() },
             Definition::Region {

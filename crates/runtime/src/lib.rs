@@ -19,7 +19,7 @@ pub mod identity;
 pub mod rescue;
 mod session;
 
-pub use session::{start, start_with};
+pub use session::{record_untraced, start, start_with};
 
 use std::cell::RefCell;
 use std::collections::HashMap;

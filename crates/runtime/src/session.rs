@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use super::{Recorder, RecorderOptions, diag};
 use config::Config;
 use config::filter::Filter;
-use raw::Producer;
+use raw::{Definition, Producer};
 
 /// The experiment directory used when `GPUTRACE_EXPERIMENT_DIRECTORY` is
 /// unset (a library preloaded by hand rather than by `gputrace`).
@@ -75,5 +75,24 @@ pub fn start_with(producer: Producer, config: &Config) -> Option<Recorder> {
             ));
             None
         }
+    }
+}
+
+/// Leaves the fact that `producer` records nothing in this process, and
+/// why, where the merge finds it: a stream holding only an
+/// [`Definition::Untraced`] record, closed at once. Nothing is recorded,
+/// no signal handler installed; a stream that cannot be made is only
+/// logged (the producer has warned already).
+pub fn record_untraced(producer: Producer, config: &Config, reason: &str) {
+    if !config.enable_tracing && !config.enable_profiling {
+        return;
+    }
+    let dir = config.experiment_directory.clone().unwrap_or_else(|| PathBuf::from(FALLBACK_DIRECTORY));
+    match Recorder::create(&dir, producer, RecorderOptions { total_memory: config.total_memory, filter: None }) {
+        Ok(rec) => {
+            rec.define(&Definition::Untraced { reason: reason.to_string() });
+            rec.finish();
+        }
+        Err(e) => tracing::debug!(error = %e, "the untraced stream was not written"),
     }
 }

@@ -356,3 +356,25 @@ fn a_prepared_thread_records_into_the_slot_it_opened() {
         [(1, Event::Enter { region }), (2, Event::Leave { region })]
     );
 }
+
+#[test]
+fn an_untraced_stream_holds_only_why_and_its_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let pairs = [("GPUTRACE_EXPERIMENT_DIRECTORY".to_string(), dir.path().display().to_string())];
+    let config = config::Config::from_pairs(&pairs).unwrap();
+    record_untraced(Producer::Cuda, &config, "CUPTI could not be loaded: no libcupti.so");
+    let files: Vec<_> = std::fs::read_dir(dir.path().join("raw")).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let raw = RawFile::open(&files[0]).unwrap();
+    assert_eq!(raw.header.producer, Producer::Cuda);
+    assert!(raw.chunks.is_empty() && raw.problems.is_empty(), "{:?}", raw.problems);
+    let untraced: Vec<_> = raw.definitions.iter().filter(|d| matches!(d, Definition::Untraced { .. })).collect();
+    assert_eq!(
+        untraced,
+        [&Definition::Untraced { reason: "CUPTI could not be loaded: no libcupti.so".into() }],
+        "{:?}",
+        raw.definitions
+    );
+    assert!(raw.definitions.iter().any(|d| matches!(d, Definition::StreamEnd { .. })));
+    assert!(!raw.definitions.iter().any(|d| matches!(d, Definition::Location { .. })));
+}

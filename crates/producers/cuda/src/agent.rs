@@ -73,14 +73,17 @@ pub fn start() {
     if !enabled.any() || (!config.enable_tracing && !config.enable_profiling) {
         return;
     }
-    match setup(config, enabled) {
-        Ok(()) => {}
-        Err(why) => diag::warn_once(&format!("CUDA is not traced: {why}")),
+    let kept = config.clone();
+    if let Err(why) = setup(config, enabled) {
+        diag::warn_once(&format!("CUDA is not traced: {why}"));
+        // The merge says why rather than that the program did no GPU work.
+        runtime::record_untraced(Producer::Cuda, &kept, &why);
     }
 }
 
 fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
-    let cupti = Cupti::find_and_load(config.cupti_lib.as_deref()).map_err(|e| e.to_string())?;
+    let cupti =
+        Cupti::find_and_load(config.cupti_lib.as_deref()).map_err(|e| format!("CUPTI could not be loaded: {e}"))?;
     let version = cupti.version();
     let mut handle: sys::CUpti_SubscriberHandle = std::ptr::null_mut();
     // SAFETY: `handle` is writable; the callback is an extern "C" fn that

@@ -15,7 +15,8 @@
 //!
 //! A process that never creates a CUDA context leaves no trace; a process
 //! where CUPTI cannot be used (missing, too old, another profiler attached)
-//! gets one warning line and runs untraced for CUDA.
+//! gets one warning line and runs untraced for CUDA; the agent leaves why
+//! in a stream of its own (an Untraced record), for the merge to say.
 //!
 //! A producer: depends on `runtime`, `raw`, `config`, `cupti-sys` and
 //! `nvml-sys`; never on OTF2, the merge or the reports.
