@@ -166,6 +166,9 @@ pub enum Command {
         /// Where the worker's messages go (a copy of gputrace's stderr).
         #[arg(long, allow_negative_numbers = true)]
         messages_fd: i32,
+        /// What gputrace knows was not traced: `CUDA:why` (repeatable).
+        #[arg(long, value_name = "PART:WHY")]
+        not_traced: Vec<String>,
     },
     /// The program to trace, with its arguments (a launcher such as mpirun,
     /// mpiexec, srun or torchrun, or a plain program).

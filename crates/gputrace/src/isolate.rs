@@ -80,9 +80,15 @@ impl std::error::Error for DiskFull {}
 /// settings are the validated `GPUTRACE_*` pairs. Errors are one line
 /// each: [`Refused`] (nothing to merge), [`DiskFull`], or what
 /// else stopped the worker.
-pub fn merge(experiment: &Experiment, settings: &[(String, String)], config: &Config, force: bool) -> Result<()> {
+pub fn merge(
+    experiment: &Experiment,
+    settings: &[(String, String)],
+    config: &Config,
+    force: bool,
+    not_traced: &[merge::NotTraced],
+) -> Result<()> {
     let archive_existed = archive_exists(&experiment.dir);
-    let (status, reason, junk) = run_worker(experiment, settings, force)?;
+    let (status, reason, junk) = run_worker(experiment, settings, force, not_traced)?;
     let status = status.map_err(|e| anyhow!("waiting for the merge: {e}"))?;
     if status.success() {
         return Ok(());
@@ -147,6 +153,7 @@ fn run_worker(
     experiment: &Experiment,
     settings: &[(String, String)],
     force: bool,
+    not_traced: &[merge::NotTraced],
 ) -> Result<(std::io::Result<std::process::ExitStatus>, String, Vec<u8>)> {
     // A copy of our stderr for the worker's lines, inherited across exec
     // (no close-on-exec) and closed here once the worker runs.
@@ -157,6 +164,9 @@ fn run_worker(
     cmd.arg(WORKER_COMMAND).arg("--messages-fd").arg(messages.to_string());
     if force {
         cmd.arg("--force");
+    }
+    for n in not_traced {
+        cmd.arg("--not-traced").arg(format!("{}:{}", n.what.name(), n.why));
     }
     cmd.arg("--").arg(&experiment.dir);
     for (k, v) in settings {
@@ -198,7 +208,7 @@ fn run_worker(
 /// `gputrace __merge-worker DIR`: the merge and its summary, in the
 /// worker. Returns the worker's exit status; a failure is also one line on
 /// stdout for the parent.
-pub fn worker(dir: &Path, force: bool, messages_fd: i32) -> i32 {
+pub fn worker(dir: &Path, force: bool, messages_fd: i32, not_traced: &[String]) -> i32 {
     crate::say::set_fd(messages_fd);
     let settings = crate::cli::env_settings();
     let fail = |e: &anyhow::Error, status: i32| {
@@ -218,13 +228,15 @@ pub fn worker(dir: &Path, force: bool, messages_fd: i32) -> i32 {
     let experiment = Experiment::at(dir);
     let target = merge::Target { dir: &experiment.dir, name: ARCHIVE_NAME, force };
     let raw_dir = experiment.raw_dir();
-    let options = merge::Options { raw_dir: &raw_dir, archive: config.enable_tracing.then_some(target) };
+    let not_traced: Vec<merge::NotTraced> = not_traced.iter().filter_map(|a| parse_not_traced(a)).collect();
+    let options =
+        merge::Options { raw_dir: &raw_dir, archive: config.enable_tracing.then_some(target), not_traced: &not_traced };
     match merge::merge(&options, &crate::progress::Shown::default()) {
         Ok(summary) => {
             crate::trace::report(&experiment, &summary, &config);
             0
         }
-        Err(e @ merge::Error::NothingRecorded(_)) => fail(&e.into(), status::NOTHING_RECORDED),
+        Err(e @ merge::Error::NothingRecorded { .. }) => fail(&e.into(), status::NOTHING_RECORDED),
         Err(e @ merge::Error::NothingToMerge { .. }) => fail(&e.into(), status::NOTHING_TO_MERGE),
         Err(merge::Error::ArchiveExists(dir)) => fail(
             &anyhow!(
@@ -246,6 +258,15 @@ pub fn worker(dir: &Path, force: bool, messages_fd: i32) -> i32 {
             fail(&e, if is_no_space(&e) { status::NO_SPACE } else { 1 })
         }
     }
+}
+
+/// `CUDA:why` (as [`run_worker`] passes what was not traced) → the fact.
+fn parse_not_traced(arg: &str) -> Option<merge::NotTraced> {
+    let (what, why) = arg.split_once(':')?;
+    let what = [merge::Part::Mpi, merge::Part::Cuda, merge::Part::Nccl, merge::Part::Nvtx]
+        .into_iter()
+        .find(|p| p.name() == what)?;
+    Some(merge::NotTraced { what, why: why.to_string(), processes: 0 })
 }
 
 /// Whether an error comes from a full disk (or quota).

@@ -99,7 +99,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             trace::merge_again(&dir, &settings, &config, force)?;
             Ok(0)
         }
-        Some(Command::MergeWorker { dir, force, messages_fd }) => Ok(isolate::worker(&dir, force, messages_fd)),
+        Some(Command::MergeWorker { dir, force, messages_fd, not_traced }) => {
+            Ok(isolate::worker(&dir, force, messages_fd, &not_traced))
+        }
         Some(Command::Stats { input, short: true, .. }) => {
             let anchor = report::anchor_of(&input)?;
             let mut out = std::io::stdout().lock();

@@ -46,14 +46,25 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
         .map(|(k, v)| (k.clone(), OsString::from(v)))
         .collect();
     env.push(("GPUTRACE_EXPERIMENT_DIRECTORY".into(), dir.clone().into_os_string()));
-    if let Some(preload) = mpi_preload(launcher, argv) {
+    // What gputrace knows will not be traced, for the summary (and for
+    // the line that says nothing was recorded, which would otherwise
+    // blame the program).
+    let mut not_traced: Vec<merge::NotTraced> = Vec::new();
+    let mut untraced = |what: merge::Part, why: String| {
+        not_traced.push(merge::NotTraced { what, why, processes: 0 });
+    };
+    if let Some(preload) = mpi_preload(launcher, argv, &mut untraced) {
         env.push(("LD_PRELOAD".into(), preload));
     }
-    if !config.cuda_enable.is_empty() {
+    if config.cuda_enable.is_empty() {
+        let value = settings.iter().rev().find(|(k, _)| k == "GPUTRACE_CUDA_ENABLE").map_or("", |(_, v)| v.as_str());
+        untraced(merge::Part::Cuda, format!("GPUTRACE_CUDA_ENABLE={value}"));
+    } else {
         match libs::find(libs::CUDA_AGENT) {
             Some(agent) => env.push(("CUDA_INJECTION64_PATH".into(), agent.into_os_string())),
             None => {
-                say!("[gputrace] warning: {} not found next to gputrace; CUDA is not traced", libs::CUDA_AGENT)
+                say!("[gputrace] warning: {} not found next to gputrace; CUDA is not traced", libs::CUDA_AGENT);
+                untraced(merge::Part::Cuda, format!("{} not found next to gputrace", libs::CUDA_AGENT));
             }
         }
     }
@@ -71,13 +82,18 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
         // costs the program nothing.
         match libs::find(libs::NVTX_INJECTION) {
             Some(lib) => env.push(("NVTX_INJECTION64_PATH".into(), lib.into_os_string())),
-            None => say!(
-                "[gputrace] warning: {} not found next to gputrace; NVTX annotations are not traced",
-                libs::NVTX_INJECTION
-            ),
+            None => {
+                say!(
+                    "[gputrace] warning: {} not found next to gputrace; NVTX annotations are not traced",
+                    libs::NVTX_INJECTION
+                );
+                untraced(merge::Part::Nvtx, format!("{} not found next to gputrace", libs::NVTX_INJECTION));
+            }
         }
     }
-    warn_about_other_profilers(launcher, argv, &config);
+    if let Some(profiler) = warn_about_other_profilers(launcher, argv, &config) {
+        untraced(merge::Part::Cuda, format!("the program ran under {profiler}, which takes CUPTI for itself"));
+    }
     let (argv, env) = launcher.inject(argv, &env);
     tracing::debug!(?argv, ?env, "launching");
     let code = launch::run(&Plan { argv, env }).inspect_err(|_| {
@@ -96,11 +112,14 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
 
     // Whatever the merge meets (a full disk, a crash in libotf2), the
     // program's exit code is ours: the merge only adds one line.
-    match isolate::merge(&experiment, settings, &config, false) {
+    match isolate::merge(&experiment, settings, &config, false, &not_traced) {
         Ok(()) => {}
         Err(e) if matches!(e.downcast_ref(), Some(isolate::Refused::NothingRecorded(_))) => {
             say!("[gputrace] warning: {e}");
-            // An experiment directory with nothing in it helps nobody.
+            // An experiment directory with nothing in it helps nobody (the
+            // streams that only said why they recorded nothing have been
+            // heard).
+            merge::inputs::remove_untraced_only(&experiment.raw_dir());
             let _ = std::fs::remove_dir(experiment.raw_dir()).and_then(|()| std::fs::remove_dir(&experiment.dir));
         }
         Err(e) => say!("[gputrace] error: {e:#}"),
@@ -123,7 +142,7 @@ pub fn merge_again(dir: &Path, settings: &[(String, String)], config: &Config, f
     if !alive.is_empty() {
         say!("[gputrace] warning: {}", merge::writers::describe(&alive));
     }
-    isolate::merge(&experiment, settings, config, force)
+    isolate::merge(&experiment, settings, config, force, &[])
 }
 
 /// The summary after a merge: the totals, then `gputrace stats`'s short
@@ -158,7 +177,7 @@ pub fn report(experiment: &Experiment, summary: &merge::Summary, config: &Config
 
 /// The merge's findings as the run summary shows them.
 fn run_summary(s: &merge::Summary) -> report::summary::RunSummary {
-    use report::summary::{Ended, Ending, Row};
+    use report::summary::{Ended, Ending, NotTraced, Row};
     let rows = |regions: Vec<(String, merge::RegionTotals)>| {
         regions.into_iter().map(|(name, t)| Row { name, calls: t.calls, time: t.time }).collect()
     };
@@ -204,6 +223,11 @@ fn run_summary(s: &merge::Summary) -> report::summary::RunSummary {
                 dropped: e.dropped,
             })
             .collect(),
+        not_traced: s
+            .not_traced
+            .iter()
+            .map(|n| NotTraced { what: n.what.name().to_string(), why: n.why.clone(), processes: n.processes })
+            .collect(),
         closed_open_regions: s.closed_open_regions,
         clamped: s.clamped,
         unmatched_leaves: s.unmatched_leaves,
@@ -217,7 +241,11 @@ fn run_summary(s: &merge::Summary) -> report::summary::RunSummary {
 /// launcher's MPI, before whatever the user preloads already. `None` when
 /// the hooks are missing (MPI then goes untraced, with a warning) or the
 /// launcher cannot pass them to its workers only.
-fn mpi_preload(launcher: Launcher, argv: &[OsString]) -> Option<OsString> {
+fn mpi_preload(
+    launcher: Launcher,
+    argv: &[OsString],
+    untraced: &mut impl FnMut(merge::Part, String),
+) -> Option<OsString> {
     let flavor = match launcher {
         Launcher::OpenMpi => MpiFlavor::OpenMpi,
         Launcher::Hydra => MpiFlavor::Mpich,
@@ -230,6 +258,7 @@ fn mpi_preload(launcher: Launcher, argv: &[OsString]) -> Option<OsString> {
     let name = libs::mpi_hooks_name(flavor);
     let Some(lib) = libs::find(name) else {
         say!("[gputrace] warning: {name} not found next to gputrace; MPI calls are not traced");
+        untraced(merge::Part::Mpi, format!("{name} not found next to gputrace"));
         return None;
     };
     let mut value = lib.into_os_string();
@@ -241,16 +270,19 @@ fn mpi_preload(launcher: Launcher, argv: &[OsString]) -> Option<OsString> {
 }
 
 /// NVIDIA's profilers take CUPTI and set CUDA's injection themselves, so
-/// the program they run never loads the agent: say so once.
-fn warn_about_other_profilers(launcher: Launcher, argv: &[OsString], config: &Config) {
-    let Some(i) = launcher.program_index(argv) else { return };
+/// the program they run never loads the agent: say so once, and return
+/// the profiler's name.
+fn warn_about_other_profilers(launcher: Launcher, argv: &[OsString], config: &Config) -> Option<String> {
+    let i = launcher.program_index(argv)?;
     let name = std::path::Path::new(&argv[i]).file_name().and_then(|n| n.to_str()).unwrap_or("");
     if !config.cuda_enable.is_empty() && matches!(name, "nsys" | "ncu" | "nv-nsight-cu-cli" | "nvprof") {
         say!(
             "[gputrace] warning: the program runs under {name}, which takes CUPTI for itself: CUDA is not traced \
              (MPI is)"
         );
+        return Some(name.to_string());
     }
+    None
 }
 
 /// Resolves a bare program name through PATH.

@@ -2,14 +2,19 @@
 
 use std::path::PathBuf;
 
+use crate::inputs::{NotTraced, Part};
+
 /// A merge that could not be done. The raw streams are never changed: a
 /// merge that failed can be run again.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// The raw-stream directory holds no raw stream at all.
-    #[error("nothing was recorded in {}: the program made no MPI call and did no GPU work", .0.display())]
-    NothingRecorded(PathBuf),
+    /// The raw-stream directory holds no raw stream at all, or only
+    /// streams that say their producer recorded nothing: the program made
+    /// no MPI call and did no GPU work, or what it did was not traced
+    /// (`not_traced` says what and why).
+    #[error("nothing was recorded in {}: {}", dir.display(), nothing_because(not_traced))]
+    NothingRecorded { dir: PathBuf, not_traced: Vec<NotTraced> },
     /// Raw streams are there, but nothing in them can make an archive
     /// readers accept (no stream could be read, or none defines a
     /// location).
@@ -33,7 +38,23 @@ impl Error {
     /// Whether the input is what is wrong (nothing to merge, an archive
     /// in the way), as opposed to a failure while writing.
     pub fn is_bad_input(&self) -> bool {
-        matches!(self, Error::NothingRecorded(_) | Error::NothingToMerge { .. } | Error::ArchiveExists(_))
+        matches!(self, Error::NothingRecorded { .. } | Error::NothingToMerge { .. } | Error::ArchiveExists(_))
+    }
+}
+
+/// Why nothing was recorded: what was not traced (and why), then what
+/// the program did not do of what was traced. `CUDA was not traced
+/// (CUPTI could not be loaded: ...) and the program made no MPI call`.
+fn nothing_because(not_traced: &[NotTraced]) -> String {
+    let why = |part: Part| -> Option<String> {
+        let reasons: Vec<&str> = not_traced.iter().filter(|f| f.what == part).map(|f| f.why.as_str()).collect();
+        (!reasons.is_empty()).then(|| format!("{} was not traced ({})", part.name(), reasons.join("; ")))
+    };
+    match (why(Part::Cuda), why(Part::Mpi)) {
+        (Some(cuda), Some(mpi)) => format!("{cuda} and {mpi}"),
+        (Some(cuda), None) => format!("{cuda} and the program made no MPI call"),
+        (None, Some(mpi)) => format!("{mpi} and the program did no GPU work"),
+        (None, None) => "the program made no MPI call and did no GPU work".to_string(),
     }
 }
 
@@ -50,3 +71,33 @@ impl From<otf2::Error> for Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fact(what: Part, why: &str) -> NotTraced {
+        NotTraced { what, why: why.into(), processes: 1 }
+    }
+
+    #[test]
+    fn nothing_recorded_says_what_was_not_traced() {
+        let said =
+            |not_traced: Vec<NotTraced>| Error::NothingRecorded { dir: "run/raw".into(), not_traced }.to_string();
+        assert_eq!(said(vec![]), "nothing was recorded in run/raw: the program made no MPI call and did no GPU work");
+        assert_eq!(
+            said(vec![fact(Part::Cuda, "CUPTI could not be loaded: no libcupti.so")]),
+            "nothing was recorded in run/raw: CUDA was not traced (CUPTI could not be loaded: no libcupti.so) and \
+             the program made no MPI call"
+        );
+        assert_eq!(
+            said(vec![fact(Part::Mpi, "libgputrace_mpi.so not found next to gputrace")]),
+            "nothing was recorded in run/raw: MPI was not traced (libgputrace_mpi.so not found next to gputrace) \
+             and the program did no GPU work"
+        );
+        assert_eq!(
+            said(vec![fact(Part::Cuda, "a"), fact(Part::Mpi, "b"), fact(Part::Cuda, "c")]),
+            "nothing was recorded in run/raw: CUDA was not traced (a; c) and MPI was not traced (b)"
+        );
+    }
+}

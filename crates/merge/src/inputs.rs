@@ -33,6 +33,57 @@ pub struct StreamDefs {
     pub nccl_comms: BTreeMap<u32, NcclComm>,
     /// Names the program gave its threads (nvtxNameOsThread), by tid.
     pub thread_names: HashMap<u32, String>,
+    /// Why the producer recorded nothing (an Untraced record).
+    pub untraced: Option<String>,
+}
+
+/// A part of the program that was not traced, and why: a producer's
+/// word (an Untraced record: CUPTI could not be loaded, another profiler
+/// holds it) or the caller's (the program ran under nsys).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotTraced {
+    pub what: Part,
+    pub why: String,
+    /// The processes whose streams said so; 0 when the caller knew it.
+    pub processes: usize,
+}
+
+/// What a producer traces.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Part {
+    Mpi,
+    Cuda,
+    Nccl,
+    Nvtx,
+}
+
+impl Part {
+    pub fn name(self) -> &'static str {
+        match self {
+            Part::Mpi => "MPI",
+            Part::Cuda => "CUDA",
+            Part::Nccl => "NCCL",
+            Part::Nvtx => "NVTX",
+        }
+    }
+
+    fn of(producer: Producer) -> Option<Part> {
+        match producer {
+            Producer::Mpi => Some(Part::Mpi),
+            Producer::Cuda => Some(Part::Cuda),
+            Producer::Nccl => Some(Part::Nccl),
+            Producer::Nvtx => Some(Part::Nvtx),
+            Producer::Synthetic => None,
+        }
+    }
+}
+
+/// Adds `fact` to `facts`, one entry per (what, why).
+pub fn add_not_traced(facts: &mut Vec<NotTraced>, fact: NotTraced) {
+    match facts.iter_mut().find(|f| f.what == fact.what && f.why == fact.why) {
+        Some(f) => f.processes += fact.processes,
+        None => facts.push(fact),
+    }
 }
 
 /// An NCCL communicator as one member process saw it.
@@ -99,13 +150,25 @@ pub struct Process {
 /// Problems met while reading, for the user.
 pub type Warnings = Vec<String>;
 
+/// What [`load`] found: the processes to merge, what was not traced, and
+/// the problems met.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub processes: Vec<Process>,
+    /// Producers that said why they recorded nothing. A process with
+    /// nothing else (no location in any of its streams) is not among the
+    /// processes: it would be an empty process in the archive.
+    pub not_traced: Vec<NotTraced>,
+    pub warnings: Warnings,
+}
+
 /// Reads every `*.gtr` file under `raw_dir` and groups them by process.
 ///
 /// Only regular files (or links to them) are streams: anything else named
 /// `*.gtr` (a FIFO, which would block the open, a device, a directory) is
 /// skipped with a warning. A stream found twice (a copy of a file, whole
 /// or cut short) is merged once.
-pub fn load(raw_dir: &Path) -> Result<(Vec<Process>, Warnings)> {
+pub fn load(raw_dir: &Path) -> Result<Loaded> {
     let mut warnings = Vec::new();
     let entries = std::fs::read_dir(raw_dir).map_err(|source| Error::Read { path: raw_dir.to_path_buf(), source })?;
     let mut paths: Vec<_> = entries
@@ -114,7 +177,7 @@ pub fn load(raw_dir: &Path) -> Result<(Vec<Process>, Warnings)> {
         .collect();
     paths.sort();
     if paths.is_empty() {
-        return Err(Error::NothingRecorded(raw_dir.to_path_buf()));
+        return Err(Error::NothingRecorded { dir: raw_dir.to_path_buf(), not_traced: Vec::new() });
     }
     let mut by_key: BTreeMap<(String, u32, u64), Vec<RawFile>> = BTreeMap::new();
     for path in paths {
@@ -135,10 +198,43 @@ pub fn load(raw_dir: &Path) -> Result<(Vec<Process>, Warnings)> {
             Err(e) => warnings.push(format!("{e}; skipped")),
         }
     }
-    let mut processes: Vec<Process> =
-        by_key.into_values().map(|streams| build_process(drop_copies(streams, &mut warnings))).collect();
+    let mut processes = Vec::new();
+    let mut not_traced = Vec::new();
+    for streams in by_key.into_values() {
+        let p = build_process(drop_copies(streams, &mut warnings));
+        for (s, d) in p.streams.iter().zip(&p.defs) {
+            if let (Some(why), Some(what)) = (&d.untraced, Part::of(s.header.producer)) {
+                add_not_traced(&mut not_traced, NotTraced { what, why: why.clone(), processes: 1 });
+            }
+        }
+        let untraced_only =
+            p.defs.iter().all(|d| d.locations.is_empty()) && p.defs.iter().any(|d| d.untraced.is_some());
+        if !untraced_only {
+            processes.push(p);
+        }
+    }
     assign_ranks(&mut processes, &mut warnings);
-    Ok((processes, warnings))
+    Ok(Loaded { processes, not_traced, warnings })
+}
+
+/// Removes the streams in `raw_dir` that hold nothing but why their
+/// producer recorded nothing (an Untraced record; no location, no event
+/// chunk, no damage), once that has been said: for the caller that
+/// removes an experiment directory where nothing was recorded. Anything
+/// else is left as it is.
+pub fn remove_untraced_only(raw_dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(raw_dir) else { return };
+    for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+        if path.extension().is_none_or(|x| x != "gtr") || not_a_regular_file(&path).is_some() {
+            continue;
+        }
+        let Ok(raw) = RawFile::open(&path) else { continue };
+        let untraced = raw.definitions.iter().any(|d| matches!(d, Definition::Untraced { .. }));
+        let located = raw.definitions.iter().any(|d| matches!(d, Definition::Location { .. }));
+        if untraced && !located && raw.chunks.is_empty() && raw.problems.is_empty() {
+            let _ = std::fs::remove_file(&path);
+        }
+    }
 }
 
 /// What `path` is when it is not a regular file (following links): "a
@@ -294,8 +390,8 @@ fn stream_defs(p: &mut Process, s: &RawFile) -> StreamDefs {
                 let c = NcclComm { hash: *comm_hash, nranks: *nranks, rank: *rank, name: name.clone() };
                 d.nccl_comms.insert(*id, c);
             }
-            // Read by the merge in a later change.
-            Definition::Region { .. } | Definition::Location { .. } | Definition::Untraced { .. } => {}
+            Definition::Untraced { reason } => d.untraced = Some(reason.clone()),
+            Definition::Region { .. } | Definition::Location { .. } => {}
         }
     }
     // Regions and locations name strings, which may be defined later
@@ -457,7 +553,7 @@ mod tests {
     #[test]
     fn only_regular_files_are_streams() {
         let (_tmp, raw) = ring(100);
-        let (_, want) = load(&raw).unwrap();
+        let Loaded { warnings: want, .. } = load(&raw).unwrap();
         assert!(want.is_empty(), "{want:?}");
         let fifo = raw.join("fifo.gtr");
         let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
@@ -467,7 +563,7 @@ mod tests {
         std::os::unix::fs::symlink("missing.gtr", raw.join("dangling.gtr")).unwrap();
         std::fs::create_dir(raw.join("dir.gtr")).unwrap();
         // Opening the FIFO would block this test for ever.
-        let (processes, warnings) = load(&raw).unwrap();
+        let Loaded { processes, warnings, .. } = load(&raw).unwrap();
         assert_eq!(processes.len(), 2);
         let w = warnings.join("\n");
         assert_eq!(warnings.len(), 4, "{w}");
@@ -480,7 +576,7 @@ mod tests {
     #[test]
     fn a_copied_stream_is_merged_once() {
         let (_tmp, raw) = ring(100_000);
-        let (processes, _) = load(&raw).unwrap();
+        let Loaded { processes, .. } = load(&raw).unwrap();
         let whole = events(&processes);
         let original = raw.join(stream_file_name("synthetic", 1, raw::Producer::Synthetic));
         let bytes = std::fs::read(&original).unwrap();
@@ -488,7 +584,7 @@ mod tests {
         // A whole copy (sorting before the original) and one cut short.
         std::fs::write(raw.join("a-copy.gtr"), &bytes).unwrap();
         std::fs::write(raw.join("z-cut.gtr"), &bytes[..bytes.len() / 2]).unwrap();
-        let (processes, warnings) = load(&raw).unwrap();
+        let Loaded { processes, warnings, .. } = load(&raw).unwrap();
         assert_eq!(processes.len(), 2);
         assert!(processes.iter().all(|p| p.streams.len() == 1));
         assert_eq!(events(&processes), whole, "events merged once");
@@ -502,16 +598,48 @@ mod tests {
     #[test]
     fn two_different_streams_of_one_identity_are_not_both_merged() {
         let (_tmp, raw) = ring(100_000);
-        let (processes, _) = load(&raw).unwrap();
+        let Loaded { processes, .. } = load(&raw).unwrap();
         let whole = events(&processes);
         // The same process identity with other events: a shorter run,
         // whose last chunks differ.
         let (_other_tmp, other_raw) = ring(60_000);
         let name = stream_file_name("synthetic", 1, raw::Producer::Synthetic);
         std::fs::copy(other_raw.join(&name), raw.join("other.gtr")).unwrap();
-        let (processes, warnings) = load(&raw).unwrap();
+        let Loaded { processes, warnings, .. } = load(&raw).unwrap();
         assert!(processes.iter().all(|p| p.streams.len() == 1));
         assert_eq!(events(&processes), whole, "the longer one is kept");
         assert!(warnings.iter().any(|w| w.contains("but differ: only the first is merged")), "{warnings:?}");
+    }
+
+    #[test]
+    fn a_process_that_only_says_why_it_recorded_nothing_is_a_fact_not_a_process() {
+        let (_tmp, raw) = ring(100);
+        let header = raw::StreamHeader {
+            producer: raw::Producer::Cuda,
+            host: "synthetic".into(),
+            pid: 9,
+            process_start: 2000,
+            clock_domain: 42,
+            monotonic_ns: 1_000_000_000,
+            realtime_ns: 1_700_000_000_000_000_000,
+            rank_hint: None,
+            command: vec!["cuda-program".into()],
+        };
+        let file =
+            raw::StreamFile::create(&raw.join(stream_file_name(&header.host, 9, header.producer)), &header).unwrap();
+        let mut defs = Vec::new();
+        Definition::Untraced { reason: "CUPTI could not be loaded: x".into() }.encode(&mut defs);
+        Definition::StreamEnd { time: 2, exit_started: 1 }.encode(&mut defs);
+        file.write_chunk(raw::ChunkKind::Definitions, None, &defs).unwrap();
+        drop(file);
+        let Loaded { processes, not_traced, warnings } = load(&raw).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(processes.len(), 2, "the ring's two processes, no third");
+        assert_eq!(
+            not_traced,
+            [NotTraced { what: Part::Cuda, why: "CUPTI could not be loaded: x".into(), processes: 1 }]
+        );
+        remove_untraced_only(&raw);
+        assert_eq!(std::fs::read_dir(&raw).unwrap().count(), 2, "the ring's streams stay, the fact goes");
     }
 }

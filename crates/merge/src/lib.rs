@@ -35,7 +35,7 @@ use otf2::ArchiveWriter;
 use clock::{ClockMap, clock_maps};
 pub use error::{Error, Result};
 use inputs::Process;
-pub use inputs::{Ending, How};
+pub use inputs::{Ending, How, NotTraced, Part};
 pub use sink::{Record, Sink, Work};
 pub use summary::{Counters, RegionTotals, Summary};
 pub use write::Repairs;
@@ -47,6 +47,10 @@ pub struct Options<'a> {
     pub raw_dir: &'a Path,
     /// Where the archive goes; `None`: only the summary is made.
     pub archive: Option<Target<'a>>,
+    /// What the caller knows was not traced, and why (the program ran
+    /// under nsys; `GPUTRACE_CUDA_ENABLE=no`): said with what the streams
+    /// say, in the summary or in [`Error::NothingRecorded`].
+    pub not_traced: &'a [NotTraced],
 }
 
 /// An archive to write: `dir/name.otf2`, `dir/name.def`, `dir/name/`.
@@ -88,9 +92,23 @@ pub trait Observer {
 /// removed; the raw streams are never touched.
 pub fn merge(options: &Options<'_>, observer: &dyn Observer) -> Result<Summary> {
     let start = Instant::now();
-    let (processes, warnings) = inputs::load(options.raw_dir)?;
-    for w in &warnings {
+    let mut not_traced = options.not_traced.to_vec();
+    let loaded = match inputs::load(options.raw_dir) {
+        Err(Error::NothingRecorded { dir, .. }) => return Err(Error::NothingRecorded { dir, not_traced }),
+        loaded => loaded?,
+    };
+    for w in &loaded.warnings {
         observer.warning(w);
+    }
+    let said_by_streams = !loaded.not_traced.is_empty();
+    for fact in loaded.not_traced {
+        inputs::add_not_traced(&mut not_traced, fact);
+    }
+    let processes = loaded.processes;
+    if processes.is_empty() && said_by_streams {
+        // Only producers that could not record: the program's work was
+        // not traced, which is not the same as no work.
+        return Err(Error::NothingRecorded { dir: options.raw_dir.to_path_buf(), not_traced });
     }
     if processes.is_empty() {
         return Err(Error::NothingToMerge {
@@ -110,6 +128,7 @@ pub fn merge(options: &Options<'_>, observer: &dyn Observer) -> Result<Summary> 
         hosts: processes.iter().map(|p| p.host.clone()).collect(),
         dropped: processes.iter().map(|p| p.dropped).sum(),
         endings: processes.iter().filter_map(Process::ending).collect(),
+        not_traced,
         ..Summary::default()
     };
     let (first, last) = trace_bounds(&processes, &clocks);

@@ -12,7 +12,7 @@ use std::time::Duration;
 use otf2::{AttributeRef, AttributeValue};
 use raw::{CopyKind, Paradigm};
 
-use crate::inputs::Ending;
+use crate::inputs::{Ending, NotTraced};
 use crate::sink::{Message, Record, Sink, SinkError, Work};
 
 /// Time spent in one region, over all locations.
@@ -47,6 +47,8 @@ pub struct Summary {
     pub unmatched_leaves: u64,
     /// The processes that did not end normally or lost events.
     pub endings: Vec<Ending>,
+    /// What was not traced, and why.
+    pub not_traced: Vec<NotTraced>,
     /// The archive's anchor file and its size in bytes, when one was
     /// written.
     pub archive: Option<(PathBuf, u64)>,

@@ -33,6 +33,16 @@ pub struct Ending {
     pub dropped: u64,
 }
 
+/// A part of the program that was not traced, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotTraced {
+    /// `CUDA`, `MPI`.
+    pub what: String,
+    pub why: String,
+    /// The processes that said so; 0 when gputrace knew it itself.
+    pub processes: usize,
+}
+
 /// The way a process ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ended {
@@ -77,6 +87,7 @@ pub struct RunSummary {
     pub copies: Vec<(String, u64, u64)>,
     pub dropped: u64,
     pub endings: Vec<Ending>,
+    pub not_traced: Vec<NotTraced>,
     pub closed_open_regions: u64,
     pub clamped: u64,
     pub unmatched_leaves: u64,
@@ -196,6 +207,13 @@ impl RunSummary {
     }
 
     fn losses(&self, s: &mut String) {
+        for n in &self.not_traced {
+            let whom = match n.processes {
+                0 => String::new(),
+                k => format!(" in {k} process{}", plural(k as u64, "es")),
+            };
+            let _ = writeln!(s, "not traced: {}{whom} ({})", n.what, n.why);
+        }
         if self.dropped > 0 {
             let _ =
                 writeln!(s, "lost: {} events could not be written by the traced processes", thousands(self.dropped));
@@ -304,6 +322,21 @@ mod tests {
         assert!(lines[0].trim_start().starts_with("cutlass::Kernel2 "), "{text}");
         assert!(lines[1].trim_start().starts_with("at::native::vectorized_elementwise_kernel "), "{text}");
         assert!(!text.contains('<') && !text.contains("Params"), "{text}");
+    }
+
+    #[test]
+    fn what_was_not_traced_is_said() {
+        let s = RunSummary {
+            processes: 2,
+            not_traced: vec![
+                NotTraced { what: "CUDA".into(), why: "CUPTI could not be loaded: x".into(), processes: 2 },
+                NotTraced { what: "CUDA".into(), why: "the program ran under nsys".into(), processes: 0 },
+            ],
+            ..Default::default()
+        };
+        let text = s.render(10, true);
+        assert!(text.contains("\nnot traced: CUDA in 2 processes (CUPTI could not be loaded: x)\n"), "{text}");
+        assert!(text.contains("\nnot traced: CUDA (the program ran under nsys)\n"), "{text}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! conversion into a raw stream, merged by `gputrace merge`, and checked
 //! with the Python reader against what the program printed.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use gputrace_cuda::capture::Capture;
@@ -160,4 +160,125 @@ fn processes_sharing_a_gpu_have_their_own_context_and_stream_names() {
         assert_eq!(own.len(), streams.len() / 2, "{streams:?}");
         assert!(own.iter().all(|(_, g)| *g == format!("CUDA Context 1 of process {p}")), "{streams:?}");
     }
+}
+
+/// tests/programs/cuda/cuda_init.c, built once: it does what the CUDA
+/// driver does at cuInit with CUDA_INJECTION64_PATH set (loads the
+/// library, calls InitializeInjection), so the real agent starts here,
+/// where no CUPTI can be loaded.
+fn cuda_init() -> Option<PathBuf> {
+    if !required("a C compiler (cc)", have("cc")) {
+        return None;
+    }
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    Some(
+        BUILT
+            .get_or_init(|| {
+                let exe = scratch().join("cuda_init");
+                let src = workspace().join("tests/programs/cuda/cuda_init.c");
+                let out = Command::new("cc").arg("-O1").arg("-o").arg(&exe).arg(&src).arg("-ldl").output().unwrap();
+                assert!(out.status.success(), "cc cuda_init.c: {}", text(&out.stderr));
+                exe
+            })
+            .clone(),
+    )
+}
+
+const NO_CUPTI: &str = "GPUTRACE_CUPTI_LIB=/nonexistent/libcupti.so: cannot open shared object file: No such file or \
+                        directory";
+
+/// CUDA initialized but CUPTI could not be loaded: the last line says
+/// that, not that the program did no GPU work, and names the library once.
+#[test]
+fn when_cupti_cannot_be_loaded_the_summary_says_so() {
+    let Some(program) = cuda_init() else { return };
+    let dir = fresh_dir("cuda-no-cupti").join("exp");
+    let out = trace(&dir, &[program.to_str().unwrap()], &[("GPUTRACE_CUPTI_LIB", "/nonexistent/libcupti.so")]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(text(&out.stdout).contains("InitializeInjection returned 1"), "{}", text(&out.stdout));
+    assert!(
+        err.contains(&format!("[gputrace] warning: CUDA is not traced: CUPTI could not be loaded: {NO_CUPTI}\n")),
+        "{err}"
+    );
+    let last = err.lines().last().unwrap_or_default();
+    assert_eq!(
+        last,
+        format!(
+            "[gputrace] warning: nothing was recorded in {}: CUDA was not traced (CUPTI could not be loaded: \
+             {NO_CUPTI}) and the program made no MPI call",
+            dir.join("raw").display()
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("did no GPU work"), "{err}");
+    assert!(!dir.exists(), "an experiment directory with nothing in it is removed");
+}
+
+/// The agent's fact is in the experiment directory: `gputrace merge`
+/// later says the same (exit 2, nothing to merge).
+#[test]
+fn the_agent_leaves_why_it_did_not_trace_in_the_raw_directory() {
+    let Some(program) = cuda_init() else { return };
+    let dir = fresh_dir("cuda-untraced-stream");
+    let agent = gputrace().with_file_name("libgputrace_cuda.so");
+    let out = run(Command::new(&program)
+        .env("CUDA_INJECTION64_PATH", &agent)
+        .env("GPUTRACE_EXPERIMENT_DIRECTORY", &dir)
+        .env("GPUTRACE_CUPTI_LIB", "/nonexistent/libcupti.so"));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let streams: Vec<_> = std::fs::read_dir(dir.join("raw")).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(
+        streams.len() == 1 && streams[0].to_string_lossy().ends_with(".cuda.gtr"),
+        "one CUDA stream holding the fact: {streams:?}"
+    );
+    let out = merge(&dir, false);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains(&format!("CUDA was not traced (CUPTI could not be loaded: {NO_CUPTI})")), "{err}");
+    assert!(dir.join("raw").read_dir().unwrap().count() == 1, "`gputrace merge` leaves the raw streams as they are");
+}
+
+/// A process whose CUDA was not traced, beside one whose was: one process
+/// in the archive (no empty one for the other), and the summary names
+/// what was not traced.
+#[test]
+fn a_process_without_cupti_beside_a_traced_one_is_named_not_phantom() {
+    let Some(program) = cuda_init() else { return };
+    let (captures, _) = fixture("cuda_basic");
+    let dir = fresh_dir("cuda-one-untraced");
+    gputrace_cuda::replay::replay(&captures, &dir, header(468), all()).unwrap();
+    let agent = gputrace().with_file_name("libgputrace_cuda.so");
+    let out = run(Command::new(&program)
+        .env("CUDA_INJECTION64_PATH", &agent)
+        .env("GPUTRACE_EXPERIMENT_DIRECTORY", &dir)
+        .env("GPUTRACE_CUPTI_LIB", "/nonexistent/libcupti.so"));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = merge(&dir, false);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let summary = std::fs::read_to_string(dir.join("summary.txt")).unwrap();
+    assert!(summary.starts_with("1 process on 1 host"), "{summary}");
+    assert!(
+        summary.contains(&format!("\nnot traced: CUDA in 1 process (CUPTI could not be loaded: {NO_CUPTI})\n")),
+        "{summary}"
+    );
+    // The archive's process groups, as the Python reader sees them.
+    let f = facts(&dir.join("traces.otf2"));
+    assert_eq!(f["ranks"], serde_json::json!([0]), "one process group");
+}
+
+/// GPUTRACE_CUDA_ENABLE=no: gputrace itself knows CUDA is not traced.
+#[test]
+fn with_cuda_switched_off_nothing_recorded_says_so() {
+    let Some(program) = cuda_init() else { return };
+    let dir = fresh_dir("cuda-off").join("exp");
+    let out = trace(&dir, &[program.to_str().unwrap()], &[("GPUTRACE_CUDA_ENABLE", "no")]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(text(&out.stdout).contains("no CUDA_INJECTION64_PATH"), "the agent is not injected");
+    assert!(
+        err.contains(": CUDA was not traced (GPUTRACE_CUDA_ENABLE=no) and the program made no MPI call\n"),
+        "{err}"
+    );
+    assert!(!dir.exists());
 }
