@@ -62,7 +62,9 @@ def read(archive):
         for loc, ev in trace.events:
             key = f"{loc.name}@{loc.group.name}#{loc._ref}"
             on_gpu = "ACCELERATOR" in str(loc.group.location_group_type)
-            facts["locations"].setdefault(key, {"type": str(loc.type), "group": loc.group.name, "events": 0})
+            facts["locations"].setdefault(key, {"name": loc.name, "type": str(loc.type), "group": loc.group.name,
+                                                "creator": getattr(loc.group.creating_location_group, "name", None),
+                                                "events": 0})
             facts["locations"][key]["events"] += 1
             if key in last and ev.time < last[key]:
                 facts["mono"] = False
@@ -193,6 +195,48 @@ def check_nvtx(d, exp, label):
                   inside.get(name, 0) == int(want), f"{inside.get(name, 0)} vs {want}")
 
 
+def gputrace_lines(path):
+    """The [gputrace] lines a run printed on stderr (tests/gpu/run.sh keeps
+    them as <part>.err)."""
+    if not os.path.exists(path):
+        return None
+    return [l.rstrip("\n") for l in open(path, errors="replace") if l.startswith("[gputrace]")]
+
+
+def check_event_count(f, lines, label):
+    """The summary's "N events" is the archive's event count."""
+    said = [m.group(1) for m in (re.search(r"locations, ([\d,]+) events", l) for l in lines) if m]
+    read = sum(loc["events"] for loc in f["locations"].values())
+    check(f"{label}: the summary's event count is the archive's", said == [f"{read:,}"], (said, read))
+
+
+def check_names_by_rank(f, label):
+    """Contexts and streams are named by their process: processes sharing a
+    GPU have the same context and stream ids."""
+    bad = []
+    for g, (_, creator) in f["groups"].items():
+        if g.startswith("CUDA Context"):
+            m = re.match(r"CUDA Context \d+ of (rank|process) (\d+) #", g)
+            if not m or creator not in (f"MPI Rank {m.group(2)}", f"Process {m.group(2)}"):
+                bad.append((g, creator))
+    streams = [loc for loc in f["locations"].values() if loc["name"].startswith("CUDA[")]
+    for loc in streams:
+        m = re.match(r"CUDA\[\d+:\d+\] (rank|process) (\d+)$", loc["name"])
+        if not m or loc["creator"] not in (f"MPI Rank {m.group(2)}", f"Process {m.group(2)}"):
+            bad.append((loc["name"], loc["creator"]))
+    names = [(loc["name"], loc["group"]) for loc in streams]
+    check(f"{label}: contexts and streams named by their process, no two alike",
+          not bad and len(set(names)) == len(names) and streams, bad[:4] or names[:4])
+
+
+def check_not_traced(lines, label, why):
+    """When CUDA was not traced, the last line says so (and why), never that
+    the program did no GPU work."""
+    text = "\n".join(lines)
+    check(f"{label}: the summary says CUDA was not traced, and why", f"CUDA was not traced ({why}" in text
+          and "did no GPU work" not in text, lines[-1:])
+
+
 def main(results):
     exp = expectations(os.path.join(results, "basic.out"))
     if os.path.isdir(os.path.join(results, "exp-basic")):
@@ -206,6 +250,10 @@ def main(results):
         check("basic: runtime and driver API recorded", "cudaLaunchKernel" in names and any(
             n.startswith("cu") and not n.startswith("cuda") for n in names))
         check("basic: synchronization regions recorded", any(n.startswith("[CUDA sync") for n in names))
+        lines = gputrace_lines(os.path.join(results, "basic.err"))
+        if lines is not None:
+            check_event_count(f, lines, "basic")
+            check_names_by_rank(f, "basic")
     sub = os.path.join(results, "exp-subset")
     if os.path.isdir(sub):
         f = read(os.path.join(sub, "traces.otf2"))
@@ -246,6 +294,7 @@ def main(results):
             n = len(per_rank.get(f"MPI Rank {r}", []))
             check(f"mpi: rank {r} kernels", n == int(mexp[f"rank {r} kernels"]), n)
         check("mpi: MPI messages recorded", f["msgs"] >= 4 * int(mexp["rank 0 sends"]), f["msgs"])
+        check_names_by_rank(f, "mpi")
         check("mpi: timestamps non-decreasing", f["mono"])
     halo = os.path.join(results, "exp-halo")
     if os.path.isdir(halo):
@@ -299,6 +348,15 @@ def main(results):
         check("torch: 2 worker processes, each with GPU streams, no phantom launcher",
               len(procs) == 2 and len(with_gpu) == 2, (procs, with_gpu))
         check("torch: kernels recorded", len(f["kernels"]) > 0, len(f["kernels"]))
+    lines = gputrace_lines(os.path.join(results, "nocupti.err"))
+    if lines is not None:
+        check_not_traced(lines, "nocupti", "CUPTI could not be loaded: GPUTRACE_CUPTI_LIB=/nonexistent/libcupti.so: "
+                         "cannot open shared object file")
+        first = next((l for l in lines if "CUDA is not traced" in l), "")
+        check("nocupti: the library is named once", first.count("/nonexistent/libcupti.so") == 1, first)
+    lines = gputrace_lines(os.path.join(results, "nsys.err"))
+    if lines is not None:
+        check_not_traced(lines, "nsys", "the program ran under nsys")
     print(f"{failures} failed")
     return 1 if failures else 0
 

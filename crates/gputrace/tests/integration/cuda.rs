@@ -52,6 +52,8 @@ fn replay_and_merge(results: &Path, name: &str, enabled: Enabled) {
     let mut cmd = Command::new(gputrace());
     let out = run(cmd.arg("merge").arg(&exp));
     assert!(out.status.success(), "{}", text(&out.stderr));
+    // The summary, as run.sh keeps a traced run's stderr.
+    std::fs::write(results.join(format!("{name}.err")), &out.stderr).unwrap();
 }
 
 /// Runs the GPU tests' checker on `results`; every check must pass.
@@ -86,6 +88,8 @@ fn captured_buffers_merge_into_an_archive_the_python_reader_checks() {
     let report = check_archives(&results);
     assert!(report.contains("ok   basic: kernel count equals launches"), "{report}");
     assert!(report.contains("ok   basic: every kernel inside its launch"), "{report}");
+    assert!(report.contains("ok   basic: the summary's event count is the archive's"), "{report}");
+    assert!(report.contains("ok   basic: contexts and streams named by their process"), "{report}");
 }
 
 #[test]
