@@ -286,3 +286,29 @@ fn with_cuda_switched_off_nothing_recorded_says_so() {
     );
     assert!(!dir.exists());
 }
+
+/// `gputrace stats` shows kernels by base name in the terminal and by
+/// their full demangled name in CSV and JSON.
+#[test]
+fn kernel_tables_show_base_names_and_export_full_names() {
+    let results = fresh_dir("cuda-names");
+    std::fs::create_dir_all(&results).unwrap();
+    replay_and_merge(&results, "basic", all());
+    let exp = results.join("exp-basic");
+    let stats = |format: &str| {
+        let out =
+            run(Command::new(gputrace()).args(["stats", "--report", "gpu_kern_sum", "--format", format]).arg(&exp));
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let table = stats("table");
+    assert!(table.lines().any(|l| l.ends_with("  axpy")), "{table}");
+    assert!(!table.contains("axpy<float>") && !table.contains("(float"), "{table}");
+    let csv = stats("csv");
+    assert!(csv.contains("\"void axpy<float>(float*, float const*, float, int)\""), "{csv}");
+    let json = stats("json");
+    assert!(json.contains("\"void axpy<float>(float*, float const*, float, int)\""), "{json}");
+    // The run summary's short tables too.
+    let summary = std::fs::read_to_string(exp.join("summary.txt")).unwrap();
+    assert!(summary.lines().any(|l| l.ends_with("  axpy")) && !summary.contains("axpy<float>"), "{summary}");
+}
