@@ -183,28 +183,12 @@ impl Sink for EventWriter<'_> {
 
     #[inline(always)]
     fn send(&mut self, t: u64, attributes: &[(AttributeRef, AttributeValue)], m: &Message) -> Result<(), SinkError> {
-        let Some(comm) = m.comm else { return Ok(()) };
-        if !attributes.is_empty() {
-            self.attributes(attributes).map_err(Box::new)?;
-        }
-        match m.request {
-            Some(q) => self.mpi_isend(t, m.peer, comm, m.tag, m.bytes, q),
-            None => self.mpi_send(t, m.peer, comm, m.tag, m.bytes),
-        }
-        .map_err(Box::new)
+        write_message(self, t, attributes, m, true)
     }
 
     #[inline(always)]
     fn recv(&mut self, t: u64, attributes: &[(AttributeRef, AttributeValue)], m: &Message) -> Result<(), SinkError> {
-        let Some(comm) = m.comm else { return Ok(()) };
-        if !attributes.is_empty() {
-            self.attributes(attributes).map_err(Box::new)?;
-        }
-        match m.request {
-            Some(q) => self.mpi_irecv(t, m.peer, comm, m.tag, m.bytes, q),
-            None => self.mpi_recv(t, m.peer, comm, m.tag, m.bytes),
-        }
-        .map_err(Box::new)
+        write_message(self, t, attributes, m, false)
     }
 
     #[inline(always)]
@@ -214,6 +198,29 @@ impl Sink for EventWriter<'_> {
         }
         write_record(self, t, r).map_err(Box::new)
     }
+}
+
+/// Writes a message sent (`send`) or received, with its attributes; one
+/// whose communicator the archive does not know is not written.
+#[inline(always)]
+fn write_message(
+    w: &mut EventWriter<'_>,
+    t: u64,
+    attributes: &[(AttributeRef, AttributeValue)],
+    m: &Message,
+    send: bool,
+) -> Result<(), SinkError> {
+    let Some(comm) = m.comm else { return Ok(()) };
+    if !attributes.is_empty() {
+        w.attributes(attributes).map_err(Box::new)?;
+    }
+    match (send, m.request) {
+        (true, Some(q)) => w.mpi_isend(t, m.peer, comm, m.tag, m.bytes, q),
+        (true, None) => w.mpi_send(t, m.peer, comm, m.tag, m.bytes),
+        (false, Some(q)) => w.mpi_irecv(t, m.peer, comm, m.tag, m.bytes, q),
+        (false, None) => w.mpi_recv(t, m.peer, comm, m.tag, m.bytes),
+    }
+    .map_err(Box::new)
 }
 
 /// Writes `r` to the archive (its attributes already attached).

@@ -302,6 +302,24 @@ impl Recorder {
 
     /// Records several events of the calling thread at once: cheaper than
     /// one [`record`](Self::record) each (one buffer access).
+    /// This recorder's buffer among the calling thread's (made on first
+    /// use), with pending definitions written first; its index.
+    #[inline]
+    fn thread_buffer(&self, local: &mut LocalBuffers) -> usize {
+        let index = match local.0.iter().position(|(r, _)| r.0.id == self.0.id) {
+            Some(i) => i,
+            None => {
+                let b = self.new_thread_buffer();
+                local.0.push((self.clone(), b));
+                local.0.len() - 1
+            }
+        };
+        if self.0.defs_pending.load(Ordering::Acquire) {
+            self.flush_definitions();
+        }
+        index
+    }
+
     #[inline]
     pub fn record_many(&self, events: &[(u64, Event)]) {
         if !self.is_active() {
@@ -312,17 +330,7 @@ impl Recorder {
             let Ok(mut local) = local.try_borrow_mut() else {
                 return false;
             };
-            let index = match local.0.iter().position(|(r, _)| r.0.id == self.0.id) {
-                Some(i) => i,
-                None => {
-                    let b = self.new_thread_buffer();
-                    local.0.push((self.clone(), b));
-                    local.0.len() - 1
-                }
-            };
-            if self.0.defs_pending.load(Ordering::Acquire) {
-                self.flush_definitions();
-            }
+            let index = self.thread_buffer(&mut local);
             // The borrow is held while pushing: opening a slot or writing
             // a full buffer never comes back to this thread's buffers.
             let buf = &local.0[index].1;
@@ -348,17 +356,7 @@ impl Recorder {
         }
         let _ = LOCAL.try_with(|local| {
             let Ok(mut local) = local.try_borrow_mut() else { return };
-            let index = match local.0.iter().position(|(r, _)| r.0.id == self.0.id) {
-                Some(i) => i,
-                None => {
-                    let b = self.new_thread_buffer();
-                    local.0.push((self.clone(), b));
-                    local.0.len() - 1
-                }
-            };
-            if self.0.defs_pending.load(Ordering::Acquire) {
-                self.flush_definitions();
-            }
+            let index = self.thread_buffer(&mut local);
             let buf = &local.0[index].1;
             buf.with_inner(|inner| {
                 if matches!(inner.store, Store::Empty) {
