@@ -286,3 +286,136 @@ fn nvtx_off_records_nothing_and_loads_nothing() {
         assert!(streams.iter().all(|s| !s.ends_with(".nvtx.gtr")), "{name}: {streams:?}");
     }
 }
+
+// Real GPU runs: the raw streams of tests/gpu/programs/nvtx_cuda.cu and
+// torch_nvtx.py traced on an H100 (tests/fixtures/gpu-nvtx), merged here.
+
+/// Copies a fixture's raw streams into `results/exp-<exp>/raw`, writes its
+/// expected lines as `results/<exp>.out` (the layout
+/// tests/gpu/check_archives.py reads) and merges it.
+fn merge_gpu_fixture(fixture: &str, exp: &str) -> PathBuf {
+    let from = workspace().join("tests/fixtures/gpu-nvtx").join(fixture);
+    let results = fresh_dir(&format!("nvtx-gpu-{fixture}"));
+    let dir = results.join(format!("exp-{exp}"));
+    copy_dir(&from.join("raw"), &dir.join("raw"));
+    std::fs::copy(from.join("expected.txt"), results.join(format!("{exp}.out"))).unwrap();
+    let out = merge(&dir, false);
+    assert!(out.status.success(), "merge of {fixture}: {}", text(&out.stderr));
+    results
+}
+
+/// tests/gpu/check_archives.py on `results`: every check passes; returns
+/// its report.
+fn gpu_checks(results: &Path) -> String {
+    let out = Command::new("/usr/bin/python3")
+        .arg(workspace().join("tests/gpu/check_archives.py"))
+        .arg(results)
+        .output()
+        .unwrap();
+    let report = text(&out.stdout);
+    assert!(out.status.success() && !report.contains("FAIL"), "{report}{}", text(&out.stderr));
+    report
+}
+
+/// `gputrace stats --report nvtx_kern_sum --format csv`: kernel instances
+/// per range.
+fn kernels_per_range_csv(dir: &Path) -> BTreeMap<String, u64> {
+    let out = run(Command::new(gputrace()).args(["stats", "--report", "nvtx_kern_sum", "--format", "csv"]).arg(dir));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut csv = csv::Reader::from_reader(out.stdout.as_slice());
+    let header = csv.headers().unwrap().clone();
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap_or_else(|| panic!("no {name}: {header:?}"));
+    let (range, instances) = (col("Range"), col("Instances"));
+    let mut per_range = BTreeMap::new();
+    for row in csv.records() {
+        let row = row.unwrap();
+        *per_range.entry(row[range].to_owned()).or_insert(0) += row[instances].parse::<u64>().unwrap();
+    }
+    per_range
+}
+
+/// `nvtx_kern_sum` as JSON against the Python reader's kernels per (range,
+/// kernel): the same rows, each with the same count, total, min and max;
+/// returns the reader's facts.
+fn check_nvtx_kern_sum(dir: &Path) -> Value {
+    let reader = Command::new("/usr/bin/python3")
+        .arg(workspace().join("tests/scripts/nvtx_kernels.py"))
+        .arg(dir.join("traces.otf2"))
+        .output()
+        .unwrap();
+    assert!(reader.status.success(), "{}", text(&reader.stderr));
+    let facts: Value = serde_json::from_slice(&reader.stdout).unwrap();
+    let out = run(Command::new(gputrace()).args(["stats", "--report", "nvtx_kern_sum", "--format", "json"]).arg(dir));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut seen = BTreeMap::new();
+    for row in report["nvtx_kern_sum"]["rows"].as_array().unwrap() {
+        let key = format!("{}|{}", row["Range"].as_str().unwrap(), row["Kernel Name"].as_str().unwrap());
+        seen.insert(key, json!([row["Instances"], row["Total Time (ns)"], row["Min (ns)"], row["Max (ns)"]]));
+    }
+    let want: BTreeMap<String, Value> =
+        facts["rows"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    assert_eq!(seen, want, "nvtx_kern_sum rows (count, total, min, max) against the reader's");
+    facts
+}
+
+#[test]
+fn gpu_fixture_cuda_kernels_sum_under_the_ranges_that_launched_them() {
+    let results = merge_gpu_fixture("nvtx_cuda", "nvtx");
+    let report = gpu_checks(&results);
+    for line in [
+        "ok   nvtx: range step: 6 vs 6",
+        "ok   nvtx: range async copy: 1 vs 1",
+        "ok   nvtx: kernel count: 53 vs 53",
+        "ok   nvtx: kernels launched inside forward (innermost range, same thread): 18 vs 18",
+        "ok   nvtx: kernels launched inside backward (innermost range, same thread): 24 vs 24",
+        "ok   nvtx: kernels launched inside grad sync (innermost range, same thread): 6 vs 6",
+        "ok   nvtx: kernels launched inside worker kernels (innermost range, same thread): 5 vs 5",
+    ] {
+        assert!(report.contains(line), "{line}\n{report}");
+    }
+    let dir = results.join("exp-nvtx");
+    let want: BTreeMap<String, u64> = [(":backward", 24), (":forward", 18), (":grad sync", 6), (":worker kernels", 5)]
+        .map(|(r, n)| (r.to_owned(), n))
+        .into();
+    assert_eq!(kernels_per_range_csv(&dir), want, "nvtx_kern_sum: kernels per range");
+    let facts = check_nvtx_kern_sum(&dir);
+    assert_eq!((facts["kernels"].as_u64(), facts["outside"].as_u64()), (Some(53), Some(0)));
+    // The terminal table: base names, every kernel under a range.
+    let out = run(Command::new(gputrace()).args(["stats", "--report", "nvtx_kern_sum"]).arg(&dir));
+    let table = text(&out.stdout);
+    assert!(table.contains("NVTX Range Kernel Summary") && table.contains(" sync_grads"), "{table}");
+    assert!(!table.contains("(float*, int)") && !table.contains("outside every"), "{table}");
+}
+
+#[test]
+fn gpu_fixture_pytorch_kernels_sum_under_their_ranges() {
+    let results = merge_gpu_fixture("torch_nvtx", "torch_nvtx");
+    let report = gpu_checks(&results);
+    for line in [
+        "ok   torch_nvtx: range train step: 5 vs 5",
+        "ok   torch_nvtx: range forward: 5 vs 5",
+        "ok   torch_nvtx: range backward: 5 vs 5",
+        "ok   torch_nvtx: range emit_nvtx step: 1 vs 1",
+        "ok   torch_nvtx: emit_nvtx recorded aten:: operator ranges",
+    ] {
+        assert!(report.contains(line), "{line}\n{report}");
+    }
+    let dir = results.join("exp-torch_nvtx");
+    let facts = check_nvtx_kern_sum(&dir);
+    let per_range = kernels_per_range_csv(&dir);
+    let listed: u64 = per_range.values().sum();
+    let (kernels, outside) = (facts["kernels"].as_u64().unwrap(), facts["outside"].as_u64().unwrap());
+    assert_eq!(kernels, 125, "the run's kernels");
+    assert_eq!(listed + outside, kernels, "{per_range:?}");
+    // The forward pass runs on the thread that pushed "forward"; emit_nvtx
+    // puts each operator's kernels under its own aten:: range.
+    assert!(per_range.get(":forward").is_some_and(|&n| n > 0), "{per_range:?}");
+    assert!(per_range.keys().any(|r| r.starts_with(":aten::")), "{per_range:?}");
+    // Kernels of PyTorch templates: base names in the terminal.
+    let out = run(Command::new(gputrace()).args(["stats", "--report", "nvtx_kern_sum"]).arg(&dir));
+    let table = text(&out.stdout);
+    assert!(table.contains("at::native::vectorized_elementwise_kernel"), "{table}");
+    assert!(!table.contains("CUDAFunctor_add<float>"), "full names only in CSV and JSON: {table}");
+    assert!(table.contains(&format!("{outside} kernel(s) launched outside every")), "{table}");
+}

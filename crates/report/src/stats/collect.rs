@@ -6,6 +6,13 @@
 //! open regions on a stack (an Enter's time, and a copy's bytes and GPUs).
 //! What outlives a location is aggregate: [`durations::Table`] slots per
 //! name, and matrices indexed by process or GPU.
+//!
+//! Host threads are read before streams, so that kernels can be summed
+//! under the NVTX range that launched them (`nvtx_kern_sum`): a host
+//! thread's pass notes, for each CUDA API call made inside an NVTX push/pop
+//! range, its correlation id and the innermost such range; a stream's pass
+//! looks each kernel's correlation id up there. What is kept between the
+//! two is one map entry per launch inside a range.
 
 use std::collections::HashMap;
 
@@ -61,6 +68,20 @@ pub struct Collected {
     pub gpu: GpuMatrix,
     pub nvlink: Vec<NvlinkCounters>,
     pub events: u64,
+    /// Kernel durations by (NVTX range, kernel name).
+    pub nvtx_kern: NvtxKernels,
+}
+
+/// Kernels summed under the NVTX push/pop range whose thread launched them.
+#[derive(Debug, Default)]
+pub struct NvtxKernels {
+    /// Range names (`domain:name`), by range index.
+    pub ranges: Vec<String>,
+    /// (range index, kernel name, durations slot in [`Collected::times`]).
+    pub rows: Vec<(usize, String, usize)>,
+    /// Kernels whose launch was made outside every push/pop range (or
+    /// whose launch the archive lacks).
+    pub outside: u64,
 }
 
 /// An open region.
@@ -69,6 +90,8 @@ struct Open {
     kind: RegionKind,
     start: u64,
     bytes: u64,
+    /// Of a kernel: the NVTX range (index) its launch was made in.
+    nvtx_range: Option<usize>,
 }
 
 /// A copy seen only as an RMA operation (Score-P's way): its start.
@@ -94,6 +117,14 @@ struct Pass<'a> {
     rma: HashMap<u64, RmaCopy>,
     /// Per NVLink metric location: (sent, received, samples).
     nvlink: HashMap<LocationRef, NvlinkCounters>,
+    /// (process, correlation id) of CUDA API calls made inside an NVTX
+    /// push/pop range → that range's index (the innermost one).
+    launch_ranges: HashMap<(usize, u64), usize>,
+    /// NVTX range index per region and per name.
+    range_of_region: HashMap<RegionRef, usize>,
+    range_by_name: HashMap<String, usize>,
+    /// Row of `nvtx_kern` per (range index, kernel name).
+    nvtx_kern_rows: HashMap<(usize, String), usize>,
 }
 
 /// Reads every location of the archive.
@@ -113,6 +144,7 @@ pub fn collect(reader: &mut TraceReader) -> Result<Collected> {
             gpu: GpuMatrix::new(gpus),
             nvlink: vec![NvlinkCounters::default(); gpus],
             events: 0,
+            nvtx_kern: NvtxKernels::default(),
         },
         by_name: HashMap::new(),
         region_slots: HashMap::new(),
@@ -124,8 +156,18 @@ pub fn collect(reader: &mut TraceReader) -> Result<Collected> {
         sends: Vec::new(),
         rma: HashMap::new(),
         nvlink: HashMap::new(),
+        launch_ranges: HashMap::new(),
+        range_of_region: HashMap::new(),
+        range_by_name: HashMap::new(),
+        nvtx_kern_rows: HashMap::new(),
     };
-    for loc in reader.locations() {
+    // Host threads first: their launches name the ranges kernels go under.
+    let mut order = reader.locations();
+    order.sort_by_key(|l| {
+        let stream = pass.out.model.locations.get(l).is_some_and(|i| i.kind == LocationKind::GpuStream);
+        (stream, *l)
+    });
+    for loc in order {
         let Some(info) = pass.out.model.locations.get(&loc) else { continue };
         (pass.location, pass.kind, pass.process, pass.gpu) = (loc, info.kind, info.process, info.gpu);
         let summary = reader.read_location(loc, &mut pass).map_err(|e| crate::read_error(reader, loc, e))?;
@@ -207,8 +249,52 @@ impl Pass<'_> {
         }
     }
 
+    /// The innermost NVTX push/pop range open on this host thread, as a
+    /// range index.
+    fn innermost_range(&mut self) -> Option<usize> {
+        let model = &self.out.model;
+        let region = self.stack.iter().rev().find_map(|o| {
+            let nvtx = model.region(o.region)?.nvtx.as_ref()?;
+            (o.kind == RegionKind::Nvtx && nvtx.style == NvtxStyle::PushPop).then_some(o.region)
+        })?;
+        if let Some(&r) = self.range_of_region.get(&region) {
+            return Some(r);
+        }
+        let name = self.stat_name(region, RegionKind::Nvtx);
+        let ranges = &mut self.out.nvtx_kern.ranges;
+        let r = *self.range_by_name.entry(name.clone()).or_insert_with(|| {
+            ranges.push(name);
+            ranges.len() - 1
+        });
+        self.range_of_region.insert(region, r);
+        Some(r)
+    }
+
+    /// A kernel's duration under the range its launch was made in.
+    fn record_nvtx_kernel(&mut self, range: usize, region: RegionRef, ns: u64) {
+        let name = self.stat_name(region, RegionKind::Kernel);
+        let row = match self.nvtx_kern_rows.get(&(range, name.clone())) {
+            Some(&row) => row,
+            None => {
+                let time = self.out.times.slot();
+                let rows = &mut self.out.nvtx_kern.rows;
+                rows.push((range, name.clone(), time));
+                self.nvtx_kern_rows.insert((range, name), rows.len() - 1);
+                rows.len() - 1
+            }
+        };
+        let time = self.out.nvtx_kern.rows[row].2;
+        self.out.times.add(time, ns);
+    }
+
     fn close(&mut self, open: Open, time: u64) {
         let ns = self.out.model.ns(time.saturating_sub(open.start));
+        if open.kind == RegionKind::Kernel {
+            match open.nvtx_range {
+                Some(range) => self.record_nvtx_kernel(range, open.region, ns),
+                None => self.out.nvtx_kern.outside += 1,
+            }
+        }
         let depth = self.stack.len();
         // Sends made inside this region share its time.
         let mine = self.sends.iter().filter(|(d, _)| *d == depth).count();
@@ -326,7 +412,24 @@ impl EventVisitor for Pass<'_> {
                 }
             }
         }
-        self.stack.push(Open { region, kind, start: ev.time, bytes });
+        let mut nvtx_range = None;
+        let correlation = self.out.model.attributes.correlation;
+        if let Some(corr) = correlation.and_then(|a| ev.attributes.get(a)).and_then(|v| v.as_u64()) {
+            match self.kind {
+                // A CUDA call inside a range: the first call with an id
+                // (the runtime's, around the driver's) names the range.
+                LocationKind::HostThread if kind == RegionKind::CudaApi => {
+                    if let Some(range) = self.innermost_range() {
+                        self.launch_ranges.entry((self.process, corr)).or_insert(range);
+                    }
+                }
+                LocationKind::GpuStream if kind == RegionKind::Kernel => {
+                    nvtx_range = self.launch_ranges.get(&(self.process, corr)).copied();
+                }
+                _ => {}
+            }
+        }
+        self.stack.push(Open { region, kind, start: ev.time, bytes, nvtx_range });
     }
 
     fn leave(&mut self, ev: &EventContext<'_>, region: RegionRef) {

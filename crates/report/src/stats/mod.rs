@@ -13,7 +13,7 @@ use crate::{Error, Result};
 
 use self::collect::{Category, Collected};
 use crate::model::NvtxStyle;
-use crate::table::{self, Cell, Format, Table};
+use crate::table::{self, Cell, Format, Table, thousands};
 
 /// Every report: (name, what it shows).
 pub const REPORTS: &[(&str, &str)] = &[
@@ -24,6 +24,10 @@ pub const REPORTS: &[(&str, &str)] = &[
     ("mpi_sum", "MPI functions, by name"),
     ("nccl_sum", "NCCL regions (calls and groups), by name"),
     ("nvtx_sum", "NVTX ranges (push/pop and start/end; marks left out), by domain:name and style"),
+    (
+        "nvtx_kern_sum",
+        "GPU kernels by the NVTX push/pop range their launch was made in (innermost, same thread), and name",
+    ),
     ("nvlink_sum", "NVLink bytes sent and received per GPU, with the NVLink topology"),
     ("mpi_matrix", "MPI point-to-point messages, rank x rank: count, bytes, time in send regions"),
     ("gpu_matrix", "bytes between GPUs: peer copies and NCCL send/recv"),
@@ -64,7 +68,8 @@ pub fn run(input: &Path, request: &StatsRequest, out: &mut dyn Write) -> Result<
         let t = build(&mut collected, name);
         // Reports about things an archive may simply not have are left
         // out of the default set when empty.
-        let optional = matches!(name, "nccl_sum" | "nvtx_sum" | "nvlink_sum" | "mpi_matrix" | "gpu_matrix");
+        let optional =
+            matches!(name, "nccl_sum" | "nvtx_sum" | "nvtx_kern_sum" | "nvlink_sum" | "mpi_matrix" | "gpu_matrix");
         if explicit || !optional || !t.rows.is_empty() {
             tables.push(t);
         }
@@ -109,6 +114,7 @@ pub fn build(c: &mut Collected, name: &str) -> Table {
         "mpi_sum" => time_table(c, Category::Mpi, name, "MPI Summary", "Name"),
         "nccl_sum" => time_table(c, Category::Nccl, name, "NCCL Summary", "Name"),
         "nvtx_sum" => nvtx_table(c),
+        "nvtx_kern_sum" => nvtx_kern_table(c),
         "nvlink_sum" => nvlink_table(c),
         "mpi_matrix" => c.mpi.table(&c.model),
         "gpu_matrix" => {
@@ -240,6 +246,68 @@ fn nvtx_table(c: &mut Collected) -> Table {
             .then_with(|| a.1[8].terminal_key().cmp(b.1[8].terminal_key()))
     });
     t.rows = rows.into_iter().map(|(_, r)| r).collect();
+    if estimated {
+        t.notes.push(ESTIMATE_NOTE.into());
+    }
+    t
+}
+
+/// `nvtx_kern_sum`: kernels by the NVTX push/pop range that was innermost
+/// on the thread when their launch was made, as `nsys stats`'
+/// `nvtx_kern_sum`: grouped by range (ranges by name), the kernels of a
+/// range by total time.
+fn nvtx_kern_table(c: &mut Collected) -> Table {
+    let mut t = Table::new(
+        "nvtx_kern_sum",
+        "NVTX Range Kernel Summary",
+        &[
+            "Range",
+            "Total Time (ns)",
+            "Instances",
+            "Avg (ns)",
+            "Med (ns)",
+            "Min (ns)",
+            "Max (ns)",
+            "StdDev (ns)",
+            "Kernel Name",
+        ],
+    );
+    let mut rows: Vec<(String, u128, Vec<Cell>)> = Vec::new();
+    let mut estimated = false;
+    for (range, kernel, time) in &c.nvtx_kern.rows {
+        let s = c.times.get_mut(*time);
+        if s.count() == 0 {
+            continue;
+        }
+        let med = median_cell(s);
+        estimated |= matches!(med, Cell::Estimate(..));
+        let name = c.nvtx_kern.ranges[*range].clone();
+        rows.push((
+            name.clone(),
+            s.total(),
+            vec![
+                Cell::Text(name),
+                Cell::Int(s.total()),
+                Cell::Int(s.count().into()),
+                Cell::Float(s.mean(), 1),
+                med,
+                Cell::Int(s.min().into()),
+                Cell::Int(s.max().into()),
+                Cell::Float(s.stddev(), 1),
+                Cell::Name(kernel.clone()),
+            ],
+        ));
+    }
+    rows.sort_by(|a, b| {
+        a.0.cmp(&b.0).then_with(|| b.1.cmp(&a.1)).then_with(|| a.2[8].terminal_key().cmp(b.2[8].terminal_key()))
+    });
+    t.rows = rows.into_iter().map(|(_, _, r)| r).collect();
+    if !t.rows.is_empty() && c.nvtx_kern.outside > 0 {
+        t.notes.push(format!(
+            "{} kernel(s) launched outside every NVTX push/pop range are not listed.",
+            thousands(u128::from(c.nvtx_kern.outside))
+        ));
+    }
     if estimated {
         t.notes.push(ESTIMATE_NOTE.into());
     }
