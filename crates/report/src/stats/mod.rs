@@ -1,6 +1,7 @@
 //! `gputrace stats`: summary tables of an archive in the manner of
 //! `nsys stats` — CUDA API calls, kernels, memory operations by time and
-//! by size, MPI functions, NCCL regions, NVTX ranges, NVLink traffic — and the
+//! by size, MPI functions, NCCL regions, NVTX ranges, NVLink traffic, GPU metrics —
+//! and the
 //! communication matrices, as terminal tables, CSV or JSON; and the short
 //! form printed after a traced run ([`short_summary`]).
 
@@ -25,6 +26,7 @@ pub const REPORTS: &[(&str, &str)] = &[
     ("nccl_sum", "NCCL regions (calls and groups), by name"),
     ("nvtx_sum", "NVTX ranges (push/pop and start/end; marks left out), by domain:name and style"),
     ("nvlink_sum", "NVLink bytes sent and received per GPU, with the NVLink topology"),
+    ("gpu_metrics_sum", "GPU metrics sampled from NVML (utilization, memory, clock, power...): per GPU, min/mean/max"),
     ("mpi_matrix", "MPI point-to-point messages, rank x rank: count, bytes, time in send regions"),
     ("gpu_matrix", "bytes between GPUs: peer copies and NCCL send/recv"),
 ];
@@ -64,7 +66,7 @@ pub fn run(input: &Path, request: &StatsRequest, out: &mut dyn Write) -> Result<
         let t = build(&mut collected, name);
         // Reports about things an archive may simply not have are left
         // out of the default set when empty.
-        let optional = matches!(name, "nccl_sum" | "nvtx_sum" | "nvlink_sum" | "mpi_matrix" | "gpu_matrix");
+        let optional = matches!(name, "nccl_sum" | "nvtx_sum" | "nvlink_sum" | "gpu_metrics_sum" | "mpi_matrix" | "gpu_matrix");
         if explicit || !optional || !t.rows.is_empty() {
             tables.push(t);
         }
@@ -110,6 +112,7 @@ pub fn build(c: &mut Collected, name: &str) -> Table {
         "nccl_sum" => time_table(c, Category::Nccl, name, "NCCL Summary", "Name"),
         "nvtx_sum" => nvtx_table(c),
         "nvlink_sum" => nvlink_table(c),
+        "gpu_metrics_sum" => gpu_metrics_table(c),
         "mpi_matrix" => c.mpi.table(&c.model),
         "gpu_matrix" => {
             let nv: Vec<(u64, u64)> = c.nvlink.iter().map(|n| (n.sent, n.received)).collect();
@@ -293,6 +296,35 @@ fn size_table(c: &mut Collected) -> Table {
     t.rows = rows.into_iter().map(|(_, r)| r).collect();
     if estimated {
         t.notes.push(ESTIMATE_NOTE.into());
+    }
+    t
+}
+
+fn gpu_metrics_table(c: &Collected) -> Table {
+    let mut t = Table::new(
+        "gpu_metrics_sum",
+        "GPU Metrics Summary",
+        &["GPU", "Product", "Metric", "Unit", "Samples", "Min", "Mean", "Max"],
+    );
+    for ((g, name), m) in &c.gpu_metrics {
+        let Some(gpu) = c.model.gpus.get(*g) else { continue };
+        t.rows.push(vec![
+            Cell::Text(gpu.label.clone()),
+            Cell::Text(gpu.product.clone()),
+            Cell::Text(name.clone()),
+            Cell::Text(m.unit.clone()),
+            Cell::Int(m.samples.into()),
+            Cell::Int(m.min.into()),
+            Cell::Float(m.mean(), 1),
+            Cell::Int(m.max.into()),
+        ]);
+    }
+    if !t.rows.is_empty() {
+        t.notes.push(
+            "Sampled from NVML at GPUTRACE_GPU_METRICS_INTERVAL by every process using the GPU; the mean is \
+             of the samples, not weighted by time."
+                .into(),
+        );
     }
     t
 }
