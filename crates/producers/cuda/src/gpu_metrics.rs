@@ -10,7 +10,8 @@
 //! defined and never asked again; another failure skips that sample.
 
 use nvml_sys::{Memory, NvmlError, Utilization};
-use raw::Event;
+use raw::{Definition, Event, LocationKind, MetricDef};
+use runtime::Recorder;
 
 /// The metrics: (name, unit, description). The order is that of
 /// [`Readings::from_nvml`]'s values.
@@ -121,6 +122,59 @@ impl GpuMetrics {
                 _ => {}
             }
         }
+    }
+}
+
+/// The GPU metrics of one GPU in a process's stream: its `GPU metrics d`
+/// location and metrics, defined at their first value, and the samples
+/// not yet written.
+#[derive(Debug)]
+pub struct GpuTrack {
+    ordinal: u32,
+    location: Option<u32>,
+    metrics: GpuMetrics,
+    pending: Vec<(u64, Event)>,
+}
+
+impl GpuTrack {
+    /// The GPU of CUDA ordinal `ordinal`.
+    pub fn new(ordinal: u32) -> GpuTrack {
+        GpuTrack { ordinal, location: None, metrics: GpuMetrics::default(), pending: Vec::new() }
+    }
+
+    /// Which metrics are defined or still asked for.
+    pub fn state(&self) -> &GpuMetrics {
+        &self.metrics
+    }
+
+    /// Records one round of readings at `now`, defining what is new.
+    pub fn sample(&mut self, rec: &Recorder, readings: &Readings, now: u64) {
+        let (ordinal, location) = (self.ordinal, &mut self.location);
+        let define = |i: usize| {
+            location.get_or_insert_with(|| {
+                rec.define_location(LocationKind::DeviceMetrics { device: ordinal }, &format!("GPU metrics {ordinal}"))
+            });
+            let id = crate::nvlink::next_metric_ids(1);
+            let (name, unit, description) = METRICS[i];
+            rec.define(&Definition::Metric(MetricDef {
+                id,
+                name: name.into(),
+                unit: unit.into(),
+                description: description.into(),
+                device: ordinal,
+                cumulative: false,
+            }));
+            id
+        };
+        self.metrics.record(readings, now, define, &mut self.pending);
+    }
+
+    /// Writes the samples taken so far.
+    pub fn write(&mut self, rec: &Recorder) {
+        if let Some(location) = self.location {
+            rec.write_batch(location, &self.pending);
+        }
+        self.pending.clear();
     }
 }
 

@@ -19,7 +19,7 @@ use nvml_sys::{ALL_LINKS, Device, NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, NVML_FI
 use raw::{Definition, Event, LocationKind, MetricDef};
 use runtime::Recorder;
 
-use crate::gpu_metrics::{self, GpuMetrics, Readings};
+use crate::gpu_metrics::{GpuTrack, Readings};
 
 /// Samples are written at least this often.
 const WRITE_EVERY_NS: u64 = 1_000_000_000;
@@ -55,17 +55,14 @@ struct Gpu {
     defined: Option<(u32, [u32; 2])>,
     base: Option<[u64; 2]>,
     pending: Vec<(u64, Event)>,
-    /// The `GPU metrics d` location, defined at the first metric value.
-    metrics_location: Option<u32>,
-    metrics: GpuMetrics,
-    metrics_pending: Vec<(u64, Event)>,
+    metrics: GpuTrack,
 }
 
 /// Metric ids are shared by the process's stream; the agent's sampler is
 /// the only one defining metrics in it.
 static NEXT_METRIC: Mutex<u32> = Mutex::new(1);
 
-fn next_metric_ids(n: u32) -> u32 {
+pub(crate) fn next_metric_ids(n: u32) -> u32 {
     let mut next = NEXT_METRIC.lock().unwrap_or_else(|e| e.into_inner());
     let first = *next;
     *next += n;
@@ -128,9 +125,7 @@ fn run(nvml: Nvml, rec: Recorder, intervals: Intervals, added: Receiver<(u32, [u
                     defined: None,
                     base: None,
                     pending: Vec::new(),
-                    metrics_location: None,
-                    metrics: GpuMetrics::default(),
-                    metrics_pending: Vec::new(),
+                    metrics: GpuTrack::new(ordinal),
                 }),
                 Err(e) => tracing::debug!(ordinal, error = %e, "no NVML device for this GPU"),
             }
@@ -157,11 +152,8 @@ fn run(nvml: Nvml, rec: Recorder, intervals: Intervals, added: Receiver<(u32, [u
                 if let Some((location, _)) = g.defined {
                     rec.write_batch(location, &g.pending);
                 }
-                if let Some(location) = g.metrics_location {
-                    rec.write_batch(location, &g.metrics_pending);
-                }
                 g.pending.clear();
-                g.metrics_pending.clear();
+                g.metrics.write(&rec);
             }
             last_write = now;
         }
@@ -192,13 +184,13 @@ fn sample_nvlink(nvml: &Nvml, rec: &Recorder, g: &mut Gpu, fields: &[(u32, u32);
 /// One round of GPU metrics; queries the GPU does not support are not
 /// made again.
 fn sample_gpu(nvml: &Nvml, rec: &Recorder, g: &mut Gpu, now: u64) {
-    if !g.metrics.any_left() {
+    if !g.metrics.state().any_left() {
         return;
     }
     fn skipped<T>() -> Result<T, nvml_sys::NvmlError> {
         Err(nvml_sys::NvmlError::Call("skipped", nvml_sys::NVML_ERROR_NOT_SUPPORTED))
     }
-    let m = &g.metrics;
+    let m = g.metrics.state();
     let readings = Readings::from_nvml(
         if m.wanted(0) || m.wanted(1) { nvml.utilization(g.device) } else { skipped() },
         if m.wanted(2) { nvml.memory(g.device) } else { skipped() },
@@ -206,28 +198,7 @@ fn sample_gpu(nvml: &Nvml, rec: &Recorder, g: &mut Gpu, now: u64) {
         if m.wanted(4) { nvml.power(g.device) } else { skipped() },
         if m.wanted(5) { nvml.temperature(g.device) } else { skipped() },
     );
-    let (ordinal, location) = (g.ordinal, &mut g.metrics_location);
-    g.metrics.record(
-        &readings,
-        now,
-        |i| {
-            location.get_or_insert_with(|| {
-                rec.define_location(LocationKind::DeviceMetrics { device: ordinal }, &format!("GPU metrics {ordinal}"))
-            });
-            let id = next_metric_ids(1);
-            let (name, unit, description) = gpu_metrics::METRICS[i];
-            rec.define(&Definition::Metric(MetricDef {
-                id,
-                name: name.into(),
-                unit: unit.into(),
-                description: description.into(),
-                device: ordinal,
-                cumulative: false,
-            }));
-            id
-        },
-        &mut g.metrics_pending,
-    );
+    g.metrics.sample(rec, &readings, now);
 }
 
 /// Defines the metric location and the two metrics of GPU `ordinal`.

@@ -66,7 +66,8 @@ pub fn run(input: &Path, request: &StatsRequest, out: &mut dyn Write) -> Result<
         let t = build(&mut collected, name);
         // Reports about things an archive may simply not have are left
         // out of the default set when empty.
-        let optional = matches!(name, "nccl_sum" | "nvtx_sum" | "nvlink_sum" | "gpu_metrics_sum" | "mpi_matrix" | "gpu_matrix");
+        let optional =
+            matches!(name, "nccl_sum" | "nvtx_sum" | "nvlink_sum" | "gpu_metrics_sum" | "mpi_matrix" | "gpu_matrix");
         if explicit || !optional || !t.rows.is_empty() {
             tables.push(t);
         }
