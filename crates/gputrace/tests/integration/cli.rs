@@ -63,7 +63,7 @@ fn a_bad_flag_value_is_refused_like_the_variable() {
         ("--nccl", "", "GPUTRACE_NCCL_ENABLE"),
         ("--cuda-buffer", "1G", "GPUTRACE_CUDA_BUFFER"),
         ("--nvlink-interval", "often", "GPUTRACE_NVLINK_INTERVAL"),
-        ("--gpu-metrics-interval", "-1", "GPUTRACE_GPU_METRICS_INTERVAL"),
+        ("--gpu-metrics-interval", "fast", "GPUTRACE_GPU_METRICS_INTERVAL"),
     ] {
         let dir = fresh_dir("badflag");
         let out = trace(&dir, &[flag, value, "/bin/echo", "never"], &[]);
