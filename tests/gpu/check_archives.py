@@ -47,7 +47,7 @@ SYNC = re.compile(r"ynchronize|\[CUDA sync")
 def read(archive):
     """Per location: events; plus kernels, copies, memsets, API regions."""
     facts = {"locations": {}, "kernels": [], "copies": [], "memsets": [], "api": [], "rma": [],
-             "metrics": defaultdict(list), "mono": True, "balanced": True, "groups": {}, "msgs": 0}
+             "metrics": defaultdict(list), "gpu_metrics": defaultdict(dict), "mono": True, "balanced": True, "groups": {}, "msgs": 0}
     with otf2.reader.open(archive) as trace:
         # NVTX ranges and marks: user regions described "NVTX" or "NVTX
         # domain <name>" (docs/otf2-mapping.md).
@@ -99,6 +99,11 @@ def read(archive):
             elif isinstance(ev, Metric):
                 for v in ev.values:
                     facts["metrics"][key].append((ev.time, v))
+                if loc.name.endswith(" metrics") and loc.name.startswith("GPU "):
+                    m = ev.metric.members[0]
+                    series = facts["gpu_metrics"][f"{loc.name}@{loc.group.name}"].setdefault(
+                        m.name, {"unit": m.unit, "samples": []})
+                    series["samples"].append((ev.time, ev.values[0]))
             elif isinstance(ev, (MpiSend, MpiRecv)):
                 facts["msgs"] += 1
         facts["nodes"] = {n.name: n for n in trace.definitions.system_tree_nodes}
@@ -134,6 +139,31 @@ def check_basic(d, exp, label):
     rma = sum(1 for r in f["rma"])
     check(f"{label}: every copy is an RMA operation", rma == len(f["copies"]), f"{rma} vs {len(f['copies'])}")
     return f, kernels
+
+
+def check_gpu_metrics(f, label):
+    """NVML's GPU metrics (docs/cuda.md): a `GPU d metrics` location per
+    GPU and process; utilization within 0..100 %, memory in use, SM clock,
+    power > 0; samples increasing in time."""
+    gpus = {n.split(" ")[2] for n in f["nodes"] if n.startswith("CUDA Device ")}
+    locs = f["gpu_metrics"]
+    seen = {k.split(" ")[1] for k in locs}
+    check(f"{label}: GPU metrics location per GPU", gpus and seen == gpus, f"{sorted(seen)} vs {sorted(gpus)}")
+    for loc, metrics in sorted(locs.items()):
+        def values(name):
+            return [v for _, v in metrics.get(name, {}).get("samples", [])]
+        for name in ("GPU utilization", "GPU memory utilization"):
+            v = values(name)
+            check(f"{label}: {loc}: {name} in 0..100 %", v and all(0 <= x <= 100 for x in v)
+                  and metrics[name]["unit"] == "%", v[:5])
+        for name, unit in (("GPU memory used", "bytes"), ("SM clock", "MHz"), ("GPU power", "mW")):
+            v = values(name)
+            check(f"{label}: {loc}: {name} > 0 {unit}", v and all(x > 0 for x in v)
+                  and metrics[name]["unit"] == unit, v[:5])
+        times = {name: [t for t, _ in s["samples"]] for name, s in metrics.items()}
+        check(f"{label}: {loc}: samples increasing in time",
+              all(all(a < b for a, b in zip(t, t[1:])) for t in times.values()),
+              {n: len(t) for n, t in times.items()})
 
 
 def check_launch_nesting(f, kernels, label):
@@ -249,6 +279,7 @@ def main(results):
               and sum(m["bytes"] for m in memsets) == int(exp["memset_bytes"]),
               f"{len(memsets)}, {sum(m['bytes'] for m in memsets)}")
         check_launch_nesting(f, kernels, "basic")
+        check_gpu_metrics(f, "basic")
         names = {a["name"] for a in f["api"]}
         check("basic: runtime and driver API recorded", "cudaLaunchKernel" in names and any(
             n.startswith("cu") and not n.startswith("cuda") for n in names))

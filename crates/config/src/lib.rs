@@ -81,6 +81,8 @@ pub struct Config {
     pub cuda_enable: EnabledSet<CudaSource>,
     pub cuda_buffer: u64,
     pub nvlink_interval: Duration,
+    /// Zero: GPU metrics are not sampled.
+    pub gpu_metrics_interval: Duration,
     pub cupti_lib: Option<PathBuf>,
     pub nccl_enable: EnabledSet<NcclLevel>,
     pub nvtx_enable: bool,
@@ -146,6 +148,7 @@ impl Config {
             cuda_enable: get(CudaSource::VARIABLE).set(),
             cuda_buffer: get("GPUTRACE_CUDA_BUFFER").size(),
             nvlink_interval: get("GPUTRACE_NVLINK_INTERVAL").duration(),
+            gpu_metrics_interval: get("GPUTRACE_GPU_METRICS_INTERVAL").duration(),
             cupti_lib: get("GPUTRACE_CUPTI_LIB").path(),
             nccl_enable: get(NcclLevel::VARIABLE).set(),
             nvtx_enable: get("GPUTRACE_NVTX_ENABLE").bool(),
@@ -211,9 +214,9 @@ pub fn parse_value(var: &Var, raw: &str) -> Result<Value, ConfigError> {
             None => Err(bad("not a size", "a number with an optional k, M or G suffix, e.g. 16M".into())),
         },
         VarType::Path => Ok(Value::Path((!text.is_empty()).then(|| PathBuf::from(text)))),
-        VarType::Duration => parse_duration(text)
-            .map(Value::Duration)
-            .ok_or_else(|| bad("not a duration", "a number with an optional ns, us, ms or s suffix".into())),
+        VarType::Duration => parse_duration(text).map(Value::Duration).ok_or_else(|| {
+            bad("not a duration", "a number with an optional ns, us, ms or s suffix; 0 or no: off".into())
+        }),
         VarType::Set(spec) => parse_set(text, &spec).map(Value::Set).map_err(|problem| {
             let names: Vec<&str> = spec.values().map(|(name, _)| name).collect();
             let nothing = spec.nothing();
@@ -259,9 +262,13 @@ pub fn parse_size(text: &str) -> Option<u64> {
     number.checked_mul(factor)
 }
 
-/// `100`, `100ms`, `5us`, `1s`, `250000ns`: a bare number is milliseconds.
+/// `100`, `100ms`, `5us`, `1s`, `250000ns`: a bare number is milliseconds;
+/// `no`, `off`, `none`, `false`: zero (what samples nothing).
 pub fn parse_duration(text: &str) -> Option<Duration> {
     let t = text.trim();
+    if ["no", "off", "none", "false"].iter().any(|w| t.eq_ignore_ascii_case(w)) {
+        return Some(Duration::ZERO);
+    }
     let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
     let number: u64 = t[..digits].parse().ok()?;
     Some(match t[digits..].trim() {
@@ -346,6 +353,13 @@ mod tests {
         assert_eq!(parse_size("x"), None);
         assert_eq!(parse_duration("250us"), Some(Duration::from_micros(250)));
         assert_eq!(parse_duration("10"), Some(Duration::from_millis(10)));
+        assert_eq!(parse_duration("No"), Some(Duration::ZERO));
+        assert_eq!(parse_duration("0"), Some(Duration::ZERO));
+        assert_eq!(parse_duration("nope"), None);
+        let c = Config::from_pairs(&[]).unwrap();
+        assert_eq!(c.gpu_metrics_interval, Duration::from_millis(10), "the default period");
+        let c = Config::from_pairs(&pairs(&[("GPUTRACE_GPU_METRICS_INTERVAL", "off")])).unwrap();
+        assert!(c.gpu_metrics_interval.is_zero());
         let s = EnabledSet::<MpiGroup>::parse("p2p, COLL").unwrap();
         assert_eq!(s.iter().collect::<Vec<_>>(), [MpiGroup::Coll, MpiGroup::P2p]);
         assert!(EnabledSet::<MpiGroup>::parse("none").unwrap().is_empty());

@@ -197,7 +197,19 @@ pub const VARS: &[Var] = &[
         flag: "--nvlink-interval",
         brief: "How often NVLink traffic is sampled.",
         help: "Each GPU a process uses gets an `NVLink GPU d` metric location with the bytes sent \
-               and received over NVLink since the process started, read from NVML's counters.",
+               and received over NVLink since the process started, read from NVML's counters. \
+               0 or `no`: not sampled.",
+    },
+    Var {
+        name: "GPUTRACE_GPU_METRICS_INTERVAL",
+        ty: VarType::Duration,
+        default: "10ms",
+        flag: "--gpu-metrics-interval",
+        brief: "How often GPU utilization, memory, SM clock, power and temperature are sampled.",
+        help: "Each GPU a process uses gets a `GPU d metrics` metric location with NVML's GPU and \
+               memory utilization (%), device memory in use (bytes), SM clock (MHz), power (mW) \
+               and temperature (°C); a metric the GPU does not offer is left out. Sampled on the \
+               NVLink sampler's thread (docs/cuda.md). 0 or `no`: not sampled.",
     },
     Var {
         name: "GPUTRACE_CUPTI_LIB",

@@ -65,6 +65,11 @@ pub struct Cli {
     #[arg(long, value_name = "DURATION")]
     pub nvlink_interval: Option<OsString>,
 
+    /// How often GPU utilization, memory, clock, power and temperature are
+    /// sampled (GPUTRACE_GPU_METRICS_INTERVAL), e.g. 100ms; `no`: never.
+    #[arg(long, value_name = "DURATION")]
+    pub gpu_metrics_interval: Option<OsString>,
+
     /// The CUPTI library to use instead of searching (GPUTRACE_CUPTI_LIB).
     #[arg(long, value_name = "FILE")]
     pub cupti_lib: Option<OsString>,
@@ -267,6 +272,7 @@ impl Cli {
             ("GPUTRACE_CUDA_ENABLE", text(&self.cuda)),
             ("GPUTRACE_CUDA_BUFFER", text(&self.cuda_buffer)),
             ("GPUTRACE_NVLINK_INTERVAL", text(&self.nvlink_interval)),
+            ("GPUTRACE_GPU_METRICS_INTERVAL", text(&self.gpu_metrics_interval)),
             ("GPUTRACE_CUPTI_LIB", text(&self.cupti_lib)),
             ("GPUTRACE_NCCL_ENABLE", text(&self.nccl)),
             ("GPUTRACE_NVTX_ENABLE", switch(self.no_nvtx, "false")),

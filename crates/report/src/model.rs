@@ -104,6 +104,8 @@ pub struct Model {
     pub windows: HashMap<RmaWinRef, CommRef>,
     /// Metric name (its first member's) by metric class or instance.
     pub metric_names: HashMap<MetricRef, String>,
+    /// Metric unit (its first member's) by metric class or instance.
+    pub metric_units: HashMap<MetricRef, String>,
     /// The archive's time origin (ticks) and ticks per second.
     pub origin: u64,
     pub resolution: u64,
@@ -126,7 +128,8 @@ impl Model {
             attributes: known_attributes(defs),
             comms: HashMap::new(),
             windows: defs.rma_wins.iter().map(|(w, d)| (*w, d.comm)).collect(),
-            metric_names: metric_names(defs),
+            metric_names: metric_strings(defs, |m| m.name),
+            metric_units: metric_strings(defs, |m| m.unit),
             origin: clock.global_offset,
             resolution: clock.timer_resolution.max(1),
             length: clock.trace_length,
@@ -293,6 +296,7 @@ impl Model {
                 }
                 LocationKind::Metrics => name
                     .strip_prefix("NVLink GPU ")
+                    .or_else(|| name.strip_prefix("GPU ").and_then(|n| n.strip_suffix(" metrics")))
                     .and_then(|d| self.gpu_by_device(process, &format!("CUDA Device {d}"))),
                 LocationKind::HostThread => None,
             };
@@ -375,10 +379,14 @@ fn known_attributes(defs: &GlobalDefs) -> KnownAttributes {
     a
 }
 
-fn metric_names(defs: &GlobalDefs) -> HashMap<MetricRef, String> {
+/// A string of each metric's first member (its name, its unit).
+fn metric_strings(
+    defs: &GlobalDefs,
+    which: impl Fn(&otf2::reader::MetricMemberDef) -> otf2::StringRef,
+) -> HashMap<MetricRef, String> {
     let class_name = |class: MetricRef| match defs.metrics.get(&class) {
         Some(MetricDef::Class { members, .. }) => {
-            members.first().and_then(|m| defs.metric_members.get(m)).map(|m| defs.string(m.name).to_owned())
+            members.first().and_then(|m| defs.metric_members.get(m)).map(|m| defs.string(which(m)).to_owned())
         }
         _ => None,
     };

@@ -23,6 +23,7 @@ fn every_flag_sets_its_variable_for_the_traced_program() {
         ("GPUTRACE_CUDA_ENABLE", "kernel,memcpy".into()),
         ("GPUTRACE_CUDA_BUFFER", "8M".into()),
         ("GPUTRACE_NVLINK_INTERVAL", "5ms".into()),
+        ("GPUTRACE_GPU_METRICS_INTERVAL", "no".into()),
         ("GPUTRACE_CUPTI_LIB", "/opt/nowhere/libcupti.so.13".into()),
         ("GPUTRACE_NCCL_ENABLE", "coll".into()),
         ("GPUTRACE_CUDA_CAPTURE", capture.to_str().unwrap().to_string()),
@@ -62,6 +63,7 @@ fn a_bad_flag_value_is_refused_like_the_variable() {
         ("--nccl", "", "GPUTRACE_NCCL_ENABLE"),
         ("--cuda-buffer", "1G", "GPUTRACE_CUDA_BUFFER"),
         ("--nvlink-interval", "often", "GPUTRACE_NVLINK_INTERVAL"),
+        ("--gpu-metrics-interval", "fast", "GPUTRACE_GPU_METRICS_INTERVAL"),
     ] {
         let dir = fresh_dir("badflag");
         let out = trace(&dir, &[flag, value, "/bin/echo", "never"], &[]);

@@ -8,6 +8,7 @@ use std::process::Command;
 
 use gputrace_cuda::capture::Capture;
 use gputrace_cuda::convert::Enabled;
+use gputrace_cuda::gpu_metrics::{GpuTrack, Reading, Readings};
 use gputrace_cuda::records::Record;
 use raw::{Producer, StreamHeader};
 
@@ -47,13 +48,56 @@ fn all() -> Enabled {
 fn replay_and_merge(results: &Path, name: &str, enabled: Enabled) {
     let (captures, expected) = fixture("cuda_basic");
     let exp = results.join(format!("exp-{name}"));
-    gputrace_cuda::replay::replay(&captures, &exp, header(468), enabled).unwrap();
+    let samples = gpu_metric_samples(&captures);
+    gputrace_cuda::replay::replay_then(&captures, &exp, header(468), enabled, |rec| {
+        // GPU metrics as the agent's sampler writes them (NVML answers
+        // stood for by their values: the GPU tests check real ones).
+        let mut track = GpuTrack::new(samples.device);
+        for (t, readings) in &samples.rounds {
+            track.sample(rec, readings, *t);
+        }
+        track.write(rec);
+    })
+    .unwrap();
     std::fs::write(results.join(format!("{name}.out")), expected).unwrap();
     let mut cmd = Command::new(gputrace());
     let out = run(cmd.arg("merge").arg(&exp));
     assert!(out.status.success(), "{}", text(&out.stderr));
     // The summary, as run.sh keeps a traced run's stderr.
     std::fs::write(results.join(format!("{name}.err")), &out.stderr).unwrap();
+}
+
+/// GPU metric samples for a replayed fixture: `ROUNDS` rounds spread over
+/// its kernels' time, on the device they ran on; temperature unsupported.
+struct MetricSamples {
+    device: u32,
+    rounds: Vec<(u64, Readings)>,
+}
+
+const ROUNDS: u64 = 5;
+
+fn gpu_metric_samples(captures: &[Capture]) -> MetricSamples {
+    let spans: Vec<_> = captures
+        .iter()
+        .flat_map(|c| gputrace_cuda::replay::decode(c).unwrap())
+        .filter_map(|r| if let Record::Kernel { span, .. } = r { Some(span) } else { None })
+        .collect();
+    let (start, end) = (spans.iter().map(|s| s.start).min().unwrap(), spans.iter().map(|s| s.end).max().unwrap());
+    let rounds = (0..ROUNDS)
+        .map(|i| {
+            let t = start + (end - start) * i / (ROUNDS - 1);
+            let readings = Readings([
+                Reading::Value(10 * (i + 1)),       // GPU utilization: 10..50 %
+                Reading::Value(i),                  // memory utilization: 0..4 %
+                Reading::Value((512 + i) << 20),    // memory used
+                Reading::Value(1980 - 10 * i),      // SM clock, MHz
+                Reading::Value(300_000 + 1000 * i), // power, mW
+                Reading::Unsupported,               // temperature: not on this GPU
+            ]);
+            (t, readings)
+        })
+        .collect();
+    MetricSamples { device: spans[0].device, rounds }
 }
 
 /// Runs the GPU tests' checker on `results`; every check must pass.
@@ -90,6 +134,7 @@ fn captured_buffers_merge_into_an_archive_the_python_reader_checks() {
     assert!(report.contains("ok   basic: every kernel inside its launch"), "{report}");
     assert!(report.contains("ok   basic: the summary's event count is the archive's"), "{report}");
     assert!(report.contains("ok   basic: contexts and streams named by their process"), "{report}");
+    assert!(report.contains("ok   basic: GPU 0 metrics@Process 0: GPU power > 0 mW"), "{report}");
 }
 
 #[test]
@@ -311,4 +356,81 @@ fn kernel_tables_show_base_names_and_export_full_names() {
     // The run summary's short tables too.
     let summary = std::fs::read_to_string(exp.join("summary.txt")).unwrap();
     assert!(summary.lines().any(|l| l.ends_with("  axpy")) && !summary.contains("axpy<float>"), "{summary}");
+}
+
+/// GPU metrics written by the agent's code merge into OTF2 metrics on a
+/// `GPU d metrics` location that the Python reader reads with their
+/// names, units and values; an unsupported metric is not defined; and
+/// `gputrace stats` sums them per GPU.
+#[test]
+fn gpu_metrics_merge_into_otf2_metrics_and_the_stats_report() {
+    let results = fresh_dir("cuda-gpu-metrics");
+    std::fs::create_dir_all(&results).unwrap();
+    replay_and_merge(&results, "basic", all());
+    let anchor = results.join("exp-basic/traces.otf2");
+    let script = r#"
+import json, sys, otf2
+from otf2.events import Metric
+out = {}
+with otf2.reader.open(sys.argv[1]) as t:
+    for loc, ev in t.events:
+        if isinstance(ev, Metric):
+            m = ev.metric.members[0]
+            e = out.setdefault(loc.name, {}).setdefault(m.name, {"unit": m.unit, "values": [], "times": []})
+            e["values"].append(int(ev.values[0]))
+            e["times"].append(int(ev.time))
+print(json.dumps(out))
+"#;
+    let out = Command::new("/usr/bin/python3").arg("-c").arg(script).arg(&anchor).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let got: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let locations: Vec<&String> = got.as_object().unwrap().keys().collect();
+    assert_eq!(locations, ["GPU 0 metrics"], "one metric location, named for the GPU");
+    let m = &got["GPU 0 metrics"];
+    let want = [
+        ("GPU utilization", "%", vec![10, 20, 30, 40, 50]),
+        ("GPU memory utilization", "%", vec![0, 1, 2, 3, 4]),
+        ("GPU memory used", "bytes", (0..5).map(|i| (512 + i) << 20).collect()),
+        ("SM clock", "MHz", vec![1980, 1970, 1960, 1950, 1940]),
+        ("GPU power", "mW", vec![300_000, 301_000, 302_000, 303_000, 304_000]),
+    ];
+    assert_eq!(m.as_object().unwrap().len(), want.len(), "temperature, unsupported, is not defined: {m}");
+    for (name, unit, values) in want {
+        assert_eq!(m[name]["unit"], unit, "{name}");
+        let v: Vec<u64> = m[name]["values"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+        assert_eq!(v, values, "{name}");
+        let t: Vec<u64> = m[name]["times"].as_array().unwrap().iter().map(|x| x.as_u64().unwrap()).collect();
+        assert!(t.windows(2).all(|w| w[0] < w[1]), "{name}: {t:?}");
+    }
+    // The stats report, as JSON.
+    let out =
+        run(Command::new(gputrace()).args(["stats", "--report", "gpu_metrics_sum", "--format", "json"]).arg(&anchor));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = j["gpu_metrics_sum"]["rows"].as_array().unwrap();
+    let row = |metric: &str| {
+        let r = rows.iter().find(|r| r["Metric"] == metric).unwrap_or_else(|| panic!("no {metric} in {j}"));
+        (
+            r["GPU"].clone(),
+            r["Unit"].clone(),
+            r["Samples"].clone(),
+            r["Min"].clone(),
+            r["Mean"].clone(),
+            r["Max"].clone(),
+        )
+    };
+    use serde_json::json;
+    assert_eq!(
+        row("GPU utilization"),
+        (json!("CUDA Device 0"), json!("%"), json!(5), json!(10), json!(30.0), json!(50))
+    );
+    assert_eq!(
+        row("SM clock"),
+        (json!("CUDA Device 0"), json!("MHz"), json!(5), json!(1940), json!(1960.0), json!(1980))
+    );
+    assert_eq!(rows.len(), 5, "temperature, unsupported, has no row: {j}");
+    // And in the default set of `gputrace stats`, in the terminal.
+    let out = run(Command::new(gputrace()).arg("stats").arg(&anchor));
+    let table = text(&out.stdout);
+    assert!(table.contains("GPU Metrics Summary") && table.contains("GPU power"), "{table}");
 }

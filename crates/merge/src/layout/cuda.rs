@@ -9,8 +9,9 @@
 //!   of rank r` (`of process r` for a process without MPI; type
 //!   ACCELERATOR) under its device, created by the process;
 //! - each stream is a location `CUDA[d:s] rank r` (ACCELERATOR_STREAM, id
-//!   `rank << 32 | 1 << 20 | n`); NVLink samples go to `NVLink GPU d`
-//!   (METRIC locations, id `rank << 32 | 1 << 21 | n`);
+//!   `rank << 32 | 1 << 20 | n`); NVLink samples go to `NVLink GPU d`,
+//!   NVML's GPU metrics (utilization, memory, clock, power, temperature)
+//!   to `GPU d metrics` (METRIC locations, id `rank << 32 | 1 << 21 | n`);
 //! - copies are RMA operations: one `CUDA` communicator spans every CUDA
 //!   process's master thread and all streams, with an RMA window per
 //!   context; a peer copy's remote is a stream of the other GPU, in
@@ -217,7 +218,7 @@ fn define_gpu_locations(
         for (s, d) in p.defs.iter().enumerate() {
             let mut ids: Vec<_> = d.locations.iter().collect();
             ids.sort_by_key(|(id, _)| **id);
-            for (id, (kind, _)) in ids {
+            for (id, (kind, raw_name)) in ids {
                 match *kind {
                     LocationKind::GpuStream { device, context, stream } => {
                         let Some(&dev) = plan.devices.get(&device) else {
@@ -243,8 +244,14 @@ fn define_gpu_locations(
                         let k = device_index_on_host(devices, dev);
                         let lid = (u64::from(p.rank) << 32) | (1 << 21) | metric_locations;
                         metric_locations += 1;
-                        let location =
-                            defs.location(lid, &format!("NVLink GPU {k}"), LocationType::Metric, process_group)?;
+                        // The agent's two kinds: NVLink traffic, and NVML's
+                        // GPU metrics (`GPU metrics d`).
+                        let name = if raw_name.starts_with("GPU metrics") {
+                            format!("GPU {k} metrics")
+                        } else {
+                            format!("NVLink GPU {k}")
+                        };
+                        let location = defs.location(lid, &name, LocationType::Metric, process_group)?;
                         plan.locations.push(LocationPlan {
                             location,
                             feeds: vec![(s, *id)],

@@ -24,7 +24,7 @@ use runtime::diag;
 
 use crate::capture::Capture;
 use crate::convert::{Converter, Enabled, Names};
-use crate::nvlink::Sampler;
+use crate::nvlink::{Intervals, Sampler};
 use crate::records::{self, ApiDomain, Record, Strings};
 
 /// The running agent.
@@ -375,11 +375,21 @@ impl Agent {
                 }
             }
         }
-        if self.enabled.nvlink {
+        if self.nvml_intervals().any() {
             let ordinals: Vec<u32> = state.converter.device_uuids.keys().copied().collect();
             for d in ordinals {
-                state.sample_nvlink(self, d);
+                state.sample_nvml(self, d);
             }
+        }
+    }
+
+    /// What the NVML sampler samples: NVLink traffic when `nvlink` is
+    /// recorded, GPU metrics unless turned off; a zero period is off.
+    fn nvml_intervals(&self) -> Intervals {
+        let on = |d: std::time::Duration| (!d.is_zero()).then_some(d);
+        Intervals {
+            nvlink: if self.enabled.nvlink { on(self.config.nvlink_interval) } else { None },
+            gpu: on(self.config.gpu_metrics_interval),
         }
     }
 
@@ -435,7 +445,7 @@ impl State {
         }
     }
 
-    fn sample_nvlink(&mut self, agent: &Agent, device: u32) {
+    fn sample_nvml(&mut self, agent: &Agent, device: u32) {
         if self.sampled.contains(&device) {
             return;
         }
@@ -447,10 +457,10 @@ impl State {
         };
         self.sampled.push(device);
         if self.sampler.is_none() {
-            match Sampler::start(rec, agent.config.nvlink_interval) {
+            match Sampler::start(rec, agent.nvml_intervals()) {
                 Ok(s) => self.sampler = Some(s),
                 Err(e) => {
-                    diag::warn_once(&format!("NVLink traffic is not sampled: {e}"));
+                    diag::warn_once(&format!("NVLink traffic and GPU metrics are not sampled: {e}"));
                     return;
                 }
             }

@@ -9,7 +9,8 @@
 //! - [`agent`]: CUPTI set-up, activity buffers, exit;
 //! - [`records`]: CUPTI's versioned record structs decoded into one form;
 //! - [`convert`]: records into raw events on host threads and GPU streams;
-//! - [`nvlink`]: NVLink traffic sampled from NVML;
+//! - [`nvlink`]: the NVML sampler thread, and NVLink traffic;
+//! - [`gpu_metrics`]: GPU utilization, memory, clock, power and temperature from NVML;
 //! - [`capture`]: CUPTI buffers saved and replayed, for tests without a GPU;
 //! - [`names`]: kernel and API names.
 //!
@@ -26,6 +27,7 @@
 mod agent;
 pub mod capture;
 pub mod convert;
+pub mod gpu_metrics;
 pub mod names;
 pub mod nvlink;
 pub mod records;

@@ -1,4 +1,7 @@
-//! NVLink traffic over time: a thread samples NVML's cumulative NVLink
+//! NVML sampled over time, on one thread per process: NVLink traffic and
+//! GPU metrics ([`crate::gpu_metrics`]), each at its own period.
+//!
+//! NVLink traffic: the thread samples NVML's cumulative NVLink
 //! counters (KiB sent and received over all links) of every GPU the
 //! process uses, at `GPUTRACE_NVLINK_INTERVAL`, and records the bytes
 //! since the first sample as two metrics per GPU on its `NVLink GPU d`
@@ -16,8 +19,26 @@ use nvml_sys::{ALL_LINKS, Device, NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, NVML_FI
 use raw::{Definition, Event, LocationKind, MetricDef};
 use runtime::Recorder;
 
+use crate::gpu_metrics::{GpuTrack, Readings};
+
 /// Samples are written at least this often.
 const WRITE_EVERY_NS: u64 = 1_000_000_000;
+
+/// What is sampled how often; `None`: not sampled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Intervals {
+    /// NVLink traffic (`GPUTRACE_NVLINK_INTERVAL`).
+    pub nvlink: Option<Duration>,
+    /// GPU metrics (`GPUTRACE_GPU_METRICS_INTERVAL`).
+    pub gpu: Option<Duration>,
+}
+
+impl Intervals {
+    /// Whether anything is sampled.
+    pub fn any(&self) -> bool {
+        self.nvlink.is_some() || self.gpu.is_some()
+    }
+}
 
 /// The running sampler; stopped (and its last samples written) on drop.
 pub struct Sampler {
@@ -34,23 +55,31 @@ struct Gpu {
     defined: Option<(u32, [u32; 2])>,
     base: Option<[u64; 2]>,
     pending: Vec<(u64, Event)>,
+    metrics: GpuTrack,
 }
 
 /// Metric ids are shared by the process's stream; the agent's sampler is
 /// the only one defining metrics in it.
 static NEXT_METRIC: Mutex<u32> = Mutex::new(1);
 
+pub(crate) fn next_metric_ids(n: u32) -> u32 {
+    let mut next = NEXT_METRIC.lock().unwrap_or_else(|e| e.into_inner());
+    let first = *next;
+    *next += n;
+    first
+}
+
 impl Sampler {
     /// Starts sampling; GPUs are added with [`Sampler::add`]. Fails when
     /// NVML is not available.
-    pub fn start(rec: Recorder, interval: Duration) -> Result<Sampler, nvml_sys::NvmlError> {
+    pub fn start(rec: Recorder, intervals: Intervals) -> Result<Sampler, nvml_sys::NvmlError> {
         let nvml = Nvml::open()?;
         let (add, added) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let thread = std::thread::Builder::new()
-            .name("gputrace-nvlink".into())
-            .spawn(move || run(nvml, rec, interval, added, flag))
+            .name("gputrace-nvml".into())
+            .spawn(move || run(nvml, rec, intervals, added, flag))
             .ok();
         Ok(Sampler { add, stop, thread })
     }
@@ -65,17 +94,23 @@ impl Drop for Sampler {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
+            // The thread sleeps parked: it takes its last samples now
+            // rather than after its period.
+            t.thread().unpark();
             let _ = t.join();
         }
     }
 }
 
-fn run(nvml: Nvml, rec: Recorder, interval: Duration, added: Receiver<(u32, [u8; 16])>, stop: Arc<AtomicBool>) {
+fn run(nvml: Nvml, rec: Recorder, intervals: Intervals, added: Receiver<(u32, [u8; 16])>, stop: Arc<AtomicBool>) {
     let mut gpus: Vec<Gpu> = Vec::new();
     let mut known: Vec<u32> = Vec::new();
     let mut last_write = raw::clock::now();
     let fields =
         [(NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, ALL_LINKS), (NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, ALL_LINKS)];
+    let ns = |d: Option<Duration>| d.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1));
+    let (nvlink_every, gpu_every) = (ns(intervals.nvlink), ns(intervals.gpu));
+    let (mut nvlink_due, mut gpu_due) = (0u64, 0u64);
     loop {
         let stopping = stop.load(Ordering::Relaxed);
         while let Ok((ordinal, uuid)) = added.try_recv() {
@@ -84,23 +119,32 @@ fn run(nvml: Nvml, rec: Recorder, interval: Duration, added: Receiver<(u32, [u8;
             }
             known.push(ordinal);
             match nvml.device_by_uuid(&uuid_string(&uuid)) {
-                Ok(device) => gpus.push(Gpu { ordinal, device, defined: None, base: None, pending: Vec::new() }),
+                Ok(device) => gpus.push(Gpu {
+                    ordinal,
+                    device,
+                    defined: None,
+                    base: None,
+                    pending: Vec::new(),
+                    metrics: GpuTrack::new(ordinal),
+                }),
                 Err(e) => tracing::debug!(ordinal, error = %e, "no NVML device for this GPU"),
             }
         }
         let now = raw::clock::now();
-        for g in &mut gpus {
-            let Ok(values) = nvml.field_values(g.device, &fields) else {
-                continue;
-            };
-            let (Some(tx), Some(rx)) = (values[0].as_u64(), values[1].as_u64()) else {
-                continue;
-            };
-            let base = *g.base.get_or_insert([tx, rx]);
-            let (_, metrics) = *g.defined.get_or_insert_with(|| define(&rec, g.ordinal));
-            for (i, v) in [tx, rx].into_iter().enumerate() {
-                let bytes = v.saturating_sub(base[i]).saturating_mul(1024);
-                g.pending.push((now, Event::Metric { metric: metrics[i], value: bytes }));
+        if let Some(every) = nvlink_every
+            && (now >= nvlink_due || stopping)
+        {
+            nvlink_due = now.saturating_add(every);
+            for g in &mut gpus {
+                sample_nvlink(&nvml, &rec, g, &fields, now);
+            }
+        }
+        if let Some(every) = gpu_every
+            && (now >= gpu_due || stopping)
+        {
+            gpu_due = now.saturating_add(every);
+            for g in &mut gpus {
+                sample_gpu(&nvml, &rec, g, now);
             }
         }
         if stopping || now.saturating_sub(last_write) >= WRITE_EVERY_NS {
@@ -109,23 +153,60 @@ fn run(nvml: Nvml, rec: Recorder, interval: Duration, added: Receiver<(u32, [u8;
                     rec.write_batch(location, &g.pending);
                 }
                 g.pending.clear();
+                g.metrics.write(&rec);
             }
             last_write = now;
         }
         if stopping {
             return;
         }
-        std::thread::sleep(interval);
+        let due = [nvlink_every.map(|_| nvlink_due), gpu_every.map(|_| gpu_due)].into_iter().flatten().min();
+        let wait = due.unwrap_or(u64::MAX).saturating_sub(raw::clock::now()).min(WRITE_EVERY_NS);
+        std::thread::park_timeout(Duration::from_nanos(wait));
     }
+}
+
+fn sample_nvlink(nvml: &Nvml, rec: &Recorder, g: &mut Gpu, fields: &[(u32, u32); 2], now: u64) {
+    let Ok(values) = nvml.field_values(g.device, fields) else {
+        return;
+    };
+    let (Some(tx), Some(rx)) = (values[0].as_u64(), values[1].as_u64()) else {
+        return;
+    };
+    let base = *g.base.get_or_insert([tx, rx]);
+    let (_, metrics) = *g.defined.get_or_insert_with(|| define(rec, g.ordinal));
+    for (i, v) in [tx, rx].into_iter().enumerate() {
+        let bytes = v.saturating_sub(base[i]).saturating_mul(1024);
+        g.pending.push((now, Event::Metric { metric: metrics[i], value: bytes }));
+    }
+}
+
+/// One round of GPU metrics; queries the GPU does not support are not
+/// made again.
+fn sample_gpu(nvml: &Nvml, rec: &Recorder, g: &mut Gpu, now: u64) {
+    if !g.metrics.state().any_left() {
+        return;
+    }
+    fn skipped<T>() -> Result<T, nvml_sys::NvmlError> {
+        Err(nvml_sys::NvmlError::Call("skipped", nvml_sys::NVML_ERROR_NOT_SUPPORTED))
+    }
+    let m = g.metrics.state();
+    let readings = Readings::from_nvml(
+        if m.wanted(0) || m.wanted(1) { nvml.utilization(g.device) } else { skipped() },
+        if m.wanted(2) { nvml.memory(g.device) } else { skipped() },
+        if m.wanted(3) { nvml.sm_clock(g.device) } else { skipped() },
+        if m.wanted(4) { nvml.power(g.device) } else { skipped() },
+        if m.wanted(5) { nvml.temperature(g.device) } else { skipped() },
+    );
+    g.metrics.sample(rec, &readings, now);
 }
 
 /// Defines the metric location and the two metrics of GPU `ordinal`.
 fn define(rec: &Recorder, ordinal: u32) -> (u32, [u32; 2]) {
     let location =
         rec.define_location(LocationKind::DeviceMetrics { device: ordinal }, &format!("NVLink GPU {ordinal}"));
-    let mut next = NEXT_METRIC.lock().unwrap_or_else(|e| e.into_inner());
-    let ids = [*next, *next + 1];
-    *next += 2;
+    let first = next_metric_ids(2);
+    let ids = [first, first + 1];
     for (id, (name, what)) in ids.iter().zip([("NVLink sent", "sent"), ("NVLink received", "received")]) {
         rec.define(&Definition::Metric(MetricDef {
             id: *id,

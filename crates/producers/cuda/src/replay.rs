@@ -31,12 +31,25 @@ pub fn decode(capture: &Capture) -> io::Result<Vec<Record>> {
 /// Writes the CUDA stream that `captures` (one process's buffers, in
 /// order) make, under `dir/raw/`, with the identity in `header`.
 pub fn replay(captures: &[Capture], dir: &Path, header: StreamHeader, enabled: Enabled) -> io::Result<()> {
+    replay_then(captures, dir, header, enabled, |_| {})
+}
+
+/// [`replay`], with `then` writing more into the stream before it is
+/// finished (what the agent's other threads would have: GPU metrics).
+pub fn replay_then(
+    captures: &[Capture],
+    dir: &Path,
+    header: StreamHeader,
+    enabled: Enabled,
+    then: impl FnOnce(&Recorder),
+) -> io::Result<()> {
     let pid = header.pid;
     let rec = Recorder::create_with_header(dir, header, RecorderOptions::default())?;
     let mut converter = Converter::new(enabled, pid, |tid| format!("thread {tid}"));
     for c in captures {
         converter.convert(&decode(c)?, c, &rec);
     }
+    then(&rec);
     converter.finish(&rec);
     rec.finish();
     Ok(())

@@ -57,6 +57,32 @@ pub struct NvlinkCounters {
     pub samples: u64,
 }
 
+/// The samples of one metric of one GPU (`gpu_metrics_sum`): every
+/// process's that sampled the GPU.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MetricSeries {
+    pub unit: String,
+    pub samples: u64,
+    pub min: u64,
+    pub max: u64,
+    pub sum: u128,
+}
+
+impl MetricSeries {
+    fn add(&mut self, value: u64) {
+        if self.samples == 0 || value < self.min {
+            self.min = value;
+        }
+        self.max = self.max.max(value);
+        self.sum += u128::from(value);
+        self.samples += 1;
+    }
+
+    pub fn mean(&self) -> f64 {
+        if self.samples == 0 { 0.0 } else { self.sum as f64 / self.samples as f64 }
+    }
+}
+
 /// What the pass gathered.
 #[derive(Debug)]
 pub struct Collected {
@@ -67,6 +93,8 @@ pub struct Collected {
     pub mpi: MpiMatrix,
     pub gpu: GpuMatrix,
     pub nvlink: Vec<NvlinkCounters>,
+    /// GPU metrics other than NVLink's, by (GPU, metric name).
+    pub gpu_metrics: std::collections::BTreeMap<(usize, String), MetricSeries>,
     pub events: u64,
     /// Kernel durations by (NVTX range, kernel name).
     pub nvtx_kern: NvtxKernels,
@@ -143,6 +171,7 @@ pub fn collect(reader: &mut TraceReader) -> Result<Collected> {
             mpi: MpiMatrix::new(processes),
             gpu: GpuMatrix::new(gpus),
             nvlink: vec![NvlinkCounters::default(); gpus],
+            gpu_metrics: std::collections::BTreeMap::new(),
             events: 0,
             nvtx_kern: NvtxKernels::default(),
         },
@@ -472,6 +501,18 @@ impl EventVisitor for Pass<'_> {
             Some(MetricValue::F64(v)) => v.max(0.0) as u64,
             None => return,
         };
+        if !name.starts_with("NVLink ") {
+            if self.kind == LocationKind::Metrics
+                && let Some(g) = self.gpu
+            {
+                let series = self.out.gpu_metrics.entry((g, name.clone())).or_insert_with(|| MetricSeries {
+                    unit: self.out.model.metric_units.get(&metric).cloned().unwrap_or_default(),
+                    ..MetricSeries::default()
+                });
+                series.add(value);
+            }
+            return;
+        }
         let c = self.nvlink.entry(self.location).or_default();
         match name.as_str() {
             "NVLink sent" => {

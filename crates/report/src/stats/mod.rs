@@ -1,6 +1,7 @@
 //! `gputrace stats`: summary tables of an archive in the manner of
 //! `nsys stats` — CUDA API calls, kernels, memory operations by time and
-//! by size, MPI functions, NCCL regions, NVTX ranges, NVLink traffic — and the
+//! by size, MPI functions, NCCL regions, NVTX ranges, NVLink traffic, GPU metrics —
+//! and the
 //! communication matrices, as terminal tables, CSV or JSON; and the short
 //! form printed after a traced run ([`short_summary`]).
 
@@ -29,6 +30,7 @@ pub const REPORTS: &[(&str, &str)] = &[
         "GPU kernels by the NVTX push/pop range their launch was made in (innermost, same thread), and name",
     ),
     ("nvlink_sum", "NVLink bytes sent and received per GPU, with the NVLink topology"),
+    ("gpu_metrics_sum", "GPU metrics sampled from NVML (utilization, memory, clock, power...): per GPU, min/mean/max"),
     ("mpi_matrix", "MPI point-to-point messages, rank x rank: count, bytes, time in send regions"),
     ("gpu_matrix", "bytes between GPUs: peer copies and NCCL send/recv"),
 ];
@@ -68,8 +70,10 @@ pub fn run(input: &Path, request: &StatsRequest, out: &mut dyn Write) -> Result<
         let t = build(&mut collected, name);
         // Reports about things an archive may simply not have are left
         // out of the default set when empty.
-        let optional =
-            matches!(name, "nccl_sum" | "nvtx_sum" | "nvtx_kern_sum" | "nvlink_sum" | "mpi_matrix" | "gpu_matrix");
+        let optional = matches!(
+            name,
+            "nccl_sum" | "nvtx_sum" | "nvtx_kern_sum" | "nvlink_sum" | "gpu_metrics_sum" | "mpi_matrix" | "gpu_matrix"
+        );
         if explicit || !optional || !t.rows.is_empty() {
             tables.push(t);
         }
@@ -116,6 +120,7 @@ pub fn build(c: &mut Collected, name: &str) -> Table {
         "nvtx_sum" => nvtx_table(c),
         "nvtx_kern_sum" => nvtx_kern_table(c),
         "nvlink_sum" => nvlink_table(c),
+        "gpu_metrics_sum" => gpu_metrics_table(c),
         "mpi_matrix" => c.mpi.table(&c.model),
         "gpu_matrix" => {
             let nv: Vec<(u64, u64)> = c.nvlink.iter().map(|n| (n.sent, n.received)).collect();
@@ -361,6 +366,35 @@ fn size_table(c: &mut Collected) -> Table {
     t.rows = rows.into_iter().map(|(_, r)| r).collect();
     if estimated {
         t.notes.push(ESTIMATE_NOTE.into());
+    }
+    t
+}
+
+fn gpu_metrics_table(c: &Collected) -> Table {
+    let mut t = Table::new(
+        "gpu_metrics_sum",
+        "GPU Metrics Summary",
+        &["GPU", "Product", "Metric", "Unit", "Samples", "Min", "Mean", "Max"],
+    );
+    for ((g, name), m) in &c.gpu_metrics {
+        let Some(gpu) = c.model.gpus.get(*g) else { continue };
+        t.rows.push(vec![
+            Cell::Text(gpu.label.clone()),
+            Cell::Text(gpu.product.clone()),
+            Cell::Text(name.clone()),
+            Cell::Text(m.unit.clone()),
+            Cell::Int(m.samples.into()),
+            Cell::Int(m.min.into()),
+            Cell::Float(m.mean(), 1),
+            Cell::Int(m.max.into()),
+        ]);
+    }
+    if !t.rows.is_empty() {
+        t.notes.push(
+            "Sampled from NVML at GPUTRACE_GPU_METRICS_INTERVAL by every process using the GPU; the mean is \
+             of the samples, not weighted by time."
+                .into(),
+        );
     }
     t
 }

@@ -8,6 +8,14 @@
 //! `nvmlFieldValue_t`, `NVML_FI_DEV_NVLINK_*`), declared here by hand
 //! because only these few are needed.
 //!
+//! The GPU's state over time comes from the plain device queries:
+//! utilization (`nvmlDeviceGetUtilizationRates`), memory in use
+//! (`nvmlDeviceGetMemoryInfo`), SM clock (`nvmlDeviceGetClockInfo` with
+//! `NVML_CLOCK_SM`), power (`nvmlDeviceGetPowerUsage`) and temperature
+//! (`nvmlDeviceGetTemperature` with `NVML_TEMPERATURE_GPU`). A GPU that
+//! lacks one answers `NVML_ERROR_NOT_SUPPORTED`; a library that lacks one
+//! leaves it `None` here.
+//!
 //! FFI only: depends on no gputrace crate; the CUDA producer is its only
 //! user.
 
@@ -20,6 +28,31 @@ use libloading::os::unix::{Library, RTLD_LOCAL, RTLD_NOW};
 /// `nvmlReturn_t`.
 pub type NvmlReturn = c_int;
 pub const NVML_SUCCESS: NvmlReturn = 0;
+/// The device does not support the query.
+pub const NVML_ERROR_NOT_SUPPORTED: NvmlReturn = 3;
+
+/// `nvmlClockType_t`: the SM clock.
+pub const NVML_CLOCK_SM: c_int = 1;
+/// `nvmlTemperatureSensors_t`: the GPU die.
+pub const NVML_TEMPERATURE_GPU: c_int = 0;
+
+/// `nvmlUtilization_t`: percent of the last sample period during which
+/// a kernel ran (`gpu`) and device memory was read or written (`memory`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Utilization {
+    pub gpu: c_uint,
+    pub memory: c_uint,
+}
+
+/// `nvmlMemory_t`: bytes of device memory.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Memory {
+    pub total: u64,
+    pub free: u64,
+    pub used: u64,
+}
 
 /// `nvmlDevice_t`.
 pub type NvmlDevice = *mut c_void;
@@ -69,12 +102,29 @@ impl FieldValue {
 type InitFn = unsafe extern "C" fn() -> NvmlReturn;
 type ByUuidFn = unsafe extern "C" fn(*const c_char, *mut NvmlDevice) -> NvmlReturn;
 type FieldValuesFn = unsafe extern "C" fn(NvmlDevice, c_int, *mut FieldValue) -> NvmlReturn;
+type UtilizationFn = unsafe extern "C" fn(NvmlDevice, *mut Utilization) -> NvmlReturn;
+type MemoryFn = unsafe extern "C" fn(NvmlDevice, *mut Memory) -> NvmlReturn;
+/// `nvmlDeviceGetClockInfo` and `nvmlDeviceGetTemperature`: an enum
+/// selector and an `unsigned int` result.
+type SelectUintFn = unsafe extern "C" fn(NvmlDevice, c_int, *mut c_uint) -> NvmlReturn;
+type UintFn = unsafe extern "C" fn(NvmlDevice, *mut c_uint) -> NvmlReturn;
+
+/// The device queries of GPU metrics; each `None` where the library
+/// lacks the symbol.
+struct Queries {
+    utilization: Option<UtilizationFn>,
+    memory: Option<MemoryFn>,
+    clock: Option<SelectUintFn>,
+    power: Option<UintFn>,
+    temperature: Option<SelectUintFn>,
+}
 
 /// The NVML library, initialized.
 pub struct Nvml {
     _lib: Library,
     by_uuid: ByUuidFn,
     field_values: FieldValuesFn,
+    queries: Queries,
 }
 
 /// Why NVML is not available.
@@ -120,13 +170,24 @@ impl Nvml {
                 *lib.get::<FieldValuesFn>(b"nvmlDeviceGetFieldValues\0").map_err(NvmlError::Load)?,
             )
         };
+        // SAFETY: the types are those nvml.h declares for these symbols
+        // (clock and temperature selectors are C enums, passed as int).
+        let queries = unsafe {
+            Queries {
+                utilization: lib.get::<UtilizationFn>(b"nvmlDeviceGetUtilizationRates\0").ok().map(|f| *f),
+                memory: lib.get::<MemoryFn>(b"nvmlDeviceGetMemoryInfo\0").ok().map(|f| *f),
+                clock: lib.get::<SelectUintFn>(b"nvmlDeviceGetClockInfo\0").ok().map(|f| *f),
+                power: lib.get::<UintFn>(b"nvmlDeviceGetPowerUsage\0").ok().map(|f| *f),
+                temperature: lib.get::<SelectUintFn>(b"nvmlDeviceGetTemperature\0").ok().map(|f| *f),
+            }
+        };
         // SAFETY: nvmlInit_v2 takes no arguments; calling it more than once
         // is allowed (NVML counts references).
         let rc = unsafe { init() };
         if rc != NVML_SUCCESS {
             return Err(NvmlError::Call("nvmlInit_v2", rc));
         }
-        Ok(Nvml { _lib: lib, by_uuid, field_values })
+        Ok(Nvml { _lib: lib, by_uuid, field_values, queries })
     }
 
     /// The device with this UUID (`GPU-xxxxxxxx-xxxx-...`).
@@ -151,6 +212,69 @@ impl Nvml {
         if rc == NVML_SUCCESS { Ok(values) } else { Err(NvmlError::Call("nvmlDeviceGetFieldValues", rc)) }
     }
 }
+
+impl Nvml {
+    /// `nvmlDeviceGetUtilizationRates`.
+    pub fn utilization(&self, device: Device) -> Result<Utilization, NvmlError> {
+        const NAME: &str = "nvmlDeviceGetUtilizationRates";
+        let f = self.queries.utilization.ok_or(NvmlError::Call(NAME, NVML_ERROR_NOT_SUPPORTED))?;
+        let mut u = Utilization::default();
+        // SAFETY: `u` is a writable nvmlUtilization_t.
+        check(NAME, unsafe { f(device.0, &mut u) }).map(|()| u)
+    }
+
+    /// `nvmlDeviceGetMemoryInfo`.
+    pub fn memory(&self, device: Device) -> Result<Memory, NvmlError> {
+        const NAME: &str = "nvmlDeviceGetMemoryInfo";
+        let f = self.queries.memory.ok_or(NvmlError::Call(NAME, NVML_ERROR_NOT_SUPPORTED))?;
+        let mut m = Memory::default();
+        // SAFETY: `m` is a writable nvmlMemory_t (the version 1 layout the
+        // unsuffixed symbol takes).
+        check(NAME, unsafe { f(device.0, &mut m) }).map(|()| m)
+    }
+
+    /// `nvmlDeviceGetClockInfo(NVML_CLOCK_SM)`: MHz.
+    pub fn sm_clock(&self, device: Device) -> Result<u32, NvmlError> {
+        const NAME: &str = "nvmlDeviceGetClockInfo";
+        let f = self.queries.clock.ok_or(NvmlError::Call(NAME, NVML_ERROR_NOT_SUPPORTED))?;
+        let mut v: c_uint = 0;
+        // SAFETY: a valid clock type and a writable unsigned int.
+        check(NAME, unsafe { f(device.0, NVML_CLOCK_SM, &mut v) }).map(|()| v)
+    }
+
+    /// `nvmlDeviceGetPowerUsage`: milliwatts.
+    pub fn power(&self, device: Device) -> Result<u32, NvmlError> {
+        const NAME: &str = "nvmlDeviceGetPowerUsage";
+        let f = self.queries.power.ok_or(NvmlError::Call(NAME, NVML_ERROR_NOT_SUPPORTED))?;
+        let mut v: c_uint = 0;
+        // SAFETY: a writable unsigned int.
+        check(NAME, unsafe { f(device.0, &mut v) }).map(|()| v)
+    }
+
+    /// `nvmlDeviceGetTemperature(NVML_TEMPERATURE_GPU)`: degrees Celsius.
+    pub fn temperature(&self, device: Device) -> Result<u32, NvmlError> {
+        const NAME: &str = "nvmlDeviceGetTemperature";
+        let f = self.queries.temperature.ok_or(NvmlError::Call(NAME, NVML_ERROR_NOT_SUPPORTED))?;
+        let mut v: c_uint = 0;
+        // SAFETY: a valid sensor type and a writable unsigned int.
+        check(NAME, unsafe { f(device.0, NVML_TEMPERATURE_GPU, &mut v) }).map(|()| v)
+    }
+}
+
+fn check(name: &'static str, rc: NvmlReturn) -> Result<(), NvmlError> {
+    if rc == NVML_SUCCESS { Ok(()) } else { Err(NvmlError::Call(name, rc)) }
+}
+
+impl NvmlError {
+    /// Whether the GPU (or the library) does not offer the query.
+    pub fn not_supported(&self) -> bool {
+        matches!(self, NvmlError::Call(_, NVML_ERROR_NOT_SUPPORTED))
+    }
+}
+
+/// The sizes nvml.h's structures have.
+const _: () = assert!(std::mem::size_of::<Utilization>() == 8);
+const _: () = assert!(std::mem::size_of::<Memory>() == 24);
 
 /// The size NVML's `nvmlFieldValue_t` has on 64-bit Linux.
 const _: () = assert!(std::mem::size_of::<FieldValue>() == 40);
