@@ -130,6 +130,29 @@ pub fn build(c: &mut Collected, name: &str) -> Table {
     }
 }
 
+/// A row of a statistics table: `first` (a time share, a name), then
+/// total, instances, mean, median, min, max and standard deviation of `s`,
+/// then `rest`; `estimated` is set when the median is an estimate.
+fn stat_row(
+    first: Option<Cell>,
+    s: &mut crate::durations::Stats,
+    estimated: &mut bool,
+    rest: impl IntoIterator<Item = Cell>,
+) -> Vec<Cell> {
+    let med = median_cell(s);
+    *estimated |= matches!(med, Cell::Estimate(..));
+    let stats = [
+        Cell::Int(s.total()),
+        Cell::Int(s.count().into()),
+        Cell::Float(s.mean(), 1),
+        med,
+        Cell::Int(s.min().into()),
+        Cell::Int(s.max().into()),
+        Cell::Float(s.stddev(), 1),
+    ];
+    first.into_iter().chain(stats).chain(rest).collect()
+}
+
 /// A median cell: exact, or marked as an estimate.
 fn median_cell(stats: &mut crate::durations::Stats) -> Cell {
     let m = stats.median();
@@ -162,23 +185,18 @@ fn time_table(c: &mut Collected, category: Category, name: &str, title: &str, la
             continue;
         }
         let pct = if grand == 0 { 0.0 } else { s.total() as f64 * 100.0 / grand as f64 };
-        let med = median_cell(s);
-        estimated |= matches!(med, Cell::Estimate(..));
         rows.push((
             s.total(),
-            vec![
-                Cell::Float(pct, 1),
-                Cell::Int(s.total()),
-                Cell::Int(s.count().into()),
-                Cell::Float(s.mean(), 1),
-                med,
-                Cell::Int(s.min().into()),
-                Cell::Int(s.max().into()),
-                Cell::Float(s.stddev(), 1),
-                // Kernel names run to thousands of characters (templates):
-                // base names in the terminal, whole in CSV and JSON.
-                if category == Category::Kernel { Cell::Name(n.name.clone()) } else { Cell::Text(n.name.clone()) },
-            ],
+            stat_row(
+                Some(Cell::Float(pct, 1)),
+                s,
+                &mut estimated,
+                [
+                    // Kernel names run to thousands of characters (templates):
+                    // base names in the terminal, whole in CSV and JSON.
+                    if category == Category::Kernel { Cell::Name(n.name.clone()) } else { Cell::Text(n.name.clone()) },
+                ],
+            ),
         ));
     }
     rows.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1[8].terminal_key().cmp(b.1[8].terminal_key())));
@@ -226,22 +244,14 @@ fn nvtx_table(c: &mut Collected) -> Table {
                 continue;
             }
             let pct = if grand == 0 { 0.0 } else { s.total() as f64 * 100.0 / grand as f64 };
-            let med = median_cell(s);
-            estimated |= matches!(med, Cell::Estimate(..));
             rows.push((
                 s.total(),
-                vec![
-                    Cell::Float(pct, 1),
-                    Cell::Int(s.total()),
-                    Cell::Int(s.count().into()),
-                    Cell::Float(s.mean(), 1),
-                    med,
-                    Cell::Int(s.min().into()),
-                    Cell::Int(s.max().into()),
-                    Cell::Float(s.stddev(), 1),
-                    Cell::Text(style.name().into()),
-                    Cell::Text(n.name.clone()),
-                ],
+                stat_row(
+                    Some(Cell::Float(pct, 1)),
+                    s,
+                    &mut estimated,
+                    [Cell::Text(style.name().into()), Cell::Text(n.name.clone())],
+                ),
             ));
         }
     }
@@ -284,23 +294,11 @@ fn nvtx_kern_table(c: &mut Collected) -> Table {
         if s.count() == 0 {
             continue;
         }
-        let med = median_cell(s);
-        estimated |= matches!(med, Cell::Estimate(..));
         let name = c.nvtx_kern.ranges[*range].clone();
         rows.push((
             name.clone(),
             s.total(),
-            vec![
-                Cell::Text(name),
-                Cell::Int(s.total()),
-                Cell::Int(s.count().into()),
-                Cell::Float(s.mean(), 1),
-                med,
-                Cell::Int(s.min().into()),
-                Cell::Int(s.max().into()),
-                Cell::Float(s.stddev(), 1),
-                Cell::Name(kernel.clone()),
-            ],
+            stat_row(Some(Cell::Text(name)), s, &mut estimated, [Cell::Name(kernel.clone())]),
         ));
     }
     rows.sort_by(|a, b| {
@@ -346,21 +344,7 @@ fn size_table(c: &mut Collected) -> Table {
         if s.count() == 0 {
             continue;
         }
-        let med = median_cell(s);
-        estimated |= matches!(med, Cell::Estimate(..));
-        rows.push((
-            s.total(),
-            vec![
-                Cell::Int(s.total()),
-                Cell::Int(s.count().into()),
-                Cell::Float(s.mean(), 1),
-                med,
-                Cell::Int(s.min().into()),
-                Cell::Int(s.max().into()),
-                Cell::Float(s.stddev(), 1),
-                Cell::Text(n.name.clone()),
-            ],
-        ));
+        rows.push((s.total(), stat_row(None, s, &mut estimated, [Cell::Text(n.name.clone())])));
     }
     rows.sort_by_key(|r| std::cmp::Reverse(r.0));
     t.rows = rows.into_iter().map(|(_, r)| r).collect();
