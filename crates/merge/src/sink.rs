@@ -160,9 +160,7 @@ impl Sink for EventWriter<'_> {
         _: usize,
         _: Work,
     ) -> Result<(), SinkError> {
-        if !attributes.is_empty() {
-            self.attributes(attributes).map_err(Box::new)?;
-        }
+        attach(self, attributes)?;
         EventWriter::enter(self, t, region).map_err(Box::new)
     }
 
@@ -175,9 +173,7 @@ impl Sink for EventWriter<'_> {
         _: usize,
         _: u64,
     ) -> Result<(), SinkError> {
-        if !attributes.is_empty() {
-            self.attributes(attributes).map_err(Box::new)?;
-        }
+        attach(self, attributes)?;
         EventWriter::leave(self, t, region).map_err(Box::new)
     }
 
@@ -200,6 +196,15 @@ impl Sink for EventWriter<'_> {
     }
 }
 
+/// Attaches `attributes` to the writer's next record.
+#[inline(always)]
+fn attach(w: &mut EventWriter<'_>, attributes: &[(AttributeRef, AttributeValue)]) -> Result<(), SinkError> {
+    if !attributes.is_empty() {
+        w.attributes(attributes).map_err(Box::new)?;
+    }
+    Ok(())
+}
+
 /// Writes a message sent (`send`) or received, with its attributes; one
 /// whose communicator the archive does not know is not written.
 #[inline(always)]
@@ -211,9 +216,7 @@ fn write_message(
     send: bool,
 ) -> Result<(), SinkError> {
     let Some(comm) = m.comm else { return Ok(()) };
-    if !attributes.is_empty() {
-        w.attributes(attributes).map_err(Box::new)?;
-    }
+    attach(w, attributes)?;
     match (send, m.request) {
         (true, Some(q)) => w.mpi_isend(t, m.peer, comm, m.tag, m.bytes, q),
         (true, None) => w.mpi_send(t, m.peer, comm, m.tag, m.bytes),

@@ -100,18 +100,6 @@ fn gpu_metric_samples(captures: &[Capture]) -> MetricSamples {
     MetricSamples { device: spans[0].device, rounds }
 }
 
-/// Runs the GPU tests' checker on `results`; every check must pass.
-fn check_archives(results: &Path) -> String {
-    let out = Command::new("/usr/bin/python3")
-        .arg(workspace().join("tests/gpu/check_archives.py"))
-        .arg(results)
-        .output()
-        .unwrap();
-    let report = text(&out.stdout);
-    assert!(out.status.success(), "{report}{}", text(&out.stderr));
-    report
-}
-
 #[test]
 fn captured_records_decode_to_what_the_program_did() {
     let (captures, expected) = fixture("cuda_basic");

@@ -304,19 +304,6 @@ fn merge_gpu_fixture(fixture: &str, exp: &str) -> PathBuf {
     results
 }
 
-/// tests/gpu/check_archives.py on `results`: every check passes; returns
-/// its report.
-fn gpu_checks(results: &Path) -> String {
-    let out = Command::new("/usr/bin/python3")
-        .arg(workspace().join("tests/gpu/check_archives.py"))
-        .arg(results)
-        .output()
-        .unwrap();
-    let report = text(&out.stdout);
-    assert!(out.status.success() && !report.contains("FAIL"), "{report}{}", text(&out.stderr));
-    report
-}
-
 /// `gputrace stats --report nvtx_kern_sum --format csv`: kernel instances
 /// per range.
 fn kernels_per_range_csv(dir: &Path) -> BTreeMap<String, u64> {
@@ -362,7 +349,7 @@ fn check_nvtx_kern_sum(dir: &Path) -> Value {
 #[test]
 fn gpu_fixture_cuda_kernels_sum_under_the_ranges_that_launched_them() {
     let results = merge_gpu_fixture("nvtx_cuda", "nvtx");
-    let report = gpu_checks(&results);
+    let report = check_archives(&results);
     for line in [
         "ok   nvtx: range step: 6 vs 6",
         "ok   nvtx: range async copy: 1 vs 1",
@@ -391,7 +378,7 @@ fn gpu_fixture_cuda_kernels_sum_under_the_ranges_that_launched_them() {
 #[test]
 fn gpu_fixture_pytorch_kernels_sum_under_their_ranges() {
     let results = merge_gpu_fixture("torch_nvtx", "torch_nvtx");
-    let report = gpu_checks(&results);
+    let report = check_archives(&results);
     for line in [
         "ok   torch_nvtx: range train step: 5 vs 5",
         "ok   torch_nvtx: range forward: 5 vs 5",

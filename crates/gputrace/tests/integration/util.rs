@@ -341,3 +341,16 @@ pub fn seen(anchor: &Path) -> Seen {
     counts.sort();
     Seen { sends: messages(&f, "sends"), recvs: messages(&f, "recvs"), counts }
 }
+
+/// tests/gpu/check_archives.py (the GPU tests' checker) on `results`: every
+/// check must pass; returns its report.
+pub fn check_archives(results: &Path) -> String {
+    let out = Command::new("/usr/bin/python3")
+        .arg(workspace().join("tests/gpu/check_archives.py"))
+        .arg(results)
+        .output()
+        .unwrap();
+    let report = text(&out.stdout);
+    assert!(out.status.success() && !report.contains("FAIL"), "{report}{}", text(&out.stderr));
+    report
+}
