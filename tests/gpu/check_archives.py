@@ -164,6 +164,13 @@ def check_gpu_metrics(f, label):
         check(f"{label}: {loc}: samples increasing in time",
               all(all(a < b for a, b in zip(t, t[1:])) for t in times.values()),
               {n: len(t) for n, t in times.items()})
+        # Sampling starts with the context, while the GPU works (not at
+        # the first CUPTI buffer, which a short program hands over at exit).
+        first = min((t[0] for t in times.values() if t), default=None)
+        work = [k["end"] for k in f["kernels"]] + [c["end"] for c in f["copies"]]
+        check(f"{label}: {loc}: first sample before the GPU work ended, several samples",
+              first is not None and work and first < max(work) and min(len(t) for t in times.values()) >= 2,
+              (first, max(work) if work else None, {n: len(t) for n, t in times.items()}))
 
 
 def check_launch_nesting(f, kernels, label):
@@ -281,8 +288,10 @@ def main(results):
         check_launch_nesting(f, kernels, "basic")
         check_gpu_metrics(f, "basic")
         names = {a["name"] for a in f["api"]}
-        check("basic: runtime and driver API recorded", "cudaLaunchKernel" in names and any(
-            n.startswith("cu") and not n.startswith("cuda") for n in names))
+        # The default records the runtime API, not the driver calls it makes.
+        check("basic: runtime API recorded, driver API not (the default)", "cudaLaunchKernel" in names and not any(
+            n.startswith("cu") and not n.startswith("cuda") for n in names),
+            sorted(n for n in names if n.startswith("cu") and not n.startswith("cuda"))[:5])
         check("basic: synchronization regions recorded", any(n.startswith("[CUDA sync") for n in names))
         lines = gputrace_lines(os.path.join(results, "basic.err"))
         if lines is not None:

@@ -87,6 +87,7 @@ pub struct Config {
     pub nccl_enable: EnabledSet<NcclLevel>,
     pub nvtx_enable: bool,
     pub verbose: bool,
+    pub keep_raw: bool,
     /// Developer setting `GPUTRACE_CUDA_CAPTURE`.
     pub cuda_capture: Option<PathBuf>,
     /// Developer setting `GPUTRACE_NCCL_CAPTURE`.
@@ -153,6 +154,7 @@ impl Config {
             nccl_enable: get(NcclLevel::VARIABLE).set(),
             nvtx_enable: get("GPUTRACE_NVTX_ENABLE").bool(),
             verbose: get("GPUTRACE_VERBOSE").bool(),
+            keep_raw: get("GPUTRACE_KEEP_RAW").bool(),
             cuda_capture: get("GPUTRACE_CUDA_CAPTURE").path(),
             nccl_capture: get("GPUTRACE_NCCL_CAPTURE").path(),
         };
@@ -531,9 +533,11 @@ mod tests {
             allowed::<CudaSource>(),
             "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink,default,yes,all,no,none"
         );
-        for all in ["default", "yes", "all"] {
-            assert_eq!(names::<CudaSource>(all), "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink");
+        for default in ["default", "yes"] {
+            assert_eq!(names::<CudaSource>(default), "runtime,kernel,memcpy,memset,peer,sync,nvlink");
         }
+        assert_eq!(names::<CudaSource>("all"), "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink");
+        assert_eq!(names::<CudaSource>("default,driver"), "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink");
         assert_eq!(allowed::<NcclLevel>(), "group,coll,p2p,proxy,kernel,default,yes,all,no,none");
         assert_eq!(names::<NcclLevel>("default"), "group,coll,p2p");
         assert_eq!(names::<NcclLevel>("YES"), "group,coll,p2p");

@@ -81,9 +81,11 @@ crate::set_members! {
         Nvlink = "nvlink": "NVLink topology, and NVLink traffic per GPU sampled from NVML",
     }
     aliases {
-        "default": "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink" => CudaSource::ALL,
-        "yes": "the same as default" => CudaSource::ALL,
-        "all": "the same as default" => CudaSource::ALL,
+        "default": "runtime,kernel,memcpy,memset,peer,sync,nvlink (Score-P's and nsys's choice: the runtime API, \
+                     not the driver calls the runtime makes)"
+            => &[Runtime, Kernel, Memcpy, Memset, Peer, Sync, Nvlink],
+        "yes": "the same as default" => &[Runtime, Kernel, Memcpy, Memset, Peer, Sync, Nvlink],
+        "all": "every member" => CudaSource::ALL,
         "no": "no CUDA recording: the agent is not loaded" => &[],
         "none": "the same as no" => &[],
     }
@@ -243,6 +245,18 @@ pub const VARS: &[Var] = &[
                the calling thread, start/end ranges regions on `NVTX ranges` lanes, marks \
                zero-length regions (docs/nvtx.md). `no` does not inject the library: NVTX calls \
                stay the empty calls they are without a tool.",
+    },
+    Var {
+        name: "GPUTRACE_KEEP_RAW",
+        ty: VarType::Bool,
+        default: "false",
+        flag: "--keep-raw",
+        brief: "Keep the raw streams (raw/) after the archive is written.",
+        help: "After a run, once the merge has read every raw stream to its end and written the \
+               archive without a warning, gputrace removes raw/ (as Score-P keeps only its traces \
+               and nsys its report): the archive holds everything they held. Set this to keep them, \
+               for `gputrace merge DIR` to merge them again. After a merge that warned, failed or \
+               met a process still writing, raw/ is always kept.",
     },
     Var {
         name: "GPUTRACE_VERBOSE",

@@ -87,6 +87,11 @@ pub struct Cli {
     #[arg(long)]
     pub no_nvtx: bool,
 
+    /// Keep the raw streams (raw/) after the archive is written, for
+    /// `gputrace merge DIR` (GPUTRACE_KEEP_RAW=true).
+    #[arg(long)]
+    pub keep_raw: bool,
+
     /// Print gputrace's own diagnostics (GPUTRACE_VERBOSE=true).
     #[arg(short, long)]
     pub verbose: bool,
@@ -144,12 +149,17 @@ pub enum Command {
         input: PathBuf,
     },
     /// Draw an archive as a PNG (-o FILE): a timeline with a lane per
-    /// thread and stream, or with --matrix a heatmap of the MPI (rank x
-    /// rank) or GPU (GPU x GPU) communication matrix.
+    /// thread and stream, with --matrix a heatmap of the MPI (rank x
+    /// rank) or GPU (GPU x GPU) communication matrix, with --metrics the
+    /// GPU metrics over time (utilization, memory, clock, power,
+    /// temperature), a line per GPU.
     Plot {
         /// A communication heatmap instead of the timeline.
-        #[arg(long, value_enum, value_name = "WHICH")]
+        #[arg(long, value_enum, value_name = "WHICH", conflicts_with = "metrics")]
         matrix: Option<Matrix>,
+        /// Line plots of the GPU metrics over time instead of the timeline.
+        #[arg(long)]
+        metrics: bool,
         /// Image width in pixels.
         #[arg(long, default_value_t = 1600)]
         width: u32,
@@ -174,6 +184,13 @@ pub enum Command {
         /// What gputrace knows was not traced: `CUDA:why` (repeatable).
         #[arg(long, value_name = "PART:WHY")]
         not_traced: Vec<String>,
+        /// When the traced program ended (CLOCK_MONOTONIC ns), for the
+        /// time from its end to the archive.
+        #[arg(long)]
+        program_ended: Option<u64>,
+        /// Remove raw/ after a merge without warnings.
+        #[arg(long)]
+        remove_raw: bool,
     },
     /// The program to trace, with its arguments (a launcher such as mpirun,
     /// mpiexec, srun or torchrun, or a plain program).
@@ -276,6 +293,7 @@ impl Cli {
             ("GPUTRACE_CUPTI_LIB", text(&self.cupti_lib)),
             ("GPUTRACE_NCCL_ENABLE", text(&self.nccl)),
             ("GPUTRACE_NVTX_ENABLE", switch(self.no_nvtx, "false")),
+            ("GPUTRACE_KEEP_RAW", switch(self.keep_raw, "true")),
             ("GPUTRACE_VERBOSE", switch(self.verbose, "true")),
             ("GPUTRACE_CUDA_CAPTURE", text(&self.cuda_capture)),
             ("GPUTRACE_NCCL_CAPTURE", text(&self.nccl_capture)),

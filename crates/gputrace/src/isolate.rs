@@ -37,6 +37,25 @@ use crate::experiment::{ARCHIVE_NAME, Experiment};
 /// The hidden subcommand that runs the worker.
 pub const WORKER_COMMAND: &str = "__merge-worker";
 
+/// What the merge after a run does besides merging.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AfterRun {
+    /// When the program ended (CLOCK_MONOTONIC ns, as gputrace saw its
+    /// launcher exit): the summary's time "after the program ended" runs
+    /// from here to the archive.
+    pub program_ended: Option<u64>,
+    /// Remove raw/ once the archive is verified (GPUTRACE_KEEP_RAW unset).
+    pub remove_raw: bool,
+}
+
+/// CLOCK_MONOTONIC in ns, the clock of the raw streams.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid, writable timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 /// Worker exit statuses beyond 0 (merged) and 1 (another error).
 mod status {
     pub const USAGE: i32 = 2;
@@ -86,9 +105,10 @@ pub fn merge(
     config: &Config,
     force: bool,
     not_traced: &[merge::NotTraced],
+    after_run: AfterRun,
 ) -> Result<()> {
     let archive_existed = archive_exists(&experiment.dir);
-    let (status, reason, junk) = run_worker(experiment, settings, force, not_traced)?;
+    let (status, reason, junk) = run_worker(experiment, settings, force, not_traced, after_run)?;
     let status = status.map_err(|e| anyhow!("waiting for the merge: {e}"))?;
     if status.success() {
         return Ok(());
@@ -154,6 +174,7 @@ fn run_worker(
     settings: &[(String, String)],
     force: bool,
     not_traced: &[merge::NotTraced],
+    after_run: AfterRun,
 ) -> Result<(std::io::Result<std::process::ExitStatus>, String, Vec<u8>)> {
     // A copy of our stderr for the worker's lines, inherited across exec
     // (no close-on-exec) and closed here once the worker runs.
@@ -167,6 +188,12 @@ fn run_worker(
     }
     for n in not_traced {
         cmd.arg("--not-traced").arg(format!("{}:{}", n.what.name(), n.why));
+    }
+    if let Some(t) = after_run.program_ended {
+        cmd.arg("--program-ended").arg(t.to_string());
+    }
+    if after_run.remove_raw {
+        cmd.arg("--remove-raw");
     }
     cmd.arg("--").arg(&experiment.dir);
     for (k, v) in settings {
@@ -208,7 +235,7 @@ fn run_worker(
 /// `gputrace __merge-worker DIR`: the merge and its summary, in the
 /// worker. Returns the worker's exit status; a failure is also one line on
 /// stdout for the parent.
-pub fn worker(dir: &Path, force: bool, messages_fd: i32, not_traced: &[String]) -> i32 {
+pub fn worker(dir: &Path, force: bool, messages_fd: i32, not_traced: &[String], after_run: AfterRun) -> i32 {
     crate::say::set_fd(messages_fd);
     let settings = crate::cli::env_settings();
     let fail = |e: &anyhow::Error, status: i32| {
@@ -231,9 +258,22 @@ pub fn worker(dir: &Path, force: bool, messages_fd: i32, not_traced: &[String]) 
     let not_traced: Vec<merge::NotTraced> = not_traced.iter().filter_map(|a| parse_not_traced(a)).collect();
     let options =
         merge::Options { raw_dir: &raw_dir, archive: config.enable_tracing.then_some(target), not_traced: &not_traced };
-    match merge::merge(&options, &crate::progress::Shown::default()) {
-        Ok(summary) => {
+    let observer = crate::progress::Shown::default();
+    match merge::merge(&options, &observer) {
+        Ok(mut summary) => {
+            if let Some(ended) = after_run.program_ended {
+                summary.exit_to_archive = Some(monotonic_ns().saturating_sub(ended));
+            }
             crate::trace::report(&experiment, &summary, &config);
+            // Verified: every stream read to its end, the archive written,
+            // nothing warned about. Anything less keeps raw/ for a look.
+            let verified = summary.archive.is_some() && !observer.warned() && summary.dropped == 0;
+            if after_run.remove_raw
+                && verified
+                && let Err(e) = std::fs::remove_dir_all(&raw_dir)
+            {
+                say!("[gputrace] warning: cannot remove {}: {e}", raw_dir.display());
+            }
             0
         }
         Err(e @ merge::Error::NothingRecorded { .. }) => fail(&e.into(), status::NOTHING_RECORDED),

@@ -99,8 +99,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             trace::merge_again(&dir, &settings, &config, force)?;
             Ok(0)
         }
-        Some(Command::MergeWorker { dir, force, messages_fd, not_traced }) => {
-            Ok(isolate::worker(&dir, force, messages_fd, &not_traced))
+        Some(Command::MergeWorker { dir, force, messages_fd, not_traced, program_ended, remove_raw }) => {
+            let after_run = isolate::AfterRun { program_ended, remove_raw };
+            Ok(isolate::worker(&dir, force, messages_fd, &not_traced, after_run))
         }
         Some(Command::Stats { input, short: true, .. }) => {
             let anchor = report::anchor_of(&input)?;
@@ -145,9 +146,10 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             }
             Ok(0)
         }
-        Some(Command::Plot { matrix, width, input }) => {
+        Some(Command::Plot { matrix, metrics, width, input }) => {
             let output = required_output(cli.output.as_deref(), "plot")?;
             match matrix {
+                None if metrics => report::plot::metrics(&input, output, width)?,
                 None => report::plot::timeline(&input, output, width)?,
                 Some(which) => report::plot::heatmap(&input, output, which.name())?,
             }

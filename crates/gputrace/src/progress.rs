@@ -69,10 +69,19 @@ fn draw_target() -> ProgressDrawTarget {
 #[derive(Default)]
 pub struct Shown {
     bar: OnceCell<Progress>,
+    warned: std::cell::Cell<bool>,
+}
+
+impl Shown {
+    /// Whether the merge warned about anything.
+    pub fn warned(&self) -> bool {
+        self.warned.get()
+    }
 }
 
 impl merge::Observer for Shown {
     fn warning(&self, text: &str) {
+        self.warned.set(true);
         say!("[gputrace] warning: {text}");
     }
 

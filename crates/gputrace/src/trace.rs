@@ -100,6 +100,7 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
         // Nothing ran: leave no empty experiment directory behind.
         let _ = std::fs::remove_dir_all(&experiment.dir);
     })?;
+    let program_ended = isolate::monotonic_ns();
 
     // A rank may outlive its launcher (mpirun stopped by a signal gives up
     // on its ranks; a rank still writes out its buffers after one): wait
@@ -112,7 +113,9 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
 
     // Whatever the merge meets (a full disk, a crash in libotf2), the
     // program's exit code is ours: the merge only adds one line.
-    match isolate::merge(&experiment, settings, &config, false, &not_traced) {
+    let after_run =
+        isolate::AfterRun { program_ended: Some(program_ended), remove_raw: !config.keep_raw && alive.is_empty() };
+    match isolate::merge(&experiment, settings, &config, false, &not_traced, after_run) {
         Ok(()) => {}
         Err(e) if matches!(e.downcast_ref(), Some(isolate::Refused::NothingRecorded(_))) => {
             say!("[gputrace] warning: {e}");
@@ -142,7 +145,7 @@ pub fn merge_again(dir: &Path, settings: &[(String, String)], config: &Config, f
     if !alive.is_empty() {
         say!("[gputrace] warning: {}", merge::writers::describe(&alive));
     }
-    isolate::merge(&experiment, settings, config, force, &[])
+    isolate::merge(&experiment, settings, config, force, &[], isolate::AfterRun::default())
 }
 
 /// The summary after a merge: the totals, then `gputrace stats`'s short

@@ -41,6 +41,10 @@ struct Pass<'a, S: Sink> {
     pending: Vec<(AttributeRef, AttributeValue)>,
     attributes: &'a mut HashMap<(String, bool), AttributeRef>,
     repairs: Repairs,
+    /// The repeating attributes (launch configuration, memory kinds) last
+    /// written for each region of this location: written again only when
+    /// they change (docs/otf2-mapping.md, "Attributes written once").
+    repeating: HashMap<RegionRef, Vec<(AttributeRef, AttributeValue)>>,
 }
 
 /// What the pass of one location met and repaired.
@@ -91,6 +95,7 @@ pub fn location_events(cx: Context<'_>, loc: &LocationPlan, sink: impl Sink) -> 
         pending: Vec::new(),
         attributes: cx.attributes,
         repairs: Repairs::default(),
+        repeating: HashMap::new(),
     };
     let mut last = 0u64;
     let mut count = 0u64;
@@ -253,16 +258,21 @@ impl<S: Sink> Pass<'_, S> {
                 self.enter(t, stream, region, Work::Call, &attrs)?;
             }
             Event::KernelBegin { region, correlation, config } => {
-                let attrs = self.cuda().map(|a| kernel_attributes(&a, correlation, &config)).unwrap_or_default();
+                let attrs = match self.cuda() {
+                    Some(a) => self.unless_repeated(stream, region, vec![(a.correlation, correlation.into())], || {
+                        launch_configuration(&a, &config)
+                    }),
+                    None => Vec::new(),
+                };
                 self.enter(t, stream, region, Work::Kernel, &attrs)?;
             }
             Event::MemsetBegin { region, correlation, bytes, memory } => {
                 let attrs = match self.cuda() {
-                    Some(a) => vec![
-                        (a.correlation, correlation.into()),
-                        (a.bytes, bytes.into()),
-                        (a.memory, self.string(memory.name())),
-                    ],
+                    Some(a) => {
+                        let memory = self.string(memory.name());
+                        let always = vec![(a.correlation, correlation.into()), (a.bytes, bytes.into())];
+                        self.unless_repeated(stream, region, always, || vec![(a.memory, memory)])
+                    }
                     None => Vec::new(),
                 };
                 self.enter(t, stream, region, Work::Memset { bytes }, &attrs)?;
@@ -317,6 +327,36 @@ impl<S: Sink> Pass<'_, S> {
         }
     }
 
+    /// `always` followed by the attributes `repeating` gives, unless the
+    /// last event of the same region on this location had the same: a
+    /// launch configuration or memory kind that repeats is written once
+    /// (a reader carries an attribute an event lacks over from the
+    /// region's previous event on the location).
+    fn unless_repeated(
+        &mut self,
+        stream: usize,
+        id: u32,
+        mut always: Vec<(AttributeRef, AttributeValue)>,
+        repeating: impl FnOnce() -> Vec<(AttributeRef, AttributeValue)>,
+    ) -> Vec<(AttributeRef, AttributeValue)> {
+        let Some((region, _)) = self.region(stream, id) else {
+            return always;
+        };
+        let now = repeating();
+        match self.repeating.get_mut(&region) {
+            Some(last) if *last == now => {}
+            Some(last) => {
+                always.extend_from_slice(&now);
+                *last = now;
+            }
+            None => {
+                always.extend_from_slice(&now);
+                self.repeating.insert(region, now);
+            }
+        }
+        always
+    }
+
     fn device_name(&self, ordinal: u32) -> String {
         match self.plan.devices.get(&ordinal) {
             Some(&d) => self.layout.device_names[d].clone(),
@@ -327,19 +367,19 @@ impl<S: Sink> Pass<'_, S> {
     fn copy_begin(&mut self, t: u64, stream: usize, k: &raw::MemCopy) -> Step {
         let attrs = match self.cuda() {
             Some(a) => {
-                let mut v = vec![
+                let mut always = vec![
                     (a.correlation, k.correlation.into()),
                     (a.bytes, k.bytes.into()),
                     (a.copy_kind, self.string(k.kind.short_name())),
-                    (a.src_memory, self.string(k.src.name())),
-                    (a.dst_memory, self.string(k.dst.name())),
                 ];
                 if let Some(p) = k.peer {
                     let (src, dst) = (self.device_name(p.src_device), self.device_name(p.dst_device));
-                    v.push((a.src_device, self.string(&src)));
-                    v.push((a.dst_device, self.string(&dst)));
+                    always.push((a.src_device, self.string(&src)));
+                    always.push((a.dst_device, self.string(&dst)));
                 }
-                v
+                let memories =
+                    vec![(a.src_memory, self.string(k.src.name())), (a.dst_memory, self.string(k.dst.name()))];
+                self.unless_repeated(stream, k.region, always, || memories)
             }
             None => Vec::new(),
         };
@@ -372,8 +412,8 @@ impl<S: Sink> Pass<'_, S> {
     }
 }
 
-fn kernel_attributes(a: &CudaAttributes, correlation: u32, k: &KernelConfig) -> Vec<(AttributeRef, AttributeValue)> {
-    let mut v = vec![(a.correlation, correlation.into())];
+fn launch_configuration(a: &CudaAttributes, k: &KernelConfig) -> Vec<(AttributeRef, AttributeValue)> {
+    let mut v = Vec::with_capacity(9);
     for i in 0..3 {
         v.push((a.grid[i], k.grid[i].into()));
         v.push((a.block[i], k.block[i].into()));

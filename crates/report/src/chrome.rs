@@ -314,12 +314,14 @@ pub fn write<W: Write>(reader: &mut otf2::reader::TraceReader, out: &mut W) -> R
         gpu_work: HashMap::new(),
         messages: HashMap::new(),
         my_rank: HashMap::new(),
+        carried: HashMap::new(),
         summary: ExportSummary::default(),
     };
     for loc in order {
         let Some(&track) = tracks.get(&loc) else { continue };
         pass.track = track;
         pass.my_rank.clear();
+        pass.carried.clear();
         let result = reader.read_location(loc, &mut pass);
         pass.events.check()?;
         result.map_err(|e| super::read_error(reader, loc, e))?;
@@ -354,6 +356,10 @@ struct Pass<'a, W> {
     messages: HashMap<(CommRef, u32, u32, u32), (u64, u64)>,
     /// This location's own rank in each communicator.
     my_rank: HashMap<CommRef, Option<u32>>,
+    /// The attributes of each region's last Enter on this location: an
+    /// attribute an Enter lacks has the value it had there (the merge
+    /// writes a repeating launch configuration or memory kind once).
+    carried: HashMap<RegionRef, Vec<(AttributeRef, AttributeValue)>>,
     summary: ExportSummary,
 }
 
@@ -424,7 +430,16 @@ impl<W: Write> Pass<'_, W> {
 
 impl<W: Write> EventVisitor for Pass<'_, W> {
     fn enter(&mut self, ev: &EventContext<'_>, region: RegionRef) {
-        let attributes = ev.attributes.iter().collect();
+        let mut attributes: Vec<(AttributeRef, AttributeValue)> = ev.attributes.iter().collect();
+        if self.track.kind == LocationKind::GpuStream {
+            let last = self.carried.entry(region).or_default();
+            for &(a, v) in last.iter() {
+                if !attributes.iter().any(|(b, _)| *b == a) {
+                    attributes.push((a, v));
+                }
+            }
+            last.clone_from(&attributes);
+        }
         if let Some(corr) = self.correlation(ev) {
             let key = (self.track.process, corr >> 16);
             let (word, bit) = ((corr & 0xffff) as usize / 64, corr % 64);

@@ -56,8 +56,11 @@ fn damaged_raw_streams_are_salvaged_with_a_warning() {
     let (mpicc, mpirun, _) = openmpi();
     let exe = compile(mpicc, "p2p.c");
     let dir = fresh_dir("salvage");
-    let out =
-        trace(&dir, &[mpirun, "-np", "2", exe.to_str().unwrap(), "-n", "300"], &[("GPUTRACE_TOTAL_MEMORY", "64k")]);
+    let out = trace(
+        &dir,
+        &[mpirun, "-np", "2", exe.to_str().unwrap(), "-n", "300"],
+        &[("GPUTRACE_TOTAL_MEMORY", "64k"), KEEP_RAW],
+    );
     assert!(out.status.success(), "{}", text(&out.stderr));
     let before = facts(&dir.join("traces.otf2"));
     let total = |f: &serde_json::Value| -> i64 {
@@ -147,12 +150,13 @@ fn a_full_disk_is_one_warning_and_the_program_runs_on() {
     }
 }
 
-/// A small traced run of p2p (2 ranks) in a fresh directory.
+/// A small traced run of p2p (2 ranks) in a fresh directory, its raw
+/// streams kept.
 fn small_run(name: &str) -> std::path::PathBuf {
     let (mpicc, mpirun, _) = openmpi();
     let exe = compile(mpicc, "p2p.c");
     let dir = fresh_dir(name);
-    let out = trace(&dir, &[mpirun, "-np", "2", exe.to_str().unwrap(), "-n", "200"], &[]);
+    let out = trace(&dir, &[mpirun, "-np", "2", exe.to_str().unwrap(), "-n", "200"], &[KEEP_RAW]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     dir
 }
@@ -287,7 +291,8 @@ fn a_broken_stderr_never_costs_the_programs_exit_code() {
         // the archive written all the same.
         let dir = fresh_dir("stderr-mpi");
         let mut cmd = Command::new(gputrace());
-        cmd.arg("-o").arg(&dir).args([mpirun, "-np", "2", exit3.to_str().unwrap(), "-n", "10"]).stderr(stderr());
+        cmd.arg("-o").arg(&dir).arg("--keep-raw");
+        cmd.args([mpirun, "-np", "2", exit3.to_str().unwrap(), "-n", "10"]).stderr(stderr());
         let out = run(&mut cmd);
         assert_eq!(out.status.code(), Some(3), "{what}");
         assert!(text(&out.stdout).contains("exit3: 10 messages"), "{what}");
@@ -400,4 +405,34 @@ fn a_directory_that_cannot_be_used_is_exit_2_everywhere() {
     }
     // The archive that a merge without --force refused is still there.
     facts(&run_dir.join("traces.otf2"));
+}
+
+/// After a run, raw/ goes once the merge read every stream and wrote the
+/// archive without a warning; `--keep-raw` keeps it, and `gputrace merge`
+/// of a kept directory never removes it; a merge that fails keeps it.
+#[test]
+fn raw_streams_go_after_a_verified_merge_unless_kept() {
+    let (mpicc, mpirun, _) = openmpi();
+    let exe = compile(mpicc, "p2p.c");
+    let args = [mpirun, "-np", "2", exe.to_str().unwrap(), "-n", "50"];
+    let dir = fresh_dir("raw-removed");
+    let out = trace(&dir, &args, &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(!dir.join("raw").exists(), "raw/ removed after a clean merge");
+    let removed = facts(&dir.join("traces.otf2"));
+    let sends = |f: &serde_json::Value| f["sends"].as_array().map_or(0, Vec::len);
+    assert!(sends(&removed) > 0, "{removed}");
+    let again = merge(&dir, true);
+    assert_eq!(again.status.code(), Some(2), "{}", text(&again.stderr));
+    assert!(text(&again.stderr).contains("is not an experiment directory (it has no raw/)"), "{}", text(&again.stderr));
+
+    let kept = fresh_dir("raw-kept");
+    let mut cmd = Command::new(gputrace());
+    let out = run(cmd.arg("-o").arg(&kept).arg("--keep-raw").args(args));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(std::fs::read_dir(kept.join("raw")).unwrap().count(), 2, "two ranks' streams kept");
+    assert_eq!(sends(&facts(&kept.join("traces.otf2"))), sends(&removed), "the same messages either way");
+    let out = merge(&kept, true);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(kept.join("raw").is_dir(), "gputrace merge keeps raw/");
 }

@@ -349,7 +349,7 @@ fn kernel_tables_show_base_names_and_export_full_names() {
 /// GPU metrics written by the agent's code merge into OTF2 metrics on a
 /// `GPU d metrics` location that the Python reader reads with their
 /// names, units and values; an unsupported metric is not defined; and
-/// `gputrace stats` sums them per GPU.
+/// `gputrace stats` sums them per GPU; `gputrace plot --metrics` draws them.
 #[test]
 fn gpu_metrics_merge_into_otf2_metrics_and_the_stats_report() {
     let results = fresh_dir("cuda-gpu-metrics");
@@ -421,4 +421,16 @@ print(json.dumps(out))
     let out = run(Command::new(gputrace()).arg("stats").arg(&anchor));
     let table = text(&out.stdout);
     assert!(table.contains("GPU Metrics Summary") && table.contains("GPU power"), "{table}");
+    // The line plot: a panel per metric (5: temperature is undefined),
+    // the GPU's line in the first colour.
+    let png = anchor.with_file_name("metrics.png");
+    let out = run(Command::new(gputrace()).args(["plot", "--metrics", "-o"]).arg(&png).arg(&anchor));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let mut reader =
+        png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&png).unwrap())).read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    assert_eq!((info.width, info.height), (1600, 40 + 220 * 5));
+    let line = buf[..info.buffer_size()].chunks(3).filter(|c| c == &[31, 119, 180]).count();
+    assert!(line > 1000, "{line} pixels of the GPU's line");
 }

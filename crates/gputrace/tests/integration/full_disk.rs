@@ -16,7 +16,7 @@ fn reference() -> (std::path::PathBuf, u64) {
     let (mpicc, mpirun, _) = openmpi();
     let exe = compile(mpicc, "exit3.c");
     let dir = fresh_dir("fullref");
-    let out = trace(&dir, &[mpirun, "-np", "2", exe.to_str().unwrap(), "-n", ITERATIONS], &[]);
+    let out = trace(&dir, &[mpirun, "-np", "2", exe.to_str().unwrap(), "-n", ITERATIONS], &[KEEP_RAW]);
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
     let archive = tree_size(&dir.join("traces")) + tree_size(&dir.join("traces.def"));
     assert!(archive > 2 << 20, "the archive must be larger than OTF2's buffers: {archive}");

@@ -103,6 +103,10 @@ pub fn run(cmd: &mut Command) -> Output {
     cmd.output().unwrap()
 }
 
+/// For runs whose raw streams a test reads or merges again (gputrace
+/// removes them after a verified merge).
+pub const KEEP_RAW: (&str, &str) = ("GPUTRACE_KEEP_RAW", "true");
+
 /// `gputrace -o dir <args>`.
 pub fn trace(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = Command::new(gputrace());

@@ -170,7 +170,25 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
         capture,
         captured: AtomicUsize::new(0),
     };
+    let sampling = agent.nvml_intervals().any();
     let _ = AGENT.set(agent);
+    if sampling && let Some(agent) = AGENT.get() {
+        // GPU metrics from the context's creation on, not from the first
+        // buffer CUPTI hands back (at exit, for a short program): the
+        // callback has the device records flushed out early.
+        // SAFETY: `handle` is the subscriber made above.
+        let rc = unsafe {
+            (agent.cupti.enable_callback)(
+                1,
+                handle,
+                sys::CUPTI_CB_DOMAIN_RESOURCE,
+                sys::CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
+            )
+        };
+        if rc != sys::CUPTI_SUCCESS {
+            tracing::debug!(result = %describe(&agent.cupti, rc), "no context callback: metrics start later");
+        }
+    }
     // SAFETY: `at_exit` is an extern "C" fn without arguments that never
     // unwinds.
     unsafe { libc::atexit(at_exit) };
@@ -204,7 +222,38 @@ extern "C" fn monotonic_ns() -> u64 {
 
 /// CUPTI's callback API is subscribed to only to hold CUPTI (and to learn
 /// when another profiler holds it already); no callback is enabled.
-unsafe extern "C" fn on_callback(_: *mut c_void, _: sys::CUpti_CallbackDomain, _: u32, _: *const c_void) {}
+unsafe extern "C" fn on_callback(_: *mut c_void, domain: sys::CUpti_CallbackDomain, cbid: u32, _: *const c_void) {
+    if domain == sys::CUPTI_CB_DOMAIN_RESOURCE && cbid == sys::CUPTI_CBID_RESOURCE_CONTEXT_CREATED {
+        guarded(|_| early_flush());
+    }
+}
+
+/// Asks the flusher thread (started at the first call) to have CUPTI hand
+/// back what it holds — the new context's device records among it — so
+/// that GPU metrics are sampled from the context's creation on. The flush
+/// runs on that thread, not inside CUPTI's callback, which must not call
+/// back into CUPTI's buffer handling.
+fn early_flush() {
+    static FLUSHER: OnceLock<Option<std::sync::mpsc::SyncSender<()>>> = OnceLock::new();
+    let sender = FLUSHER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
+        let spawned = std::thread::Builder::new().name("gputrace-flush".into()).spawn(move || {
+            while rx.recv().is_ok() {
+                // Let the context's creation finish first.
+                std::thread::sleep(std::time::Duration::from_millis(2));
+                if let Some(agent) = AGENT.get() {
+                    // SAFETY: a plain (unforced) flush, outside any CUPTI callback.
+                    unsafe { (agent.cupti.activity_flush_all)(0) };
+                }
+            }
+        });
+        spawned.ok().map(|_| tx)
+    });
+    if let Some(tx) = sender {
+        // A flush already asked for will see this context too.
+        let _ = tx.try_send(());
+    }
+}
 
 unsafe extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
     let len = AGENT.get().map_or(1 << 20, |a| a.buffer_size);
@@ -346,7 +395,10 @@ impl Agent {
         if let Some(dir) = &self.capture {
             self.save_capture(dir, records, raw, state);
         }
-        if state.recorder.is_none() && !Converter::has_work(records) {
+        // A new context is reason enough to start when GPU metrics are
+        // sampled (they begin with it); otherwise the first GPU work is.
+        let context = self.nvml_intervals().any() && records.iter().any(|r| matches!(r, Record::Context { .. }));
+        if state.recorder.is_none() && !Converter::has_work(records) && !context {
             // API calls and device records before any GPU work wait here;
             // a process that never does GPU work leaves no trace.
             if state.early.len() + records.len() > EARLY_LIMIT {

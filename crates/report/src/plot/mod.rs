@@ -1,12 +1,13 @@
 //! `gputrace plot`: PNG pictures of an archive — a timeline overview
-//! ([`timeline`]) and heatmaps of the communication matrices
-//! ([`heatmap`]).
+//! ([`timeline`]), heatmaps of the communication matrices ([`heatmap`])
+//! and line plots of the GPU metrics over time ([`metrics`]).
 //!
 //! Drawing uses `plotters` on an in-memory RGB buffer with an embedded
 //! font (DejaVu Sans, from the `dejavu` crate), so it works headless and
 //! needs no system fonts; the buffer is written with the `png` crate.
 
 mod heatmap;
+mod metrics;
 mod timeline;
 
 use std::fs::File;
@@ -20,6 +21,7 @@ use plotters::style::RGBColor;
 use crate::model::{CopyKind, RegionKind};
 
 pub use heatmap::heatmap;
+pub use metrics::metrics;
 pub use timeline::timeline;
 
 /// The font family every text of a plot uses.

@@ -66,6 +66,10 @@ pub struct MetricSeries {
     pub min: u64,
     pub max: u64,
     pub sum: u128,
+    /// (ns since the trace's start, value), in the order read: what
+    /// `gputrace plot --metrics` draws (a sample per period per GPU
+    /// metric: 600 KiB per GPU metric and hour at the default 10 ms).
+    pub points: Vec<(u64, u64)>,
 }
 
 impl MetricSeries {
@@ -493,7 +497,7 @@ impl EventVisitor for Pass<'_> {
         self.rma_end(ev, id);
     }
 
-    fn metric(&mut self, _ev: &EventContext<'_>, metric: MetricRef, values: &[MetricValue]) {
+    fn metric(&mut self, ev: &EventContext<'_>, metric: MetricRef, values: &[MetricValue]) {
         let Some(name) = self.out.model.metric_names.get(&metric) else { return };
         let value = match values.first() {
             Some(MetricValue::U64(v)) => *v,
@@ -510,6 +514,7 @@ impl EventVisitor for Pass<'_> {
                     ..MetricSeries::default()
                 });
                 series.add(value);
+                series.points.push((self.out.model.ns_since_start(ev.time), value));
             }
             return;
         }
