@@ -529,8 +529,9 @@ mod tests {
         );
         assert_eq!(
             allowed::<CudaSource>(),
-            "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink,default,yes,all,no,none"
+            "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink,graph,default,yes,all,no,none"
         );
+        assert_eq!(names::<CudaSource>("default,graph"), "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink,graph");
         for all in ["default", "yes", "all"] {
             assert_eq!(names::<CudaSource>(all), "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink");
         }
