@@ -80,7 +80,7 @@ crate::set_members! {
         Sync = "sync": "synchronizations (stream, event, context) on the waiting thread",
         Nvlink = "nvlink": "NVLink topology, and NVLink traffic per GPU sampled from NVML",
         Graph = "graph": "one region per CUDA graph execution on its stream, instead of the kernels, copies and \
-                          memsets of its nodes (CUPTI's graph-level trace; less overhead for graph-heavy programs)",
+                          memsets of its nodes (CUPTI's graph-level trace: one record per launch, not per node)",
     }
     aliases {
         "default": "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink" => CUDA_DEFAULT,

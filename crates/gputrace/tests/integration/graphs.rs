@@ -65,47 +65,26 @@ expect graphs 2
 expect graph launches 6
 ";
 
-/// Builds one process's records: device and context, two kernels
-/// outside graphs, then the launches of both graphs, alternating; with
-/// `whole`, one GRAPH_TRACE record per launch instead of the nodes'.
-fn capture(whole: bool) -> Capture {
-    let mut c = Capture { api_version: 130_001, library_major: 13, ..Capture::default() };
-    c.strings.insert(0x10, "NVIDIA H100 80GB HBM3".into());
-    c.strings.insert(0x20, "_Z5scalePffi".into());
-    c.strings.insert(0x30, "_Z3addPfPKfi".into());
-    c.api_names.insert((ApiDomain::Runtime, CB_LAUNCH_KERNEL), "cudaLaunchKernel_v7000".into());
-    c.api_names.insert((ApiDomain::Runtime, CB_GRAPH_LAUNCH), "cudaGraphLaunch_v10000".into());
-    c.api_names.insert((ApiDomain::Driver, CB_DRIVER_GRAPH_LAUNCH), "cuGraphLaunch".into());
-    // SAFETY (every `record` call here): bindings record structs, set
-    // field by field.
-    unsafe {
-        c.records.push(record::<v12_9::CUpti_ActivityDevice5>(|r| {
-            r.kind = sys::CUPTI_ACTIVITY_KIND_DEVICE;
-            r.id = 0;
-            r.name = 0x10 as *const _;
-            r.numMultiprocessors = 132;
-            r.globalMemorySize = 80 << 30;
-            r.computeCapabilityMajor = 9;
-        }));
-        c.records.push(record::<v12_9::CUpti_ActivityContext3>(|r| {
-            r.kind = sys::CUPTI_ACTIVITY_KIND_CONTEXT;
-            r.contextId = 1;
-            r.deviceId = 0;
-        }));
+/// A capture of CUPTI 13.0 records, built record by record.
+struct Builder(Capture);
+
+impl Builder {
+    /// Appends a record of struct `T` with what `fill` sets.
+    fn push<T>(&mut self, fill: impl FnOnce(&mut T)) {
+        // SAFETY: every `T` used here is a bindings activity record struct,
+        // and every `fill` sets fields one by one.
+        self.0.records.push(unsafe { record::<T>(fill) });
     }
-    let api = |c: &mut Capture, kind, cbid, start: u64, end: u64, correlation| unsafe {
-        c.records.push(record::<v12_9::CUpti_ActivityAPI>(|r| {
-            r.kind = kind;
-            r.cbid = cbid;
-            r.start = start;
-            r.end = end;
-            r.processId = THREAD;
-            r.threadId = THREAD;
-            r.correlationId = correlation;
-        }));
-    };
-    let kernel = |c: &mut Capture, start: u64, correlation, name: u64, graph: u32, node: u64| unsafe {
-        c.records.push(record::<v13_0::CUpti_ActivityKernel10>(|r| {
+
+    fn api(&mut self, kind: u32, cbid: u32, (start, end): (u64, u64), correlation: u32) {
+        self.push(|r: &mut v12_9::CUpti_ActivityAPI| {
+            (r.kind, r.cbid, r.start, r.end) = (kind, cbid, start, end);
+            (r.processId, r.threadId, r.correlationId) = (THREAD, THREAD, correlation);
+        });
+    }
+
+    fn kernel(&mut self, start: u64, correlation: u32, name: u64, (graph, node): (u32, u64)) {
+        self.push(|r: &mut v13_0::CUpti_ActivityKernel10| {
             r.kind = sys::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
             (r.start, r.end) = (start, start + NODE);
             (r.deviceId, r.contextId, r.streamId) = (0, 1, STREAM);
@@ -113,81 +92,26 @@ fn capture(whole: bool) -> Capture {
             r.correlationId = correlation;
             r.name = name as *const _;
             (r.graphId, r.graphNodeId) = (graph, node);
-        }));
-    };
-    let mut t = 1_000_000;
-    let mut correlation = 10;
-    // Outside graphs: two kernel launches.
-    for name in [0x20, 0x30] {
-        api(&mut c, sys::CUPTI_ACTIVITY_KIND_RUNTIME, CB_LAUNCH_KERNEL, t, t + 500, correlation);
-        kernel(&mut c, t + 1_000, correlation, name, 0, 0);
-        (t, correlation) = (t + 10_000, correlation + 1);
+        });
     }
-    for _ in 0..LAUNCHES {
-        for (graph, nodes) in graphs() {
-            // cudaGraphLaunch and the driver's cuGraphLaunch inside it, one
-            // correlation id.
-            api(&mut c, sys::CUPTI_ACTIVITY_KIND_RUNTIME, CB_GRAPH_LAUNCH, t, t + 3_000, correlation);
-            api(&mut c, sys::CUPTI_ACTIVITY_KIND_DRIVER, CB_DRIVER_GRAPH_LAUNCH, t + 100, t + 2_900, correlation);
-            let first = t + 5_000;
-            let mut at = first;
-            for node in &nodes {
-                if !whole {
-                    push_node(&mut c, *node, at, correlation, graph, &kernel);
-                }
-                at += NODE + GAP;
-            }
-            if whole {
-                unsafe {
-                    c.records.push(record::<v13_0::CUpti_ActivityGraphTrace2>(|r| {
-                        r.kind = sys::CUPTI_ACTIVITY_KIND_GRAPH_TRACE;
-                        r.correlationId = correlation;
-                        (r.start, r.end) = (first, at - GAP);
-                        (r.deviceId, r.contextId, r.streamId) = (0, 1, STREAM);
-                        (r.endDeviceId, r.endContextId) = (0, 1);
-                        r.graphId = graph;
-                    }));
-                }
-            }
-            (t, correlation) = (at + 10_000, correlation + 1);
-        }
-    }
-    c
-}
 
-fn push_node(
-    c: &mut Capture,
-    node: Node,
-    at: u64,
-    correlation: u32,
-    graph: u32,
-    kernel: &dyn Fn(&mut Capture, u64, u32, u64, u32, u64),
-) {
-    let set = |r: &mut v13_0::CUpti_ActivityMemcpy6| {
-        (r.start, r.end) = (at, at + NODE);
-        (r.deviceId, r.contextId, r.streamId) = (0, 1, STREAM);
-        r.correlationId = correlation;
-        r.graphId = graph;
-    };
-    // SAFETY: as in `capture`.
-    unsafe {
+    fn node(&mut self, node: Node, at: u64, correlation: u32, graph: u32) {
+        let (pinned, device) =
+            (sys::CUPTI_ACTIVITY_MEMORY_KIND_PINNED as u8, sys::CUPTI_ACTIVITY_MEMORY_KIND_DEVICE as u8);
         match node {
-            Node::Kernel(id) => kernel(c, at, correlation, if id % 2 == 0 { 0x30 } else { 0x20 }, graph, id),
-            Node::Copy(kind, id) => c.records.push(record::<v13_0::CUpti_ActivityMemcpy6>(|r| {
+            Node::Kernel(id) => self.kernel(at, correlation, if id % 2 == 0 { 0x30 } else { 0x20 }, (graph, id)),
+            Node::Copy(kind, id) => self.push(|r: &mut v13_0::CUpti_ActivityMemcpy6| {
                 r.kind = sys::CUPTI_ACTIVITY_KIND_MEMCPY;
-                set(r);
+                (r.start, r.end) = (at, at + NODE);
+                (r.deviceId, r.contextId, r.streamId) = (0, 1, STREAM);
+                r.correlationId = correlation;
                 r.copyKind = kind;
-                r.srcKind = sys::CUPTI_ACTIVITY_MEMORY_KIND_DEVICE as u8;
-                r.dstKind = sys::CUPTI_ACTIVITY_MEMORY_KIND_DEVICE as u8;
-                if kind == sys::CUPTI_ACTIVITY_MEMCPY_KIND_HTOD as u8 {
-                    r.srcKind = sys::CUPTI_ACTIVITY_MEMORY_KIND_PINNED as u8;
-                } else if kind == sys::CUPTI_ACTIVITY_MEMCPY_KIND_DTOH as u8 {
-                    r.dstKind = sys::CUPTI_ACTIVITY_MEMORY_KIND_PINNED as u8;
-                }
+                r.srcKind = if kind == sys::CUPTI_ACTIVITY_MEMCPY_KIND_HTOD as u8 { pinned } else { device };
+                r.dstKind = if kind == sys::CUPTI_ACTIVITY_MEMCPY_KIND_DTOH as u8 { pinned } else { device };
                 r.bytes = 4 << 20;
-                r.graphNodeId = id;
-            })),
-            Node::Memset(id) => c.records.push(record::<v13_0::CUpti_ActivityMemset4>(|r| {
+                (r.graphId, r.graphNodeId) = (graph, id);
+            }),
+            Node::Memset(id) => self.push(|r: &mut v13_0::CUpti_ActivityMemset4| {
                 r.kind = sys::CUPTI_ACTIVITY_KIND_MEMSET;
                 (r.start, r.end) = (at, at + NODE);
                 (r.deviceId, r.contextId, r.streamId) = (0, 1, STREAM);
@@ -195,9 +119,76 @@ fn push_node(
                 r.bytes = 4 << 20;
                 r.memoryKind = sys::CUPTI_ACTIVITY_MEMORY_KIND_DEVICE as u16;
                 (r.graphId, r.graphNodeId) = (graph, id);
-            })),
+            }),
         }
     }
+
+    fn graph_trace(&mut self, (start, end): (u64, u64), correlation: u32, graph: u32) {
+        self.push(|r: &mut v13_0::CUpti_ActivityGraphTrace2| {
+            r.kind = sys::CUPTI_ACTIVITY_KIND_GRAPH_TRACE;
+            r.correlationId = correlation;
+            (r.start, r.end) = (start, end);
+            (r.deviceId, r.contextId, r.streamId) = (0, 1, STREAM);
+            (r.endDeviceId, r.endContextId) = (0, 1);
+            r.graphId = graph;
+        });
+    }
+}
+
+/// Builds one process's records: device and context, two kernels
+/// outside graphs, then the launches of both graphs, alternating; with
+/// `whole`, one GRAPH_TRACE record per launch instead of the nodes'.
+fn capture(whole: bool) -> Capture {
+    let mut b = Builder(Capture { api_version: 130_001, library_major: 13, ..Capture::default() });
+    let c = &mut b.0;
+    c.strings.insert(0x10, "NVIDIA H100 80GB HBM3".into());
+    c.strings.insert(0x20, "_Z5scalePffi".into());
+    c.strings.insert(0x30, "_Z3addPfPKfi".into());
+    c.api_names.insert((ApiDomain::Runtime, CB_LAUNCH_KERNEL), "cudaLaunchKernel_v7000".into());
+    c.api_names.insert((ApiDomain::Runtime, CB_GRAPH_LAUNCH), "cudaGraphLaunch_v10000".into());
+    c.api_names.insert((ApiDomain::Driver, CB_DRIVER_GRAPH_LAUNCH), "cuGraphLaunch".into());
+    b.push(|r: &mut v12_9::CUpti_ActivityDevice5| {
+        r.kind = sys::CUPTI_ACTIVITY_KIND_DEVICE;
+        r.id = 0;
+        r.name = 0x10 as *const _;
+        r.numMultiprocessors = 132;
+        r.globalMemorySize = 80 << 30;
+        r.computeCapabilityMajor = 9;
+    });
+    b.push(|r: &mut v12_9::CUpti_ActivityContext3| {
+        r.kind = sys::CUPTI_ACTIVITY_KIND_CONTEXT;
+        (r.contextId, r.deviceId) = (1, 0);
+    });
+    let (runtime, driver) = (sys::CUPTI_ACTIVITY_KIND_RUNTIME, sys::CUPTI_ACTIVITY_KIND_DRIVER);
+    let mut t = 1_000_000;
+    let mut correlation = 10;
+    // Outside graphs: two kernel launches.
+    for name in [0x20, 0x30] {
+        b.api(runtime, CB_LAUNCH_KERNEL, (t, t + 500), correlation);
+        b.kernel(t + 1_000, correlation, name, (0, 0));
+        (t, correlation) = (t + 10_000, correlation + 1);
+    }
+    for _ in 0..LAUNCHES {
+        for (graph, nodes) in graphs() {
+            // cudaGraphLaunch and the driver's cuGraphLaunch inside it, one
+            // correlation id.
+            b.api(runtime, CB_GRAPH_LAUNCH, (t, t + 3_000), correlation);
+            b.api(driver, CB_DRIVER_GRAPH_LAUNCH, (t + 100, t + 2_900), correlation);
+            let first = t + 5_000;
+            let mut at = first;
+            for node in &nodes {
+                if !whole {
+                    b.node(*node, at, correlation, graph);
+                }
+                at += NODE + GAP;
+            }
+            if whole {
+                b.graph_trace((first, at - GAP), correlation, graph);
+            }
+            (t, correlation) = (at + 10_000, correlation + 1);
+        }
+    }
+    b.0
 }
 
 fn header() -> StreamHeader {
