@@ -476,6 +476,30 @@ mod tests {
         assert_eq!(ids, expect);
     }
 
+    /// A graph node's attribute events go right before its begin event,
+    /// after the Leave of the node before it at the same time, so that
+    /// the merge attaches them to the right Enter.
+    #[test]
+    fn attributes_come_right_before_their_begin() {
+        let attr = |value| Event::Attribute { name: 9, value };
+        let mut second = iv(20, 30, 2);
+        second.pre = Some([attr(7), attr(42)]);
+        let out = sweep(vec![second, iv(10, 20, 1)]);
+        let events: Vec<Event> = out.iter().map(|(_, e)| *e).collect();
+        assert_eq!(
+            events,
+            [
+                Event::Enter { region: 1 },
+                Event::Leave { region: 1 },
+                attr(7),
+                attr(42),
+                Event::Enter { region: 2 },
+                Event::Leave { region: 2 },
+            ]
+        );
+        assert_eq!(out[2].0, 20);
+    }
+
     #[test]
     fn back_to_back_and_empty_intervals_keep_order() {
         let out = sweep(vec![iv(20, 30, 2), iv(10, 20, 1), iv(30, 30, 3)]);

@@ -137,3 +137,29 @@ fn per_launch(counts: &[u64]) -> Cell {
         _ => Cell::Float(counts.iter().sum::<u64>() as f64 / counts.len() as f64, 1),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nodes_per_launch_exact_mean_or_unknown() {
+        assert_eq!(per_launch(&[6, 6, 6]), Cell::Int(6));
+        assert_eq!(per_launch(&[5, 6]), Cell::Float(5.5, 1));
+        assert_eq!(per_launch(&[]), Cell::Text("-".into()));
+    }
+
+    #[test]
+    fn a_launch_spans_its_first_to_its_last_node_whatever_their_order() {
+        let mut g = GraphExecutions::default();
+        g.add(0, 7, 100, RegionKind::Kernel, 50, 60);
+        g.add(0, 7, 100, RegionKind::Copy(crate::model::CopyKind::HtoD), 10, 20);
+        g.add(0, 7, 100, RegionKind::Memset, 30, 90);
+        g.add(0, 7, 101, RegionKind::Kernel, 200, 210);
+        g.add(1, 7, 100, RegionKind::Graph, 0, 5);
+        let e = g.executions[&(0, 7, 100)];
+        assert_eq!((e.start, e.end, e.kernels, e.copies, e.memsets, e.whole), (10, 90, 1, 1, 1, false));
+        assert_eq!(g.executions.len(), 3, "graph ids are per process");
+        assert!(g.executions[&(1, 7, 100)].whole);
+    }
+}
