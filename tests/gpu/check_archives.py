@@ -80,7 +80,8 @@ def read(archive):
                         "creator": getattr(loc.group.creating_location_group, "name", None),
                         "corr": attr(enter, "CUDA correlation id"), "enter": enter,
                         # The regions it ran inside, outermost first.
-                        "outer": [n for n, _, _ in stacks[key]]}
+                        "outer": [n for n, _, _ in stacks[key]],
+                        "graph": attr(enter, "CUDA graph id"), "node": attr(enter, "CUDA graph node id")}
                 if name.startswith("[CUDA memcpy"):
                     item["bytes"] = attr(enter, "bytes")
                     item["kind"] = attr(enter, "copy kind")
@@ -90,6 +91,9 @@ def read(archive):
                 elif name == "[CUDA memset]":
                     item["bytes"] = attr(enter, "bytes")
                     facts["memsets"].append(item)
+                elif on_gpu and name.startswith("CUDA graph ") and item["graph"] is not None:
+                    # A graph execution (GPUTRACE_CUDA_ENABLE=graph).
+                    facts.setdefault("graph_runs", []).append(item)
                 elif on_gpu:
                     facts["kernels"].append(item)
                 else:
@@ -230,6 +234,94 @@ def check_nvtx(d, exp, label):
             name = key[len("kernels in "):]
             check(f"{label}: kernels launched inside {name} (innermost range, same thread)",
                   inside.get(name, 0) == int(want), f"{inside.get(name, 0)} vs {want}")
+
+
+GRAPH_LINE = re.compile(r"graph (\w+) nodes kernels=(\d+) memcpy=(\d+) memset=(\d+) launches=(\d+)$")
+
+
+def graph_truth(path):
+    """cuda_graphs.cu's lines: per graph, (kernels, memcpy, memset) per
+    launch and launches; and its other expectations."""
+    graphs = {}
+    for line in open(path):
+        m = GRAPH_LINE.match(line.strip())
+        if m:
+            graphs[m.group(1)] = tuple(int(m.group(i)) for i in range(2, 6))
+    return graphs, expectations(path)
+
+
+def graph_launch_calls(f):
+    """Host API calls that launch a graph (cudaGraphLaunch, cuGraphLaunch),
+    by correlation id."""
+    return by([a for a in f["api"] if a["corr"] is not None and "GraphLaunch" in a["name"]], lambda a: a["corr"])
+
+
+def check_graphs(d, truth, label):
+    """Node-level trace: every kernel, copy and memset a graph ran carries
+    its graph and node ids; per graph, launches x nodes of each kind, each
+    launch (correlation id) with every node once, and the launch call on
+    the host with the same correlation id."""
+    graphs, exp = truth
+    f = read(os.path.join(d, "traces.otf2"))
+    check(f"{label}: timestamps non-decreasing per location", f["mono"])
+    check(f"{label}: Enter/Leave balanced", f["balanced"])
+    work = [("kernels", k) for k in f["kernels"]] + [("memcpy", c) for c in f["copies"]] + \
+        [("memset", m) for m in f["memsets"]]
+    in_graphs = [(kind, w) for kind, w in work if w["graph"] is not None]
+    plain = [k for k in f["kernels"] if k["graph"] is None]
+    check(f"{label}: kernels outside graphs", len(plain) == int(exp["plain kernels"]),
+          f"{len(plain)} vs {exp['plain kernels']}")
+    for i, kind in enumerate(("kernels", "memcpy", "memset")):
+        want = sum(g[i] * g[3] for g in graphs.values())
+        got = sum(1 for k, _ in in_graphs if k == kind)
+        check(f"{label}: {kind} with a graph id = launches x nodes", got == want, f"{got} vs {want}")
+    per_graph = by(in_graphs, lambda kw: kw[1]["graph"])
+    check(f"{label}: graph ids", len(per_graph) == int(exp["graphs"]), sorted(per_graph))
+    # Each graph id is the program's graph of the same nodes per launch.
+    seen = {}
+    for gid, items in sorted(per_graph.items()):
+        launches = by(items, lambda kw: kw[1]["corr"])
+        shapes = {tuple(sum(1 for k, _ in l if k == kind) for kind in ("kernels", "memcpy", "memset"))
+                  for l in launches.values()}
+        nodes = {w["node"] for _, w in items}
+        seen[gid] = (shapes, len(launches), len(nodes))
+    for name, (k, m, s, n) in sorted(graphs.items()):
+        match = [gid for gid, (shapes, launches, nodes) in seen.items()
+                 if shapes == {(k, m, s)} and launches == n and nodes == k + m + s]
+        check(f"{label}: graph {name}: {n} launches, each {k} kernels, {m} copies, {s} memsets, "
+              f"{k + m + s} node ids", len(match) == 1, seen)
+    calls = graph_launch_calls(f)
+    missing = [(w["name"], w["corr"]) for _, w in in_graphs if w["corr"] not in calls]
+    check(f"{label}: every graph node's launch call (same correlation id) recorded", not missing, missing[:3])
+    runtime = [a for a in f["api"] if a["name"].startswith("cudaGraphLaunch")]
+    check(f"{label}: cudaGraphLaunch calls", len(runtime) == int(exp["graph launches"]),
+          f"{len(runtime)} vs {exp['graph launches']}")
+    return f
+
+
+def check_graphs_whole(d, truth, label):
+    """Graph-level trace (GPUTRACE_CUDA_ENABLE with `graph`): per graph, one
+    region `CUDA graph <id>` per launch, tied to its launch call; no kernel,
+    copy or memset with a graph id."""
+    graphs, exp = truth
+    f = read(os.path.join(d, "traces.otf2"))
+    check(f"{label}: Enter/Leave balanced", f["balanced"])
+    runs = f.get("graph_runs", [])
+    per_graph = by(runs, lambda r: r["graph"])
+    counts = sorted(len(v) for v in per_graph.values())
+    want = sorted(g[3] for g in graphs.values())
+    check(f"{label}: one region per graph execution, per graph", counts == want, f"{counts} vs {want}")
+    check(f"{label}: regions named by their graph", all(r["name"] == f"CUDA graph {r['graph']}" for r in runs),
+          sorted({r["name"] for r in runs})[:4])
+    work = f["kernels"] + f["copies"] + f["memsets"]
+    check(f"{label}: no graph nodes recorded one by one", not any(w["graph"] is not None for w in work),
+          sum(1 for w in work if w["graph"] is not None))
+    calls = graph_launch_calls(f)
+    missing = [r["corr"] for r in runs if r["corr"] not in calls]
+    check(f"{label}: every graph execution's launch call (same correlation id) recorded", not missing, missing[:3])
+    plain = [k for k in f["kernels"] if k["graph"] is None]
+    check(f"{label}: kernels outside graphs still recorded", len(plain) == int(exp["plain kernels"]),
+          f"{len(plain)} vs {exp['plain kernels']}")
 
 
 def gputrace_lines(path):
@@ -391,6 +483,10 @@ def main(results):
         check("torch: 2 worker processes, each with GPU streams, no phantom launcher",
               len(procs) == 2 and len(with_gpu) == 2, (procs, with_gpu))
         check("torch: kernels recorded", len(f["kernels"]) > 0, len(f["kernels"]))
+    for part, checker in (("graphs", check_graphs), ("graphs_whole", check_graphs_whole)):
+        d = os.path.join(results, f"exp-{part}")
+        if os.path.isdir(d):
+            checker(d, graph_truth(os.path.join(results, f"{part}.out")), part)
     lines = gputrace_lines(os.path.join(results, "nocupti.err"))
     if lines is not None:
         check_not_traced(lines, "nocupti", "CUPTI could not be loaded: GPUTRACE_CUPTI_LIB=/nonexistent/libcupti.so: "

@@ -7,7 +7,7 @@
 #
 # Usage (on the GPU machine, from the repository root, with gputrace's
 # release binaries in $GT_BIN, default .device/bin):
-#   tests/gpu/run.sh [basic] [subset] [peer] [mpi] [torch] [nsys] [nocupti] [halo] [nvtx]
+#   tests/gpu/run.sh [basic] [subset] [peer] [mpi] [torch] [nsys] [nocupti] [halo] [nvtx] [graphs]
 # With no argument it runs them all. Each part prints "PART <name> rc=<n>".
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -19,7 +19,7 @@ rm -rf "$work"
 mkdir -p "$work" "$out"
 export PATH=/usr/local/cuda/bin:$PATH
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
-parts=${*:-basic subset peer mpi torch nsys nocupti halo nvtx}
+parts=${*:-basic subset peer mpi torch nsys nocupti halo nvtx graphs}
 progs=$root/tests/gpu/programs
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 echo "GPUs: $ngpu; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
@@ -105,6 +105,20 @@ for p in $parts; do
       else
         echo "PART torch_nvtx skipped (no PyTorch with CUDA)"
       fi
+      ;;
+    graphs)
+      # CUDA graphs (stream capture and the explicit API, launched N times):
+      # node by node (the default), then one region per graph execution
+      # (GPUTRACE_CUDA_ENABLE with `graph`); CUPTI buffers captured for the
+      # CI fixtures.
+      build cuda_graphs "$progs/cuda_graphs.cu" || continue
+      n=${GRAPH_LAUNCHES:-25}
+      part graphs env GPUTRACE_CUDA_CAPTURE="$work/capture-graphs" "$gt" -o "$work/exp-graphs" "$work/cuda_graphs" "$n"
+      part graphs_whole env GPUTRACE_CUDA_ENABLE=default,graph GPUTRACE_CUDA_CAPTURE="$work/capture-graphs_whole" \
+        "$gt" -o "$work/exp-graphs_whole" "$work/cuda_graphs" "$n"
+      "$gt" stats --report cuda_graph_sum "$work/exp-graphs" >"$work/graphs.stats.out" 2>&1
+      "$gt" stats --report cuda_graph_sum "$work/exp-graphs_whole" >"$work/graphs_whole.stats.out" 2>&1
+      sed 's/^/  [graphs stats] /' "$work/graphs.stats.out" "$work/graphs_whole.stats.out"
       ;;
     nocupti)
       [ -x "$work/cuda_basic" ] || build cuda_basic "$progs/cuda_basic.cu" || continue

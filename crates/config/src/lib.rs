@@ -531,8 +531,9 @@ mod tests {
         );
         assert_eq!(
             allowed::<CudaSource>(),
-            "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink,default,yes,all,no,none"
+            "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink,graph,default,yes,all,no,none"
         );
+        assert_eq!(names::<CudaSource>("default,graph"), "runtime,kernel,memcpy,memset,peer,sync,nvlink,graph");
         for default in ["default", "yes"] {
             assert_eq!(names::<CudaSource>(default), "runtime,kernel,memcpy,memset,peer,sync,nvlink");
         }

@@ -79,17 +79,44 @@ crate::set_members! {
         Peer = "peer": "copies between GPUs (peer-to-peer), with source and destination device",
         Sync = "sync": "synchronizations (stream, event, context) on the waiting thread",
         Nvlink = "nvlink": "NVLink topology, and NVLink traffic per GPU sampled from NVML",
+        Graph = "graph": "one region per CUDA graph execution on its stream, instead of the kernels, copies and \
+                          memsets of its nodes (CUPTI's graph-level trace: one record per launch, not per node)",
     }
     aliases {
         "default": "runtime,kernel,memcpy,memset,peer,sync,nvlink (Score-P's and nsys's choice: the runtime API, \
-                     not the driver calls the runtime makes)"
-            => &[Runtime, Kernel, Memcpy, Memset, Peer, Sync, Nvlink],
-        "yes": "the same as default" => &[Runtime, Kernel, Memcpy, Memset, Peer, Sync, Nvlink],
-        "all": "every member" => CudaSource::ALL,
+                     not the driver calls the runtime makes)" => CUDA_DEFAULT,
+        "yes": "the same as default" => CUDA_DEFAULT,
+        "all": "every member but graph (a choice, not more: add it by name)" => CUDA_ALL,
         "no": "no CUDA recording: the agent is not loaded" => &[],
         "none": "the same as no" => &[],
     }
 }
+
+/// `GPUTRACE_CUDA_ENABLE=default`: the runtime API and the GPU work, not
+/// the driver API (the calls the runtime makes; Score-P and nsys leave it
+/// out too) and not `graph`, which replaces the nodes of graphs by one
+/// region per graph execution.
+const CUDA_DEFAULT: &[CudaSource] = &[
+    CudaSource::Runtime,
+    CudaSource::Kernel,
+    CudaSource::Memcpy,
+    CudaSource::Memset,
+    CudaSource::Peer,
+    CudaSource::Sync,
+    CudaSource::Nvlink,
+];
+
+/// `GPUTRACE_CUDA_ENABLE=all`: every member but `graph`.
+const CUDA_ALL: &[CudaSource] = &[
+    CudaSource::Driver,
+    CudaSource::Runtime,
+    CudaSource::Kernel,
+    CudaSource::Memcpy,
+    CudaSource::Memset,
+    CudaSource::Peer,
+    CudaSource::Sync,
+    CudaSource::Nvlink,
+];
 
 crate::set_members! {
     /// What the NCCL profiler plugin records (`GPUTRACE_NCCL_ENABLE`).
@@ -180,7 +207,9 @@ pub const VARS: &[Var] = &[
         help: "The agent is loaded by the CUDA driver (CUDA_INJECTION64_PATH, set by gputrace for \
                the ranks) into every process that initializes CUDA, Python programs included, \
                and records through CUPTI. `no` leaves CUDA untraced. A process that does no GPU \
-               work leaves no trace.",
+               work leaves no trace. Kernels, copies and memsets a CUDA graph ran carry its graph \
+               and node ids; `default,graph` records one region per graph execution instead \
+               (no kernels, copies or memsets of graph nodes).",
     },
     Var {
         name: "GPUTRACE_CUDA_BUFFER",

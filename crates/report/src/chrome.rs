@@ -423,6 +423,7 @@ impl<W: Write> Pass<'_, W> {
             RegionKind::Mpi => "mpi",
             RegionKind::Nccl => "nccl",
             RegionKind::Nvtx => "nvtx",
+            RegionKind::Graph => "graph",
             RegionKind::Other => "other",
         }
     }

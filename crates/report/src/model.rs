@@ -75,6 +75,9 @@ pub struct KnownAttributes {
     pub bytes: Option<AttributeRef>,
     pub src_device: Option<AttributeRef>,
     pub dst_device: Option<AttributeRef>,
+    /// `CUDA graph id`: of kernels, copies and memsets a graph ran, and of
+    /// graph executions.
+    pub graph: Option<AttributeRef>,
 }
 
 /// Who the ranks of a communicator are.
@@ -372,6 +375,7 @@ fn known_attributes(defs: &GlobalDefs) -> KnownAttributes {
             "bytes" => &mut a.bytes,
             "source device" => &mut a.src_device,
             "destination device" => &mut a.dst_device,
+            "CUDA graph id" => &mut a.graph,
             _ => continue,
         };
         slot.get_or_insert(r);

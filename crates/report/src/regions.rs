@@ -21,6 +21,8 @@ pub enum RegionKind {
     Nccl,
     /// An NVTX range or mark ([`RegionInfo::nvtx`] says which).
     Nvtx,
+    /// One execution of a CUDA graph (`GPUTRACE_CUDA_ENABLE=graph`).
+    Graph,
     Other,
 }
 
@@ -146,6 +148,10 @@ pub fn region_kinds(defs: &GlobalDefs) -> Vec<RegionInfo> {
 
 /// The kind of a region from its name, description, paradigm and role,
 /// and whether it is on a GPU stream.
+/// The region group (OTF2 description) of the CUDA agent's graph
+/// executions, `CUDA graph <id>`.
+pub const GRAPH_GROUP: &str = "CUDA graph";
+
 pub fn classify(name: &str, description: &str, paradigm: Paradigm, role: RegionRole, on_stream: bool) -> RegionKind {
     // Whatever the program called it (an NVTX range named `MPI_Send`).
     if NvtxRegion::of(description, paradigm, role).is_some() {
@@ -159,6 +165,9 @@ pub fn classify(name: &str, description: &str, paradigm: Paradigm, role: RegionR
     }
     if name.starts_with("[CUDA sync") {
         return RegionKind::Sync;
+    }
+    if paradigm == Paradigm::Cuda && description == GRAPH_GROUP && name.starts_with("CUDA graph ") {
+        return RegionKind::Graph;
     }
     if paradigm == Paradigm::Mpi || name.starts_with("MPI_") {
         return RegionKind::Mpi;

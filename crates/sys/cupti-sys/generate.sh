@@ -78,7 +78,7 @@ STUB
 
 # The activity record structs, every version of each (the deprecated ones
 # included: an older CUPTI emits them, see src/version.rs).
-records='CUpti_Activity|CUpti_ActivityAPI|CUpti_ActivityKernel[0-9]*|CUpti_ActivityMemcpy[0-9]*|CUpti_ActivityMemcpyPtoP[0-9]*|CUpti_ActivityMemset[0-9]*|CUpti_ActivitySynchronization[0-9]*|CUpti_ActivityNvLink[0-9]*|CUpti_ActivityNvLinkNpu|CUpti_ActivityDevice[0-9]*|CUpti_ActivityContext[0-9]*|CUpti_ActivityStream|CUpti_ActivityOverhead[0-9]*|CUpti_ActivityMarker2|CUpti_ActivityExternalCorrelation|CUpti_ActivityMemory[0-9]*|CUpti_ActivityName'
+records='CUpti_Activity|CUpti_ActivityAPI|CUpti_ActivityKernel[0-9]*|CUpti_ActivityMemcpy[0-9]*|CUpti_ActivityMemcpyPtoP[0-9]*|CUpti_ActivityMemset[0-9]*|CUpti_ActivitySynchronization[0-9]*|CUpti_ActivityNvLink[0-9]*|CUpti_ActivityNvLinkNpu|CUpti_ActivityDevice[0-9]*|CUpti_ActivityContext[0-9]*|CUpti_ActivityStream|CUpti_ActivityOverhead[0-9]*|CUpti_ActivityMarker2|CUpti_ActivityExternalCorrelation|CUpti_ActivityMemory[0-9]*|CUpti_ActivityName|CUpti_ActivityGraphTrace[0-9]*'
 enums='CUpti_ActivityKind|CUpti_ActivityMemcpyKind|CUpti_ActivityMemoryKind|CUpti_ActivitySynchronizationType|CUpti_ActivityFlag|CUpti_ActivityAttribute|CUpti_ActivityObjectKind|CUpti_ActivityOverheadKind|CUpti_ActivityMemoryOperationType|CUpti_ExternalCorrelationKind|CUptiResult|CUpti_CallbackDomain|CUpti_CallbackSite|CUpti_ApiCallbackSite|CUpti_CallbackIdResource|CUpti_CallbackIdSync|CUpti_DevType|CUpti_LinkFlag|CUpti_ActivityThreadIdType'
 callbacks='CUpti_CallbackData|CUpti_ResourceData|CUpti_SynchronizeData|CUpti_CallbackFunc|CUpti_BuffersCallbackRequestFunc|CUpti_BuffersCallbackCompleteFunc|CUpti_TimestampCallbackFunc|CUpti_SubscriberHandle|CUpti_CallbackId'
 functions='cuptiGetVersion|cuptiGetResultString|cuptiSubscribe|cuptiUnsubscribe|cuptiEnableDomain|cuptiEnableCallback|cuptiGetCallbackName|cuptiActivityRegisterCallbacks|cuptiActivityRegisterTimestampCallback|cuptiActivityEnable|cuptiActivityDisable|cuptiActivityFlushAll|cuptiActivityFlushPeriod|cuptiActivityGetNextRecord|cuptiActivityGetNumDroppedRecords|cuptiActivitySetAttribute|cuptiGetTimestamp|cuptiFinalize|cuptiGetDeviceId|cuptiGetContextId|cuptiGetStreamIdEx|cuptiActivityEnableDriverApi|cuptiActivityEnableRuntimeApi|cuptiActivityPushExternalCorrelationId|cuptiActivityPopExternalCorrelationId|cuptiSetThreadIdType'
@@ -136,7 +136,9 @@ generate() {
         -- -I"$cupti_inc" -I"$cuda_inc" -I"$work/stub"
 
     sed 's/\bcupti_sys_typed_//' "$work/out.rs" >"$out"
-    rustfmt --edition 2024 "$out"
+    # The default style, whatever the workspace's rustfmt.toml says.
+    : >"$work/rustfmt.toml"
+    rustfmt --edition 2024 --config-path "$work/rustfmt.toml" "$out"
     echo "$out: $2 (CUPTI_API_VERSION $api), $(wc -l <"$out") lines"
 }
 

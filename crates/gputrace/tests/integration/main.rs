@@ -6,6 +6,7 @@ mod bad_input;
 mod cli;
 mod cuda;
 mod full_disk;
+mod graphs;
 mod layout;
 mod mpi;
 mod mpi4py;

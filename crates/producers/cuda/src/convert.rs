@@ -24,8 +24,9 @@ use raw::{
 };
 use runtime::Recorder;
 
+use crate::graphs::Graphs;
 use crate::names;
-use crate::records::{ApiDomain, NvLink, Record, Span, Strings};
+use crate::records::{ApiDomain, GraphNode, NvLink, Record, Span, Strings};
 
 /// Names the records refer to by number.
 pub trait Names: Strings {
@@ -44,6 +45,8 @@ pub struct Enabled {
     pub peer: bool,
     pub sync: bool,
     pub nvlink: bool,
+    /// One region per graph execution instead of the graphs' nodes.
+    pub graph: bool,
 }
 
 impl Enabled {
@@ -57,6 +60,7 @@ impl Enabled {
             peer: set.contains(CudaSource::Peer),
             sync: set.contains(CudaSource::Sync),
             nvlink: set.contains(CudaSource::Nvlink),
+            graph: set.contains(CudaSource::Graph),
         }
     }
 
@@ -69,6 +73,7 @@ impl Enabled {
             || self.peer
             || self.sync
             || self.nvlink
+            || self.graph
     }
 }
 
@@ -79,6 +84,8 @@ struct Interval {
     end: u64,
     begin: Event,
     finish: Event,
+    /// Attribute events that go right before `begin` (a graph node's ids).
+    pre: Option<[Event; 2]>,
 }
 
 /// How many correlation ids → thread are remembered for late
@@ -101,6 +108,7 @@ pub struct Converter {
     correlation_order: VecDeque<u32>,
     pending_syncs: Vec<Record>,
     next_copy: u64,
+    graphs: Graphs,
     thread_name: fn(u32) -> String,
     /// Device ordinal → UUID, for the NVLink sampler.
     pub device_uuids: HashMap<u32, [u8; 16]>,
@@ -124,6 +132,7 @@ impl Converter {
             correlation_order: VecDeque::new(),
             pending_syncs: Vec::new(),
             next_copy: 1,
+            graphs: Graphs::default(),
             thread_name,
             device_uuids: HashMap::new(),
         }
@@ -142,6 +151,7 @@ impl Converter {
                     | Record::PeerCopy { .. }
                     | Record::Memset { .. }
                     | Record::Sync { .. }
+                    | Record::GraphTrace { .. }
             )
         })
     }
@@ -217,7 +227,7 @@ impl Converter {
                 let loc = self.thread_location(thread, rec);
                 push(out, loc, start, end, Event::EnterCorrelated { region, correlation }, Event::Leave { region });
             }
-            Record::Kernel { span, correlation, name, config } => {
+            Record::Kernel { span, correlation, name, config, graph } => {
                 if !e.kernel {
                     return;
                 }
@@ -225,25 +235,31 @@ impl Converter {
                     return;
                 };
                 let loc = self.stream_location(&span, rec);
-                push(
-                    out,
-                    loc,
-                    span.start,
-                    span.end,
-                    Event::KernelBegin { region, correlation, config },
-                    Event::Leave { region },
-                );
+                let pre = self.graphs.attributes(graph, rec);
+                let begin = Event::KernelBegin { region, correlation, config };
+                push_with(out, loc, span.start, span.end, begin, Event::Leave { region }, pre);
             }
-            Record::Memcpy { span, correlation, bytes, kind, src, dst } => {
+            Record::GraphTrace { span, correlation, graph } => {
+                let Some(region) = self.graphs.region(graph, rec) else {
+                    return;
+                };
+                let loc = self.stream_location(&span, rec);
+                let attr = self.graphs.execution_attribute(graph, rec);
+                // One attribute, given twice: the later copy replaces the
+                // earlier on the same event.
+                let begin = Event::EnterCorrelated { region, correlation };
+                push_with(out, loc, span.start, span.end, begin, Event::Leave { region }, Some([attr, attr]));
+            }
+            Record::Memcpy { span, correlation, bytes, kind, src, dst, graph } => {
                 let kind = names::copy_kind(kind);
                 // Copies between GPUs come with both ends from the peer
                 // records (MEMCPY2); their plain records would count twice.
                 if !e.memcpy || kind == raw::CopyKind::PeerToPeer {
                     return;
                 }
-                self.copy(out, rec, &span, correlation, kind, bytes, (src, dst), None);
+                self.copy(out, rec, &span, correlation, kind, bytes, (src, dst), None, graph);
             }
-            Record::PeerCopy { span, correlation, bytes, src, dst, ends } => {
+            Record::PeerCopy { span, correlation, bytes, src, dst, ends, graph } => {
                 if !e.peer {
                     return;
                 }
@@ -254,9 +270,9 @@ impl Converter {
                     dst_context: ends[1].1,
                 };
                 let kind = raw::CopyKind::PeerToPeer;
-                self.copy(out, rec, &span, correlation, kind, bytes, (src, dst), Some(peer));
+                self.copy(out, rec, &span, correlation, kind, bytes, (src, dst), Some(peer), graph);
             }
-            Record::Memset { span, correlation, bytes, memory } => {
+            Record::Memset { span, correlation, bytes, memory, graph } => {
                 if !e.memset {
                     return;
                 }
@@ -266,7 +282,8 @@ impl Converter {
                 let loc = self.stream_location(&span, rec);
                 let memory = MemoryKind::from_u8(memory.min(255) as u8);
                 let begin = Event::MemsetBegin { region, correlation, bytes, memory };
-                push(out, loc, span.start, span.end, begin, Event::Leave { region });
+                let pre = self.graphs.attributes(graph, rec);
+                push_with(out, loc, span.start, span.end, begin, Event::Leave { region }, pre);
             }
             Record::Device { id, name, uuid, multiprocessors, memory, cc } => {
                 self.device_uuids.insert(id, uuid);
@@ -307,6 +324,7 @@ impl Converter {
         bytes: u64,
         (src, dst): (u8, u8),
         peer: Option<PeerEnds>,
+        graph: GraphNode,
     ) {
         let Some(region) = self.named_region(names::copy_region(kind), RegionRole::DataTransfer, rec) else {
             return;
@@ -324,7 +342,8 @@ impl Converter {
             peer,
             id,
         };
-        push(out, loc, span.start, span.end, Event::CopyBegin(copy), Event::CopyEnd { region, id });
+        let pre = self.graphs.attributes(graph, rec);
+        push_with(out, loc, span.start, span.end, Event::CopyBegin(copy), Event::CopyEnd { region, id }, pre);
     }
 
     fn thread_location(&mut self, tid: u32, rec: &Recorder) -> u32 {
@@ -371,7 +390,19 @@ impl Converter {
 }
 
 fn push(out: &mut HashMap<u32, Vec<Interval>>, loc: u32, start: u64, end: u64, begin: Event, finish: Event) {
-    out.entry(loc).or_default().push(Interval { start, end: end.max(start), begin, finish });
+    push_with(out, loc, start, end, begin, finish, None);
+}
+
+fn push_with(
+    out: &mut HashMap<u32, Vec<Interval>>,
+    loc: u32,
+    start: u64,
+    end: u64,
+    begin: Event,
+    finish: Event,
+    pre: Option<[Event; 2]>,
+) {
+    out.entry(loc).or_default().push(Interval { start, end: end.max(start), begin, finish, pre });
 }
 
 fn nvlink_def(l: &NvLink) -> NvLinkDef {
@@ -406,6 +437,9 @@ fn sweep(mut items: Vec<Interval>) -> Vec<(u64, Event)> {
             out.push((end, finish));
             open.pop();
         }
+        if let Some(pre) = it.pre {
+            out.extend(pre.map(|e| (it.start, e)));
+        }
         out.push((it.start, it.begin));
         open.push((it.end, it.finish));
     }
@@ -420,7 +454,7 @@ mod tests {
     use super::*;
 
     fn iv(start: u64, end: u64, id: u32) -> Interval {
-        Interval { start, end, begin: Event::Enter { region: id }, finish: Event::Leave { region: id } }
+        Interval { start, end, begin: Event::Enter { region: id }, finish: Event::Leave { region: id }, pre: None }
     }
 
     #[test]
@@ -440,6 +474,30 @@ mod tests {
             (70, Event::Leave { region: 4 }),
         ];
         assert_eq!(ids, expect);
+    }
+
+    /// A graph node's attribute events go right before its begin event,
+    /// after the Leave of the node before it at the same time, so that
+    /// the merge attaches them to the right Enter.
+    #[test]
+    fn attributes_come_right_before_their_begin() {
+        let attr = |value| Event::Attribute { name: 9, value };
+        let mut second = iv(20, 30, 2);
+        second.pre = Some([attr(7), attr(42)]);
+        let out = sweep(vec![second, iv(10, 20, 1)]);
+        let events: Vec<Event> = out.iter().map(|(_, e)| *e).collect();
+        assert_eq!(
+            events,
+            [
+                Event::Enter { region: 1 },
+                Event::Leave { region: 1 },
+                attr(7),
+                attr(42),
+                Event::Enter { region: 2 },
+                Event::Leave { region: 2 },
+            ]
+        );
+        assert_eq!(out[2].0, 20);
     }
 
     #[test]

@@ -11,7 +11,9 @@
 //! - [`convert`]: records into raw events on host threads and GPU streams;
 //! - [`nvlink`]: the NVML sampler thread, and NVLink traffic;
 //! - [`gpu_metrics`]: GPU utilization, memory, clock, power and temperature from NVML;
+//! - [`graphs`]: CUDA graph and node ids, graph executions;
 //! - [`capture`]: CUPTI buffers saved and replayed, for tests without a GPU;
+//! - [`synthetic`]: records built by hand from the bindings' structs, for tests;
 //! - [`names`]: kernel and API names.
 //!
 //! A process that never creates a CUDA context leaves no trace; a process
@@ -28,10 +30,12 @@ mod agent;
 pub mod capture;
 pub mod convert;
 pub mod gpu_metrics;
+pub mod graphs;
 pub mod names;
 pub mod nvlink;
 pub mod records;
 pub mod replay;
+pub mod synthetic;
 
 /// The entry point the CUDA driver calls after loading the library from
 /// `CUDA_INJECTION64_PATH`. Returns 1 (success) whatever happens: a

@@ -35,6 +35,7 @@ pub enum Record {
         correlation: u32,
         name: u64,
         config: KernelConfig,
+        graph: GraphNode,
     },
     Memcpy {
         span: Span,
@@ -43,6 +44,7 @@ pub enum Record {
         kind: u8,
         src: u8,
         dst: u8,
+        graph: GraphNode,
     },
     PeerCopy {
         span: Span,
@@ -51,12 +53,22 @@ pub enum Record {
         src: u8,
         dst: u8,
         ends: [(u32, u32); 2],
+        graph: GraphNode,
     },
     Memset {
         span: Span,
         correlation: u32,
         bytes: u64,
         memory: u16,
+        graph: GraphNode,
+    },
+    /// One execution of a CUDA graph (`GRAPH_TRACE`): from its first
+    /// node's start to its last node's end, on the stream it was launched
+    /// into; `correlation` is the launch call's.
+    GraphTrace {
+        span: Span,
+        correlation: u32,
+        graph: u32,
     },
     Sync {
         start: u64,
@@ -91,6 +103,22 @@ pub struct Span {
     pub device: u32,
     pub context: u32,
     pub stream: u32,
+}
+
+/// The CUDA graph node a kernel, copy or memset ran as. CUPTI's ids:
+/// `graph` is the graph's (unique per process), `node` the node's; both
+/// are 0 for work that was not launched from a graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct GraphNode {
+    pub graph: u32,
+    pub node: u64,
+}
+
+impl GraphNode {
+    /// Whether the work ran as a node of a graph.
+    pub fn is_graph(self) -> bool {
+        self.graph != 0
+    }
 }
 
 /// An NVLink connection as CUPTI reports it.
@@ -134,6 +162,12 @@ macro_rules! span {
     };
 }
 
+macro_rules! graph_node {
+    ($r:expr) => {
+        GraphNode { graph: $r.graphId, node: $r.graphNodeId }
+    };
+}
+
 macro_rules! kernel {
     ($r:expr) => {{
         let r = $r;
@@ -148,6 +182,7 @@ macro_rules! kernel {
                 static_shared: r.staticSharedMemory as u32,
                 dynamic_shared: r.dynamicSharedMemory as u32,
             },
+            graph: graph_node!(r),
         }
     }};
 }
@@ -162,6 +197,7 @@ macro_rules! memcpy {
             kind: r.copyKind,
             src: r.srcKind,
             dst: r.dstKind,
+            graph: graph_node!(r),
         }
     }};
 }
@@ -169,7 +205,13 @@ macro_rules! memcpy {
 macro_rules! memset {
     ($r:expr) => {{
         let r = $r;
-        Record::Memset { span: span!(r), correlation: r.correlationId, bytes: r.bytes, memory: r.memoryKind }
+        Record::Memset {
+            span: span!(r),
+            correlation: r.correlationId,
+            bytes: r.bytes,
+            memory: r.memoryKind,
+            graph: graph_node!(r),
+        }
     }};
 }
 
@@ -266,6 +308,7 @@ pub fn decode(version: CuptiVersion, bytes: &[u8]) -> Option<Record> {
                 src: r.srcKind,
                 dst: r.dstKind,
                 ends: [(r.srcDeviceId, r.srcContextId), (r.dstDeviceId, r.dstContextId)],
+                graph: graph_node!(r),
             }
         }
         R::Memset4Cuda12 => memset!(read::<v12_9::CUpti_ActivityMemset4>(bytes)?),
@@ -282,6 +325,11 @@ pub fn decode(version: CuptiVersion, bytes: &[u8]) -> Option<Record> {
         R::Context2 => context!(read::<v12_9::CUpti_ActivityContext2>(bytes)?),
         R::Context3 => context!(read::<v12_9::CUpti_ActivityContext3>(bytes)?),
         R::Context4 => context!(read::<v13_5::CUpti_ActivityContext4>(bytes)?),
+        // GraphTrace2 appends two fields gputrace does not read.
+        R::GraphTrace | R::GraphTrace2 => {
+            let r: v12_9::CUpti_ActivityGraphTrace = read(bytes)?;
+            Record::GraphTrace { span: span!(r), correlation: r.correlationId, graph: r.graphId }
+        }
         _ => Record::Other(kind),
     })
 }

@@ -78,7 +78,7 @@ impl Activity {
 
     pub fn of(kind: RegionKind) -> Self {
         match kind {
-            RegionKind::Kernel => Activity::Compute,
+            RegionKind::Kernel | RegionKind::Graph => Activity::Compute,
             RegionKind::Copy(CopyKind::PtoP) => Activity::PeerCopy,
             RegionKind::Copy(_) | RegionKind::Memset => Activity::Copy,
             RegionKind::Mpi => Activity::Mpi,

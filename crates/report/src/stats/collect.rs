@@ -102,6 +102,8 @@ pub struct Collected {
     pub events: u64,
     /// Kernel durations by (NVTX range, kernel name).
     pub nvtx_kern: NvtxKernels,
+    /// CUDA graph executions (`cuda_graph_sum`).
+    pub graphs: super::graphs::GraphExecutions,
 }
 
 /// Kernels summed under the NVTX push/pop range whose thread launched them.
@@ -124,6 +126,8 @@ struct Open {
     bytes: u64,
     /// Of a kernel: the NVTX range (index) its launch was made in.
     nvtx_range: Option<usize>,
+    /// Of GPU work a CUDA graph ran: (graph id, launch correlation id).
+    graph: Option<(u64, u64)>,
 }
 
 /// A copy seen only as an RMA operation (Score-P's way): its start.
@@ -178,6 +182,7 @@ pub fn collect(reader: &mut TraceReader) -> Result<Collected> {
             gpu_metrics: std::collections::BTreeMap::new(),
             events: 0,
             nvtx_kern: NvtxKernels::default(),
+            graphs: Default::default(),
         },
         by_name: HashMap::new(),
         region_slots: HashMap::new(),
@@ -228,7 +233,7 @@ impl Pass<'_> {
             RegionKind::Copy(_) | RegionKind::Memset => Category::Memory,
             RegionKind::Mpi => Category::Mpi,
             RegionKind::Nccl => Category::Nccl,
-            RegionKind::Nvtx | RegionKind::Other => return None,
+            RegionKind::Nvtx | RegionKind::Graph | RegionKind::Other => return None,
         })
     }
 
@@ -322,6 +327,9 @@ impl Pass<'_> {
 
     fn close(&mut self, open: Open, time: u64) {
         let ns = self.out.model.ns(time.saturating_sub(open.start));
+        if let Some((graph, correlation)) = open.graph {
+            self.out.graphs.add(self.process, graph, correlation, open.kind, open.start, time);
+        }
         if open.kind == RegionKind::Kernel {
             match open.nvtx_range {
                 Some(range) => self.record_nvtx_kernel(range, open.region, ns),
@@ -446,8 +454,15 @@ impl EventVisitor for Pass<'_> {
             }
         }
         let mut nvtx_range = None;
+        let mut graph = None;
         let correlation = self.out.model.attributes.correlation;
         if let Some(corr) = correlation.and_then(|a| ev.attributes.get(a)).and_then(|v| v.as_u64()) {
+            if self.kind == LocationKind::GpuStream
+                && let Some(g) =
+                    self.out.model.attributes.graph.and_then(|a| ev.attributes.get(a)).and_then(|v| v.as_u64())
+            {
+                graph = Some((g, corr));
+            }
             match self.kind {
                 // A CUDA call inside a range: the first call with an id
                 // (the runtime's, around the driver's) names the range.
@@ -462,7 +477,7 @@ impl EventVisitor for Pass<'_> {
                 _ => {}
             }
         }
-        self.stack.push(Open { region, kind, start: ev.time, bytes, nvtx_range });
+        self.stack.push(Open { region, kind, start: ev.time, bytes, nvtx_range, graph });
     }
 
     fn leave(&mut self, ev: &EventContext<'_>, region: RegionRef) {

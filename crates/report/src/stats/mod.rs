@@ -6,6 +6,7 @@
 //! form printed after a traced run ([`short_summary`]).
 
 pub mod collect;
+pub mod graphs;
 
 use std::io::Write;
 use std::path::Path;
@@ -28,6 +29,10 @@ pub const REPORTS: &[(&str, &str)] = &[
     (
         "nvtx_kern_sum",
         "GPU kernels by the NVTX push/pop range their launch was made in (innermost, same thread), and name",
+    ),
+    (
+        "cuda_graph_sum",
+        "CUDA graphs, by graph: launches, time per execution, nodes (kernels, copies, memsets) per launch",
     ),
     ("nvlink_sum", "NVLink bytes sent and received per GPU, with the NVLink topology"),
     ("gpu_metrics_sum", "GPU metrics sampled from NVML (utilization, memory, clock, power...): per GPU, min/mean/max"),
@@ -72,7 +77,14 @@ pub fn run(input: &Path, request: &StatsRequest, out: &mut dyn Write) -> Result<
         // out of the default set when empty.
         let optional = matches!(
             name,
-            "nccl_sum" | "nvtx_sum" | "nvtx_kern_sum" | "nvlink_sum" | "gpu_metrics_sum" | "mpi_matrix" | "gpu_matrix"
+            "nccl_sum"
+                | "nvtx_sum"
+                | "nvtx_kern_sum"
+                | "cuda_graph_sum"
+                | "nvlink_sum"
+                | "gpu_metrics_sum"
+                | "mpi_matrix"
+                | "gpu_matrix"
         );
         if explicit || !optional || !t.rows.is_empty() {
             tables.push(t);
@@ -119,6 +131,14 @@ pub fn build(c: &mut Collected, name: &str) -> Table {
         "nccl_sum" => time_table(c, Category::Nccl, name, "NCCL Summary", "Name"),
         "nvtx_sum" => nvtx_table(c),
         "nvtx_kern_sum" => nvtx_kern_table(c),
+        "cuda_graph_sum" => {
+            let mut estimated = false;
+            let mut t = graphs::table(&c.graphs, &c.model, &mut c.times, &mut estimated);
+            if estimated {
+                t.notes.push(ESTIMATE_NOTE.into());
+            }
+            t
+        }
         "nvlink_sum" => nvlink_table(c),
         "gpu_metrics_sum" => gpu_metrics_table(c),
         "mpi_matrix" => c.mpi.table(&c.model),

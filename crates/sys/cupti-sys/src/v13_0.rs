@@ -484,6 +484,21 @@ pub struct CUpti_ActivityNvLink4__bindgen_ty_2__bindgen_ty_1 {
     pub index: u32,
     pub domainId: u32,
 }
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct CUpti_ActivityGraphTrace2 {
+    pub kind: CUpti_ActivityKind,
+    pub correlationId: u32,
+    pub start: u64,
+    pub end: u64,
+    pub deviceId: u32,
+    pub graphId: u32,
+    pub contextId: u32,
+    pub streamId: u32,
+    pub reserved: *mut ::std::os::raw::c_void,
+    pub endDeviceId: u32,
+    pub endContextId: u32,
+}
 #[repr(C, packed(8))]
 #[derive(Copy, Clone)]
 pub struct CUpti_ActivityOverhead {
@@ -1356,6 +1371,19 @@ pub struct CUpti_ActivityNvLink3__bindgen_ty_1__bindgen_ty_1 {
 pub struct CUpti_ActivityNvLink3__bindgen_ty_2__bindgen_ty_1 {
     pub index: u32,
     pub domainId: u32,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct CUpti_ActivityGraphTrace {
+    pub kind: CUpti_ActivityKind,
+    pub correlationId: u32,
+    pub start: u64,
+    pub end: u64,
+    pub deviceId: u32,
+    pub graphId: u32,
+    pub contextId: u32,
+    pub streamId: u32,
+    pub reserved: *mut ::std::os::raw::c_void,
 }
 #[repr(C)]
 #[repr(align(8))]
@@ -2528,6 +2556,35 @@ const _: () = {
         [::std::mem::offset_of!(CUpti_ActivityNvLink4, nvswitchConnected) - 128usize];
     ["Offset of field: CUpti_ActivityNvLink4::pad"]
         [::std::mem::offset_of!(CUpti_ActivityNvLink4, pad) - 129usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of CUpti_ActivityGraphTrace2"]
+        [::std::mem::size_of::<CUpti_ActivityGraphTrace2>() - 56usize];
+    ["Alignment of CUpti_ActivityGraphTrace2"]
+        [::std::mem::align_of::<CUpti_ActivityGraphTrace2>() - 8usize];
+    ["Offset of field: CUpti_ActivityGraphTrace2::kind"]
+        [::std::mem::offset_of!(CUpti_ActivityGraphTrace2, kind) - 0usize];
+    ["Offset of field: CUpti_ActivityGraphTrace2::correlationId"]
+        [::std::mem::offset_of!(CUpti_ActivityGraphTrace2, correlationId) - 4usize];
+    ["Offset of field: CUpti_ActivityGraphTrace2::start"]
+        [::std::mem::offset_of!(CUpti_ActivityGraphTrace2, start) - 8usize];
+    ["Offset of field: CUpti_ActivityGraphTrace2::end"]
+        [::std::mem::offset_of!(CUpti_ActivityGraphTrace2, end) - 16usize];
+    ["Offset of field: CUpti_ActivityGraphTrace2::deviceId"]
+        [::std::mem::offset_of!(CUpti_ActivityGraphTrace2, deviceId) - 24usize];
+    ["Offset of field: CUpti_ActivityGraphTrace2::graphId"]
+        [::std::mem::offset_of!(CUpti_ActivityGraphTrace2, graphId) - 28usize];
+    ["Offset of field: CUpti_ActivityGraphTrace2::contextId"]
+        [::std::mem::offset_of!(CUpti_ActivityGraphTrace2, contextId) - 32usize];
+    ["Offset of field: CUpti_ActivityGraphTrace2::streamId"]
+        [::std::mem::offset_of!(CUpti_ActivityGraphTrace2, streamId) - 36usize];
+    ["Offset of field: CUpti_ActivityGraphTrace2::reserved"]
+        [::std::mem::offset_of!(CUpti_ActivityGraphTrace2, reserved) - 40usize];
+    ["Offset of field: CUpti_ActivityGraphTrace2::endDeviceId"]
+        [::std::mem::offset_of!(CUpti_ActivityGraphTrace2, endDeviceId) - 48usize];
+    ["Offset of field: CUpti_ActivityGraphTrace2::endContextId"]
+        [::std::mem::offset_of!(CUpti_ActivityGraphTrace2, endContextId) - 52usize];
 };
 pub const CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE: CUpti_ActivityAttribute = 0;
 pub const CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE_CDP: CUpti_ActivityAttribute = 1;
@@ -4390,6 +4447,31 @@ const _: () = {
         [::std::mem::offset_of!(CUpti_ActivityNvLink3, nvswitchConnected) - 128usize];
     ["Offset of field: CUpti_ActivityNvLink3::pad"]
         [::std::mem::offset_of!(CUpti_ActivityNvLink3, pad) - 129usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of CUpti_ActivityGraphTrace"]
+        [::std::mem::size_of::<CUpti_ActivityGraphTrace>() - 48usize];
+    ["Alignment of CUpti_ActivityGraphTrace"]
+        [::std::mem::align_of::<CUpti_ActivityGraphTrace>() - 8usize];
+    ["Offset of field: CUpti_ActivityGraphTrace::kind"]
+        [::std::mem::offset_of!(CUpti_ActivityGraphTrace, kind) - 0usize];
+    ["Offset of field: CUpti_ActivityGraphTrace::correlationId"]
+        [::std::mem::offset_of!(CUpti_ActivityGraphTrace, correlationId) - 4usize];
+    ["Offset of field: CUpti_ActivityGraphTrace::start"]
+        [::std::mem::offset_of!(CUpti_ActivityGraphTrace, start) - 8usize];
+    ["Offset of field: CUpti_ActivityGraphTrace::end"]
+        [::std::mem::offset_of!(CUpti_ActivityGraphTrace, end) - 16usize];
+    ["Offset of field: CUpti_ActivityGraphTrace::deviceId"]
+        [::std::mem::offset_of!(CUpti_ActivityGraphTrace, deviceId) - 24usize];
+    ["Offset of field: CUpti_ActivityGraphTrace::graphId"]
+        [::std::mem::offset_of!(CUpti_ActivityGraphTrace, graphId) - 28usize];
+    ["Offset of field: CUpti_ActivityGraphTrace::contextId"]
+        [::std::mem::offset_of!(CUpti_ActivityGraphTrace, contextId) - 32usize];
+    ["Offset of field: CUpti_ActivityGraphTrace::streamId"]
+        [::std::mem::offset_of!(CUpti_ActivityGraphTrace, streamId) - 36usize];
+    ["Offset of field: CUpti_ActivityGraphTrace::reserved"]
+        [::std::mem::offset_of!(CUpti_ActivityGraphTrace, reserved) - 40usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {

@@ -209,6 +209,10 @@ impl CuptiVersion {
                 _ => R::Memory4,
             },
             c::CUPTI_ACTIVITY_KIND_NAME => R::Name,
+            c::CUPTI_ACTIVITY_KIND_GRAPH_TRACE => match release {
+                ..1203 => R::GraphTrace,
+                _ => R::GraphTrace2,
+            },
             _ => return None,
         })
     }
@@ -341,6 +345,10 @@ record_structs! {
     Memory4 => V12_9, v12_9::CUpti_ActivityMemory4;
     /// NVTX resource names, every release.
     Name => V12_9, v12_9::CUpti_ActivityName;
+    /// One graph execution (`GRAPH_TRACE`), 12.0 to 12.2.
+    GraphTrace => V12_9, v12_9::CUpti_ActivityGraphTrace;
+    /// One graph execution, 12.3 on: + `endDeviceId`, `endContextId`.
+    GraphTrace2 => V12_9, v12_9::CUpti_ActivityGraphTrace2;
 }
 
 #[cfg(test)]
@@ -495,5 +503,26 @@ mod tests {
         }
         assert_eq!(RecordStruct::Kernel10.size(), 216);
         assert_eq!(RecordStruct::NvLink5.size(), 88);
+        assert_eq!(RecordStruct::GraphTrace.size(), 48);
+        assert_eq!(RecordStruct::GraphTrace2.size(), 56);
+    }
+
+    /// `GRAPH_TRACE`'s struct, as the `\ref` of the kind names it in the
+    /// 12.1.105, 12.2.142 (`GraphTrace`), 12.3.101, 12.4.127, 12.9.79,
+    /// 13.0.85 and 13.5.25 (`GraphTrace2`) headers.
+    #[test]
+    fn graph_trace_records_per_release() {
+        let kind = c::CUPTI_ACTIVITY_KIND_GRAPH_TRACE;
+        for (api, want) in [
+            (18, RecordStruct::GraphTrace),
+            (20, RecordStruct::GraphTrace),
+            (21, RecordStruct::GraphTrace2),
+            (22, RecordStruct::GraphTrace2),
+            (28, RecordStruct::GraphTrace2),
+            (130_001, RecordStruct::GraphTrace2),
+            (130_500, RecordStruct::GraphTrace2),
+        ] {
+            assert_eq!(version(api).record_struct(kind), Some(want), "API {api}");
+        }
     }
 }

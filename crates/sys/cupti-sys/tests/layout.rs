@@ -163,6 +163,13 @@ macro_rules! unversioned {
             memoryOperationType @ 4 => u32, address @ 16 => u64, bytes @ 24 => u64,
             timestamp @ 32 => u64, deviceId @ 52 => u32, streamId @ 60 => u32,
             source @ 120 => *const std::ffi::c_char);
+        offsets!($m::CUpti_ActivityGraphTrace, size 48;
+            kind @ 0 => u32, correlationId @ 4 => u32, start @ 8 => u64, end @ 16 => u64,
+            deviceId @ 24 => u32, graphId @ 28 => u32, contextId @ 32 => u32, streamId @ 36 => u32);
+        offsets!($m::CUpti_ActivityGraphTrace2, size 56;
+            kind @ 0 => u32, correlationId @ 4 => u32, start @ 8 => u64, end @ 16 => u64,
+            deviceId @ 24 => u32, graphId @ 28 => u32, contextId @ 32 => u32, streamId @ 36 => u32,
+            endDeviceId @ 48 => u32, endContextId @ 52 => u32);
         offsets!($m::CUpti_ActivityName, size 32;
             kind @ 0 => u32, objectKind @ 4 => u32, objectId @ 8, name @ 24 => *const std::ffi::c_char);
         offsets!($m::CUpti_CallbackData, size 72;
