@@ -14,7 +14,7 @@ use raw::{Producer, StreamHeader};
 
 use crate::util::*;
 
-fn fixture(name: &str) -> (Vec<Capture>, String) {
+pub(crate) fn fixture(name: &str) -> (Vec<Capture>, String) {
     let dir = workspace().join("tests/fixtures/cupti").join(name);
     let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();

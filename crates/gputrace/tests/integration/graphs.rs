@@ -305,3 +305,57 @@ fn graph_level_trace_is_one_region_per_execution() {
         kern["gpu_kern_sum"]["rows"].as_array().unwrap().iter().map(|r| r["Instances"].as_u64().unwrap()).sum();
     assert_eq!(instances, 2);
 }
+
+/// The same on the CUPTI buffers captured on the H100 (CUDA 13.0) from
+/// tests/gpu/programs/cuda_graphs.cu with 25 launches per graph
+/// (tests/fixtures/cupti/cuda_graphs*): node by node, and graph-level.
+#[test]
+fn captured_graph_runs_check_out() {
+    for (part, fixture, enable, lines) in [
+        (
+            "graphs",
+            "cuda_graphs",
+            "default",
+            &[
+                "ok   graphs: kernels outside graphs: 2 vs 2",
+                "ok   graphs: kernels with a graph id = launches x nodes: 125 vs 125",
+                "ok   graphs: memcpy with a graph id = launches x nodes: 75 vs 75",
+                "ok   graphs: memset with a graph id = launches x nodes: 75 vs 75",
+                "ok   graphs: graph capture: 25 launches, each 3 kernels, 2 copies, 1 memsets, 6 node ids",
+                "ok   graphs: graph explicit: 25 launches, each 2 kernels, 1 copies, 2 memsets, 5 node ids",
+                "ok   graphs: every graph node's launch call (same correlation id) recorded",
+                "ok   graphs: cudaGraphLaunch calls: 50 vs 50",
+            ][..],
+        ),
+        (
+            "graphs_whole",
+            "cuda_graphs_whole",
+            "default,graph",
+            &[
+                "ok   graphs_whole: one region per graph execution, per graph: [25, 25] vs [25, 25]",
+                "ok   graphs_whole: no graph nodes recorded one by one",
+                "ok   graphs_whole: every graph execution's launch call (same correlation id) recorded",
+                "ok   graphs_whole: kernels outside graphs still recorded: 2 vs 2",
+            ][..],
+        ),
+    ] {
+        let results = fresh_dir(&format!("graphs-captured-{part}"));
+        std::fs::create_dir_all(&results).unwrap();
+        let (captures, expected) = crate::cuda::fixture(fixture);
+        let exp = results.join(format!("exp-{part}"));
+        let config = config::Config::from_pairs(&[("GPUTRACE_CUDA_ENABLE".into(), enable.into())]).unwrap();
+        let header = StreamHeader { pid: 856, ..header() };
+        gputrace_cuda::replay::replay(&captures, &exp, header, Enabled::from_set(&config.cuda_enable)).unwrap();
+        std::fs::write(results.join(format!("{part}.out")), expected).unwrap();
+        let out = merge(&exp, false);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let report = check_archives(&results);
+        assert!(!report.contains("FAIL"), "{report}");
+        for line in lines {
+            assert!(report.contains(line), "{line}\n{report}");
+        }
+        let rows = graph_sum(&exp);
+        let launches: Vec<u64> = rows.values().map(|r| r["Launches"].as_u64().unwrap()).collect();
+        assert_eq!(launches, [25, 25], "{rows:?}");
+    }
+}
