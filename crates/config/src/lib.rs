@@ -529,11 +529,12 @@ mod tests {
         );
         assert_eq!(
             allowed::<CudaSource>(),
-            "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink,default,yes,all,no,none"
+            "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink,memory,uvm,default,yes,all,no,none"
         );
-        for all in ["default", "yes", "all"] {
-            assert_eq!(names::<CudaSource>(all), "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink");
+        for default in ["default", "yes"] {
+            assert_eq!(names::<CudaSource>(default), "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink,memory");
         }
+        assert_eq!(names::<CudaSource>("all"), "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink,memory,uvm");
         assert_eq!(allowed::<NcclLevel>(), "group,coll,p2p,proxy,kernel,default,yes,all,no,none");
         assert_eq!(names::<NcclLevel>("default"), "group,coll,p2p");
         assert_eq!(names::<NcclLevel>("YES"), "group,coll,p2p");

@@ -79,15 +79,27 @@ crate::set_members! {
         Peer = "peer": "copies between GPUs (peer-to-peer), with source and destination device",
         Sync = "sync": "synchronizations (stream, event, context) on the waiting thread",
         Nvlink = "nvlink": "NVLink topology, and NVLink traffic per GPU sampled from NVML",
+        Memory = "memory": "allocations and frees (device, pinned, managed, stream-ordered pools) with address, size \
+                            and stream, memory pools, and the memory in use per process and GPU over time; \
+                            one record per allocation or free",
+        Uvm = "uvm": "unified (managed) memory: CPU and GPU page faults, migrations host-to-device and \
+                      device-to-host in bytes, thrashing; off by default (CUDA's driver reports every \
+                      fault group and migration)",
     }
     aliases {
-        "default": "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink" => CudaSource::ALL,
-        "yes": "the same as default" => CudaSource::ALL,
-        "all": "the same as default" => CudaSource::ALL,
+        "default": "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink,memory" => DEFAULT_CUDA,
+        "yes": "the same as default" => DEFAULT_CUDA,
+        "all": "every member: default and uvm" => CudaSource::ALL,
         "no": "no CUDA recording: the agent is not loaded" => &[],
         "none": "the same as no" => &[],
     }
 }
+
+/// `GPUTRACE_CUDA_ENABLE=default`: every member but `uvm`.
+const DEFAULT_CUDA: &[CudaSource] = {
+    use CudaSource::*;
+    &[Driver, Runtime, Kernel, Memcpy, Memset, Peer, Sync, Nvlink, Memory]
+};
 
 crate::set_members! {
     /// What the NCCL profiler plugin records (`GPUTRACE_NCCL_ENABLE`).
