@@ -41,8 +41,8 @@ pub const UVM_COUNTERS: [(u32, &str, &str, &str); 6] = [
 #[derive(Debug, Default)]
 struct Device {
     location: Option<u32>,
-    /// Live allocations: address → (bytes, kind).
-    live: HashMap<u64, (u64, MemoryKind)>,
+    /// Live allocations: address → (bytes, kind, flags).
+    live: HashMap<u64, (u64, MemoryKind, u8)>,
     total: u64,
     by_kind: [u64; 8],
     /// Metric ids: [0] the total, [1 + kind] per kind.
@@ -115,22 +115,20 @@ impl Memory {
             2 => flags |= RawMemoryOp::IMPORTED_POOL,
             _ => {}
         }
-        let region = self.region(
-            &region_name(m.alloc, memory, flags),
-            if m.alloc { RegionRole::Allocate } else { RegionRole::Deallocate },
-            rec,
-        );
         let ordinal = self.ordinal(m.device);
         let d = self.device(ordinal, rec);
-        let (bytes, kind) = if m.alloc {
-            d.live.insert(m.address, (m.bytes, memory));
-            (m.bytes, memory)
+        // A free is named, sized and counted as its allocation was, where
+        // the agent saw it (CUPTI's free records may say less).
+        let (bytes, memory, flags) = if m.alloc {
+            d.live.insert(m.address, (m.bytes, memory, flags));
+            (m.bytes, memory, flags)
         } else {
-            match d.live.remove(&m.address) {
-                Some(known) => known,
-                None => (0, memory),
-            }
+            d.live.remove(&m.address).unwrap_or((0, memory, flags))
         };
+        let kind = memory;
+        let role = if m.alloc { RegionRole::Allocate } else { RegionRole::Deallocate };
+        let region = self.region(&region_name(m.alloc, memory, flags), role, rec);
+        let d = self.device(ordinal, rec);
         let k = kind as usize;
         if m.alloc {
             d.total += bytes;
@@ -144,7 +142,7 @@ impl Memory {
                 region,
                 correlation: m.correlation,
                 address: m.address,
-                bytes: m.bytes,
+                bytes: if m.alloc || bytes == 0 { m.bytes } else { bytes },
                 memory,
                 stream: m.stream,
                 flags,
