@@ -7,6 +7,7 @@ mod cli;
 mod cuda;
 mod full_disk;
 mod layout;
+mod memory;
 mod mpi;
 mod mpi4py;
 mod nccl;
