@@ -417,6 +417,7 @@ impl<W: Write> Pass<'_, W> {
             RegionKind::Mpi => "mpi",
             RegionKind::Nccl => "nccl",
             RegionKind::Nvtx => "nvtx",
+            RegionKind::CudaMemory => "cuda_memory",
             RegionKind::Other => "other",
         }
     }

@@ -21,6 +21,9 @@ pub enum RegionKind {
     Nccl,
     /// An NVTX range or mark ([`RegionInfo::nvtx`] says which).
     Nvtx,
+    /// A CUDA allocation, free or pool operation (zero-length regions
+    /// described `CUDA memory`): read by the memory reports, not timed.
+    CudaMemory,
     Other,
 }
 
@@ -165,6 +168,9 @@ pub fn classify(name: &str, description: &str, paradigm: Paradigm, role: RegionR
     }
     if !on_stream && (description == "NCCL" || name.starts_with("nccl")) {
         return RegionKind::Nccl;
+    }
+    if description == "CUDA memory" {
+        return RegionKind::CudaMemory;
     }
     if paradigm == Paradigm::Cuda || on_stream {
         if on_stream {

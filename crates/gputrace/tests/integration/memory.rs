@@ -431,6 +431,12 @@ fn memory_and_uvm_merge_into_archives_the_python_reader_checks() {
     assert_eq!(total("GPU page faults"), gpu.to_string(), "{uvm:?}");
     assert_eq!(total("bytes HtoD"), htod.to_string(), "{uvm:?}");
     assert_eq!(total("bytes DtoH"), dtoh.to_string(), "{uvm:?}");
+    // Allocations are not API calls: no time of theirs in cuda_api_sum.
+    let api = stats_csv(&results.join("exp-memory"), "cuda_api_sum");
+    assert!(
+        api.iter().flatten().all(|c| !c.starts_with("CUDA alloc") && !c.starts_with("CUDA memory pool")),
+        "{api:?}"
+    );
     // NVML's report keeps to NVML's metrics.
     let gpu_metrics = stats_csv(&results.join("exp-uvm"), "gpu_metrics_sum");
     assert!(

@@ -228,7 +228,7 @@ impl Pass<'_> {
             RegionKind::Copy(_) | RegionKind::Memset => Category::Memory,
             RegionKind::Mpi => Category::Mpi,
             RegionKind::Nccl => Category::Nccl,
-            RegionKind::Nvtx | RegionKind::Other => return None,
+            RegionKind::Nvtx | RegionKind::CudaMemory | RegionKind::Other => return None,
         })
     }
 
