@@ -431,6 +431,11 @@ fn memory_and_uvm_merge_into_archives_the_python_reader_checks() {
     assert_eq!(total("GPU page faults"), gpu.to_string(), "{uvm:?}");
     assert_eq!(total("bytes HtoD"), htod.to_string(), "{uvm:?}");
     assert_eq!(total("bytes DtoH"), dtoh.to_string(), "{uvm:?}");
+    // The short form after a run: the memory table, not the lists.
+    let out = run(Command::new(gputrace()).args(["stats", "--short"]).arg(results.join("exp-memory")));
+    let short = text(&out.stdout);
+    assert!(out.status.success() && short.contains("(cuda_mem_sum)"), "{short}");
+    assert!(!short.contains("cuda_mem_leaks") && !short.contains("cuda_mem_largest"), "{short}");
     // Allocations are not API calls: no time of theirs in cuda_api_sum.
     let api = stats_csv(&results.join("exp-memory"), "cuda_api_sum");
     assert!(
