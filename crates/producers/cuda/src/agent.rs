@@ -151,6 +151,9 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
         let rc = unsafe { (cupti.activity_enable)(kind) };
         if rc != sys::CUPTI_SUCCESS {
             tracing::debug!(kind, result = %describe(&cupti, rc), "activity kind not enabled");
+            if kind == sys::CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER {
+                diag::warn_once(&format!("unified memory is not traced: {}", describe(&cupti, rc)));
+            }
         }
     }
     if let Some(f) = cupti.activity_flush_period {
