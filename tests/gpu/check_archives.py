@@ -46,7 +46,8 @@ SYNC = re.compile(r"ynchronize|\[CUDA sync")
 
 def read(archive):
     """Per location: events; plus kernels, copies, memsets, API regions."""
-    facts = {"locations": {}, "kernels": [], "copies": [], "memsets": [], "api": [], "rma": [],
+    facts = {"locations": {}, "kernels": [], "copies": [], "memsets": [], "api": [], "rma": [], "mem": [], "pools": [],
+             "named_metrics": defaultdict(lambda: defaultdict(list)),
              "metrics": defaultdict(list), "gpu_metrics": defaultdict(dict), "mono": True, "balanced": True, "groups": {}, "msgs": 0}
     with otf2.reader.open(archive) as trace:
         # NVTX ranges and marks: user regions described "NVTX" or "NVTX
@@ -82,7 +83,17 @@ def read(archive):
                         # The regions it ran inside, outermost first.
                         "outer": [n for n, _, _ in stacks[key]],
                         "graph": attr(enter, "CUDA graph id"), "node": attr(enter, "CUDA graph node id")}
-                if name.startswith("[CUDA memcpy"):
+                if name.startswith("CUDA alloc (") or name.startswith("CUDA free ("):
+                    # Allocations and frees (docs/otf2-mapping.md): zero-length
+                    # regions on the process's `CUDA memory GPU d` location.
+                    item["alloc"] = name.startswith("CUDA alloc (")
+                    item["kind"] = name[name.index("(") + 1:-1]
+                    item["bytes"] = attr(enter, "bytes")
+                    item["address"] = attr(enter, "address")
+                    facts["mem"].append(item)
+                elif name.startswith("CUDA memory pool "):
+                    facts["pools"].append(item)
+                elif name.startswith("[CUDA memcpy"):
                     item["bytes"] = attr(enter, "bytes")
                     item["kind"] = attr(enter, "copy kind")
                     item["src"] = attr(enter, "source device")
@@ -103,6 +114,7 @@ def read(archive):
             elif isinstance(ev, Metric):
                 for v in ev.values:
                     facts["metrics"][key].append((ev.time, v))
+                facts["named_metrics"][key][ev.metric.members[0].name].append((ev.time, ev.values[0]))
                 if loc.name.endswith(" metrics") and loc.name.startswith("GPU "):
                     m = ev.metric.members[0]
                     series = facts["gpu_metrics"][f"{loc.name}@{loc.group.name}"].setdefault(
@@ -175,6 +187,86 @@ def check_gpu_metrics(f, label):
         check(f"{label}: {loc}: first sample before the GPU work ended, several samples",
               first is not None and work and first < max(work) and min(len(t) for t in times.values()) >= 2,
               (first, max(work) if work else None, {n: len(t) for n, t in times.items()}))
+
+
+def check_memory(d, exp, label):
+    """Allocations and frees (GPUTRACE_CUDA_ENABLE member `memory`,
+    docs/cuda.md): counts and bytes per kind equal the program's; what was
+    never freed is the program's leaks; the `CUDA memory in use` metrics
+    end at the leaked bytes and peak where the events say."""
+    f = read(os.path.join(d, "traces.otf2"))
+    check(f"{label}: Enter/Leave balanced", f["balanced"])
+    mem = f["mem"]
+    for kind in ("device", "pinned", "device, async"):
+        for op in ("alloc", "free"):
+            got = [m for m in mem if m["kind"] == kind and m["alloc"] == (op == "alloc")]
+            n, b = len(got), sum(m["bytes"] or 0 for m in got)
+            want = (int(exp[f"{op} {kind} n"]), int(exp[f"{op} {kind} bytes"]))
+            check(f"{label}: {op} {kind}: count and bytes", (n, b) == want, f"{(n, b)} vs {want}")
+    # What stays allocated at the end, per location, by address.
+    live = {}
+    peaks = defaultdict(int)
+    in_use = defaultdict(int)
+    for m in sorted(mem, key=lambda m: m["start"]):
+        k = (m["loc"], m["address"])
+        if m["alloc"]:
+            live[k] = m
+            in_use[m["loc"]] += m["bytes"]
+            peaks[m["loc"]] = max(peaks[m["loc"]], in_use[m["loc"]])
+        elif k in live:
+            in_use[m["loc"]] -= live.pop(k)["bytes"]
+    leaks = by(live.values(), lambda m: m["kind"])
+    for kind in ("device", "pinned"):
+        got = (len(leaks.get(kind, [])), sum(m["bytes"] for m in leaks.get(kind, [])))
+        want = (int(exp[f"leak {kind} n"]), int(exp[f"leak {kind} bytes"]))
+        check(f"{label}: leaked {kind}: count and bytes", got == want, f"{got} vs {want}")
+    check(f"{label}: nothing else leaked", set(leaks) <= {"device", "pinned"}, sorted(leaks))
+    locs = sorted({m["loc"] for m in mem})
+    check(f"{label}: a CUDA memory location", locs and all(l.startswith("CUDA memory GPU ") for l in locs), locs)
+    last = {l: f["named_metrics"][l]["CUDA memory in use"][-1][1] for l in locs
+            if f["named_metrics"][l]["CUDA memory in use"]}
+    check(f"{label}: memory in use ends at the leaked bytes", sum(last.values()) == int(exp["leaked bytes"]),
+          f"{last} vs {exp['leaked bytes']}")
+    for kind in ("device", "pinned"):
+        ends = [f["named_metrics"][l][f"CUDA {kind} memory in use"][-1][1] for l in locs
+                if f["named_metrics"][l][f"CUDA {kind} memory in use"]]
+        check(f"{label}: {kind} memory in use ends at its leak", sum(ends) == int(exp[f"leak {kind} bytes"]), ends)
+    peak = {l: max(v for _, v in f["named_metrics"][l]["CUDA memory in use"]) for l in last}
+    check(f"{label}: memory in use peaks where the allocations say", peak == dict(peaks), f"{peak} vs {dict(peaks)}")
+    pools = by(f["pools"], lambda p: p["name"])
+    for op in ("created", "destroyed"):
+        n = len(pools.get(f"CUDA memory pool {op}", []))
+        check(f"{label}: memory pools {op}", n >= int(exp[f"pools {op}"]), n)
+    check(f"{label}: timestamps non-decreasing", f["mono"])
+    return f
+
+
+def check_uvm(d, exp, label):
+    """Unified memory (member `uvm`): the managed allocation, CPU and GPU
+    page faults, migrations both ways with bytes."""
+    f = read(os.path.join(d, "traces.otf2"))
+    managed = [m for m in f["mem"] if m["kind"] == "managed"]
+    for op in ("alloc", "free"):
+        got = [m for m in managed if m["alloc"] == (op == "alloc")]
+        want = (int(exp[f"{op} managed n"]), int(exp[f"{op} managed bytes"]))
+        check(f"{label}: {op} managed: count and bytes", (len(got), sum(m["bytes"] for m in got)) == want,
+              f"{(len(got), sum(m['bytes'] for m in got))} vs {want}")
+    totals = defaultdict(int)
+    for loc, metrics in f["named_metrics"].items():
+        for name, samples in metrics.items():
+            if name.startswith("UVM "):
+                totals[name] += samples[-1][1]
+                check(f"{label}: {loc}: {name} never decreases",
+                      all(a[1] <= b[1] for a, b in zip(samples, samples[1:])), len(samples))
+    check(f"{label}: CPU page faults > 0", totals["UVM CPU page faults"] > 0, dict(totals))
+    if exp.get("concurrent") == "1":
+        check(f"{label}: GPU page faults > 0", totals["UVM GPU page faults"] > 0, dict(totals))
+    check(f"{label}: bytes migrated HtoD > 0", totals["UVM bytes HtoD"] > 0, dict(totals))
+    check(f"{label}: bytes migrated DtoH > 0", totals["UVM bytes DtoH"] > 0, dict(totals))
+    check(f"{label}: HtoD migrations cover the buffer the kernel touched",
+          totals["UVM bytes HtoD"] >= int(exp["managed bytes"]), f"{totals['UVM bytes HtoD']} vs {exp['managed bytes']}")
+    check(f"{label}: timestamps non-decreasing", f["mono"])
+    return f
 
 
 def check_launch_nesting(f, kernels, label):
@@ -487,6 +579,12 @@ def main(results):
         d = os.path.join(results, f"exp-{part}")
         if os.path.isdir(d):
             checker(d, graph_truth(os.path.join(results, f"{part}.out")), part)
+    memory = os.path.join(results, "exp-memory")
+    if os.path.isdir(memory):
+        check_memory(memory, expectations(os.path.join(results, "memory.out")), "memory")
+    uvm = os.path.join(results, "exp-uvm")
+    if os.path.isdir(uvm):
+        check_uvm(uvm, expectations(os.path.join(results, "uvm.out")), "uvm")
     lines = gputrace_lines(os.path.join(results, "nocupti.err"))
     if lines is not None:
         check_not_traced(lines, "nocupti", "CUPTI could not be loaded: GPUTRACE_CUPTI_LIB=/nonexistent/libcupti.so: "

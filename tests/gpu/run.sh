@@ -7,7 +7,7 @@
 #
 # Usage (on the GPU machine, from the repository root, with gputrace's
 # release binaries in $GT_BIN, default .device/bin):
-#   tests/gpu/run.sh [basic] [subset] [peer] [mpi] [torch] [nsys] [nocupti] [halo] [nvtx] [graphs]
+#   tests/gpu/run.sh [basic] [subset] [peer] [mpi] [torch] [nsys] [nocupti] [halo] [nvtx] [graphs] [memory] [uvm]
 # With no argument it runs them all. Each part prints "PART <name> rc=<n>".
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -19,7 +19,7 @@ rm -rf "$work"
 mkdir -p "$work" "$out"
 export PATH=/usr/local/cuda/bin:$PATH
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
-parts=${*:-basic subset peer mpi torch nsys nocupti halo nvtx graphs}
+parts=${*:-basic subset peer mpi torch nsys nocupti halo nvtx graphs memory uvm}
 progs=$root/tests/gpu/programs
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 echo "GPUs: $ngpu; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
@@ -119,6 +119,22 @@ for p in $parts; do
       "$gt" stats --report cuda_graph_sum "$work/exp-graphs" >"$work/graphs.stats.out" 2>&1
       "$gt" stats --report cuda_graph_sum "$work/exp-graphs_whole" >"$work/graphs_whole.stats.out" 2>&1
       sed 's/^/  [graphs stats] /' "$work/graphs.stats.out" "$work/graphs_whole.stats.out"
+      ;;
+    memory)
+      # Allocations and frees of every kind, leaks of known sizes, pools
+      # (GPUTRACE_CUDA_ENABLE's default records them); captured for fixtures.
+      build cuda_memory "$progs/cuda_memory.cu" || continue
+      "$work/cuda_memory" 3 >"$work/memory.plain.out"
+      part memory env GPUTRACE_CUDA_CAPTURE="$work/capture-memory" "$gt" -o "$work/exp-memory" "$work/cuda_memory" 3
+      cmp -s "$work/memory.plain.out" "$work/memory.out" && echo "  memory: stdout identical to the untraced run"
+      "$gt" stats --report cuda_mem_sum --report cuda_mem_leaks "$work/exp-memory" 2>&1 | sed 's/^/  [memory] /'
+      ;;
+    uvm)
+      # Managed memory touched host, device, host, with the uvm member on.
+      build cuda_managed "$progs/cuda_managed.cu" || continue
+      part uvm env GPUTRACE_CUDA_CAPTURE="$work/capture-uvm" GPUTRACE_CUDA_ENABLE=default,uvm \
+        "$gt" -o "$work/exp-uvm" "$work/cuda_managed" 64
+      "$gt" stats --report cuda_uvm_sum --report cuda_mem_sum "$work/exp-uvm" 2>&1 | sed 's/^/  [uvm] /'
       ;;
     nocupti)
       [ -x "$work/cuda_basic" ] || build cuda_basic "$progs/cuda_basic.cu" || continue

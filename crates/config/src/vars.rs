@@ -81,10 +81,16 @@ crate::set_members! {
         Nvlink = "nvlink": "NVLink topology, and NVLink traffic per GPU sampled from NVML",
         Graph = "graph": "one region per CUDA graph execution on its stream, instead of the kernels, copies and \
                           memsets of its nodes (CUPTI's graph-level trace: one record per launch, not per node)",
+        Memory = "memory": "allocations and frees (device, pinned, managed, stream-ordered pools) with address, size \
+                            and stream, memory pools, and the memory in use per process and GPU over time; \
+                            one record per allocation or free",
+        Uvm = "uvm": "unified (managed) memory: CPU and GPU page faults, migrations host-to-device and \
+                      device-to-host in bytes, thrashing; off by default (CUDA's driver reports every \
+                      fault group and migration)",
     }
     aliases {
-        "default": "runtime,kernel,memcpy,memset,peer,sync,nvlink (Score-P's and nsys's choice: the runtime API, \
-                     not the driver calls the runtime makes)" => CUDA_DEFAULT,
+        "default": "runtime,kernel,memcpy,memset,peer,sync,nvlink,memory (the runtime API and not the driver \
+                     calls it makes, as Score-P and nsys)" => CUDA_DEFAULT,
         "yes": "the same as default" => CUDA_DEFAULT,
         "all": "every member but graph (a choice, not more: add it by name)" => CUDA_ALL,
         "no": "no CUDA recording: the agent is not loaded" => &[],
@@ -92,31 +98,20 @@ crate::set_members! {
     }
 }
 
-/// `GPUTRACE_CUDA_ENABLE=default`: the runtime API and the GPU work, not
-/// the driver API (the calls the runtime makes; Score-P and nsys leave it
-/// out too) and not `graph`, which replaces the nodes of graphs by one
-/// region per graph execution.
-const CUDA_DEFAULT: &[CudaSource] = &[
-    CudaSource::Runtime,
-    CudaSource::Kernel,
-    CudaSource::Memcpy,
-    CudaSource::Memset,
-    CudaSource::Peer,
-    CudaSource::Sync,
-    CudaSource::Nvlink,
-];
+/// `GPUTRACE_CUDA_ENABLE=default`: the runtime API, the GPU work and the
+/// memory, not the driver API (the calls the runtime makes; Score-P and
+/// nsys leave it out too), not `uvm` (its cost) and not `graph`, which
+/// replaces the nodes of graphs by one region per graph execution.
+const CUDA_DEFAULT: &[CudaSource] = {
+    use CudaSource::*;
+    &[Runtime, Kernel, Memcpy, Memset, Peer, Sync, Nvlink, Memory]
+};
 
 /// `GPUTRACE_CUDA_ENABLE=all`: every member but `graph`.
-const CUDA_ALL: &[CudaSource] = &[
-    CudaSource::Driver,
-    CudaSource::Runtime,
-    CudaSource::Kernel,
-    CudaSource::Memcpy,
-    CudaSource::Memset,
-    CudaSource::Peer,
-    CudaSource::Sync,
-    CudaSource::Nvlink,
-];
+const CUDA_ALL: &[CudaSource] = {
+    use CudaSource::*;
+    &[Driver, Runtime, Kernel, Memcpy, Memset, Peer, Sync, Nvlink, Memory, Uvm]
+};
 
 crate::set_members! {
     /// What the NCCL profiler plugin records (`GPUTRACE_NCCL_ENABLE`).

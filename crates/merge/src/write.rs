@@ -291,8 +291,77 @@ impl<S: Sink> Pass<'_, S> {
                     self.emit(t, &[], Record::Metric { metric, value })?;
                 }
             }
+            Event::MemAlloc(m) | Event::MemFree(m) => self.memory_op(t, stream, &m)?,
+            Event::MemPool(p) => self.memory_pool(t, stream, &p)?,
         }
         Ok(())
+    }
+
+    /// An attribute the memory events carry, defined at its first use
+    /// (archives without memory events do not get it).
+    fn memory_attribute(&mut self, name: &str, description: &str, ty: otf2::Type) -> Option<AttributeRef> {
+        let defs = self.sink.defs()?;
+        let key = (name.to_string(), ty == otf2::Type::String);
+        Some(*self.attributes.entry(key).or_insert_with(|| defs.attribute(name, description, ty)))
+    }
+
+    /// An allocation or free: a zero-length region on the memory location
+    /// with the allocation's address, bytes, memory kind and stream.
+    fn memory_op(&mut self, t: u64, stream: usize, m: &raw::MemoryOp) -> Step {
+        let mut attrs = Vec::with_capacity(6);
+        if let Some(a) = self.cuda() {
+            attrs.push((a.correlation, m.correlation.into()));
+            attrs.push((a.bytes, m.bytes.into()));
+            let kind = self.string(m.memory.name());
+            attrs.push((a.memory, kind));
+        }
+        if let Some(a) = self.memory_attribute("address", "address of the allocation", otf2::Type::U64) {
+            attrs.push((a, AttributeValue::U64(m.address)));
+        }
+        if let Some(a) =
+            self.memory_attribute("CUDA stream", "CUPTI stream id of a stream-ordered allocation", otf2::Type::U32)
+        {
+            attrs.push((a, AttributeValue::U32(m.stream)));
+        }
+        if m.flags != 0
+            && let Some(a) = self.memory_attribute(
+                "allocation flags",
+                "1 stream-ordered, 2 from a memory pool, 4 from an imported pool",
+                otf2::Type::U32,
+            )
+        {
+            attrs.push((a, AttributeValue::U32(u32::from(m.flags))));
+        }
+        self.zero_length(t, stream, m.region, &attrs)
+    }
+
+    /// A memory pool created, destroyed or trimmed.
+    fn memory_pool(&mut self, t: u64, stream: usize, p: &raw::PoolOp) -> Step {
+        let mut attrs = Vec::with_capacity(5);
+        if let Some(a) = self.cuda() {
+            attrs.push((a.correlation, p.correlation.into()));
+        }
+        let fields = [
+            ("address", "address of the allocation", p.address),
+            ("pool size", "bytes the memory pool holds", p.size),
+            ("pool release threshold", "bytes the pool keeps when it is trimmed", p.release_threshold),
+            ("pool bytes in use", "bytes of the pool allocated", p.utilized),
+        ];
+        for (name, description, value) in fields {
+            if let Some(a) = self.memory_attribute(name, description, otf2::Type::U64) {
+                attrs.push((a, AttributeValue::U64(value)));
+            }
+        }
+        self.zero_length(t, stream, p.region, &attrs)
+    }
+
+    fn zero_length(&mut self, t: u64, stream: usize, region: u32, attrs: &[(AttributeRef, AttributeValue)]) -> Step {
+        let Some((r, index)) = self.region(stream, region) else {
+            return Ok(());
+        };
+        self.enter_region(t, attrs, r, index, Work::Call)?;
+        self.stack.pop();
+        self.leave_region(t, r, index, 0)
     }
 
     /// An attribute event: remembered for the next record (only when

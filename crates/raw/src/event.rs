@@ -193,6 +193,44 @@ pub struct MemCopy {
     pub id: u64,
 }
 
+/// An allocation or a free, on the memory location of the process's GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryOp {
+    /// The zero-length region that shows it (`CUDA alloc (device)`).
+    pub region: u32,
+    /// The API call that made it (0 if unknown).
+    pub correlation: u32,
+    pub address: u64,
+    pub bytes: u64,
+    pub memory: MemoryKind,
+    /// CUPTI's stream id (0 for synchronous allocations).
+    pub stream: u32,
+    /// [`MemoryOp::ASYNC`], [`MemoryOp::POOL`], [`MemoryOp::IMPORTED_POOL`].
+    pub flags: u8,
+}
+
+impl MemoryOp {
+    /// Stream-ordered: `cudaMallocAsync`, `cudaFreeAsync`.
+    pub const ASYNC: u8 = 1;
+    /// From a memory pool the process created (`cudaMallocFromPoolAsync`)
+    /// or the device's default pool.
+    pub const POOL: u8 = 2;
+    /// From a pool imported from another process.
+    pub const IMPORTED_POOL: u8 = 4;
+}
+
+/// A memory pool created, destroyed or trimmed; which one the region says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolOp {
+    pub region: u32,
+    pub correlation: u32,
+    pub address: u64,
+    pub size: u64,
+    pub release_threshold: u64,
+    /// Bytes of the pool in use (trims).
+    pub utilized: u64,
+}
+
 /// One event; the timestamp travels beside it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
@@ -277,6 +315,12 @@ pub enum Event {
         name: u32,
         value: u32,
     },
+    /// Memory allocated (a zero-length region with the allocation's details).
+    MemAlloc(MemoryOp),
+    /// Memory freed.
+    MemFree(MemoryOp),
+    /// A memory pool operation.
+    MemPool(PoolOp),
 }
 
 mod tag {
@@ -302,6 +346,10 @@ mod tag {
     pub const METRIC: u8 = 20;
     pub const ATTRIBUTE: u8 = 21;
     pub const ATTRIBUTE_STRING: u8 = 22;
+    // Memory (format version 4); 23..40 are left for other additions.
+    pub const MEM_ALLOC: u8 = 40;
+    pub const MEM_FREE: u8 = 41;
+    pub const MEM_POOL: u8 = 42;
 }
 
 /// The most bytes one event can take, timestamp included: the writer keeps
@@ -391,6 +439,28 @@ fn get_copy(c: &mut Cursor<'_>) -> Result<MemCopy, Malformed> {
         _ => return Err(Malformed),
     };
     Ok(MemCopy { region, correlation, kind, src, dst, bytes, peer, id: c.u64()? })
+}
+
+fn put_memory<S: Sink>(out: &mut S, m: &MemoryOp) {
+    varint::put_u64(out, u64::from(m.region));
+    varint::put_u64(out, u64::from(m.correlation));
+    varint::put_u64(out, m.address);
+    varint::put_u64(out, m.bytes);
+    out.push(m.memory as u8);
+    varint::put_u64(out, u64::from(m.stream));
+    out.push(m.flags);
+}
+
+fn get_memory(c: &mut Cursor<'_>) -> Result<MemoryOp, Malformed> {
+    Ok(MemoryOp {
+        region: c.u32()?,
+        correlation: c.u32()?,
+        address: c.u64()?,
+        bytes: c.u64()?,
+        memory: MemoryKind::from_u8(c.u8()?),
+        stream: c.u32()?,
+        flags: c.u8()?,
+    })
 }
 
 impl Event {
@@ -500,6 +570,22 @@ impl Event {
                 varint::put_u64(out, u64::from(*name));
                 varint::put_u64(out, u64::from(*value));
             }
+            Event::MemAlloc(m) => {
+                start(out, tag::MEM_ALLOC);
+                put_memory(out, m);
+            }
+            Event::MemFree(m) => {
+                start(out, tag::MEM_FREE);
+                put_memory(out, m);
+            }
+            Event::MemPool(p) => {
+                start(out, tag::MEM_POOL);
+                for v in
+                    [u64::from(p.region), u64::from(p.correlation), p.address, p.size, p.release_threshold, p.utilized]
+                {
+                    varint::put_u64(out, v);
+                }
+            }
         }
     }
 
@@ -536,6 +622,16 @@ impl Event {
             tag::METRIC => Event::Metric { metric: c.u32()?, value: c.u64()? },
             tag::ATTRIBUTE => Event::Attribute { name: c.u32()?, value: c.u64()? },
             tag::ATTRIBUTE_STRING => Event::AttributeString { name: c.u32()?, value: c.u32()? },
+            tag::MEM_ALLOC => Event::MemAlloc(get_memory(c)?),
+            tag::MEM_FREE => Event::MemFree(get_memory(c)?),
+            tag::MEM_POOL => Event::MemPool(PoolOp {
+                region: c.u32()?,
+                correlation: c.u32()?,
+                address: c.u64()?,
+                size: c.u64()?,
+                release_threshold: c.u64()?,
+                utilized: c.u64()?,
+            }),
             _ => return Err(Malformed),
         };
         Ok((delta, ev))
@@ -602,6 +698,41 @@ mod tests {
             Event::Metric { metric: 2, value: 123456 },
             Event::Attribute { name: 9, value: 1 << 40 },
             Event::AttributeString { name: 9, value: 12 },
+            Event::MemAlloc(MemoryOp {
+                region: 8,
+                correlation: 82,
+                address: 0x7f12_3456_0000,
+                bytes: 1 << 30,
+                memory: MemoryKind::Device,
+                stream: 0,
+                flags: 0,
+            }),
+            Event::MemFree(MemoryOp {
+                region: 9,
+                correlation: 83,
+                address: 0x7f12_3456_0000,
+                bytes: 1 << 30,
+                memory: MemoryKind::Device,
+                stream: 13,
+                flags: MemoryOp::ASYNC | MemoryOp::POOL,
+            }),
+            Event::MemAlloc(MemoryOp {
+                region: 10,
+                correlation: 0,
+                address: u64::MAX,
+                bytes: 4096,
+                memory: MemoryKind::Pinned,
+                stream: u32::MAX,
+                flags: MemoryOp::IMPORTED_POOL,
+            }),
+            Event::MemPool(PoolOp {
+                region: 11,
+                correlation: 84,
+                address: 0x7f00_0000_0000,
+                size: 1 << 21,
+                release_threshold: u64::MAX,
+                utilized: 1 << 20,
+            }),
         ]
     }
 
@@ -634,6 +765,47 @@ mod tests {
         };
         Event::NonBlockingCollectiveComplete { coll, request: u64::MAX }.encode(i64::MAX, &mut buf);
         assert!(buf.len() <= MAX_EVENT_LEN, "{}", buf.len());
+    }
+
+    #[test]
+    fn memory_events_fit_and_stay_small() {
+        let mut buf = Vec::new();
+        let big = MemoryOp {
+            region: u32::MAX,
+            correlation: u32::MAX,
+            address: u64::MAX,
+            bytes: u64::MAX,
+            memory: MemoryKind::ManagedStatic,
+            stream: u32::MAX,
+            flags: u8::MAX,
+        };
+        Event::MemFree(big).encode(i64::MIN, &mut buf);
+        assert!(buf.len() <= MAX_EVENT_LEN, "{}", buf.len());
+        buf.clear();
+        let p = PoolOp {
+            region: u32::MAX,
+            correlation: u32::MAX,
+            address: u64::MAX,
+            size: u64::MAX,
+            release_threshold: u64::MAX,
+            utilized: u64::MAX,
+        };
+        Event::MemPool(p).encode(i64::MAX, &mut buf);
+        assert!(buf.len() <= MAX_EVENT_LEN, "{}", buf.len());
+        // A typical cudaMalloc: a 47-bit address, 1 MiB, on stream 0, a
+        // microsecond after the previous event: 19 bytes.
+        buf.clear();
+        let m = MemoryOp {
+            region: 3,
+            correlation: 1200,
+            address: 0x7f3a_c000_0000,
+            bytes: 1 << 20,
+            memory: MemoryKind::Device,
+            stream: 0,
+            flags: 0,
+        };
+        Event::MemAlloc(m).encode(1000, &mut buf);
+        assert_eq!(buf.len(), 19, "{buf:?}");
     }
 
     #[test]

@@ -28,7 +28,9 @@ pub use defs::{
     CommDef, Definition, DeviceDef, LinkEnd, LocationKind, MetricDef, NvLinkDef, Paradigm, RankRuns, RegionRole,
     StreamHeader,
 };
-pub use event::{Collective, CollectiveOp, CopyKind, Event, KernelConfig, MemCopy, MemoryKind, Message, PeerEnds};
+pub use event::{
+    Collective, CollectiveOp, CopyKind, Event, KernelConfig, MemCopy, MemoryKind, MemoryOp, Message, PeerEnds, PoolOp,
+};
 pub use reader::{EventChunk, Events, OwnedEvents, Problem, RawFile};
 pub use writer::{EventSpan, EventsEncoder};
 pub use writer::{Slot, SlotError, StreamFile, writer_pid};

@@ -424,6 +424,7 @@ impl<W: Write> Pass<'_, W> {
             RegionKind::Nccl => "nccl",
             RegionKind::Nvtx => "nvtx",
             RegionKind::Graph => "graph",
+            RegionKind::CudaMemory => "cuda_memory",
             RegionKind::Other => "other",
         }
     }

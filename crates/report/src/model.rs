@@ -300,6 +300,7 @@ impl Model {
                 LocationKind::Metrics => name
                     .strip_prefix("NVLink GPU ")
                     .or_else(|| name.strip_prefix("GPU ").and_then(|n| n.strip_suffix(" metrics")))
+                    .or_else(|| name.strip_prefix("CUDA memory GPU ").and_then(|n| n.split(' ').next()))
                     .and_then(|d| self.gpu_by_device(process, &format!("CUDA Device {d}"))),
                 LocationKind::HostThread => None,
             };

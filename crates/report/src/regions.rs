@@ -23,6 +23,9 @@ pub enum RegionKind {
     Nvtx,
     /// One execution of a CUDA graph (`GPUTRACE_CUDA_ENABLE=graph`).
     Graph,
+    /// A CUDA allocation, free or pool operation (zero-length regions
+    /// described `CUDA memory`): read by the memory reports, not timed.
+    CudaMemory,
     Other,
 }
 
@@ -174,6 +177,9 @@ pub fn classify(name: &str, description: &str, paradigm: Paradigm, role: RegionR
     }
     if !on_stream && (description == "NCCL" || name.starts_with("nccl")) {
         return RegionKind::Nccl;
+    }
+    if description == "CUDA memory" {
+        return RegionKind::CudaMemory;
     }
     if paradigm == Paradigm::Cuda || on_stream {
         if on_stream {

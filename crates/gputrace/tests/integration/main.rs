@@ -8,6 +8,7 @@ mod cuda;
 mod full_disk;
 mod graphs;
 mod layout;
+mod memory;
 mod mpi;
 mod mpi4py;
 mod nccl;

@@ -11,7 +11,9 @@
 //! - each stream is a location `CUDA[d:s] rank r` (ACCELERATOR_STREAM, id
 //!   `rank << 32 | 1 << 20 | n`); NVLink samples go to `NVLink GPU d`,
 //!   NVML's GPU metrics (utilization, memory, clock, power, temperature)
-//!   to `GPU d metrics` (METRIC locations, id `rank << 32 | 1 << 21 | n`);
+//!   to `GPU d metrics`, a process's allocations, frees, memory in use
+//!   and unified-memory counters to `CUDA memory GPU d rank r` (METRIC
+//!   locations, id `rank << 32 | 1 << 21 | n`);
 //! - copies are RMA operations: one `CUDA` communicator spans every CUDA
 //!   process's master thread and all streams, with an RMA window per
 //!   context; a peer copy's remote is a stream of the other GPU, in
@@ -244,10 +246,13 @@ fn define_gpu_locations(
                         let k = device_index_on_host(devices, dev);
                         let lid = (u64::from(p.rank) << 32) | (1 << 21) | metric_locations;
                         metric_locations += 1;
-                        // The agent's two kinds: NVLink traffic, and NVML's
-                        // GPU metrics (`GPU metrics d`).
+                        // The agent's three kinds: NVLink traffic, NVML's
+                        // GPU metrics (`GPU metrics d`), and the process's
+                        // memory on the GPU (`CUDA memory d`).
                         let name = if raw_name.starts_with("GPU metrics") {
                             format!("GPU {k} metrics")
+                        } else if raw_name.starts_with("CUDA memory") {
+                            format!("CUDA memory GPU {k} {whose}")
                         } else {
                             format!("NVLink GPU {k}")
                         };

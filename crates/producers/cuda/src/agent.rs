@@ -134,17 +134,31 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
         (enabled.memset, sys::CUPTI_ACTIVITY_KIND_MEMSET),
         (enabled.sync, sys::CUPTI_ACTIVITY_KIND_SYNCHRONIZATION),
         (enabled.nvlink, sys::CUPTI_ACTIVITY_KIND_NVLINK),
+        (enabled.memory, sys::CUPTI_ACTIVITY_KIND_MEMORY2),
+        (enabled.memory, sys::CUPTI_ACTIVITY_KIND_MEMORY_POOL),
     ];
     kinds.extend(wanted.iter().filter(|(on, _)| *on).map(|(_, k)| *k));
     // Synchronization records need the API call they belong to.
     if enabled.sync && !enabled.runtime && !enabled.driver {
         kinds.push(sys::CUPTI_ACTIVITY_KIND_RUNTIME);
     }
+    // Unified memory: the counters are configured before the kind is
+    // enabled, as CUPTI requires; where that fails (no UVM support, some
+    // virtualized setups) one warning, and the rest is traced.
+    if enabled.uvm {
+        match configure_uvm(&cupti) {
+            Ok(()) => kinds.push(sys::CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER),
+            Err(why) => diag::warn_once(&format!("unified memory is not traced: {why}")),
+        }
+    }
     for kind in kinds {
         // SAFETY: enabling an activity kind has no memory preconditions.
         let rc = unsafe { (cupti.activity_enable)(kind) };
         if rc != sys::CUPTI_SUCCESS {
             tracing::debug!(kind, result = %describe(&cupti, rc), "activity kind not enabled");
+            if kind == sys::CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER {
+                diag::warn_once(&format!("unified memory is not traced: {}", describe(&cupti, rc)));
+            }
         }
     }
     if let Some(f) = cupti.activity_flush_period {
@@ -199,6 +213,38 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
     unsafe { libc::atexit(at_exit) };
     tracing::debug!(%version, "CUDA agent started");
     Ok(())
+}
+
+/// Configures the unified-memory counters gputrace records (every one of
+/// [`crate::memory::UVM_COUNTERS`], for all devices of the process).
+fn configure_uvm(cupti: &Cupti) -> Result<(), String> {
+    let Some(configure) = cupti.activity_configure_unified_memory_counter else {
+        return Err("this CUPTI lacks cuptiActivityConfigureUnifiedMemoryCounter".into());
+    };
+    let mut config: Vec<sys::CUpti_ActivityUnifiedMemoryCounterConfig> = crate::memory::UVM_COUNTERS
+        .iter()
+        .map(|&(kind, ..)| sys::CUpti_ActivityUnifiedMemoryCounterConfig {
+            scope: sys::CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_ALL_DEVICES,
+            kind,
+            deviceId: 0,
+            enable: 1,
+        })
+        .collect();
+    // SAFETY: `config` holds `len` initialized entries CUPTI only reads.
+    let rc = unsafe { configure(config.as_mut_ptr(), config.len() as u32) };
+    if rc == sys::CUPTI_SUCCESS {
+        return Ok(());
+    }
+    // Some drivers refuse one counter (thrashing, DtoD): try the four that
+    // matter alone.
+    config.retain(|c| matches!(c.kind, 1..=4));
+    // SAFETY: as above.
+    let retry = unsafe { configure(config.as_mut_ptr(), config.len() as u32) };
+    if retry == sys::CUPTI_SUCCESS {
+        Ok(())
+    } else {
+        Err(format!("cuptiActivityConfigureUnifiedMemoryCounter failed: {}", describe(cupti, rc)))
+    }
 }
 
 fn describe(cupti: &Cupti, rc: sys::CUptiResult) -> String {
@@ -403,7 +449,7 @@ impl Agent {
         // A new context is reason enough to start when GPU metrics are
         // sampled (they begin with it); otherwise the first GPU work is.
         let context = self.nvml_intervals().any() && records.iter().any(|r| matches!(r, Record::Context { .. }));
-        if state.recorder.is_none() && !Converter::has_work(records) && !context {
+        if state.recorder.is_none() && !state.converter.has_work(records) && !context {
             // API calls and device records before any GPU work wait here;
             // a process that never does GPU work leaves no trace.
             if state.early.len() + records.len() > EARLY_LIMIT {

@@ -9,7 +9,9 @@
 //!   belong to (found by correlation id; a synchronization seen before its
 //!   call waits for the next buffer);
 //! - kernels, copies and memsets become regions on their stream's location;
-//! - devices, contexts and NVLink connections become definitions, once.
+//! - devices, contexts and NVLink connections become definitions, once;
+//! - allocations, frees, pools and unified-memory counters go to
+//!   [`crate::memory`].
 //!
 //! Within one buffer, each location's intervals are sorted by start (the
 //! longer first on ties) and swept with a stack, so that nested calls
@@ -25,6 +27,7 @@ use raw::{
 use runtime::Recorder;
 
 use crate::graphs::Graphs;
+use crate::memory::Memory;
 use crate::names;
 use crate::records::{ApiDomain, GraphNode, NvLink, Record, Span, Strings};
 
@@ -47,6 +50,8 @@ pub struct Enabled {
     pub nvlink: bool,
     /// One region per graph execution instead of the graphs' nodes.
     pub graph: bool,
+    pub memory: bool,
+    pub uvm: bool,
 }
 
 impl Enabled {
@@ -61,6 +66,8 @@ impl Enabled {
             sync: set.contains(CudaSource::Sync),
             nvlink: set.contains(CudaSource::Nvlink),
             graph: set.contains(CudaSource::Graph),
+            memory: set.contains(CudaSource::Memory),
+            uvm: set.contains(CudaSource::Uvm),
         }
     }
 
@@ -74,6 +81,8 @@ impl Enabled {
             || self.sync
             || self.nvlink
             || self.graph
+            || self.memory
+            || self.uvm
     }
 }
 
@@ -112,6 +121,7 @@ pub struct Converter {
     thread_name: fn(u32) -> String,
     /// Device ordinal → UUID, for the NVLink sampler.
     pub device_uuids: HashMap<u32, [u8; 16]>,
+    memory: Memory,
 }
 
 impl Converter {
@@ -135,6 +145,7 @@ impl Converter {
             graphs: Graphs::default(),
             thread_name,
             device_uuids: HashMap::new(),
+            memory: Memory::default(),
         }
     }
 
@@ -142,17 +153,20 @@ impl Converter {
     /// synchronizations, not only API calls (cuInit, cudaGetDeviceCount)
     /// and definitions. A process that never did any leaves no trace: a
     /// launcher or a tool that only asks CUDA what GPUs there are.
-    pub fn has_work(records: &[Record]) -> bool {
-        records.iter().any(|r| {
-            matches!(
-                r,
-                Record::Kernel { .. }
-                    | Record::Memcpy { .. }
-                    | Record::PeerCopy { .. }
-                    | Record::Memset { .. }
-                    | Record::Sync { .. }
-                    | Record::GraphTrace { .. }
-            )
+    pub fn has_work(&self, records: &[Record]) -> bool {
+        let e = self.enabled;
+        records.iter().any(|r| match r {
+            Record::Kernel { .. }
+            | Record::Memcpy { .. }
+            | Record::PeerCopy { .. }
+            | Record::Memset { .. }
+            | Record::Sync { .. }
+            | Record::GraphTrace { .. } => true,
+            // Allocations are work when they are recorded (else the
+            // process would get a stream with nothing in it).
+            Record::Memory(_) => e.memory,
+            Record::Uvm(_) => e.uvm,
+            _ => false,
         })
     }
 
@@ -173,6 +187,7 @@ impl Converter {
         for (location, items) in locations {
             rec.write_batch(location, &sweep(items));
         }
+        self.memory.write(rec);
     }
 
     /// Writes what waits for a later buffer, at the end of the process:
@@ -307,6 +322,21 @@ impl Converter {
             Record::NvLink(l) => {
                 if e.nvlink && self.nvlinks.insert(l.ids) {
                     rec.define(&Definition::NvLink(nvlink_def(&l)));
+                }
+            }
+            Record::Memory(m) => {
+                if e.memory {
+                    self.memory.op(&m, rec);
+                }
+            }
+            Record::Pool(p) => {
+                if e.memory {
+                    self.memory.pool(&p, rec);
+                }
+            }
+            Record::Uvm(u) => {
+                if e.uvm {
+                    self.memory.uvm(&u, rec);
                 }
             }
             Record::Other(_) => {}

@@ -10,6 +10,7 @@
 //! - [`records`]: CUPTI's versioned record structs decoded into one form;
 //! - [`convert`]: records into raw events on host threads and GPU streams;
 //! - [`nvlink`]: the NVML sampler thread, and NVLink traffic;
+//! - [`memory`]: allocations, frees, pools, memory in use and unified memory;
 //! - [`gpu_metrics`]: GPU utilization, memory, clock, power and temperature from NVML;
 //! - [`graphs`]: CUDA graph and node ids, graph executions;
 //! - [`capture`]: CUPTI buffers saved and replayed, for tests without a GPU;
@@ -31,6 +32,7 @@ pub mod capture;
 pub mod convert;
 pub mod gpu_metrics;
 pub mod graphs;
+pub mod memory;
 pub mod names;
 pub mod nvlink;
 pub mod records;

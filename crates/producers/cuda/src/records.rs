@@ -91,6 +91,12 @@ pub enum Record {
         id: u32,
         device: u32,
     },
+    /// An allocation or free (`MEMORY2`).
+    Memory(MemoryOp),
+    /// A memory pool created, destroyed or trimmed (`MEMORY_POOL`).
+    Pool(PoolOp),
+    /// A unified-memory counter record (`UNIFIED_MEMORY_COUNTER`).
+    Uvm(UvmCounter),
     /// A kind gputrace does not use.
     Other(u32),
 }
@@ -133,6 +139,67 @@ pub struct NvLink {
     pub links: u32,
     pub bandwidth: u64,
     pub nvswitch: bool,
+}
+
+/// An allocation or a free as CUPTI's `MEMORY2` records report it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemoryOp {
+    /// An allocation (else a free).
+    pub alloc: bool,
+    /// CUPTI's memory kind (`CUpti_ActivityMemoryKind`: 1 pageable,
+    /// 2 pinned, 3 device, 5 managed ...), as [`raw::MemoryKind`] numbers it.
+    pub memory: u32,
+    pub address: u64,
+    pub bytes: u64,
+    pub time: u64,
+    pub device: u32,
+    pub context: u32,
+    pub stream: u32,
+    pub correlation: u32,
+    /// Stream-ordered (`cudaMallocAsync`, `cudaFreeAsync`).
+    pub is_async: bool,
+    /// The pool of an asynchronous allocation: 0 none, 1 local, 2 imported.
+    pub pool_type: u32,
+    /// That pool's base address.
+    pub pool: u64,
+}
+
+/// A memory pool operation (`MEMORY_POOL`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolOp {
+    /// 1 created, 2 destroyed, 3 trimmed.
+    pub op: u32,
+    /// 1 local, 2 imported.
+    pub pool_type: u32,
+    pub address: u64,
+    pub size: u64,
+    pub release_threshold: u64,
+    pub utilized: u64,
+    pub time: u64,
+    pub device: u32,
+    pub correlation: u32,
+}
+
+/// One unified-memory counter record: a group of page faults or one
+/// migration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UvmCounter {
+    /// `CUpti_ActivityUnifiedMemoryCounterKind`: 1 bytes HtoD, 2 bytes
+    /// DtoH, 3 CPU page faults, 4 GPU page faults, 5 thrashing, 8 bytes DtoD.
+    pub kind: u32,
+    /// Bytes for transfers, faults for fault groups (for GPU page faults
+    /// CUPTI reports the faults of one group).
+    pub value: u64,
+    pub start: u64,
+    /// Equal to `start` for CPU page faults.
+    pub end: u64,
+    pub address: u64,
+    /// Source and destination device (transfers); the faulting device
+    /// (GPU faults, in `dst`).
+    pub src: u32,
+    pub dst: u32,
+    pub stream: u32,
+    pub flags: u32,
 }
 
 /// Resolves the name pointers of records.
@@ -268,6 +335,61 @@ macro_rules! context {
     }};
 }
 
+macro_rules! memory {
+    ($r:expr) => {{
+        let r = $r;
+        let pool = r.memoryPoolConfig;
+        Record::Memory(MemoryOp {
+            alloc: r.memoryOperationType == sys::CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION,
+            memory: r.memoryKind,
+            address: r.address,
+            bytes: r.bytes,
+            time: r.timestamp,
+            device: r.deviceId,
+            context: r.contextId,
+            stream: r.streamId,
+            correlation: r.correlationId,
+            is_async: r.isAsync != 0,
+            pool_type: pool.memoryPoolType,
+            pool: pool.address,
+        })
+    }};
+}
+
+macro_rules! pool {
+    ($r:expr) => {{
+        let r = $r;
+        Record::Pool(PoolOp {
+            op: r.memoryPoolOperationType,
+            pool_type: r.memoryPoolType,
+            address: r.address,
+            size: r.size,
+            release_threshold: r.releaseThreshold,
+            utilized: r.utilizedSize,
+            time: r.timestamp,
+            device: r.deviceId,
+            correlation: r.correlationId,
+        })
+    }};
+}
+
+macro_rules! uvm {
+    ($r:expr) => {{
+        let r = $r;
+        Record::Uvm(UvmCounter {
+            kind: r.counterKind,
+            value: r.value,
+            start: r.start,
+            end: r.end,
+            address: r.address,
+            src: r.srcId,
+            dst: r.dstId,
+            stream: r.streamId,
+            flags: r.flags,
+        })
+    }};
+}
+
 /// Decodes the record in `bytes` (which starts with its `kind`), written by
 /// a CUPTI of `version`. `None` when the bytes are too short for the
 /// struct that release writes.
@@ -330,6 +452,12 @@ pub fn decode(version: CuptiVersion, bytes: &[u8]) -> Option<Record> {
             let r: v12_9::CUpti_ActivityGraphTrace = read(bytes)?;
             Record::GraphTrace { span: span!(r), correlation: r.correlationId, graph: r.graphId }
         }
+        R::Memory3 => memory!(read::<v12_9::CUpti_ActivityMemory3>(bytes)?),
+        R::Memory4 => memory!(read::<v12_9::CUpti_ActivityMemory4>(bytes)?),
+        R::MemoryPool2 => pool!(read::<v12_9::CUpti_ActivityMemoryPool2>(bytes)?),
+        R::MemoryPool3 => pool!(read::<v13_0::CUpti_ActivityMemoryPool3>(bytes)?),
+        R::UnifiedMemoryCounter2 => uvm!(read::<v12_9::CUpti_ActivityUnifiedMemoryCounter2>(bytes)?),
+        R::UnifiedMemoryCounter3 => uvm!(read::<v12_9::CUpti_ActivityUnifiedMemoryCounter3>(bytes)?),
         _ => Record::Other(kind),
     })
 }

@@ -85,7 +85,7 @@ impl Activity {
             RegionKind::Nccl => Activity::Nccl,
             RegionKind::Sync => Activity::Sync,
             RegionKind::CudaApi => Activity::CudaApi,
-            RegionKind::Nvtx | RegionKind::Other => Activity::Other,
+            RegionKind::Nvtx | RegionKind::CudaMemory | RegionKind::Other => Activity::Other,
         }
     }
 

@@ -104,6 +104,8 @@ pub struct Collected {
     pub nvtx_kern: NvtxKernels,
     /// CUDA graph executions (`cuda_graph_sum`).
     pub graphs: super::graphs::GraphExecutions,
+    /// Allocations, frees, leaks and unified memory.
+    pub memory: super::memory::MemoryStats,
 }
 
 /// Kernels summed under the NVTX push/pop range whose thread launched them.
@@ -183,6 +185,7 @@ pub fn collect(reader: &mut TraceReader) -> Result<Collected> {
             events: 0,
             nvtx_kern: NvtxKernels::default(),
             graphs: Default::default(),
+            memory: Default::default(),
         },
         by_name: HashMap::new(),
         region_slots: HashMap::new(),
@@ -210,6 +213,7 @@ pub fn collect(reader: &mut TraceReader) -> Result<Collected> {
         (pass.location, pass.kind, pass.process, pass.gpu) = (loc, info.kind, info.process, info.gpu);
         let summary = reader.read_location(loc, &mut pass).map_err(|e| crate::read_error(reader, loc, e))?;
         pass.out.events += summary.events;
+        pass.out.memory.end_location(loc);
         pass.stack.clear();
         pass.sends.clear();
         pass.rma.clear();
@@ -233,7 +237,7 @@ impl Pass<'_> {
             RegionKind::Copy(_) | RegionKind::Memset => Category::Memory,
             RegionKind::Mpi => Category::Mpi,
             RegionKind::Nccl => Category::Nccl,
-            RegionKind::Nvtx | RegionKind::Graph | RegionKind::Other => return None,
+            RegionKind::Nvtx | RegionKind::Graph | RegionKind::CudaMemory | RegionKind::Other => return None,
         })
     }
 
@@ -437,6 +441,11 @@ impl Pass<'_> {
 
 impl EventVisitor for Pass<'_> {
     fn enter(&mut self, ev: &EventContext<'_>, region: RegionRef) {
+        if self.kind == LocationKind::Metrics {
+            let bytes = self.out.model.attributes.bytes;
+            let (process, gpu) = (self.process, self.gpu);
+            self.out.memory.enter(&self.out.model, self.defs, region, &ev.attributes, bytes, process, gpu, ev.time);
+        }
         let kind = self.region_kind(region);
         let mut bytes = 0;
         if matches!(kind, RegionKind::Copy(_) | RegionKind::Memset) && !ev.attributes.is_empty() {
@@ -520,6 +529,11 @@ impl EventVisitor for Pass<'_> {
             Some(MetricValue::F64(v)) => v.max(0.0) as u64,
             None => return,
         };
+        if name.starts_with("UVM ") || name.starts_with("CUDA ") {
+            // The process's memory (cuda_mem_sum, cuda_uvm_sum), not the GPU's.
+            self.out.memory.metric(name, value, self.process, self.gpu);
+            return;
+        }
         if !name.starts_with("NVLink ") {
             if self.kind == LocationKind::Metrics
                 && let Some(g) = self.gpu

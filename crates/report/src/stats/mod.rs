@@ -7,6 +7,7 @@
 
 pub mod collect;
 pub mod graphs;
+pub mod memory;
 
 use std::io::Write;
 use std::path::Path;
@@ -35,6 +36,10 @@ pub const REPORTS: &[(&str, &str)] = &[
         "CUDA graphs, by graph: launches, time per execution, nodes (kernels, copies, memsets) per launch",
     ),
     ("nvlink_sum", "NVLink bytes sent and received per GPU, with the NVLink topology"),
+    ("cuda_mem_sum", "CUDA allocations and frees per process, GPU and memory kind: bytes, peak in use, leaked"),
+    ("cuda_mem_largest", "the largest CUDA allocations"),
+    ("cuda_mem_leaks", "CUDA allocations never freed: address, size, kind, time"),
+    ("cuda_uvm_sum", "unified memory: CPU and GPU page faults, bytes migrated HtoD and DtoH, per process and GPU"),
     ("gpu_metrics_sum", "GPU metrics sampled from NVML (utilization, memory, clock, power...): per GPU, min/mean/max"),
     ("mpi_matrix", "MPI point-to-point messages, rank x rank: count, bytes, time in send regions"),
     ("gpu_matrix", "bytes between GPUs: peer copies and NCCL send/recv"),
@@ -82,6 +87,10 @@ pub fn run(input: &Path, request: &StatsRequest, out: &mut dyn Write) -> Result<
                 | "nvtx_kern_sum"
                 | "cuda_graph_sum"
                 | "nvlink_sum"
+                | "cuda_mem_sum"
+                | "cuda_mem_largest"
+                | "cuda_mem_leaks"
+                | "cuda_uvm_sum"
                 | "gpu_metrics_sum"
                 | "mpi_matrix"
                 | "gpu_matrix"
@@ -101,6 +110,12 @@ pub fn short_summary(anchor: &Path) -> Result<String> {
     let mut collected = collect::collect(&mut reader)?;
     let mut out = String::new();
     for (name, _) in REPORTS {
+        // Lists of single allocations are for `gputrace stats`; the
+        // summary's memory table has their counts (a caching allocator's
+        // blocks, held to the end, would read as leaks there).
+        if matches!(*name, "cuda_mem_largest" | "cuda_mem_leaks") {
+            continue;
+        }
         let mut t = build(&mut collected, name);
         if t.rows.is_empty() {
             continue;
@@ -141,6 +156,10 @@ pub fn build(c: &mut Collected, name: &str) -> Table {
         }
         "nvlink_sum" => nvlink_table(c),
         "gpu_metrics_sum" => gpu_metrics_table(c),
+        "cuda_mem_sum" => mem_table(c),
+        "cuda_mem_largest" => allocations_table(c, "cuda_mem_largest", "CUDA Largest Allocations", false),
+        "cuda_mem_leaks" => allocations_table(c, "cuda_mem_leaks", "CUDA Allocations Never Freed", true),
+        "cuda_uvm_sum" => uvm_table(c),
         "mpi_matrix" => c.mpi.table(&c.model),
         "gpu_matrix" => {
             let nv: Vec<(u64, u64)> = c.nvlink.iter().map(|n| (n.sent, n.received)).collect();
@@ -370,6 +389,87 @@ fn size_table(c: &mut Collected) -> Table {
     t.rows = rows.into_iter().map(|(_, r)| r).collect();
     if estimated {
         t.notes.push(ESTIMATE_NOTE.into());
+    }
+    t
+}
+
+fn gpu_label(c: &Collected, gpu: Option<usize>) -> String {
+    gpu.and_then(|g| c.model.gpus.get(g)).map_or_else(|| "-".into(), |g| g.label.clone())
+}
+
+fn process_label(c: &Collected, process: usize) -> String {
+    c.model.processes.get(process).map_or_else(|| process.to_string(), |p| p.name.clone())
+}
+
+fn mem_table(c: &Collected) -> Table {
+    let mut t = Table::new(
+        "cuda_mem_sum",
+        "CUDA Memory Summary",
+        &[
+            "Process",
+            "GPU",
+            "Kind",
+            "Allocations",
+            "Allocated (bytes)",
+            "Frees",
+            "Freed (bytes)",
+            "Peak In Use (bytes)",
+            "Leaked",
+            "Leaked (bytes)",
+        ],
+    );
+    for ((p, g, kind), m) in &c.memory.totals {
+        t.rows.push(vec![
+            Cell::Text(process_label(c, *p)),
+            Cell::Text(gpu_label(c, *g)),
+            Cell::Text(kind.clone()),
+            Cell::Int(m.allocs.into()),
+            Cell::Int(m.alloc_bytes.into()),
+            Cell::Int(m.frees.into()),
+            Cell::Int(m.freed_bytes.into()),
+            Cell::Int(m.peak.into()),
+            Cell::Int(m.leaked.into()),
+            Cell::Int(m.leaked_bytes.into()),
+        ]);
+    }
+    if !t.rows.is_empty() {
+        t.notes.push(
+            "Kind `all` is every kind together; its peak is the most memory the process held on that GPU at once. \
+             Leaked: allocated and not freed before the process's trace ended."
+                .into(),
+        );
+    }
+    t
+}
+
+fn allocations_table(c: &Collected, name: &str, title: &str, leaks: bool) -> Table {
+    let mut t = Table::new(name, title, &["Process", "GPU", "Kind", "Address", "Bytes", "Time (ns)"]);
+    let list = if leaks { &c.memory.leaks } else { &c.memory.largest };
+    for a in list {
+        t.rows.push(vec![
+            Cell::Text(process_label(c, a.process)),
+            Cell::Text(gpu_label(c, a.gpu)),
+            Cell::Text(a.kind.clone()),
+            Cell::Text(format!("{:#x}", a.address)),
+            Cell::Int(a.bytes.into()),
+            Cell::Int(a.time.into()),
+        ]);
+    }
+    if !t.rows.is_empty() {
+        t.notes.push("Time: when the allocation was made, since the start of the trace.".into());
+    }
+    t
+}
+
+fn uvm_table(c: &Collected) -> Table {
+    let mut t = Table::new("cuda_uvm_sum", "Unified Memory Summary", &["Process", "GPU", "Counter", "Total"]);
+    for ((p, g, name), v) in &c.memory.uvm {
+        t.rows.push(vec![
+            Cell::Text(process_label(c, *p)),
+            Cell::Text(gpu_label(c, *g)),
+            Cell::Text(name.trim_start_matches("UVM ").to_string()),
+            Cell::Int((*v).into()),
+        ]);
     }
     t
 }

@@ -26,9 +26,15 @@ pub type CUpti_ActivityOverheadKind = ::std::os::raw::c_uint;
 pub type CUpti_ActivityFlag = ::std::os::raw::c_uint;
 pub type CUpti_ActivityMemcpyKind = ::std::os::raw::c_uint;
 pub type CUpti_ActivityMemoryKind = ::std::os::raw::c_uint;
+pub type CUpti_ActivityUnifiedMemoryCounterScope = ::std::os::raw::c_uint;
+pub type CUpti_ActivityUnifiedMemoryCounterKind = ::std::os::raw::c_uint;
+pub type CUpti_ActivityUnifiedMemoryAccessType = ::std::os::raw::c_uint;
+pub type CUpti_ActivityUnifiedMemoryMigrationCause = ::std::os::raw::c_uint;
 pub type CUpti_ActivitySynchronizationType = ::std::os::raw::c_uint;
 pub type CUpti_LinkFlag = ::std::os::raw::c_uint;
 pub type CUpti_ActivityMemoryOperationType = ::std::os::raw::c_uint;
+pub type CUpti_ActivityMemoryPoolType = ::std::os::raw::c_uint;
+pub type CUpti_ActivityMemoryPoolOperationType = ::std::os::raw::c_uint;
 pub type CUpti_ExternalCorrelationKind = ::std::os::raw::c_uint;
 pub type CUpti_DevType = ::std::os::raw::c_uint;
 pub type CUpti_ActivityAttribute = ::std::os::raw::c_uint;
@@ -86,6 +92,15 @@ pub struct CUpti_SynchronizeData {
 #[derive(Debug)]
 pub struct CUpti_Subscriber_st {
     _unused: [u8; 0],
+}
+#[repr(C)]
+#[repr(align(8))]
+#[derive(Debug, Copy, Clone)]
+pub struct CUpti_ActivityUnifiedMemoryCounterConfig {
+    pub scope: CUpti_ActivityUnifiedMemoryCounterScope,
+    pub kind: CUpti_ActivityUnifiedMemoryCounterKind,
+    pub deviceId: u32,
+    pub enable: u32,
 }
 #[repr(C)]
 #[repr(align(8))]
@@ -371,6 +386,59 @@ pub const CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: CUpti_ActivityMemoryKind = 5;
 pub const CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: CUpti_ActivityMemoryKind = 6;
 pub const CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: CUpti_ActivityMemoryKind = 7;
 pub const CUPTI_ACTIVITY_MEMORY_KIND_FORCE_INT: CUpti_ActivityMemoryKind = 2147483647;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_UNKNOWN:
+    CUpti_ActivityUnifiedMemoryCounterScope = 0;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE:
+    CUpti_ActivityUnifiedMemoryCounterScope = 1;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_ALL_DEVICES:
+    CUpti_ActivityUnifiedMemoryCounterScope = 2;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_COUNT:
+    CUpti_ActivityUnifiedMemoryCounterScope = 3;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_FORCE_INT:
+    CUpti_ActivityUnifiedMemoryCounterScope = 2147483647;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_UNKNOWN:
+    CUpti_ActivityUnifiedMemoryCounterKind = 0;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD:
+    CUpti_ActivityUnifiedMemoryCounterKind = 1;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH:
+    CUpti_ActivityUnifiedMemoryCounterKind = 2;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_CPU_PAGE_FAULT_COUNT:
+    CUpti_ActivityUnifiedMemoryCounterKind = 3;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT:
+    CUpti_ActivityUnifiedMemoryCounterKind = 4;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THRASHING:
+    CUpti_ActivityUnifiedMemoryCounterKind = 5;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THROTTLING:
+    CUpti_ActivityUnifiedMemoryCounterKind = 6;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_REMOTE_MAP:
+    CUpti_ActivityUnifiedMemoryCounterKind = 7;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOD:
+    CUpti_ActivityUnifiedMemoryCounterKind = 8;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_COUNT: CUpti_ActivityUnifiedMemoryCounterKind =
+    9;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_FORCE_INT:
+    CUpti_ActivityUnifiedMemoryCounterKind = 2147483647;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_UNKNOWN: CUpti_ActivityUnifiedMemoryAccessType =
+    0;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_READ: CUpti_ActivityUnifiedMemoryAccessType = 1;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_WRITE: CUpti_ActivityUnifiedMemoryAccessType =
+    2;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_ATOMIC: CUpti_ActivityUnifiedMemoryAccessType =
+    3;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_PREFETCH:
+    CUpti_ActivityUnifiedMemoryAccessType = 4;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_UNKNOWN:
+    CUpti_ActivityUnifiedMemoryMigrationCause = 0;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_USER:
+    CUpti_ActivityUnifiedMemoryMigrationCause = 1;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE:
+    CUpti_ActivityUnifiedMemoryMigrationCause = 2;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_PREFETCH:
+    CUpti_ActivityUnifiedMemoryMigrationCause = 3;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_EVICTION:
+    CUpti_ActivityUnifiedMemoryMigrationCause = 4;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_ACCESS_COUNTERS:
+    CUpti_ActivityUnifiedMemoryMigrationCause = 5;
 pub const CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_UNKNOWN: CUpti_ActivitySynchronizationType = 0;
 pub const CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE: CUpti_ActivitySynchronizationType =
     1;
@@ -393,6 +461,35 @@ pub const CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION: CUpti_ActivityMemoryO
 pub const CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE: CUpti_ActivityMemoryOperationType = 2;
 pub const CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_FORCE_INT: CUpti_ActivityMemoryOperationType =
     2147483647;
+pub const CUPTI_ACTIVITY_MEMORY_POOL_TYPE_INVALID: CUpti_ActivityMemoryPoolType = 0;
+pub const CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL: CUpti_ActivityMemoryPoolType = 1;
+pub const CUPTI_ACTIVITY_MEMORY_POOL_TYPE_IMPORTED: CUpti_ActivityMemoryPoolType = 2;
+pub const CUPTI_ACTIVITY_MEMORY_POOL_TYPE_FORCE_INT: CUpti_ActivityMemoryPoolType = 2147483647;
+pub const CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_INVALID: CUpti_ActivityMemoryPoolOperationType =
+    0;
+pub const CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED: CUpti_ActivityMemoryPoolOperationType =
+    1;
+pub const CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED:
+    CUpti_ActivityMemoryPoolOperationType = 2;
+pub const CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED: CUpti_ActivityMemoryPoolOperationType =
+    3;
+pub const CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_FORCE_INT:
+    CUpti_ActivityMemoryPoolOperationType = 2147483647;
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of CUpti_ActivityUnifiedMemoryCounterConfig"]
+        [::std::mem::size_of::<CUpti_ActivityUnifiedMemoryCounterConfig>() - 16usize];
+    ["Alignment of CUpti_ActivityUnifiedMemoryCounterConfig"]
+        [::std::mem::align_of::<CUpti_ActivityUnifiedMemoryCounterConfig>() - 8usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounterConfig::scope"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounterConfig, scope) - 0usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounterConfig::kind"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounterConfig, kind) - 4usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounterConfig::deviceId"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounterConfig, deviceId) - 8usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounterConfig::enable"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounterConfig, enable) - 12usize];
+};
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     ["Size of CUpti_Activity"][::std::mem::size_of::<CUpti_Activity>() - 8usize];
@@ -508,6 +605,10 @@ unsafe extern "C" {
         attr: CUpti_ActivityAttribute,
         valueSize: *mut usize,
         value: *mut ::std::os::raw::c_void,
+    ) -> CUptiResult;
+    pub fn cuptiActivityConfigureUnifiedMemoryCounter(
+        config: *mut CUpti_ActivityUnifiedMemoryCounterConfig,
+        count: u32,
     ) -> CUptiResult;
     pub fn cuptiSetThreadIdType(type_: CUpti_ActivityThreadIdType) -> CUptiResult;
     pub fn cuptiFinalize() -> CUptiResult;

@@ -161,6 +161,11 @@ cupti_functions! {
         /// Which thread id API records carry (`pthread_self()` by default;
         /// gputrace asks for the kernel's tid).
         set_thread_id_type = cuptiSetThreadIdType(CUpti_ActivityThreadIdType);
+        /// Which unified-memory counters `UNIFIED_MEMORY_COUNTER` records
+        /// report; called before that kind is enabled.
+        activity_configure_unified_memory_counter = cuptiActivityConfigureUnifiedMemoryCounter(
+            *mut CUpti_ActivityUnifiedMemoryCounterConfig, u32
+        );
     }
 }
 

@@ -30,12 +30,17 @@ pub type CUpti_ActivityOverheadKind = ::std::os::raw::c_uint;
 pub type CUpti_ActivityFlag = ::std::os::raw::c_uint;
 pub type CUpti_ActivityMemcpyKind = ::std::os::raw::c_uint;
 pub type CUpti_ActivityMemoryKind = ::std::os::raw::c_uint;
+pub type CUpti_ActivityUnifiedMemoryCounterScope = ::std::os::raw::c_uint;
+pub type CUpti_ActivityUnifiedMemoryCounterKind = ::std::os::raw::c_uint;
+pub type CUpti_ActivityUnifiedMemoryAccessType = ::std::os::raw::c_uint;
+pub type CUpti_ActivityUnifiedMemoryMigrationCause = ::std::os::raw::c_uint;
 pub type CUpti_ActivityPartitionedGlobalCacheConfig = ::std::os::raw::c_uint;
 pub type CUpti_ActivitySynchronizationType = ::std::os::raw::c_uint;
 pub type CUpti_ActivityStreamFlag = ::std::os::raw::c_uint;
 pub type CUpti_LinkFlag = ::std::os::raw::c_uint;
 pub type CUpti_ActivityMemoryOperationType = ::std::os::raw::c_uint;
 pub type CUpti_ActivityMemoryPoolType = ::std::os::raw::c_uint;
+pub type CUpti_ActivityMemoryPoolOperationType = ::std::os::raw::c_uint;
 pub type CUpti_ChannelType = ::std::os::raw::c_uint;
 pub type CUpti_ContextCigMode = ::std::os::raw::c_uint;
 pub type CUpti_FuncShmemLimitConfig = ::std::os::raw::c_uint;
@@ -129,6 +134,15 @@ pub struct CUpti_ActivityObjectKindId__bindgen_ty_2 {
     pub deviceId: u32,
     pub contextId: u32,
     pub streamId: u32,
+}
+#[repr(C)]
+#[repr(align(8))]
+#[derive(Debug, Copy, Clone)]
+pub struct CUpti_ActivityUnifiedMemoryCounterConfig {
+    pub scope: CUpti_ActivityUnifiedMemoryCounterScope,
+    pub kind: CUpti_ActivityUnifiedMemoryCounterKind,
+    pub deviceId: u32,
+    pub enable: u32,
 }
 #[repr(C)]
 #[repr(align(8))]
@@ -257,6 +271,24 @@ pub struct CUpti_ActivityMemory4__bindgen_ty_1 {
     pub releaseThreshold: u64,
     pub pool: CUpti_ActivityMemory4__bindgen_ty_1__bindgen_ty_1,
     pub utilizedSize: u64,
+}
+#[repr(C, packed(8))]
+#[derive(Debug, Copy, Clone)]
+pub struct CUpti_ActivityMemoryPool3 {
+    pub kind: CUpti_ActivityKind,
+    pub memoryPoolOperationType: CUpti_ActivityMemoryPoolOperationType,
+    pub memoryPoolType: CUpti_ActivityMemoryPoolType,
+    pub correlationId: u32,
+    pub processId: u32,
+    pub deviceId: u32,
+    pub minBytesToKeep: usize,
+    pub address: u64,
+    pub size: u64,
+    pub releaseThreshold: u64,
+    pub timestamp: u64,
+    pub utilizedSize: u64,
+    pub isManagedPool: u8,
+    pub pad2: [u8; 7usize],
 }
 #[repr(C, packed(8))]
 #[derive(Copy, Clone)]
@@ -419,6 +451,23 @@ pub struct CUpti_ActivityOverhead3 {
     pub correlationId: u32,
     pub reserved0: u32,
     pub overheadData: *mut ::std::os::raw::c_void,
+}
+#[repr(C, packed(8))]
+#[derive(Debug, Copy, Clone)]
+pub struct CUpti_ActivityUnifiedMemoryCounter3 {
+    pub kind: CUpti_ActivityKind,
+    pub counterKind: CUpti_ActivityUnifiedMemoryCounterKind,
+    pub value: u64,
+    pub start: u64,
+    pub end: u64,
+    pub address: u64,
+    pub srcId: u32,
+    pub dstId: u32,
+    pub streamId: u32,
+    pub processId: u32,
+    pub flags: u32,
+    pub pad: u32,
+    pub processors: [u64; 5usize],
 }
 #[repr(C)]
 #[repr(align(8))]
@@ -1290,6 +1339,65 @@ pub struct CUpti_ActivityMemory3__bindgen_ty_1 {
     pub utilizedSize: u64,
 }
 #[repr(C, packed(8))]
+#[derive(Debug, Copy, Clone)]
+pub struct CUpti_ActivityMemoryPool {
+    pub kind: CUpti_ActivityKind,
+    pub memoryPoolOperationType: CUpti_ActivityMemoryPoolOperationType,
+    pub memoryPoolType: CUpti_ActivityMemoryPoolType,
+    pub correlationId: u32,
+    pub processId: u32,
+    pub deviceId: u32,
+    pub minBytesToKeep: usize,
+    pub address: u64,
+    pub size: u64,
+    pub releaseThreshold: u64,
+    pub timestamp: u64,
+}
+#[repr(C, packed(8))]
+#[derive(Debug, Copy, Clone)]
+pub struct CUpti_ActivityMemoryPool2 {
+    pub kind: CUpti_ActivityKind,
+    pub memoryPoolOperationType: CUpti_ActivityMemoryPoolOperationType,
+    pub memoryPoolType: CUpti_ActivityMemoryPoolType,
+    pub correlationId: u32,
+    pub processId: u32,
+    pub deviceId: u32,
+    pub minBytesToKeep: usize,
+    pub address: u64,
+    pub size: u64,
+    pub releaseThreshold: u64,
+    pub timestamp: u64,
+    pub utilizedSize: u64,
+}
+#[repr(C, packed(8))]
+#[derive(Debug, Copy, Clone)]
+pub struct CUpti_ActivityUnifiedMemoryCounter {
+    pub kind: CUpti_ActivityKind,
+    pub counterKind: CUpti_ActivityUnifiedMemoryCounterKind,
+    pub scope: CUpti_ActivityUnifiedMemoryCounterScope,
+    pub deviceId: u32,
+    pub value: u64,
+    pub timestamp: u64,
+    pub processId: u32,
+    pub pad: u32,
+}
+#[repr(C, packed(8))]
+#[derive(Debug, Copy, Clone)]
+pub struct CUpti_ActivityUnifiedMemoryCounter2 {
+    pub kind: CUpti_ActivityKind,
+    pub counterKind: CUpti_ActivityUnifiedMemoryCounterKind,
+    pub value: u64,
+    pub start: u64,
+    pub end: u64,
+    pub address: u64,
+    pub srcId: u32,
+    pub dstId: u32,
+    pub streamId: u32,
+    pub processId: u32,
+    pub flags: u32,
+    pub pad: u32,
+}
+#[repr(C, packed(8))]
 #[derive(Copy, Clone)]
 pub struct CUpti_ActivityNvLink {
     pub kind: CUpti_ActivityKind,
@@ -1779,6 +1887,59 @@ pub const CUPTI_ACTIVITY_MEMORY_KIND_MANAGED: CUpti_ActivityMemoryKind = 5;
 pub const CUPTI_ACTIVITY_MEMORY_KIND_DEVICE_STATIC: CUpti_ActivityMemoryKind = 6;
 pub const CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC: CUpti_ActivityMemoryKind = 7;
 pub const CUPTI_ACTIVITY_MEMORY_KIND_FORCE_INT: CUpti_ActivityMemoryKind = 2147483647;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_UNKNOWN:
+    CUpti_ActivityUnifiedMemoryCounterScope = 0;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_SINGLE_DEVICE:
+    CUpti_ActivityUnifiedMemoryCounterScope = 1;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_PROCESS_ALL_DEVICES:
+    CUpti_ActivityUnifiedMemoryCounterScope = 2;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_COUNT:
+    CUpti_ActivityUnifiedMemoryCounterScope = 3;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_SCOPE_FORCE_INT:
+    CUpti_ActivityUnifiedMemoryCounterScope = 2147483647;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_UNKNOWN:
+    CUpti_ActivityUnifiedMemoryCounterKind = 0;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_HTOD:
+    CUpti_ActivityUnifiedMemoryCounterKind = 1;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOH:
+    CUpti_ActivityUnifiedMemoryCounterKind = 2;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_CPU_PAGE_FAULT_COUNT:
+    CUpti_ActivityUnifiedMemoryCounterKind = 3;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_GPU_PAGE_FAULT:
+    CUpti_ActivityUnifiedMemoryCounterKind = 4;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THRASHING:
+    CUpti_ActivityUnifiedMemoryCounterKind = 5;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_THROTTLING:
+    CUpti_ActivityUnifiedMemoryCounterKind = 6;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_REMOTE_MAP:
+    CUpti_ActivityUnifiedMemoryCounterKind = 7;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_BYTES_TRANSFER_DTOD:
+    CUpti_ActivityUnifiedMemoryCounterKind = 8;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_COUNT: CUpti_ActivityUnifiedMemoryCounterKind =
+    9;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_COUNTER_KIND_FORCE_INT:
+    CUpti_ActivityUnifiedMemoryCounterKind = 2147483647;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_UNKNOWN: CUpti_ActivityUnifiedMemoryAccessType =
+    0;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_READ: CUpti_ActivityUnifiedMemoryAccessType = 1;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_WRITE: CUpti_ActivityUnifiedMemoryAccessType =
+    2;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_ATOMIC: CUpti_ActivityUnifiedMemoryAccessType =
+    3;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_ACCESS_TYPE_PREFETCH:
+    CUpti_ActivityUnifiedMemoryAccessType = 4;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_UNKNOWN:
+    CUpti_ActivityUnifiedMemoryMigrationCause = 0;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_USER:
+    CUpti_ActivityUnifiedMemoryMigrationCause = 1;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_COHERENCE:
+    CUpti_ActivityUnifiedMemoryMigrationCause = 2;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_PREFETCH:
+    CUpti_ActivityUnifiedMemoryMigrationCause = 3;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_EVICTION:
+    CUpti_ActivityUnifiedMemoryMigrationCause = 4;
+pub const CUPTI_ACTIVITY_UNIFIED_MEMORY_MIGRATION_CAUSE_ACCESS_COUNTERS:
+    CUpti_ActivityUnifiedMemoryMigrationCause = 5;
 pub const CUPTI_ACTIVITY_PARTITIONED_GLOBAL_CACHE_CONFIG_UNKNOWN:
     CUpti_ActivityPartitionedGlobalCacheConfig = 0;
 pub const CUPTI_ACTIVITY_PARTITIONED_GLOBAL_CACHE_CONFIG_NOT_SUPPORTED:
@@ -1821,6 +1982,16 @@ pub const CUPTI_ACTIVITY_MEMORY_POOL_TYPE_INVALID: CUpti_ActivityMemoryPoolType 
 pub const CUPTI_ACTIVITY_MEMORY_POOL_TYPE_LOCAL: CUpti_ActivityMemoryPoolType = 1;
 pub const CUPTI_ACTIVITY_MEMORY_POOL_TYPE_IMPORTED: CUpti_ActivityMemoryPoolType = 2;
 pub const CUPTI_ACTIVITY_MEMORY_POOL_TYPE_FORCE_INT: CUpti_ActivityMemoryPoolType = 2147483647;
+pub const CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_INVALID: CUpti_ActivityMemoryPoolOperationType =
+    0;
+pub const CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_CREATED: CUpti_ActivityMemoryPoolOperationType =
+    1;
+pub const CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_DESTROYED:
+    CUpti_ActivityMemoryPoolOperationType = 2;
+pub const CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_TRIMMED: CUpti_ActivityMemoryPoolOperationType =
+    3;
+pub const CUPTI_ACTIVITY_MEMORY_POOL_OPERATION_TYPE_FORCE_INT:
+    CUpti_ActivityMemoryPoolOperationType = 2147483647;
 pub const CUPTI_CHANNEL_TYPE_INVALID: CUpti_ChannelType = 0;
 pub const CUPTI_CHANNEL_TYPE_COMPUTE: CUpti_ChannelType = 1;
 pub const CUPTI_CHANNEL_TYPE_ASYNC_MEMCPY: CUpti_ChannelType = 2;
@@ -1830,6 +2001,21 @@ pub const CUPTI_CONTEXT_CIG_MODE_NONE: CUpti_ContextCigMode = 0;
 pub const CUPTI_CONTEXT_CIG_MODE_CIG: CUpti_ContextCigMode = 1;
 pub const CUPTI_CONTEXT_CIG_MODE_CIG_FALLBACK: CUpti_ContextCigMode = 2;
 pub const CUPTI_CONTEXT_CIG_MODE_FORCE_INT: CUpti_ContextCigMode = 2147483647;
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of CUpti_ActivityUnifiedMemoryCounterConfig"]
+        [::std::mem::size_of::<CUpti_ActivityUnifiedMemoryCounterConfig>() - 16usize];
+    ["Alignment of CUpti_ActivityUnifiedMemoryCounterConfig"]
+        [::std::mem::align_of::<CUpti_ActivityUnifiedMemoryCounterConfig>() - 8usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounterConfig::scope"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounterConfig, scope) - 0usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounterConfig::kind"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounterConfig, kind) - 4usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounterConfig::deviceId"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounterConfig, deviceId) - 8usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounterConfig::enable"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounterConfig, enable) - 12usize];
+};
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
     ["Size of CUpti_Activity"][::std::mem::size_of::<CUpti_Activity>() - 8usize];
@@ -2082,6 +2268,41 @@ const _: () = {
         [::std::mem::offset_of!(CUpti_ActivityMemory4, memoryPoolConfig) - 80usize];
     ["Offset of field: CUpti_ActivityMemory4::source"]
         [::std::mem::offset_of!(CUpti_ActivityMemory4, source) - 120usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of CUpti_ActivityMemoryPool3"]
+        [::std::mem::size_of::<CUpti_ActivityMemoryPool3>() - 80usize];
+    ["Alignment of CUpti_ActivityMemoryPool3"]
+        [::std::mem::align_of::<CUpti_ActivityMemoryPool3>() - 8usize];
+    ["Offset of field: CUpti_ActivityMemoryPool3::kind"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool3, kind) - 0usize];
+    ["Offset of field: CUpti_ActivityMemoryPool3::memoryPoolOperationType"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool3, memoryPoolOperationType) - 4usize];
+    ["Offset of field: CUpti_ActivityMemoryPool3::memoryPoolType"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool3, memoryPoolType) - 8usize];
+    ["Offset of field: CUpti_ActivityMemoryPool3::correlationId"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool3, correlationId) - 12usize];
+    ["Offset of field: CUpti_ActivityMemoryPool3::processId"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool3, processId) - 16usize];
+    ["Offset of field: CUpti_ActivityMemoryPool3::deviceId"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool3, deviceId) - 20usize];
+    ["Offset of field: CUpti_ActivityMemoryPool3::minBytesToKeep"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool3, minBytesToKeep) - 24usize];
+    ["Offset of field: CUpti_ActivityMemoryPool3::address"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool3, address) - 32usize];
+    ["Offset of field: CUpti_ActivityMemoryPool3::size"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool3, size) - 40usize];
+    ["Offset of field: CUpti_ActivityMemoryPool3::releaseThreshold"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool3, releaseThreshold) - 48usize];
+    ["Offset of field: CUpti_ActivityMemoryPool3::timestamp"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool3, timestamp) - 56usize];
+    ["Offset of field: CUpti_ActivityMemoryPool3::utilizedSize"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool3, utilizedSize) - 64usize];
+    ["Offset of field: CUpti_ActivityMemoryPool3::isManagedPool"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool3, isManagedPool) - 72usize];
+    ["Offset of field: CUpti_ActivityMemoryPool3::pad2"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool3, pad2) - 73usize];
 };
 pub const CUPTI_FUNC_SHMEM_LIMIT_DEFAULT: CUpti_FuncShmemLimitConfig = 0;
 pub const CUPTI_FUNC_SHMEM_LIMIT_OPTIN: CUpti_FuncShmemLimitConfig = 1;
@@ -2401,6 +2622,39 @@ const _: () = {
         [::std::mem::offset_of!(CUpti_ActivityOverhead3, reserved0) - 44usize];
     ["Offset of field: CUpti_ActivityOverhead3::overheadData"]
         [::std::mem::offset_of!(CUpti_ActivityOverhead3, overheadData) - 48usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of CUpti_ActivityUnifiedMemoryCounter3"]
+        [::std::mem::size_of::<CUpti_ActivityUnifiedMemoryCounter3>() - 104usize];
+    ["Alignment of CUpti_ActivityUnifiedMemoryCounter3"]
+        [::std::mem::align_of::<CUpti_ActivityUnifiedMemoryCounter3>() - 8usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter3::kind"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter3, kind) - 0usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter3::counterKind"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter3, counterKind) - 4usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter3::value"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter3, value) - 8usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter3::start"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter3, start) - 16usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter3::end"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter3, end) - 24usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter3::address"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter3, address) - 32usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter3::srcId"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter3, srcId) - 40usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter3::dstId"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter3, dstId) - 44usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter3::streamId"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter3, streamId) - 48usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter3::processId"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter3, processId) - 52usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter3::flags"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter3, flags) - 56usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter3::pad"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter3, pad) - 60usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter3::processors"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter3, processors) - 64usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
@@ -4216,6 +4470,120 @@ const _: () = {
         [::std::mem::offset_of!(CUpti_ActivityMemory3, pad1) - 76usize];
     ["Offset of field: CUpti_ActivityMemory3::memoryPoolConfig"]
         [::std::mem::offset_of!(CUpti_ActivityMemory3, memoryPoolConfig) - 80usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of CUpti_ActivityMemoryPool"]
+        [::std::mem::size_of::<CUpti_ActivityMemoryPool>() - 64usize];
+    ["Alignment of CUpti_ActivityMemoryPool"]
+        [::std::mem::align_of::<CUpti_ActivityMemoryPool>() - 8usize];
+    ["Offset of field: CUpti_ActivityMemoryPool::kind"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool, kind) - 0usize];
+    ["Offset of field: CUpti_ActivityMemoryPool::memoryPoolOperationType"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool, memoryPoolOperationType) - 4usize];
+    ["Offset of field: CUpti_ActivityMemoryPool::memoryPoolType"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool, memoryPoolType) - 8usize];
+    ["Offset of field: CUpti_ActivityMemoryPool::correlationId"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool, correlationId) - 12usize];
+    ["Offset of field: CUpti_ActivityMemoryPool::processId"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool, processId) - 16usize];
+    ["Offset of field: CUpti_ActivityMemoryPool::deviceId"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool, deviceId) - 20usize];
+    ["Offset of field: CUpti_ActivityMemoryPool::minBytesToKeep"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool, minBytesToKeep) - 24usize];
+    ["Offset of field: CUpti_ActivityMemoryPool::address"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool, address) - 32usize];
+    ["Offset of field: CUpti_ActivityMemoryPool::size"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool, size) - 40usize];
+    ["Offset of field: CUpti_ActivityMemoryPool::releaseThreshold"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool, releaseThreshold) - 48usize];
+    ["Offset of field: CUpti_ActivityMemoryPool::timestamp"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool, timestamp) - 56usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of CUpti_ActivityMemoryPool2"]
+        [::std::mem::size_of::<CUpti_ActivityMemoryPool2>() - 72usize];
+    ["Alignment of CUpti_ActivityMemoryPool2"]
+        [::std::mem::align_of::<CUpti_ActivityMemoryPool2>() - 8usize];
+    ["Offset of field: CUpti_ActivityMemoryPool2::kind"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool2, kind) - 0usize];
+    ["Offset of field: CUpti_ActivityMemoryPool2::memoryPoolOperationType"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool2, memoryPoolOperationType) - 4usize];
+    ["Offset of field: CUpti_ActivityMemoryPool2::memoryPoolType"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool2, memoryPoolType) - 8usize];
+    ["Offset of field: CUpti_ActivityMemoryPool2::correlationId"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool2, correlationId) - 12usize];
+    ["Offset of field: CUpti_ActivityMemoryPool2::processId"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool2, processId) - 16usize];
+    ["Offset of field: CUpti_ActivityMemoryPool2::deviceId"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool2, deviceId) - 20usize];
+    ["Offset of field: CUpti_ActivityMemoryPool2::minBytesToKeep"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool2, minBytesToKeep) - 24usize];
+    ["Offset of field: CUpti_ActivityMemoryPool2::address"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool2, address) - 32usize];
+    ["Offset of field: CUpti_ActivityMemoryPool2::size"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool2, size) - 40usize];
+    ["Offset of field: CUpti_ActivityMemoryPool2::releaseThreshold"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool2, releaseThreshold) - 48usize];
+    ["Offset of field: CUpti_ActivityMemoryPool2::timestamp"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool2, timestamp) - 56usize];
+    ["Offset of field: CUpti_ActivityMemoryPool2::utilizedSize"]
+        [::std::mem::offset_of!(CUpti_ActivityMemoryPool2, utilizedSize) - 64usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of CUpti_ActivityUnifiedMemoryCounter"]
+        [::std::mem::size_of::<CUpti_ActivityUnifiedMemoryCounter>() - 40usize];
+    ["Alignment of CUpti_ActivityUnifiedMemoryCounter"]
+        [::std::mem::align_of::<CUpti_ActivityUnifiedMemoryCounter>() - 8usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter::kind"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter, kind) - 0usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter::counterKind"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter, counterKind) - 4usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter::scope"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter, scope) - 8usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter::deviceId"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter, deviceId) - 12usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter::value"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter, value) - 16usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter::timestamp"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter, timestamp) - 24usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter::processId"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter, processId) - 32usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter::pad"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter, pad) - 36usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of CUpti_ActivityUnifiedMemoryCounter2"]
+        [::std::mem::size_of::<CUpti_ActivityUnifiedMemoryCounter2>() - 64usize];
+    ["Alignment of CUpti_ActivityUnifiedMemoryCounter2"]
+        [::std::mem::align_of::<CUpti_ActivityUnifiedMemoryCounter2>() - 8usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter2::kind"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter2, kind) - 0usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter2::counterKind"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter2, counterKind) - 4usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter2::value"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter2, value) - 8usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter2::start"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter2, start) - 16usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter2::end"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter2, end) - 24usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter2::address"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter2, address) - 32usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter2::srcId"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter2, srcId) - 40usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter2::dstId"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter2, dstId) - 44usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter2::streamId"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter2, streamId) - 48usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter2::processId"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter2, processId) - 52usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter2::flags"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter2, flags) - 56usize];
+    ["Offset of field: CUpti_ActivityUnifiedMemoryCounter2::pad"]
+        [::std::mem::offset_of!(CUpti_ActivityUnifiedMemoryCounter2, pad) - 60usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
@@ -6038,6 +6406,10 @@ unsafe extern "C" {
         attr: CUpti_ActivityAttribute,
         valueSize: *mut usize,
         value: *mut ::std::os::raw::c_void,
+    ) -> CUptiResult;
+    pub fn cuptiActivityConfigureUnifiedMemoryCounter(
+        config: *mut CUpti_ActivityUnifiedMemoryCounterConfig,
+        count: u32,
     ) -> CUptiResult;
     pub fn cuptiSetThreadIdType(type_: CUpti_ActivityThreadIdType) -> CUptiResult;
     pub fn cuptiFinalize() -> CUptiResult;

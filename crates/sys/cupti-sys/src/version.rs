@@ -213,6 +213,14 @@ impl CuptiVersion {
                 ..1203 => R::GraphTrace,
                 _ => R::GraphTrace2,
             },
+            c::CUPTI_ACTIVITY_KIND_MEMORY_POOL => match release {
+                ..1300 => R::MemoryPool2,
+                _ => R::MemoryPool3,
+            },
+            c::CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER => match release {
+                ..1208 => R::UnifiedMemoryCounter2,
+                _ => R::UnifiedMemoryCounter3,
+            },
             _ => return None,
         })
     }
@@ -349,6 +357,14 @@ record_structs! {
     GraphTrace => V12_9, v12_9::CUpti_ActivityGraphTrace;
     /// One graph execution, 12.3 on: + `endDeviceId`, `endContextId`.
     GraphTrace2 => V12_9, v12_9::CUpti_ActivityGraphTrace2;
+    /// Memory pools created, destroyed, trimmed: 12.x.
+    MemoryPool2 => V12_9, v12_9::CUpti_ActivityMemoryPool2;
+    /// Memory pools, 13.0 on: `MemoryPool2` + `isManagedPool`.
+    MemoryPool3 => V13_0, v13_0::CUpti_ActivityMemoryPool3;
+    /// Unified memory counters, 12.0 to 12.6.
+    UnifiedMemoryCounter2 => V12_9, v12_9::CUpti_ActivityUnifiedMemoryCounter2;
+    /// Unified memory counters, 12.8 on: `UnifiedMemoryCounter2` + `processors`.
+    UnifiedMemoryCounter3 => V12_9, v12_9::CUpti_ActivityUnifiedMemoryCounter3;
 }
 
 #[cfg(test)]
@@ -418,26 +434,28 @@ mod tests {
     /// The struct per kind per release, as the `\ref` of each kind in that
     /// release's `cupti_activity.h` names it (read from the wheels listed in
     /// the module docs). Columns: kernel, memcpy, memset, synchronization,
-    /// nvlink, device, context, overhead, memory2.
+    /// nvlink, device, context, overhead, memory2, memory pool, unified
+    /// memory counter (12.0, 12.4, 12.6: `UnifiedMemoryCounter2`; 12.8:
+    /// `UnifiedMemoryCounter3`).
     #[test]
     fn record_structs_per_release_follow_the_headers() {
         use RecordStruct as R;
         #[rustfmt::skip]
         let table = [
-            (18, [R::Kernel9, R::Memcpy5, R::Memset4Cuda12, R::Synchronization, R::NvLink4, R::Device4, R::Context, R::Overhead, R::Memory3]),
-            (20, [R::Kernel9, R::Memcpy5, R::Memset4Cuda12, R::Synchronization, R::NvLink4, R::Device5, R::Context, R::Overhead, R::Memory3]),
-            (21, [R::Kernel9, R::Memcpy5, R::Memset4Cuda12, R::Synchronization, R::NvLink4, R::Device5, R::Context, R::Overhead2, R::Memory3]),
-            (22, [R::Kernel9, R::Memcpy5, R::Memset4Cuda12, R::Synchronization, R::NvLink4, R::Device5, R::Context2, R::Overhead3, R::Memory3]),
-            (23, [R::Kernel9, R::Memcpy5, R::Memset4Cuda12, R::Synchronization, R::NvLink4, R::Device5, R::Context3, R::Overhead3, R::Memory3]),
-            (24, [R::Kernel9, R::Memcpy5, R::Memset4Cuda12, R::Synchronization, R::NvLink4, R::Device5, R::Context3, R::Overhead3, R::Memory4]),
-            (26, [R::Kernel9, R::Memcpy6Cuda12, R::Memset4Cuda12, R::Synchronization2, R::NvLink4, R::Device5, R::Context3, R::Overhead3, R::Memory4]),
-            (28, [R::Kernel9, R::Memcpy6Cuda12, R::Memset4Cuda12, R::Synchronization2, R::NvLink4, R::Device5, R::Context3, R::Overhead3, R::Memory4]),
-            (130_001, [R::Kernel10, R::Memcpy6, R::Memset4, R::Synchronization2, R::NvLink4, R::Device5, R::Context3, R::Overhead3, R::Memory4]),
-            (130_101, [R::Kernel11, R::Memcpy6, R::Memset4, R::Synchronization2, R::NvLink4, R::Device5, R::Context4, R::Overhead3, R::Memory4]),
-            (130_202, [R::Kernel11, R::Memcpy6, R::Memset4, R::Synchronization2, R::NvLink5, R::Device6, R::Context4, R::Overhead3, R::Memory4]),
-            (130_301, [R::Kernel12, R::Memcpy6, R::Memset4, R::Synchronization2, R::NvLink5, R::Device6, R::Context4, R::Overhead3, R::Memory4]),
-            (130_401, [R::Kernel13, R::Memcpy7, R::Memset5, R::Synchronization2, R::NvLink5, R::Device6, R::Context4, R::Overhead3, R::Memory4]),
-            (130_500, [R::Kernel13, R::Memcpy7, R::Memset5, R::Synchronization2, R::NvLink5, R::Device6, R::Context4, R::Overhead3, R::Memory4]),
+            (18, [R::Kernel9, R::Memcpy5, R::Memset4Cuda12, R::Synchronization, R::NvLink4, R::Device4, R::Context, R::Overhead, R::Memory3, R::MemoryPool2, R::UnifiedMemoryCounter2]),
+            (20, [R::Kernel9, R::Memcpy5, R::Memset4Cuda12, R::Synchronization, R::NvLink4, R::Device5, R::Context, R::Overhead, R::Memory3, R::MemoryPool2, R::UnifiedMemoryCounter2]),
+            (21, [R::Kernel9, R::Memcpy5, R::Memset4Cuda12, R::Synchronization, R::NvLink4, R::Device5, R::Context, R::Overhead2, R::Memory3, R::MemoryPool2, R::UnifiedMemoryCounter2]),
+            (22, [R::Kernel9, R::Memcpy5, R::Memset4Cuda12, R::Synchronization, R::NvLink4, R::Device5, R::Context2, R::Overhead3, R::Memory3, R::MemoryPool2, R::UnifiedMemoryCounter2]),
+            (23, [R::Kernel9, R::Memcpy5, R::Memset4Cuda12, R::Synchronization, R::NvLink4, R::Device5, R::Context3, R::Overhead3, R::Memory3, R::MemoryPool2, R::UnifiedMemoryCounter2]),
+            (24, [R::Kernel9, R::Memcpy5, R::Memset4Cuda12, R::Synchronization, R::NvLink4, R::Device5, R::Context3, R::Overhead3, R::Memory4, R::MemoryPool2, R::UnifiedMemoryCounter2]),
+            (26, [R::Kernel9, R::Memcpy6Cuda12, R::Memset4Cuda12, R::Synchronization2, R::NvLink4, R::Device5, R::Context3, R::Overhead3, R::Memory4, R::MemoryPool2, R::UnifiedMemoryCounter3]),
+            (28, [R::Kernel9, R::Memcpy6Cuda12, R::Memset4Cuda12, R::Synchronization2, R::NvLink4, R::Device5, R::Context3, R::Overhead3, R::Memory4, R::MemoryPool2, R::UnifiedMemoryCounter3]),
+            (130_001, [R::Kernel10, R::Memcpy6, R::Memset4, R::Synchronization2, R::NvLink4, R::Device5, R::Context3, R::Overhead3, R::Memory4, R::MemoryPool3, R::UnifiedMemoryCounter3]),
+            (130_101, [R::Kernel11, R::Memcpy6, R::Memset4, R::Synchronization2, R::NvLink4, R::Device5, R::Context4, R::Overhead3, R::Memory4, R::MemoryPool3, R::UnifiedMemoryCounter3]),
+            (130_202, [R::Kernel11, R::Memcpy6, R::Memset4, R::Synchronization2, R::NvLink5, R::Device6, R::Context4, R::Overhead3, R::Memory4, R::MemoryPool3, R::UnifiedMemoryCounter3]),
+            (130_301, [R::Kernel12, R::Memcpy6, R::Memset4, R::Synchronization2, R::NvLink5, R::Device6, R::Context4, R::Overhead3, R::Memory4, R::MemoryPool3, R::UnifiedMemoryCounter3]),
+            (130_401, [R::Kernel13, R::Memcpy7, R::Memset5, R::Synchronization2, R::NvLink5, R::Device6, R::Context4, R::Overhead3, R::Memory4, R::MemoryPool3, R::UnifiedMemoryCounter3]),
+            (130_500, [R::Kernel13, R::Memcpy7, R::Memset5, R::Synchronization2, R::NvLink5, R::Device6, R::Context4, R::Overhead3, R::Memory4, R::MemoryPool3, R::UnifiedMemoryCounter3]),
         ];
         let kinds = [
             c::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
@@ -449,6 +467,8 @@ mod tests {
             c::CUPTI_ACTIVITY_KIND_CONTEXT,
             c::CUPTI_ACTIVITY_KIND_OVERHEAD,
             c::CUPTI_ACTIVITY_KIND_MEMORY2,
+            c::CUPTI_ACTIVITY_KIND_MEMORY_POOL,
+            c::CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER,
         ];
         for (api, expected) in table {
             let v = version(api);

@@ -13,7 +13,7 @@ const SOURCES: [(&str, &str); 4] = [
 ];
 
 /// The functions `Cupti` loads; each generated file must declare them all.
-const FUNCTIONS: [&str; 26] = [
+const FUNCTIONS: [&str; 27] = [
     "cuptiGetVersion",
     "cuptiGetResultString",
     "cuptiSubscribe",
@@ -40,6 +40,7 @@ const FUNCTIONS: [&str; 26] = [
     "cuptiActivityPushExternalCorrelationId",
     "cuptiActivityPopExternalCorrelationId",
     "cuptiSetThreadIdType",
+    "cuptiActivityConfigureUnifiedMemoryCounter",
 ];
 
 /// `name -> declaration` for each `pub fn` in the file's extern block,
