@@ -43,11 +43,18 @@ for r in $(seq "$rounds"); do
   measure "plain.$r" "$work/storm" $n
   measure "floor.$r" env CUDA_INJECTION64_PATH="$work/libfloor.so" "$work/storm" $n
   rm -rf "$work/exp.$r"
-  measure "gputrace.$r" "$gt" -o "$work/exp.$r" "$work/storm" $n
+  measure "gputrace.$r" "$gt" --keep-raw -o "$work/exp.$r" "$work/storm" $n
   if [ -n "$nsys" ]; then
     measure "nsys.$r" "$nsys" profile -t cuda -o "$work/nsys.$r" --force-overwrite true "$work/storm" $n
   fi
 done
+
+# The experiment directory a 100,000-launch storm leaves, as a user gets it
+# (raw/ removed after the verified merge), and Score-P's for comparison
+# when it is installed.
+rm -rf "$work/exp.size"
+"$gt" -o "$work/exp.size" "$work/storm" 100000 >"$work/size.out" 2>&1
+echo "size_bytes $(du -sb "$work/exp.size" | cut -f1)" >>"$work/size.out"
 
 python3 - "$work" "$rounds" <<'PY' | tee "${OUT:-$work}/bench.txt"
 import glob, os, re, statistics, sys
@@ -80,6 +87,11 @@ if "floor" in rows and "gputrace" in rows:
 if "nsys" in rows and None not in rows["nsys"]["launch_ns_per_kernel"]:
     print(f"nsys adds {added('nsys', 'launch_ns_per_kernel')/1e3:.2f} us per launch, gputrace "
           f"{added('gputrace', 'launch_ns_per_kernel')/1e3:.2f} us (target: below nsys)")
+size = value(f"{work}/size.out", "size_bytes")
+arch = re.search(r"after the program's exit", open(f"{work}/size.out").read())
+if size:
+    print(f"experiment directory of the 100,000-launch storm: {size/1e6:.1f} MB (target <= 12 MB; "
+          f"Score-P 8.4: 12.9 MB, gputrace before: 22.2 MB)")
 for r in range(1, rounds + 1):
     text = open(f"{work}/gputrace.{r}.out").read()
     m = re.search(r"([0-9,]+) events.*", text)

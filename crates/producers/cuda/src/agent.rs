@@ -53,6 +53,8 @@ struct State {
 static AGENT: OnceLock<Agent> = OnceLock::new();
 static STARTED: AtomicBool = AtomicBool::new(false);
 static OFF: AtomicBool = AtomicBool::new(false);
+/// Unified-memory counters wait for the first context (see `start_uvm`).
+static UVM_PENDING: AtomicBool = AtomicBool::new(false);
 
 const ALIGN: usize = 8;
 /// At most this many records wait for the first GPU work.
@@ -145,21 +147,18 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
     // Unified memory: the counters are configured before the kind is
     // enabled, as CUPTI requires; where that fails (no UVM support, some
     // virtualized setups) one warning, and the rest is traced.
-    if enabled.uvm {
-        match configure_uvm(&cupti) {
-            Ok(()) => kinds.push(sys::CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER),
-            Err(why) => diag::warn_once(&format!("unified memory is not traced: {why}")),
-        }
-    }
     for kind in kinds {
         // SAFETY: enabling an activity kind has no memory preconditions.
         let rc = unsafe { (cupti.activity_enable)(kind) };
         if rc != sys::CUPTI_SUCCESS {
             tracing::debug!(kind, result = %describe(&cupti, rc), "activity kind not enabled");
-            if kind == sys::CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER {
-                diag::warn_once(&format!("unified memory is not traced: {}", describe(&cupti, rc)));
-            }
         }
+    }
+    // Unified memory: inside cuInit, where the agent starts, CUPTI answers
+    // NOT_READY (the driver is not initialized yet); then it is set up
+    // at the first context's creation (`on_callback`).
+    if enabled.uvm && !start_uvm(&cupti, true) {
+        UVM_PENDING.store(true, Ordering::SeqCst);
     }
     if let Some(f) = cupti.activity_flush_period {
         // SAFETY: as above. A crash loses at most about a second of records.
@@ -189,9 +188,9 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
         capture,
         captured: AtomicUsize::new(0),
     };
-    let sampling = agent.nvml_intervals().any();
+    let on_context = agent.nvml_intervals().any() || UVM_PENDING.load(Ordering::SeqCst);
     let _ = AGENT.set(agent);
-    if sampling && let Some(agent) = AGENT.get() {
+    if on_context && let Some(agent) = AGENT.get() {
         // GPU metrics from the context's creation on, not from the first
         // buffer CUPTI hands back (at exit, for a short program): the
         // callback has the device records flushed out early.
@@ -215,11 +214,38 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
     Ok(())
 }
 
+/// Configures the unified-memory counters and enables their records;
+/// false when CUPTI is not ready for them yet (and `early`: the caller
+/// tries again later); any other failure is one warning.
+fn start_uvm(cupti: &Cupti, early: bool) -> bool {
+    let not_ready = |rc| early && rc == sys::CUPTI_ERROR_NOT_READY;
+    match configure_uvm(cupti) {
+        Ok(()) => {}
+        Err((rc, _)) if not_ready(rc) => return false,
+        Err((_, why)) => {
+            diag::warn_once(&format!("unified memory is not traced: {why}"));
+            return true;
+        }
+    }
+    // SAFETY: enabling an activity kind has no memory preconditions.
+    let rc = unsafe { (cupti.activity_enable)(sys::CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) };
+    if not_ready(rc) {
+        return false;
+    }
+    if rc != sys::CUPTI_SUCCESS {
+        diag::warn_once(&format!("unified memory is not traced: {}", describe(cupti, rc)));
+    }
+    true
+}
+
 /// Configures the unified-memory counters gputrace records (every one of
 /// [`crate::memory::UVM_COUNTERS`], for all devices of the process).
-fn configure_uvm(cupti: &Cupti) -> Result<(), String> {
+fn configure_uvm(cupti: &Cupti) -> Result<(), (sys::CUptiResult, String)> {
     let Some(configure) = cupti.activity_configure_unified_memory_counter else {
-        return Err("this CUPTI lacks cuptiActivityConfigureUnifiedMemoryCounter".into());
+        return Err((
+            sys::CUPTI_ERROR_NOT_SUPPORTED,
+            "this CUPTI lacks cuptiActivityConfigureUnifiedMemoryCounter".into(),
+        ));
     };
     let mut config: Vec<sys::CUpti_ActivityUnifiedMemoryCounterConfig> = crate::memory::UVM_COUNTERS
         .iter()
@@ -243,7 +269,7 @@ fn configure_uvm(cupti: &Cupti) -> Result<(), String> {
     if retry == sys::CUPTI_SUCCESS {
         Ok(())
     } else {
-        Err(format!("cuptiActivityConfigureUnifiedMemoryCounter failed: {}", describe(cupti, rc)))
+        Err((rc, format!("cuptiActivityConfigureUnifiedMemoryCounter failed: {}", describe(cupti, rc))))
     }
 }
 
@@ -275,7 +301,18 @@ extern "C" fn monotonic_ns() -> u64 {
 /// when another profiler holds it already); no callback is enabled.
 unsafe extern "C" fn on_callback(_: *mut c_void, domain: sys::CUpti_CallbackDomain, cbid: u32, _: *const c_void) {
     if domain == sys::CUPTI_CB_DOMAIN_RESOURCE && cbid == sys::CUPTI_CBID_RESOURCE_CONTEXT_CREATED {
-        guarded(|_| early_flush());
+        guarded(|agent| {
+            if UVM_PENDING.swap(false, Ordering::SeqCst) {
+                start_uvm(&agent.cupti, false);
+            }
+            // Once, at the first context: a forced flush may hand over
+            // records of work still running, which a later context's
+            // creation could find in flight.
+            static FLUSHED: AtomicBool = AtomicBool::new(false);
+            if agent.nvml_intervals().any() && !FLUSHED.swap(true, Ordering::SeqCst) {
+                early_flush();
+            }
+        });
     }
 }
 
@@ -293,8 +330,11 @@ fn early_flush() {
                 // Let the context's creation finish first.
                 std::thread::sleep(std::time::Duration::from_millis(2));
                 if let Some(agent) = AGENT.get() {
-                    // SAFETY: a plain (unforced) flush, outside any CUPTI callback.
-                    unsafe { (agent.cupti.activity_flush_all)(0) };
+                    // SAFETY: a flush outside any CUPTI callback. Forced: an
+                    // unforced one hands over full buffers only; this one
+                    // also the partly filled buffer with the device records
+                    // (never a record still incomplete).
+                    unsafe { (agent.cupti.activity_flush_all)(sys::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) };
                 }
             }
         });
