@@ -122,17 +122,18 @@ for p in $parts; do
       ;;
     memory)
       # Allocations and frees of every kind, leaks of known sizes, pools
-      # (GPUTRACE_CUDA_ENABLE's default records them); captured for fixtures.
+      # (GPUTRACE_CUDA_ENABLE=default,memory); captured for fixtures.
       build cuda_memory "$progs/cuda_memory.cu" || continue
       "$work/cuda_memory" 3 >"$work/memory.plain.out"
-      part memory env GPUTRACE_CUDA_CAPTURE="$work/capture-memory" "$gt" -o "$work/exp-memory" "$work/cuda_memory" 3
+      part memory env GPUTRACE_CUDA_ENABLE=default,memory GPUTRACE_CUDA_CAPTURE="$work/capture-memory" \
+        "$gt" -o "$work/exp-memory" "$work/cuda_memory" 3
       cmp -s "$work/memory.plain.out" "$work/memory.out" && echo "  memory: stdout identical to the untraced run"
       "$gt" stats --report cuda_mem_sum --report cuda_mem_leaks "$work/exp-memory" 2>&1 | sed 's/^/  [memory] /'
       ;;
     uvm)
       # Managed memory touched host, device, host, with the uvm member on.
       build cuda_managed "$progs/cuda_managed.cu" || continue
-      part uvm env GPUTRACE_CUDA_CAPTURE="$work/capture-uvm" GPUTRACE_CUDA_ENABLE=default,uvm \
+      part uvm env GPUTRACE_CUDA_CAPTURE="$work/capture-uvm" GPUTRACE_CUDA_ENABLE=default,memory,uvm \
         "$gt" -o "$work/exp-uvm" "$work/cuda_managed" 64
       "$gt" stats --report cuda_uvm_sum --report cuda_mem_sum "$work/exp-uvm" 2>&1 | sed 's/^/  [uvm] /'
       ;;

@@ -89,8 +89,8 @@ crate::set_members! {
                       fault group and migration)",
     }
     aliases {
-        "default": "runtime,kernel,memcpy,memset,peer,sync,nvlink,memory (the runtime API and not the driver \
-                     calls it makes, as Score-P and nsys)" => CUDA_DEFAULT,
+        "default": "runtime,kernel,memcpy,memset,peer,sync,nvlink (the runtime API and not the driver calls it \
+                     makes, as Score-P and nsys; memory and uvm cost per call, measured: docs/cuda.md)" => CUDA_DEFAULT,
         "yes": "the same as default" => CUDA_DEFAULT,
         "all": "every member but graph (a choice, not more: add it by name)" => CUDA_ALL,
         "no": "no CUDA recording: the agent is not loaded" => &[],
@@ -98,13 +98,14 @@ crate::set_members! {
     }
 }
 
-/// `GPUTRACE_CUDA_ENABLE=default`: the runtime API, the GPU work and the
-/// memory, not the driver API (the calls the runtime makes; Score-P and
-/// nsys leave it out too), not `uvm` (its cost) and not `graph`, which
-/// replaces the nodes of graphs by one region per graph execution.
+/// `GPUTRACE_CUDA_ENABLE=default`: the runtime API and the GPU work; not
+/// the driver API (the calls the runtime makes; Score-P and nsys leave it
+/// out too), not `memory` and `uvm` (CUPTI's memory tracking costs every
+/// op, measured in docs/cuda.md) and not `graph`, which replaces the
+/// nodes of graphs by one region per graph execution.
 const CUDA_DEFAULT: &[CudaSource] = {
     use CudaSource::*;
-    &[Runtime, Kernel, Memcpy, Memset, Peer, Sync, Nvlink, Memory]
+    &[Runtime, Kernel, Memcpy, Memset, Peer, Sync, Nvlink]
 };
 
 /// `GPUTRACE_CUDA_ENABLE=all`: every member but `graph`.

@@ -387,9 +387,9 @@ fn memory_and_uvm_merge_into_archives_the_python_reader_checks() {
         capture(28, 12, program.records[..half].to_vec()),
         Capture { records: program.records[half..].to_vec(), ..capture(28, 12, Vec::new()) },
     ];
-    replay_and_merge(&results, "memory", &captures, &program.expect, "default");
+    replay_and_merge(&results, "memory", &captures, &program.expect, "default,memory");
     let (records, expect, [cpu, gpu, htod, dtoh]) = cuda_managed();
-    replay_and_merge(&results, "uvm", &[capture(130_001, 13, records)], &expect, "default,uvm");
+    replay_and_merge(&results, "uvm", &[capture(130_001, 13, records)], &expect, "default,memory,uvm");
     let report = check_archives(&results);
     for line in [
         "ok   memory: alloc device: count and bytes",
@@ -458,21 +458,25 @@ fn memory_can_be_left_out_and_uvm_is_off_by_default() {
     let program = cuda_memory(1);
     let records = gputrace_cuda::replay::decode(&capture(28, 12, program.records)).unwrap();
     let converter = |spec: &str| Converter::new(enabled(spec), 1, |_| String::new());
-    assert!(converter("default").has_work(&records));
-    assert!(!converter("driver,runtime,kernel").has_work(&records));
+    assert!(converter("default,memory").has_work(&records));
+    assert!(!converter("default").has_work(&records));
     let (uvm_records, _, _) = cuda_managed();
     let uvm_only: Vec<Record> = gputrace_cuda::replay::decode(&capture(130_001, 13, uvm_records.clone()))
         .unwrap()
         .into_iter()
         .filter(|r| matches!(r, Record::Uvm(_)))
         .collect();
-    assert!(!converter("default").has_work(&uvm_only));
+    assert!(!converter("default,memory").has_work(&uvm_only));
     assert!(converter("kernel,uvm").has_work(&uvm_only));
-    // The default: memory, and no unified memory.
+    // The default records neither memory nor unified memory (their cost:
+    // a process doing only those leaves no stream, as asserted above);
+    // `memory` adds the allocations, not the faults.
     let results = fresh_dir("memory-default");
     std::fs::create_dir_all(&results).unwrap();
-    replay_and_merge(&results, "default", &[capture(130_001, 13, uvm_records)], "", "default");
-    let exp = results.join("exp-default");
+    let both = [capture(130_001, 13, uvm_records)];
+    assert!(!converter("default").has_work(&gputrace_cuda::replay::decode(&both[0]).unwrap()));
+    replay_and_merge(&results, "memory", &both, "", "default,memory");
+    let exp = results.join("exp-memory");
     assert!(stats_csv(&exp, "cuda_mem_sum").len() > 1);
     assert!(stats_csv(&exp, "cuda_uvm_sum").len() <= 1);
 }

@@ -327,8 +327,9 @@ fn early_flush() {
         let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
         let spawned = std::thread::Builder::new().name("gputrace-flush".into()).spawn(move || {
             while rx.recv().is_ok() {
-                // Let the context's creation finish first.
-                std::thread::sleep(std::time::Duration::from_millis(2));
+                // NVML's initialization takes tens of milliseconds: done
+                // here, meanwhile the context's creation finishes.
+                Sampler::open_early();
                 if let Some(agent) = AGENT.get() {
                     // SAFETY: a flush outside any CUPTI callback. Forced: an
                     // unforced one hands over full buffers only; this one

@@ -190,7 +190,12 @@ impl Memory {
         };
         let device = self.ordinal(device);
         let d = self.device(device, rec);
-        d.uvm[i] += u.value;
+        // A CPU fault's value is the faulting instruction's address and a
+        // thrashing record's the region's size (CUPTI's docs): one each.
+        d.uvm[i] += match u.kind {
+            3 | 5 => 1,
+            _ => u.value,
+        };
         let id = *d.uvm_metrics[i].get_or_insert_with(|| {
             let id = crate::nvlink::next_metric_ids(1);
             let (_, name, unit, description) = UVM_COUNTERS[i];

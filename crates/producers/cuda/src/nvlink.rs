@@ -73,7 +73,11 @@ impl Sampler {
     /// Starts sampling; GPUs are added with [`Sampler::add`]. Fails when
     /// NVML is not available.
     pub fn start(rec: Recorder, intervals: Intervals) -> Result<Sampler, nvml_sys::NvmlError> {
-        let nvml = Nvml::open()?;
+        let opened = EARLY.lock().ok().and_then(|mut e| e.take());
+        let nvml = match opened {
+            Some(nvml) => nvml,
+            None => Nvml::open()?,
+        };
         let (add, added) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
@@ -82,6 +86,18 @@ impl Sampler {
             .spawn(move || run(nvml, rec, intervals, added, flag))
             .ok();
         Ok(Sampler { add, stop, thread })
+    }
+
+    /// Opens NVML ahead of [`Sampler::start`] (its initialization takes
+    /// tens of milliseconds), on the caller's thread: the agent does it as
+    /// a context is created, off the program's threads.
+    pub fn open_early() {
+        if let Ok(nvml) = Nvml::open()
+            && let Ok(mut early) = EARLY.lock()
+            && early.is_none()
+        {
+            *early = Some(nvml);
+        }
     }
 
     /// Samples the GPU of CUDA ordinal `ordinal` (with this UUID) too.
@@ -101,6 +117,9 @@ impl Drop for Sampler {
         }
     }
 }
+
+/// NVML opened by [`Sampler::open_early`], for the sampler to take.
+static EARLY: Mutex<Option<Nvml>> = Mutex::new(None);
 
 fn run(nvml: Nvml, rec: Recorder, intervals: Intervals, added: Receiver<(u32, [u8; 16])>, stop: Arc<AtomicBool>) {
     let mut gpus: Vec<Gpu> = Vec::new();
