@@ -480,3 +480,36 @@ fn memory_can_be_left_out_and_uvm_is_off_by_default() {
     assert!(stats_csv(&exp, "cuda_mem_sum").len() > 1);
     assert!(stats_csv(&exp, "cuda_uvm_sum").len() <= 1);
 }
+
+/// The same checks on the CUPTI buffers captured on the H100 (CUDA 13.0)
+/// from tests/gpu/programs/cuda_memory.cu (3 rounds) and cuda_managed.cu
+/// (64 MiB), kept in tests/fixtures/cupti/cuda_memory and cuda_managed.
+#[test]
+fn captured_memory_and_uvm_runs_check_out() {
+    let results = fresh_dir("memory-captured");
+    std::fs::create_dir_all(&results).unwrap();
+    for (name, fixture, spec) in
+        [("memory", "cuda_memory", "default,memory"), ("uvm", "cuda_managed", "default,memory,uvm")]
+    {
+        let (captures, expect) = crate::cuda::fixture(fixture);
+        replay_and_merge(&results, name, &captures, &expect, spec);
+    }
+    let report = check_archives(&results);
+    assert!(!report.contains("FAIL"), "{report}");
+    for line in [
+        "ok   memory: alloc device: count and bytes: (13, 34603008) vs (13, 34603008)",
+        "ok   memory: free device, async: count and bytes: (18, 16515072) vs (18, 16515072)",
+        "ok   memory: leaked pinned: count and bytes",
+        "ok   memory: memory in use ends at the leaked bytes",
+        "ok   uvm: alloc managed: count and bytes: (1, 67108864) vs (1, 67108864)",
+        "ok   uvm: CPU page faults > 0, a count",
+        "ok   uvm: HtoD migrations cover the buffer the kernel touched: 67108864 vs 67108864",
+    ] {
+        assert!(report.contains(line), "{line}\n{report}");
+    }
+    // The leak report names the two leaks with their sizes.
+    let leaks = stats_csv(&results.join("exp-memory"), "cuda_mem_leaks");
+    let mut sizes: Vec<&str> = leaks.iter().skip(1).filter_map(|r| r.get(4).map(String::as_str)).collect();
+    sizes.sort_unstable();
+    assert_eq!(sizes, ["196608", "3145728"], "{leaks:?}");
+}
