@@ -10,7 +10,6 @@ use gputrace_cuda::capture::Capture;
 use gputrace_cuda::convert::Enabled;
 use gputrace_cuda::gpu_metrics::{GpuTrack, Reading, Readings};
 use gputrace_cuda::records::Record;
-use raw::{Producer, StreamHeader};
 
 use crate::util::*;
 
@@ -26,20 +25,6 @@ pub(crate) fn fixture(name: &str) -> (Vec<Capture>, String) {
     (captures, std::fs::read_to_string(dir.join("expected.txt")).unwrap())
 }
 
-fn header(pid: u32) -> StreamHeader {
-    StreamHeader {
-        producer: Producer::Cuda,
-        host: "gpu-node".into(),
-        pid,
-        process_start: 1,
-        clock_domain: 7,
-        monotonic_ns: 1,
-        realtime_ns: 1_700_000_000_000_000_000,
-        rank_hint: None,
-        command: vec!["cuda_basic".into()],
-    }
-}
-
 fn all() -> Enabled {
     Enabled::from_set(&config::Config::from_pairs(&[]).unwrap().cuda_enable)
 }
@@ -49,7 +34,7 @@ fn replay_and_merge(results: &Path, name: &str, enabled: Enabled) {
     let (captures, expected) = fixture("cuda_basic");
     let exp = results.join(format!("exp-{name}"));
     let samples = gpu_metric_samples(&captures);
-    gputrace_cuda::replay::replay_then(&captures, &exp, header(468), enabled, |rec| {
+    gputrace_cuda::replay::replay_then(&captures, &exp, gpu_node_header(468, "cuda_basic"), enabled, |rec| {
         // GPU metrics as the agent's sampler writes them (NVML answers
         // stood for by their values: the GPU tests check real ones).
         let mut track = GpuTrack::new(samples.device);
@@ -175,7 +160,7 @@ fn processes_sharing_a_gpu_have_their_own_context_and_stream_names() {
     let (captures, _) = fixture("cuda_basic");
     let exp = fresh_dir("cuda-shared-gpu");
     for pid in [468, 469] {
-        gputrace_cuda::replay::replay(&captures, &exp, header(pid), all()).unwrap();
+        gputrace_cuda::replay::replay(&captures, &exp, gpu_node_header(pid, "cuda_basic"), all()).unwrap();
     }
     let out = run(Command::new(gputrace()).arg("merge").arg(&exp));
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -284,7 +269,7 @@ fn a_process_without_cupti_beside_a_traced_one_is_named_not_phantom() {
     let Some(program) = cuda_init() else { return };
     let (captures, _) = fixture("cuda_basic");
     let dir = fresh_dir("cuda-one-untraced");
-    gputrace_cuda::replay::replay(&captures, &dir, header(468), all()).unwrap();
+    gputrace_cuda::replay::replay(&captures, &dir, gpu_node_header(468, "cuda_basic"), all()).unwrap();
     let agent = gputrace().with_file_name("libgputrace_cuda.so");
     let out = run(Command::new(&program)
         .env("CUDA_INJECTION64_PATH", &agent)

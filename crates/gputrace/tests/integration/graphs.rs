@@ -16,7 +16,6 @@ use gputrace_cuda::capture::Capture;
 use gputrace_cuda::convert::Enabled;
 use gputrace_cuda::records::ApiDomain;
 use gputrace_cuda::synthetic::record;
-use raw::{Producer, StreamHeader};
 use serde_json::Value;
 
 use crate::util::*;
@@ -191,27 +190,14 @@ fn capture(whole: bool) -> Capture {
     b.0
 }
 
-fn header() -> StreamHeader {
-    StreamHeader {
-        producer: Producer::Cuda,
-        host: "gpu-node".into(),
-        pid: THREAD,
-        process_start: 1,
-        clock_domain: 7,
-        monotonic_ns: 1,
-        realtime_ns: 1_700_000_000_000_000_000,
-        rank_hint: None,
-        command: vec!["cuda_graphs".into()],
-    }
-}
-
 /// Replays `capture` as part `part` of a GPU run (results/exp-<part>,
 /// results/<part>.out) and merges it.
 fn replay_and_merge(results: &Path, part: &str, capture: &Capture, enable: &str) {
     let exp = results.join(format!("exp-{part}"));
     let config = config::Config::from_pairs(&[("GPUTRACE_CUDA_ENABLE".into(), enable.into())]).unwrap();
     let enabled = Enabled::from_set(&config.cuda_enable);
-    gputrace_cuda::replay::replay(std::slice::from_ref(capture), &exp, header(), enabled).unwrap();
+    gputrace_cuda::replay::replay(std::slice::from_ref(capture), &exp, gpu_node_header(THREAD, "cuda_graphs"), enabled)
+        .unwrap();
     std::fs::write(results.join(format!("{part}.out")), EXPECTED).unwrap();
     let out = merge(&exp, false);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -344,7 +330,7 @@ fn captured_graph_runs_check_out() {
         let (captures, expected) = crate::cuda::fixture(fixture);
         let exp = results.join(format!("exp-{part}"));
         let config = config::Config::from_pairs(&[("GPUTRACE_CUDA_ENABLE".into(), enable.into())]).unwrap();
-        let header = StreamHeader { pid: 856, ..header() };
+        let header = gpu_node_header(856, "cuda_graphs");
         gputrace_cuda::replay::replay(&captures, &exp, header, Enabled::from_set(&config.cuda_enable)).unwrap();
         std::fs::write(results.join(format!("{part}.out")), expected).unwrap();
         let out = merge(&exp, false);

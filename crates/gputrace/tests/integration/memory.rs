@@ -15,7 +15,6 @@ use cupti_sys::{self as sys, v12_9, v13_0};
 use gputrace_cuda::capture::Capture;
 use gputrace_cuda::convert::Enabled;
 use gputrace_cuda::records::{MemoryOp, Record};
-use raw::{Producer, StreamHeader};
 
 use crate::util::*;
 
@@ -286,20 +285,6 @@ fn cuda_managed() -> (Vec<Vec<u8>>, String, [u64; 4]) {
     (records, expect, [cpu, gpu, htod, dtoh])
 }
 
-fn header(pid: u32, command: &str) -> StreamHeader {
-    StreamHeader {
-        producer: Producer::Cuda,
-        host: "gpu-node".into(),
-        pid,
-        process_start: 1,
-        clock_domain: 7,
-        monotonic_ns: 1,
-        realtime_ns: 1_700_000_000_000_000_000,
-        rank_hint: None,
-        command: vec![command.into()],
-    }
-}
-
 fn enabled(spec: &str) -> Enabled {
     Enabled::from_set(
         &config::Config::from_pairs(&[("GPUTRACE_CUDA_ENABLE".to_string(), spec.to_string())]).unwrap().cuda_enable,
@@ -310,7 +295,7 @@ fn enabled(spec: &str) -> Enabled {
 /// `<name>.out`: the layout check_archives.py reads.
 fn replay_and_merge(results: &Path, name: &str, captures: &[Capture], expect: &str, spec: &str) {
     let exp = results.join(format!("exp-{name}"));
-    gputrace_cuda::replay::replay(captures, &exp, header(4242, name), enabled(spec)).unwrap();
+    gputrace_cuda::replay::replay(captures, &exp, gpu_node_header(4242, name), enabled(spec)).unwrap();
     std::fs::write(results.join(format!("{name}.out")), expect).unwrap();
     let out = run(Command::new(gputrace()).arg("merge").arg(&exp));
     assert!(out.status.success(), "{}", text(&out.stderr));

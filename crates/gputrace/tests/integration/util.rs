@@ -358,3 +358,19 @@ pub fn check_archives(results: &Path) -> String {
     assert!(out.status.success() && !report.contains("FAIL"), "{report}{}", text(&out.stderr));
     report
 }
+
+/// The header of a CUDA stream replayed from a capture, as the agent on
+/// the GPU machine would have written it.
+pub fn gpu_node_header(pid: u32, command: &str) -> raw::StreamHeader {
+    raw::StreamHeader {
+        producer: raw::Producer::Cuda,
+        host: "gpu-node".into(),
+        pid,
+        process_start: 1,
+        clock_domain: 7,
+        monotonic_ns: 1,
+        realtime_ns: 1_700_000_000_000_000_000,
+        rank_hint: None,
+        command: vec![command.into()],
+    }
+}
