@@ -139,6 +139,14 @@ const WRITER_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
 pub fn merge_again(dir: &Path, settings: &[(String, String)], config: &Config, force: bool) -> Result<()> {
     let experiment = Experiment::at(dir);
     if !experiment.raw_dir().is_dir() {
+        if dir.join(format!("{}.otf2", crate::experiment::ARCHIVE_NAME)).is_file() {
+            return Err(UsageError(format!(
+                "{} holds its archive but no raw/: the raw streams were removed once the archive was written \
+                 (trace with --keep-raw or GPUTRACE_KEEP_RAW=true to keep them for gputrace merge)",
+                dir.display()
+            ))
+            .into());
+        }
         return Err(UsageError(format!("{} is not an experiment directory (it has no raw/)", dir.display())).into());
     }
     let alive = merge::writers::live(&experiment.raw_dir());

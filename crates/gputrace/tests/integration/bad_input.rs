@@ -424,7 +424,12 @@ fn raw_streams_go_after_a_verified_merge_unless_kept() {
     assert!(sends(&removed) > 0, "{removed}");
     let again = merge(&dir, true);
     assert_eq!(again.status.code(), Some(2), "{}", text(&again.stderr));
-    assert!(text(&again.stderr).contains("is not an experiment directory (it has no raw/)"), "{}", text(&again.stderr));
+    let err = text(&again.stderr);
+    assert!(
+        err.contains("the raw streams were removed once the archive was written") && err.contains("--keep-raw"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
 
     let kept = fresh_dir("raw-kept");
     let mut cmd = Command::new(gputrace());
