@@ -315,6 +315,17 @@ def check_nvtx(d, exp, label):
           all(a["loc"].startswith("worker@") for a in ranges.get("worker kernels", [])),
           [a["loc"] for a in ranges.get("worker kernels", [])])
     check(f"{label}: kernel count", len(f["kernels"]) == int(exp["kernels"]), f"{len(f['kernels'])} vs {exp['kernels']}")
+    if "stream name" in exp:
+        # nvtxNameCudaStream / nvtxNameCudaDevice: the stream's location
+        # and the GPU's node carry the names.
+        named = [loc["name"] for loc in f["locations"].values()
+                 if loc["name"].startswith(exp["stream name"] + " (CUDA[")]
+        check(f"{label}: the stream named through NVTX", len(named) == 1, named)
+        worker = [k for k in f["kernels"] if k["loc"].split("@")[0].startswith(exp["stream name"] + " (")]
+        check(f"{label}: the worker's kernels on the named stream",
+              len(worker) == int(exp.get("kernels in worker kernels", 0)), len(worker))
+        props = [(n, v) for n, k, v in f["props"] if k == "NVTX name"]
+        check(f"{label}: the GPU named through NVTX", props == [("CUDA Device 0", exp["device name"])], props)
     launches = by([a for a in f["api"] if a["corr"] is not None and "aunch" in a["name"]], lambda a: a["corr"])
     inside = defaultdict(int)
     unmatched = []

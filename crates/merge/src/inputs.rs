@@ -33,6 +33,10 @@ pub struct StreamDefs {
     pub nccl_comms: BTreeMap<u32, NcclComm>,
     /// Names the program gave its threads (nvtxNameOsThread), by tid.
     pub thread_names: HashMap<u32, String>,
+    /// Names the program gave CUDA objects through NVTX, by (kind, handle).
+    pub cuda_names: HashMap<(raw::CudaObject, u64), String>,
+    /// CUDA handles the agent saw created → (CUPTI context id, stream id).
+    pub cuda_handles: HashMap<(raw::CudaObject, u64), (u32, u32)>,
     /// Why the producer recorded nothing (an Untraced record).
     pub untraced: Option<String>,
 }
@@ -372,6 +376,12 @@ fn stream_defs(p: &mut Process, s: &RawFile) -> StreamDefs {
             }
             Definition::ThreadName { tid, name } => {
                 d.thread_names.insert(*tid, name.clone());
+            }
+            Definition::CudaName { kind, handle, name } => {
+                d.cuda_names.insert((*kind, *handle), name.clone());
+            }
+            Definition::CudaHandle { kind, handle, context, stream } => {
+                d.cuda_handles.insert((*kind, *handle), (*context, *stream));
             }
             Definition::Comm(c) => {
                 d.comms.insert(c.id, c.clone());

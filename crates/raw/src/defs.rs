@@ -243,6 +243,24 @@ pub enum Definition {
         tid: u32,
         name: String,
     },
+    /// The program named a CUDA object through NVTX (`nvtxNameCudaDevice`,
+    /// `nvtxNameCuContext`, `nvtxNameCudaStream`...): `handle` is the
+    /// device ordinal, or the CUcontext/CUstream pointer; the last name
+    /// counts.
+    CudaName {
+        kind: CudaObject,
+        handle: u64,
+        name: String,
+    },
+    /// The CUDA agent saw a context or stream created: its handle (the
+    /// CUcontext/CUstream pointer) and CUPTI's ids for it (`stream` 0 for a
+    /// context), so that names given to handles find their locations.
+    CudaHandle {
+        kind: CudaObject,
+        handle: u64,
+        context: u32,
+        stream: u32,
+    },
     Device(DeviceDef),
     /// CUPTI context `id` lives on device `device`.
     Context {
@@ -269,6 +287,33 @@ pub enum Definition {
     },
 }
 
+/// What a [`Definition::CudaName`] or [`Definition::CudaHandle`] is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CudaObject {
+    Device,
+    Context,
+    Stream,
+}
+
+impl CudaObject {
+    fn code(self) -> u8 {
+        match self {
+            CudaObject::Device => 0,
+            CudaObject::Context => 1,
+            CudaObject::Stream => 2,
+        }
+    }
+
+    fn from_code(c: u8) -> Result<CudaObject, Malformed> {
+        Ok(match c {
+            0 => CudaObject::Device,
+            1 => CudaObject::Context,
+            2 => CudaObject::Stream,
+            _ => return Err(Malformed),
+        })
+    }
+}
+
 mod tag {
     pub const STRING: u8 = 1;
     pub const REGION: u8 = 2;
@@ -287,6 +332,8 @@ mod tag {
     pub const COMM_NAME: u8 = 15;
     pub const THREAD_NAME: u8 = 16;
     pub const UNTRACED: u8 = 17;
+    pub const CUDA_NAME: u8 = 18;
+    pub const CUDA_HANDLE: u8 = 19;
 }
 
 fn put_end(out: &mut Vec<u8>, e: &LinkEnd) {
@@ -509,6 +556,19 @@ impl Definition {
                 out.push(tag::UNTRACED);
                 put_bytes(out, reason.as_bytes());
             }
+            Definition::CudaName { kind, handle, name } => {
+                out.push(tag::CUDA_NAME);
+                out.push(kind.code());
+                put_u64(out, *handle);
+                put_bytes(out, name.as_bytes());
+            }
+            Definition::CudaHandle { kind, handle, context, stream } => {
+                out.push(tag::CUDA_HANDLE);
+                out.push(kind.code());
+                put_u64(out, *handle);
+                put_u64(out, u64::from(*context));
+                put_u64(out, u64::from(*stream));
+            }
             Definition::Metric(m) => {
                 out.push(tag::METRIC);
                 put_u64(out, u64::from(m.id));
@@ -598,6 +658,15 @@ impl Definition {
                 cumulative: c.u8()? != 0,
             }),
             tag::UNTRACED => Definition::Untraced { reason: c.string()? },
+            tag::CUDA_NAME => {
+                Definition::CudaName { kind: CudaObject::from_code(c.u8()?)?, handle: c.u64()?, name: c.string()? }
+            }
+            tag::CUDA_HANDLE => Definition::CudaHandle {
+                kind: CudaObject::from_code(c.u8()?)?,
+                handle: c.u64()?,
+                context: c.u32()?,
+                stream: c.u32()?,
+            },
             _ => return Err(Malformed),
         })
     }
@@ -652,6 +721,10 @@ mod tests {
             Definition::Untraced { reason: "CUPTI could not be loaded: no libcupti.so".into() },
             Definition::CommName { id: 1, name: "halo rows".into() },
             Definition::ThreadName { tid: 4243, name: "data loader".into() },
+            Definition::CudaName { kind: CudaObject::Stream, handle: 0x7f00_1234_5600, name: "copies".into() },
+            Definition::CudaName { kind: CudaObject::Device, handle: 1, name: "second GPU".into() },
+            Definition::CudaHandle { kind: CudaObject::Stream, handle: 0x7f00_1234_5600, context: 1, stream: 13 },
+            Definition::CudaHandle { kind: CudaObject::Context, handle: 0x55aa_0000, context: 1, stream: 0 },
             Definition::Region {
                 id: 3,
                 name: 1,

@@ -25,8 +25,8 @@ pub mod writer;
 
 pub use chunk::{ChunkHeader, ChunkKind};
 pub use defs::{
-    CommDef, Definition, DeviceDef, LinkEnd, LocationKind, MetricDef, NvLinkDef, Paradigm, RankRuns, RegionRole,
-    StreamHeader,
+    CommDef, CudaObject, Definition, DeviceDef, LinkEnd, LocationKind, MetricDef, NvLinkDef, Paradigm, RankRuns,
+    RegionRole, StreamHeader,
 };
 pub use event::{
     Collective, CollectiveOp, CopyKind, Event, KernelConfig, MemCopy, MemoryKind, MemoryOp, Message, PeerEnds, PoolOp,

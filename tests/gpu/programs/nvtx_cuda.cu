@@ -11,12 +11,14 @@
 //                                              "grad sync" { 1 x sync_grads } } }
 //   then "async copy" (start/end) around a cudaMemcpyAsync and its sync.
 // Thread "worker" (nvtxNameOsThreadA): "worker kernels" (scoped_range)
-//   { WORKER_KERNELS x side } on a stream of its own.
+//   { WORKER_KERNELS x side } on a stream of its own, named "worker-stream"
+//   (nvtxNameCudaStreamA); device 0 named "main-GPU" (nvtxNameCudaDeviceA).
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
+#include <nvtx3/nvToolsExtCudaRt.h>
 #include <nvtx3/nvtx3.hpp>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -58,10 +60,12 @@ int main(int argc, char **argv) {
   CK(cudaMallocHost(&h, n * sizeof(float)));
   CK(cudaMemset(d_x, 0, n * sizeof(float)));
 
+  nvtxNameCudaDeviceA(0, "main-GPU");
   std::thread worker([&] {
     nvtxNameOsThreadA((uint32_t)syscall(SYS_gettid), "worker");
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
+    nvtxNameCudaStreamA(s, "worker-stream");
     {
       nvtx3::scoped_range r{"worker kernels"};
       for (int i = 0; i < nw; i++) side<<<grid, block, 0, s>>>(d_w, n);
@@ -96,6 +100,8 @@ int main(int argc, char **argv) {
   printf("expect range grad sync %d\n", steps);
   printf("expect range worker kernels 1\n");
   printf("expect range async copy 1\n");
+  printf("expect stream name worker-stream\n");
+  printf("expect device name main-GPU\n");
   printf("expect kernels in forward %d\n", steps * nf);
   printf("expect kernels in backward %d\n", steps * nb);
   printf("expect kernels in grad sync %d\n", steps);

@@ -419,3 +419,50 @@ print(json.dumps(out))
     let line = buf[..info.buffer_size()].chunks(3).filter(|c| c == &[31, 119, 180]).count();
     assert!(line > 1000, "{line} pixels of the GPU's line");
 }
+
+/// Names a program gives CUDA objects through NVTX (nvtxNameCudaStream,
+/// nvtxNameCuContext, nvtxNameCudaDevice: handles, as the NVTX library
+/// writes them) reach the locations the CUDA agent's handles tie them to:
+/// the stream and the context are renamed, the GPU gets an `NVTX name`
+/// property; a name for a handle never seen created is dropped.
+#[test]
+fn nvtx_names_of_cuda_objects_name_their_locations() {
+    use raw::{CudaObject, Definition};
+    let (captures, _) = fixture("cuda_basic");
+    let exp = fresh_dir("cuda-names").join("exp");
+    let (stream, context, unknown) = (0x7f00_1234_5600u64, 0x55aa_0000u64, 0x7f00_dead_0000u64);
+    gputrace_cuda::replay::replay_then(&captures, &exp, gpu_node_header(468, "cuda_basic"), all(), |rec| {
+        // What the agent notes at creation (CUPTI context 1, its stream 13)...
+        rec.define(&Definition::CudaHandle { kind: CudaObject::Context, handle: context, context: 1, stream: 0 });
+        rec.define(&Definition::CudaHandle { kind: CudaObject::Stream, handle: stream, context: 1, stream: 13 });
+        // ... and what NVTX records (the last name counts).
+        for (kind, handle, name) in [
+            (CudaObject::Stream, stream, "first name"),
+            (CudaObject::Stream, stream, "copies"),
+            (CudaObject::Context, context, "training"),
+            (CudaObject::Device, 0, "main GPU"),
+            (CudaObject::Stream, unknown, "never created"),
+        ] {
+            rec.define(&Definition::CudaName { kind, handle, name: name.into() });
+        }
+    })
+    .unwrap();
+    let out = merge(&exp, false);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let script = r#"
+import sys, otf2
+with otf2.reader.open(sys.argv[1]) as t:
+    d = t.definitions
+    for loc in d.locations:
+        print("location", loc.name, "|", loc.group.name)
+    for p in d.system_tree_node_properties:
+        print("property", p.system_tree_node.name, "|", p.name, "|", p.value)
+"#;
+    let out = Command::new("/usr/bin/python3").arg("-c").arg(script).arg(exp.join("traces.otf2")).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let seen = text(&out.stdout);
+    assert!(seen.contains("location copies (CUDA[0:13] process 0) | training (CUDA Context 1 of process 0)"), "{seen}");
+    assert!(seen.contains("location CUDA[0:7] process 0 | training (CUDA Context 1 of process 0)"), "{seen}");
+    assert!(seen.contains("property CUDA Device 0 | NVTX name | main GPU"), "{seen}");
+    assert!(!seen.contains("never created") && !seen.contains("first name"), "{seen}");
+}

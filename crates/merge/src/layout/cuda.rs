@@ -27,7 +27,7 @@ use otf2::{
     LocationType, MetricMember, MetricMode, MetricOccurrence, Paradigm as OtfParadigm, ParadigmClass, RecorderKind,
     RmaWinFlags, SystemTreeDomain, SystemTreeNodeRef, Type,
 };
-use raw::{LinkEnd, LocationKind};
+use raw::{CudaObject, LinkEnd, LocationKind};
 
 use super::{Layout, LocationPlan, LocationRole};
 use crate::inputs::Process;
@@ -203,11 +203,18 @@ fn define_gpu_locations(
         // Processes sharing a GPU have the same context and stream ids:
         // the names say whose they are.
         let whose = whose(p);
+        let names = CudaNames::of(p);
+        for (ordinal, name) in &names.devices {
+            if let Some(&dev) = plan.devices.get(ordinal) {
+                let v = defs.string(name);
+                defs.system_tree_node_property(devices[dev].node, "NVTX name", AttributeValue::String(v));
+            }
+        }
         let mut context_groups: BTreeMap<u32, LocationGroupRef> = BTreeMap::new();
         let mut context_group = |defs: &mut Definitions, ctx: u32, device: usize| {
             *context_groups.entry(ctx).or_insert_with(|| {
                 defs.location_group(
-                    &format!("CUDA Context {ctx} of {whose}"),
+                    &names.named(names.contexts.get(&ctx), format!("CUDA Context {ctx} of {whose}")),
                     LocationGroupType::Accelerator,
                     devices[device].node,
                     Some(process_group),
@@ -230,7 +237,8 @@ fn define_gpu_locations(
                         let k = device_index_on_host(devices, dev);
                         let lid = (u64::from(p.rank) << 32) | (1 << 20) | streams;
                         streams += 1;
-                        let name = format!("CUDA[{k}:{stream}] {whose}");
+                        let name =
+                            names.named(names.streams.get(&(context, stream)), format!("CUDA[{k}:{stream}] {whose}"));
                         let location = defs.location(lid, &name, LocationType::AcceleratorStream, group)?;
                         windows_todo.push((pi, plan.locations.len(), context));
                         plan.locations.push(LocationPlan {
@@ -329,6 +337,50 @@ fn define_windows(
 
 /// `rank r` for an MPI process, `process r` for another: as its process
 /// group is named (`MPI Rank r`, `Process r`).
+/// The names a process gave its CUDA objects through NVTX, found by the
+/// handles the CUDA agent saw created (a name for a handle the agent did
+/// not see is dropped: it cannot be placed).
+#[derive(Default)]
+struct CudaNames {
+    devices: BTreeMap<u32, String>,
+    contexts: HashMap<u32, String>,
+    streams: HashMap<(u32, u32), String>,
+}
+
+impl CudaNames {
+    fn of(p: &Process) -> CudaNames {
+        let handles: HashMap<(CudaObject, u64), (u32, u32)> =
+            p.defs.iter().flat_map(|d| d.cuda_handles.iter().map(|(k, v)| (*k, *v))).collect();
+        let mut names = CudaNames::default();
+        for ((kind, handle), name) in p.defs.iter().flat_map(|d| d.cuda_names.iter()) {
+            let ids = handles.get(&(*kind, *handle)).copied();
+            match (kind, ids) {
+                (CudaObject::Device, _) => {
+                    if let Ok(ordinal) = u32::try_from(*handle) {
+                        names.devices.insert(ordinal, name.clone());
+                    }
+                }
+                (CudaObject::Context, Some((ctx, _))) => {
+                    names.contexts.insert(ctx, name.clone());
+                }
+                (CudaObject::Stream, Some(ids)) => {
+                    names.streams.insert(ids, name.clone());
+                }
+                _ => {}
+            }
+        }
+        names
+    }
+
+    /// `name (usual)` when the program named it, else the usual name.
+    fn named(&self, name: Option<&String>, usual: String) -> String {
+        match name {
+            Some(n) => format!("{n} ({usual})"),
+            None => usual,
+        }
+    }
+}
+
 fn whose(p: &Process) -> String {
     if p.mpi.is_some() { format!("rank {}", p.rank) } else { format!("process {}", p.rank) }
 }

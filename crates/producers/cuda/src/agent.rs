@@ -37,6 +37,8 @@ struct Agent {
     state: Mutex<State>,
     capture: Option<PathBuf>,
     captured: AtomicUsize,
+    /// Context and stream handles seen created, waiting for the stream.
+    handles: Mutex<Vec<raw::Definition>>,
 }
 
 struct State {
@@ -187,24 +189,20 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
         }),
         capture,
         captured: AtomicUsize::new(0),
+        handles: Mutex::new(Vec::new()),
     };
-    let on_context = agent.nvml_intervals().any() || UVM_PENDING.load(Ordering::SeqCst);
     let _ = AGENT.set(agent);
-    if on_context && let Some(agent) = AGENT.get() {
-        // GPU metrics from the context's creation on, not from the first
-        // buffer CUPTI hands back (at exit, for a short program): the
-        // callback has the device records flushed out early.
-        // SAFETY: `handle` is the subscriber made above.
-        let rc = unsafe {
-            (agent.cupti.enable_callback)(
-                1,
-                handle,
-                sys::CUPTI_CB_DOMAIN_RESOURCE,
-                sys::CUPTI_CBID_RESOURCE_CONTEXT_CREATED,
-            )
-        };
-        if rc != sys::CUPTI_SUCCESS {
-            tracing::debug!(result = %describe(&agent.cupti, rc), "no context callback: metrics start later");
+    if let Some(agent) = AGENT.get() {
+        // Contexts and streams as they are created: their handles, so that
+        // the names a program gives them through NVTX find them (a cost at
+        // creation only); the first context also starts GPU metrics and
+        // unified memory (see `on_callback`).
+        for cbid in [sys::CUPTI_CBID_RESOURCE_CONTEXT_CREATED, sys::CUPTI_CBID_RESOURCE_STREAM_CREATED] {
+            // SAFETY: `handle` is the subscriber made above.
+            let rc = unsafe { (agent.cupti.enable_callback)(1, handle, sys::CUPTI_CB_DOMAIN_RESOURCE, cbid) };
+            if rc != sys::CUPTI_SUCCESS {
+                tracing::debug!(cbid, result = %describe(&agent.cupti, rc), "resource callback not enabled");
+            }
         }
     }
     // SAFETY: `at_exit` is an extern "C" fn without arguments that never
@@ -297,14 +295,25 @@ extern "C" fn monotonic_ns() -> u64 {
     raw::clock::now()
 }
 
-/// CUPTI's callback API is subscribed to only to hold CUPTI (and to learn
-/// when another profiler holds it already); no callback is enabled.
-unsafe extern "C" fn on_callback(_: *mut c_void, domain: sys::CUpti_CallbackDomain, cbid: u32, _: *const c_void) {
-    if domain == sys::CUPTI_CB_DOMAIN_RESOURCE && cbid == sys::CUPTI_CBID_RESOURCE_CONTEXT_CREATED {
-        guarded(|agent| {
+/// CUPTI's callback API: subscribed to hold CUPTI (and to learn when
+/// another profiler holds it already); only the resource callbacks of
+/// context and stream creation are enabled, no API callback.
+unsafe extern "C" fn on_callback(_: *mut c_void, domain: sys::CUpti_CallbackDomain, cbid: u32, data: *const c_void) {
+    if domain != sys::CUPTI_CB_DOMAIN_RESOURCE || data.is_null() {
+        return;
+    }
+    // SAFETY: for the resource domain CUPTI passes a CUpti_ResourceData,
+    // read here during the callback only.
+    let resource = unsafe { *(data as *const sys::CUpti_ResourceData) };
+    match cbid {
+        sys::CUPTI_CBID_RESOURCE_CONTEXT_CREATED => guarded(|agent| {
             if UVM_PENDING.swap(false, Ordering::SeqCst) {
                 start_uvm(&agent.cupti, false);
             }
+            // The context's handle, and its default stream's (a null
+            // handle) for nvtxNameCudaStream(0, ...).
+            agent.note_handle(raw::CudaObject::Context, resource.context, std::ptr::null_mut());
+            agent.note_handle(raw::CudaObject::Stream, resource.context, std::ptr::null_mut());
             // Once, at the first context: a forced flush may hand over
             // records of work still running, which a later context's
             // creation could find in flight.
@@ -312,7 +321,13 @@ unsafe extern "C" fn on_callback(_: *mut c_void, domain: sys::CUpti_CallbackDoma
             if agent.nvml_intervals().any() && !FLUSHED.swap(true, Ordering::SeqCst) {
                 early_flush();
             }
-        });
+        }),
+        sys::CUPTI_CBID_RESOURCE_STREAM_CREATED => guarded(|agent| {
+            // SAFETY: for STREAM_CREATED the handle is the stream.
+            let stream = unsafe { resource.resourceHandle.stream };
+            agent.note_handle(raw::CudaObject::Stream, resource.context, stream);
+        }),
+        _ => {}
     }
 }
 
@@ -392,6 +407,7 @@ extern "C" fn at_exit() {
         let mut state = agent.lock();
         state.sampler = None;
         if let Some(rec) = state.recorder.clone() {
+            agent.write_handles(&rec);
             state.converter.finish(&rec);
             rec.finish_from(exit_started);
         }
@@ -503,6 +519,7 @@ impl Agent {
         let Some(rec) = state.ensure_recorder(self) else {
             return;
         };
+        self.write_handles(&rec);
         let early = std::mem::take(&mut state.early);
         let names = LiveNames { agent: self, cache: &mut state.api_names };
         if !early.is_empty() {
@@ -524,6 +541,40 @@ impl Agent {
             for d in ordinals {
                 state.sample_nvml(self, d);
             }
+        }
+    }
+
+    /// Keeps a created context's or stream's handle with CUPTI's ids for
+    /// it (written with the next buffer): what NVTX names resolve through.
+    fn note_handle(&self, kind: raw::CudaObject, context: sys::CUcontext, stream: sys::CUstream) {
+        let mut ctx = 0u32;
+        // SAFETY: CUPTI's handles from its callback; outputs are ours.
+        if unsafe { (self.cupti.get_context_id)(context, &mut ctx) } != sys::CUPTI_SUCCESS {
+            return;
+        }
+        let (handle, sid) = match kind {
+            raw::CudaObject::Stream => {
+                let mut sid = 0u32;
+                let Some(get_stream_id) = self.cupti.get_stream_id_ex else { return };
+                // SAFETY: as above.
+                if unsafe { get_stream_id(context, stream, 0, &mut sid) } != sys::CUPTI_SUCCESS {
+                    return;
+                }
+                (stream as u64, sid)
+            }
+            _ => (context as u64, 0),
+        };
+        let def = raw::Definition::CudaHandle { kind, handle, context: ctx, stream: sid };
+        if let Ok(mut h) = self.handles.lock() {
+            h.push(def);
+        }
+    }
+
+    /// Writes the handles noted so far.
+    fn write_handles(&self, rec: &Recorder) {
+        let noted = self.handles.lock().map(|mut h| std::mem::take(&mut *h)).unwrap_or_default();
+        for d in &noted {
+            rec.define(d);
         }
     }
 

@@ -24,6 +24,30 @@ pub const MODULE_CORE: c_int = 1;
 /// `NVTX_CB_MODULE_CORE2`: the domain variants, registered strings,
 /// resources.
 pub const MODULE_CORE2: c_int = 5;
+/// `NVTX_CB_MODULE_CUDA`: naming driver-API objects (`nvtxNameCuDevice`,
+/// `nvtxNameCuContext`, `nvtxNameCuStream`, `nvtxNameCuEvent`, A and W).
+pub const MODULE_CUDA: c_int = 2;
+/// `NVTX_CB_MODULE_CUDART`: naming runtime objects (`nvtxNameCudaDevice`,
+/// `nvtxNameCudaStream`, `nvtxNameCudaEvent`, A and W).
+pub const MODULE_CUDART: c_int = 4;
+
+/// `NvtxCallbackIdCuda`: slot indices of the CUDA module.
+pub mod cuda {
+    pub const NAME_DEVICE_A: usize = 1;
+    pub const NAME_DEVICE_W: usize = 2;
+    pub const NAME_CONTEXT_A: usize = 3;
+    pub const NAME_CONTEXT_W: usize = 4;
+    pub const NAME_STREAM_A: usize = 5;
+    pub const NAME_STREAM_W: usize = 6;
+}
+
+/// `NvtxCallbackIdCudaRt`: slot indices of the CUDART module.
+pub mod cudart {
+    pub const NAME_DEVICE_A: usize = 1;
+    pub const NAME_DEVICE_W: usize = 2;
+    pub const NAME_STREAM_A: usize = 3;
+    pub const NAME_STREAM_W: usize = 4;
+}
 
 /// `NvtxCallbackIdCore`: slot indices of the CORE module.
 pub mod core {

@@ -347,6 +347,13 @@ impl Annotations {
         lock(&self.domain(domain).1.categories).insert(category, id);
     }
 
+    /// nvtxNameCuDevice/Context/Stream, nvtxNameCudaDevice/Stream: the
+    /// name of a CUDA object (a device ordinal, or a context or stream
+    /// handle, which the CUDA agent ties to CUPTI's ids).
+    pub fn name_cuda(&self, kind: raw::CudaObject, handle: u64, name: &str) {
+        self.rec.define(&Definition::CudaName { kind, handle, name: name.to_string() });
+    }
+
     /// nvtxNameOsThread: names the location of thread `tid`.
     pub fn name_thread(&self, tid: u32, name: &str) {
         self.rec.define(&Definition::ThreadName { tid, name: name.to_string() });

@@ -12,9 +12,10 @@
 use std::ffi::{CStr, c_char, c_int, c_void};
 use std::mem::offset_of;
 
-use crate::abi::{self, EventAttributes, ExtModuleInfo, GetExportTable, ResourceAttributes, core, core2};
+use crate::abi::{self, EventAttributes, ExtModuleInfo, GetExportTable, ResourceAttributes, core, core2, cuda, cudart};
 use crate::annotations::{Attributes, Message, Payload};
 use crate::live::{self, guarded};
+use raw::CudaObject;
 
 /// `wchar_t` on Linux.
 type WChar = i32;
@@ -218,6 +219,73 @@ unsafe extern "C" fn name_os_thread_w(tid: u32, name: *const WChar) {
     });
 }
 
+// ---- CUDA and CUDART (naming CUDA objects) ----
+
+/// Names a CUDA object from an ASCII name.
+unsafe fn name_cuda_a(kind: CudaObject, handle: u64, name: *const c_char) {
+    // SAFETY: as `mark_a`.
+    let name = unsafe { c_bytes(name) }.unwrap_or_default();
+    guarded((), |a| a.name_cuda(kind, handle, &String::from_utf8_lossy(name)));
+}
+
+/// Names a CUDA object from a wide name.
+unsafe fn name_cuda_w(kind: CudaObject, handle: u64, name: *const WChar) {
+    guarded((), |a| {
+        // SAFETY: as `mark_w`.
+        let s = unsafe { wide(name) };
+        a.name_cuda(kind, handle, &s)
+    });
+}
+
+// A CUdevice is the device's ordinal (an int), as is the runtime's
+// device; contexts and streams are pointers, passed as numbers.
+unsafe extern "C" fn name_cu_device_a(device: c_int, name: *const c_char) {
+    // SAFETY: NVTX's arguments.
+    unsafe { name_cuda_a(CudaObject::Device, device as u64, name) }
+}
+unsafe extern "C" fn name_cu_device_w(device: c_int, name: *const WChar) {
+    // SAFETY: NVTX's arguments.
+    unsafe { name_cuda_w(CudaObject::Device, device as u64, name) }
+}
+unsafe extern "C" fn name_cu_context_a(context: *const c_void, name: *const c_char) {
+    // SAFETY: NVTX's arguments; the handle is never dereferenced.
+    unsafe { name_cuda_a(CudaObject::Context, context as u64, name) }
+}
+unsafe extern "C" fn name_cu_context_w(context: *const c_void, name: *const WChar) {
+    // SAFETY: as above.
+    unsafe { name_cuda_w(CudaObject::Context, context as u64, name) }
+}
+unsafe extern "C" fn name_cu_stream_a(stream: *const c_void, name: *const c_char) {
+    // SAFETY: as above.
+    unsafe { name_cuda_a(CudaObject::Stream, stream as u64, name) }
+}
+unsafe extern "C" fn name_cu_stream_w(stream: *const c_void, name: *const WChar) {
+    // SAFETY: as above.
+    unsafe { name_cuda_w(CudaObject::Stream, stream as u64, name) }
+}
+
+fn cuda_entries() -> [(usize, *const c_void); 6] {
+    [
+        (cuda::NAME_DEVICE_A, slot(name_cu_device_a as *const ())),
+        (cuda::NAME_DEVICE_W, slot(name_cu_device_w as *const ())),
+        (cuda::NAME_CONTEXT_A, slot(name_cu_context_a as *const ())),
+        (cuda::NAME_CONTEXT_W, slot(name_cu_context_w as *const ())),
+        (cuda::NAME_STREAM_A, slot(name_cu_stream_a as *const ())),
+        (cuda::NAME_STREAM_W, slot(name_cu_stream_w as *const ())),
+    ]
+}
+
+/// The runtime's device and stream names take the same arguments as the
+/// driver's (`int`, `cudaStream_t` = `CUstream`).
+fn cudart_entries() -> [(usize, *const c_void); 4] {
+    [
+        (cudart::NAME_DEVICE_A, slot(name_cu_device_a as *const ())),
+        (cudart::NAME_DEVICE_W, slot(name_cu_device_w as *const ())),
+        (cudart::NAME_STREAM_A, slot(name_cu_stream_a as *const ())),
+        (cudart::NAME_STREAM_W, slot(name_cu_stream_w as *const ())),
+    ]
+}
+
 // ---- CORE2 (domains) ----
 
 unsafe extern "C" fn domain_mark_ex(domain: *const c_void, attr: *const EventAttributes) {
@@ -386,6 +454,9 @@ pub unsafe extern "C" fn InitializeInjectionNvtx2(get: Option<GetExportTable>) -
             abi::announce_version(get);
             let core = abi::fill_module(get, abi::MODULE_CORE, &core_entries());
             let core2 = abi::fill_module(get, abi::MODULE_CORE2, &core2_entries());
+            // Absent in instances built without the CUDA headers: no matter.
+            abi::fill_module(get, abi::MODULE_CUDA, &cuda_entries());
+            abi::fill_module(get, abi::MODULE_CUDART, &cudart_entries());
             core || core2
         }
     });
