@@ -189,8 +189,8 @@ impl Sink for EventWriter<'_> {
 
     #[inline(always)]
     fn record(&mut self, t: u64, attributes: &[(AttributeRef, AttributeValue)], r: &Record) -> Result<(), SinkError> {
-        if !attributes.is_empty() && written(r) {
-            self.attributes(attributes).map_err(Box::new)?;
+        if written(r) {
+            attach(self, attributes)?;
         }
         write_record(self, t, r).map_err(Box::new)
     }
