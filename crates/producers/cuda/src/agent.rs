@@ -331,34 +331,27 @@ unsafe extern "C" fn on_callback(_: *mut c_void, domain: sys::CUpti_CallbackDoma
     }
 }
 
-/// Asks the flusher thread (started at the first call) to have CUPTI hand
-/// back what it holds — the new context's device records among it — so
-/// that GPU metrics are sampled from the context's creation on. The flush
-/// runs on that thread, not inside CUPTI's callback, which must not call
-/// back into CUPTI's buffer handling.
+/// Has CUPTI hand back what it holds — the first context's device
+/// records among it — so that GPU metrics are sampled from the context's
+/// creation on. Runs once (the caller sees to it), on a thread of its own:
+/// not inside CUPTI's callback, which must not call back into CUPTI's
+/// buffer handling, and not on the program's thread.
 fn early_flush() {
-    static FLUSHER: OnceLock<Option<std::sync::mpsc::SyncSender<()>>> = OnceLock::new();
-    let sender = FLUSHER.get_or_init(|| {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
-        let spawned = std::thread::Builder::new().name("gputrace-flush".into()).spawn(move || {
-            while rx.recv().is_ok() {
-                // NVML's initialization takes tens of milliseconds: done
-                // here, meanwhile the context's creation finishes.
-                Sampler::open_early();
-                if let Some(agent) = AGENT.get() {
-                    // SAFETY: a flush outside any CUPTI callback. Forced: an
-                    // unforced one hands over full buffers only; this one
-                    // also the partly filled buffer with the device records
-                    // (never a record still incomplete).
-                    unsafe { (agent.cupti.activity_flush_all)(sys::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) };
-                }
-            }
-        });
-        spawned.ok().map(|_| tx)
+    let spawned = std::thread::Builder::new().name("gputrace-flush".into()).spawn(|| {
+        // NVML's initialization takes tens of milliseconds: done here,
+        // while the context's creation finishes.
+        Sampler::open_early();
+        if let Some(agent) = AGENT.get() {
+            // SAFETY: a flush outside any CUPTI callback. Forced: an
+            // unforced one hands over full buffers only; this one also the
+            // partly filled buffer with the device records (it may carry
+            // records of work in flight, of which there is none at the
+            // first context).
+            unsafe { (agent.cupti.activity_flush_all)(sys::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) };
+        }
     });
-    if let Some(tx) = sender {
-        // A flush already asked for will see this context too.
-        let _ = tx.try_send(());
+    if let Err(e) = spawned {
+        tracing::debug!("no early flush: {e}");
     }
 }
 
