@@ -40,20 +40,12 @@ pub const WORKER_COMMAND: &str = "__merge-worker";
 /// What the merge after a run does besides merging.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AfterRun {
-    /// When the program ended (CLOCK_MONOTONIC ns, as gputrace saw its
+    /// When the program ended ([`merge::now`]'s clock, as gputrace saw its
     /// launcher exit): the summary's time "after the program ended" runs
     /// from here to the archive.
     pub program_ended: Option<u64>,
     /// Remove raw/ once the archive is verified (GPUTRACE_KEEP_RAW unset).
     pub remove_raw: bool,
-}
-
-/// CLOCK_MONOTONIC in ns, the clock of the raw streams.
-pub fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `ts` is a valid, writable timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// Worker exit statuses beyond 0 (merged) and 1 (another error).
@@ -256,14 +248,15 @@ pub fn worker(dir: &Path, force: bool, messages_fd: i32, not_traced: &[String], 
     let target = merge::Target { dir: &experiment.dir, name: ARCHIVE_NAME, force };
     let raw_dir = experiment.raw_dir();
     let not_traced: Vec<merge::NotTraced> = not_traced.iter().filter_map(|a| parse_not_traced(a)).collect();
-    let options =
-        merge::Options { raw_dir: &raw_dir, archive: config.enable_tracing.then_some(target), not_traced: &not_traced };
+    let options = merge::Options {
+        raw_dir: &raw_dir,
+        archive: config.enable_tracing.then_some(target),
+        not_traced: &not_traced,
+        program_ended: after_run.program_ended,
+    };
     let observer = crate::progress::Shown::default();
     match merge::merge(&options, &observer) {
-        Ok(mut summary) => {
-            if let Some(ended) = after_run.program_ended {
-                summary.exit_to_archive = Some(monotonic_ns().saturating_sub(ended));
-            }
+        Ok(summary) => {
             crate::trace::report(&experiment, &summary, &config);
             // Verified: every stream read to its end, the archive written,
             // nothing warned about. Anything less keeps raw/ for a look.

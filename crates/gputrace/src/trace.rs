@@ -100,7 +100,7 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
         // Nothing ran: leave no empty experiment directory behind.
         let _ = std::fs::remove_dir_all(&experiment.dir);
     })?;
-    let program_ended = isolate::monotonic_ns();
+    let program_ended = merge::now();
 
     // A rank may outlive its launcher (mpirun stopped by a signal gives up
     // on its ranks; a rank still writes out its buffers after one): wait

@@ -51,6 +51,16 @@ pub struct Options<'a> {
     /// under nsys; `GPUTRACE_CUDA_ENABLE=no`): said with what the streams
     /// say, in the summary or in [`Error::NothingRecorded`].
     pub not_traced: &'a [NotTraced],
+    /// When the traced program ended, as its launcher saw it ([`now`]'s
+    /// clock): the summary's time to the archive runs from there. Without
+    /// it, from the last process's exit on this host.
+    pub program_ended: Option<u64>,
+}
+
+/// The clock of the raw streams (CLOCK_MONOTONIC, ns): what
+/// [`Options::program_ended`] is read on.
+pub fn now() -> u64 {
+    raw::clock::now()
 }
 
 /// An archive to write: `dir/name.otf2`, `dir/name.def`, `dir/name/`.
@@ -141,12 +151,14 @@ pub fn merge(options: &Options<'_>, observer: &dyn Observer) -> Result<Summary> 
     observer.finished();
     merged?;
     summary.merge_time = start.elapsed();
-    // From the end of the program's work to the archive written: only
-    // meaningful when the processes ran on this host (their clock is ours).
+    // From the program's end to the archive written. Without the
+    // launcher's word, the last exit of a process of this host (another
+    // host's clock is not ours).
     let here = raw::clock::domain();
     let last_exit = processes.iter().filter(|p| p.clock_domain == here).map(|p| p.exit_started).max().unwrap_or(0);
-    if last_exit > 0 && options.archive.is_some() {
-        summary.exit_to_archive = Some(raw::clock::now().saturating_sub(last_exit));
+    let ended = options.program_ended.unwrap_or(last_exit);
+    if ended > 0 && options.archive.is_some() {
+        summary.exit_to_archive = Some(now().saturating_sub(ended));
     }
     Ok(summary)
 }
