@@ -149,9 +149,7 @@ pub fn build(c: &mut Collected, name: &str) -> Table {
         "cuda_graph_sum" => {
             let mut estimated = false;
             let mut t = graphs::table(&c.graphs, &c.model, &mut c.times, &mut estimated);
-            if estimated {
-                t.notes.push(ESTIMATE_NOTE.into());
-            }
+            note_estimate(&mut t, estimated);
             t
         }
         "nvlink_sum" => nvlink_table(c),
@@ -166,6 +164,13 @@ pub fn build(c: &mut Collected, name: &str) -> Table {
             c.gpu.table(&c.model, &nv)
         }
         _ => Table::new(name, name, &[]),
+    }
+}
+
+/// The note that some medians are estimates, when one is.
+fn note_estimate(t: &mut Table, estimated: bool) {
+    if estimated {
+        t.notes.push(ESTIMATE_NOTE.into());
     }
 }
 
@@ -240,9 +245,7 @@ fn time_table(c: &mut Collected, category: Category, name: &str, title: &str, la
     }
     rows.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1[8].terminal_key().cmp(b.1[8].terminal_key())));
     t.rows = rows.into_iter().map(|(_, r)| r).collect();
-    if estimated {
-        t.notes.push(ESTIMATE_NOTE.into());
-    }
+    note_estimate(&mut t, estimated);
     t
 }
 
@@ -300,9 +303,7 @@ fn nvtx_table(c: &mut Collected) -> Table {
             .then_with(|| a.1[8].terminal_key().cmp(b.1[8].terminal_key()))
     });
     t.rows = rows.into_iter().map(|(_, r)| r).collect();
-    if estimated {
-        t.notes.push(ESTIMATE_NOTE.into());
-    }
+    note_estimate(&mut t, estimated);
     t
 }
 
@@ -350,9 +351,7 @@ fn nvtx_kern_table(c: &mut Collected) -> Table {
             thousands(u128::from(c.nvtx_kern.outside))
         ));
     }
-    if estimated {
-        t.notes.push(ESTIMATE_NOTE.into());
-    }
+    note_estimate(&mut t, estimated);
     t
 }
 
@@ -387,9 +386,7 @@ fn size_table(c: &mut Collected) -> Table {
     }
     rows.sort_by_key(|r| std::cmp::Reverse(r.0));
     t.rows = rows.into_iter().map(|(_, r)| r).collect();
-    if estimated {
-        t.notes.push(ESTIMATE_NOTE.into());
-    }
+    note_estimate(&mut t, estimated);
     t
 }
 
