@@ -295,6 +295,18 @@ def check_launch_nesting(f, kernels, label):
           not bad, bad[:3])
 
 
+def check_ranges(f, exp, label):
+    """NVTX ranges per name against the program's `expect range NAME N`
+    lines; returns the ranges by name."""
+    ranges = by([a for a in f["api"] if a["name"] in f["nvtx"]], lambda a: a["name"])
+    for key, want in exp.items():
+        if key.startswith("range "):
+            name = key[len("range "):]
+            got = len(ranges.get(name, []))
+            check(f"{label}: range {name}", got == int(want), f"{got} vs {want}")
+    return ranges
+
+
 def check_nvtx(d, exp, label):
     """nvtx_cuda.cu: ranges per name; each kernel's launch (its API call by
     correlation id, on a host thread) inside the innermost NVTX range of
@@ -302,12 +314,7 @@ def check_nvtx(d, exp, label):
     f = read(os.path.join(d, "traces.otf2"))
     check(f"{label}: timestamps non-decreasing per location", f["mono"])
     check(f"{label}: Enter/Leave balanced", f["balanced"])
-    ranges = by([a for a in f["api"] if a["name"] in f["nvtx"]], lambda a: a["name"])
-    for key, want in exp.items():
-        if key.startswith("range "):
-            name = key[len("range "):]
-            got = len(ranges.get(name, []))
-            check(f"{label}: range {name}", got == int(want), f"{got} vs {want}")
+    ranges = check_ranges(f, exp, label)
     check(f"{label}: start/end range on its lane", all(a["loc"].startswith("NVTX ranges@")
                                                         for a in ranges.get("async copy", [])),
           [a["loc"] for a in ranges.get("async copy", [])])
@@ -578,12 +585,7 @@ def main(results):
         if f["gpu_metrics"]:
             # (The CI fixture of this run predates GPU metrics.)
             check_gpu_metrics(f, "torch_nvtx")
-        ranges = by([a for a in f["api"] if a["name"] in f["nvtx"]], lambda a: a["name"])
-        for key, want in texp.items():
-            if key.startswith("range "):
-                name = key[len("range "):]
-                got = len(ranges.get(name, []))
-                check(f"torch_nvtx: range {name}", got == int(want), f"{got} vs {want}")
+        ranges = check_ranges(f, texp, "torch_nvtx")
         emitted = [n for n in ranges if n.startswith("aten::")]
         check("torch_nvtx: emit_nvtx recorded aten:: operator ranges", len(emitted) > 0, sorted(emitted)[:5])
         check("torch_nvtx: kernels recorded", len(f["kernels"]) > 0, len(f["kernels"]))

@@ -218,18 +218,19 @@ fn graph_nodes_carry_graph_ids_and_their_launch() {
     std::fs::create_dir_all(&results).unwrap();
     replay_and_merge(&results, "graphs", &capture(false), "default");
     let report = check_archives(&results);
-    for line in [
-        "ok   graphs: kernels outside graphs",
-        "ok   graphs: kernels with a graph id = launches x nodes",
-        "ok   graphs: memcpy with a graph id = launches x nodes",
-        "ok   graphs: memset with a graph id = launches x nodes",
-        "ok   graphs: graph capture: 3 launches, each 3 kernels, 2 copies, 1 memsets, 6 node ids",
-        "ok   graphs: graph explicit: 3 launches, each 2 kernels, 1 copies, 2 memsets, 5 node ids",
-        "ok   graphs: every graph node's launch call (same correlation id) recorded",
-        "ok   graphs: cudaGraphLaunch calls",
-    ] {
-        assert!(report.contains(line), "{line}\n{report}");
-    }
+    assert_reported(
+        &report,
+        &[
+            "ok   graphs: kernels outside graphs",
+            "ok   graphs: kernels with a graph id = launches x nodes",
+            "ok   graphs: memcpy with a graph id = launches x nodes",
+            "ok   graphs: memset with a graph id = launches x nodes",
+            "ok   graphs: graph capture: 3 launches, each 3 kernels, 2 copies, 1 memsets, 6 node ids",
+            "ok   graphs: graph explicit: 3 launches, each 2 kernels, 1 copies, 2 memsets, 5 node ids",
+            "ok   graphs: every graph node's launch call (same correlation id) recorded",
+            "ok   graphs: cudaGraphLaunch calls",
+        ],
+    );
     // The report: per graph, launches and what one launch ran; an
     // execution from its first node's start to its last node's end.
     let rows = graph_sum(&results.join("exp-graphs"));
@@ -265,15 +266,16 @@ fn graph_level_trace_is_one_region_per_execution() {
     std::fs::create_dir_all(&results).unwrap();
     replay_and_merge(&results, "graphs_whole", &capture(true), "default,graph");
     let report = check_archives(&results);
-    for line in [
-        "ok   graphs_whole: one region per graph execution, per graph",
-        "ok   graphs_whole: regions named by their graph",
-        "ok   graphs_whole: no graph nodes recorded one by one",
-        "ok   graphs_whole: every graph execution's launch call (same correlation id) recorded",
-        "ok   graphs_whole: kernels outside graphs still recorded",
-    ] {
-        assert!(report.contains(line), "{line}\n{report}");
-    }
+    assert_reported(
+        &report,
+        &[
+            "ok   graphs_whole: one region per graph execution, per graph",
+            "ok   graphs_whole: regions named by their graph",
+            "ok   graphs_whole: no graph nodes recorded one by one",
+            "ok   graphs_whole: every graph execution's launch call (same correlation id) recorded",
+            "ok   graphs_whole: kernels outside graphs still recorded",
+        ],
+    );
     let rows = graph_sum(&results.join("exp-graphs_whole"));
     for (graph, nodes) in [("7", 6), ("9", 5)] {
         let r = &rows[graph];
@@ -336,10 +338,7 @@ fn captured_graph_runs_check_out() {
         let out = merge(&exp, false);
         assert!(out.status.success(), "{}", text(&out.stderr));
         let report = check_archives(&results);
-        assert!(!report.contains("FAIL"), "{report}");
-        for line in lines {
-            assert!(report.contains(line), "{line}\n{report}");
-        }
+        assert_reported(&report, lines);
         let rows = graph_sum(&exp);
         let launches: Vec<u64> = rows.values().map(|r| r["Launches"].as_u64().unwrap()).collect();
         assert_eq!(launches, [25, 25], "{rows:?}");

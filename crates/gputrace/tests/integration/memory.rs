@@ -376,20 +376,21 @@ fn memory_and_uvm_merge_into_archives_the_python_reader_checks() {
     let (records, expect, [cpu, gpu, htod, dtoh]) = cuda_managed();
     replay_and_merge(&results, "uvm", &[capture(130_001, 13, records)], &expect, "default,memory,uvm");
     let report = check_archives(&results);
-    for line in [
-        "ok   memory: alloc device: count and bytes",
-        "ok   memory: free device, async: count and bytes",
-        "ok   memory: leaked pinned: count and bytes",
-        "ok   memory: nothing else leaked",
-        "ok   memory: memory in use ends at the leaked bytes",
-        "ok   memory: memory in use peaks where the allocations say",
-        "ok   memory: memory pools created",
-        "ok   uvm: alloc managed: count and bytes",
-        "ok   uvm: GPU page faults > 0",
-        "ok   uvm: bytes migrated DtoH > 0",
-    ] {
-        assert!(report.contains(line), "{line}\n{report}");
-    }
+    assert_reported(
+        &report,
+        &[
+            "ok   memory: alloc device: count and bytes",
+            "ok   memory: free device, async: count and bytes",
+            "ok   memory: leaked pinned: count and bytes",
+            "ok   memory: nothing else leaked",
+            "ok   memory: memory in use ends at the leaked bytes",
+            "ok   memory: memory in use peaks where the allocations say",
+            "ok   memory: memory pools created",
+            "ok   uvm: alloc managed: count and bytes",
+            "ok   uvm: GPU page faults > 0",
+            "ok   uvm: bytes migrated DtoH > 0",
+        ],
+    );
 
     // gputrace stats: the same numbers.
     let rows = stats_csv(&results.join("exp-memory"), "cuda_mem_sum");
@@ -480,18 +481,18 @@ fn captured_memory_and_uvm_runs_check_out() {
         replay_and_merge(&results, name, &captures, &expect, spec);
     }
     let report = check_archives(&results);
-    assert!(!report.contains("FAIL"), "{report}");
-    for line in [
-        "ok   memory: alloc device: count and bytes: (13, 34603008) vs (13, 34603008)",
-        "ok   memory: free device, async: count and bytes: (18, 16515072) vs (18, 16515072)",
-        "ok   memory: leaked pinned: count and bytes",
-        "ok   memory: memory in use ends at the leaked bytes",
-        "ok   uvm: alloc managed: count and bytes: (1, 67108864) vs (1, 67108864)",
-        "ok   uvm: CPU page faults > 0, a count",
-        "ok   uvm: HtoD migrations cover the buffer the kernel touched: 67108864 vs 67108864",
-    ] {
-        assert!(report.contains(line), "{line}\n{report}");
-    }
+    assert_reported(
+        &report,
+        &[
+            "ok   memory: alloc device: count and bytes: (13, 34603008) vs (13, 34603008)",
+            "ok   memory: free device, async: count and bytes: (18, 16515072) vs (18, 16515072)",
+            "ok   memory: leaked pinned: count and bytes",
+            "ok   memory: memory in use ends at the leaked bytes",
+            "ok   uvm: alloc managed: count and bytes: (1, 67108864) vs (1, 67108864)",
+            "ok   uvm: CPU page faults > 0, a count",
+            "ok   uvm: HtoD migrations cover the buffer the kernel touched: 67108864 vs 67108864",
+        ],
+    );
     // The leak report names the two leaks with their sizes.
     let leaks = stats_csv(&results.join("exp-memory"), "cuda_mem_leaks");
     let mut sizes: Vec<&str> = leaks.iter().skip(1).filter_map(|r| r.get(4).map(String::as_str)).collect();

@@ -350,17 +350,18 @@ fn check_nvtx_kern_sum(dir: &Path) -> Value {
 fn gpu_fixture_cuda_kernels_sum_under_the_ranges_that_launched_them() {
     let results = merge_gpu_fixture("nvtx_cuda", "nvtx");
     let report = check_archives(&results);
-    for line in [
-        "ok   nvtx: range step: 6 vs 6",
-        "ok   nvtx: range async copy: 1 vs 1",
-        "ok   nvtx: kernel count: 53 vs 53",
-        "ok   nvtx: kernels launched inside forward (innermost range, same thread): 18 vs 18",
-        "ok   nvtx: kernels launched inside backward (innermost range, same thread): 24 vs 24",
-        "ok   nvtx: kernels launched inside grad sync (innermost range, same thread): 6 vs 6",
-        "ok   nvtx: kernels launched inside worker kernels (innermost range, same thread): 5 vs 5",
-    ] {
-        assert!(report.contains(line), "{line}\n{report}");
-    }
+    assert_reported(
+        &report,
+        &[
+            "ok   nvtx: range step: 6 vs 6",
+            "ok   nvtx: range async copy: 1 vs 1",
+            "ok   nvtx: kernel count: 53 vs 53",
+            "ok   nvtx: kernels launched inside forward (innermost range, same thread): 18 vs 18",
+            "ok   nvtx: kernels launched inside backward (innermost range, same thread): 24 vs 24",
+            "ok   nvtx: kernels launched inside grad sync (innermost range, same thread): 6 vs 6",
+            "ok   nvtx: kernels launched inside worker kernels (innermost range, same thread): 5 vs 5",
+        ],
+    );
     let dir = results.join("exp-nvtx");
     let want: BTreeMap<String, u64> = [(":backward", 24), (":forward", 18), (":grad sync", 6), (":worker kernels", 5)]
         .map(|(r, n)| (r.to_owned(), n))
@@ -379,15 +380,16 @@ fn gpu_fixture_cuda_kernels_sum_under_the_ranges_that_launched_them() {
 fn gpu_fixture_pytorch_kernels_sum_under_their_ranges() {
     let results = merge_gpu_fixture("torch_nvtx", "torch_nvtx");
     let report = check_archives(&results);
-    for line in [
-        "ok   torch_nvtx: range train step: 5 vs 5",
-        "ok   torch_nvtx: range forward: 5 vs 5",
-        "ok   torch_nvtx: range backward: 5 vs 5",
-        "ok   torch_nvtx: range emit_nvtx step: 1 vs 1",
-        "ok   torch_nvtx: emit_nvtx recorded aten:: operator ranges",
-    ] {
-        assert!(report.contains(line), "{line}\n{report}");
-    }
+    assert_reported(
+        &report,
+        &[
+            "ok   torch_nvtx: range train step: 5 vs 5",
+            "ok   torch_nvtx: range forward: 5 vs 5",
+            "ok   torch_nvtx: range backward: 5 vs 5",
+            "ok   torch_nvtx: range emit_nvtx step: 1 vs 1",
+            "ok   torch_nvtx: emit_nvtx recorded aten:: operator ranges",
+        ],
+    );
     let dir = results.join("exp-torch_nvtx");
     let facts = check_nvtx_kern_sum(&dir);
     let per_range = kernels_per_range_csv(&dir);

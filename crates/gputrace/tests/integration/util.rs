@@ -359,6 +359,14 @@ pub fn check_archives(results: &Path) -> String {
     report
 }
 
+/// Each of `lines` is in the checker's `report` (check_archives already
+/// failed on any FAIL line).
+pub fn assert_reported(report: &str, lines: &[&str]) {
+    for line in lines {
+        assert!(report.contains(line), "{line}\n{report}");
+    }
+}
+
 /// The header of a CUDA stream replayed from a capture, as the agent on
 /// the GPU machine would have written it.
 pub fn gpu_node_header(pid: u32, command: &str) -> raw::StreamHeader {
