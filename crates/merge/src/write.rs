@@ -259,9 +259,10 @@ impl<S: Sink> Pass<'_, S> {
             }
             Event::KernelBegin { region, correlation, config } => {
                 let attrs = match self.cuda() {
-                    Some(a) => self.unless_repeated(stream, region, vec![(a.correlation, correlation.into())], || {
-                        launch_configuration(&a, &config)
-                    }),
+                    Some(a) => {
+                        let always = vec![(a.correlation, correlation.into())];
+                        self.unless_repeated(stream, region, always, &launch_configuration(&a, &config))
+                    }
                     None => Vec::new(),
                 };
                 self.enter(t, stream, region, Work::Kernel, &attrs)?;
@@ -271,7 +272,7 @@ impl<S: Sink> Pass<'_, S> {
                     Some(a) => {
                         let memory = self.string(memory.name());
                         let always = vec![(a.correlation, correlation.into()), (a.bytes, bytes.into())];
-                        self.unless_repeated(stream, region, always, || vec![(a.memory, memory)])
+                        self.unless_repeated(stream, region, always, &[(a.memory, memory)])
                     }
                     None => Vec::new(),
                 };
@@ -396,32 +397,26 @@ impl<S: Sink> Pass<'_, S> {
         }
     }
 
-    /// `always` followed by the attributes `repeating` gives, unless the
-    /// last event of the same region on this location had the same: a
-    /// launch configuration or memory kind that repeats is written once
-    /// (a reader carries an attribute an event lacks over from the
-    /// region's previous event on the location).
+    /// `always` followed by `repeating`, unless the last event of the same
+    /// region on this location had the same: a launch configuration or
+    /// memory kind that repeats is written once (a reader carries an
+    /// attribute an event lacks over from the region's previous event on
+    /// the location). Nothing is stored or copied when it repeats.
     fn unless_repeated(
         &mut self,
         stream: usize,
         id: u32,
         mut always: Vec<(AttributeRef, AttributeValue)>,
-        repeating: impl FnOnce() -> Vec<(AttributeRef, AttributeValue)>,
+        repeating: &[(AttributeRef, AttributeValue)],
     ) -> Vec<(AttributeRef, AttributeValue)> {
         let Some((region, _)) = self.region(stream, id) else {
             return always;
         };
-        let now = repeating();
-        match self.repeating.get_mut(&region) {
-            Some(last) if *last == now => {}
-            Some(last) => {
-                always.extend_from_slice(&now);
-                *last = now;
-            }
-            None => {
-                always.extend_from_slice(&now);
-                self.repeating.insert(region, now);
-            }
+        let last = self.repeating.entry(region).or_default();
+        if last.as_slice() != repeating {
+            last.clear();
+            last.extend_from_slice(repeating);
+            always.extend_from_slice(repeating);
         }
         always
     }
@@ -446,9 +441,8 @@ impl<S: Sink> Pass<'_, S> {
                     always.push((a.src_device, self.string(&src)));
                     always.push((a.dst_device, self.string(&dst)));
                 }
-                let memories =
-                    vec![(a.src_memory, self.string(k.src.name())), (a.dst_memory, self.string(k.dst.name()))];
-                self.unless_repeated(stream, k.region, always, || memories)
+                let memories = [(a.src_memory, self.string(k.src.name())), (a.dst_memory, self.string(k.dst.name()))];
+                self.unless_repeated(stream, k.region, always, &memories)
             }
             None => Vec::new(),
         };
@@ -481,16 +475,20 @@ impl<S: Sink> Pass<'_, S> {
     }
 }
 
-fn launch_configuration(a: &CudaAttributes, k: &KernelConfig) -> Vec<(AttributeRef, AttributeValue)> {
-    let mut v = Vec::with_capacity(9);
-    for i in 0..3 {
-        v.push((a.grid[i], k.grid[i].into()));
-        v.push((a.block[i], k.block[i].into()));
-    }
-    v.push((a.registers, k.registers.into()));
-    v.push((a.static_shared, k.static_shared.into()));
-    v.push((a.dynamic_shared, k.dynamic_shared.into()));
-    v
+/// A kernel's launch configuration as attributes (on the stack: the
+/// merge's per-kernel path).
+fn launch_configuration(a: &CudaAttributes, k: &KernelConfig) -> [(AttributeRef, AttributeValue); 9] {
+    [
+        (a.grid[0], k.grid[0].into()),
+        (a.block[0], k.block[0].into()),
+        (a.grid[1], k.grid[1].into()),
+        (a.block[1], k.block[1].into()),
+        (a.grid[2], k.grid[2].into()),
+        (a.block[2], k.block[2].into()),
+        (a.registers, k.registers.into()),
+        (a.static_shared, k.static_shared.into()),
+        (a.dynamic_shared, k.dynamic_shared.into()),
+    ]
 }
 
 fn collective(k: &Collective, comm: CommRef) -> OtfCollective {

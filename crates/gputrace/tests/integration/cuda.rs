@@ -466,3 +466,54 @@ with otf2.reader.open(sys.argv[1]) as t:
     assert!(seen.contains("property CUDA Device 0 | NVTX name | main GPU"), "{seen}");
     assert!(!seen.contains("never created") && !seen.contains("first name"), "{seen}");
 }
+
+/// A kernel launched again with the same configuration carries its grid,
+/// block, registers and shared memory once per stream (docs/otf2-mapping.md,
+/// "Attributes written once"); the correlation id is on every kernel, and
+/// the Chrome export gives every kernel its configuration back.
+#[test]
+fn repeating_launch_configurations_are_written_once() {
+    let results = fresh_dir("cuda-once");
+    std::fs::create_dir_all(&results).unwrap();
+    replay_and_merge(&results, "basic", all());
+    let anchor = results.join("exp-basic/traces.otf2");
+    let script = r#"
+import sys, otf2
+from collections import Counter
+from otf2.events import Enter
+grid, corr, kernels = Counter(), Counter(), Counter()
+with otf2.reader.open(sys.argv[1]) as t:
+    for loc, ev in t.events:
+        if isinstance(ev, Enter) and ev.region.name.startswith("scale("):
+            names = {a.name for a in (ev.attributes or {})}
+            key = loc.name
+            kernels[key] += 1
+            grid[key] += "grid x" in names
+            corr[key] += "CUDA correlation id" in names
+for k in sorted(kernels):
+    print(k, kernels[k], grid[k], corr[k])
+"#;
+    let out = Command::new("/usr/bin/python3").arg("-c").arg(script).arg(&anchor).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let rows: Vec<Vec<String>> =
+        text(&out.stdout).lines().map(|l| l.rsplitn(4, ' ').map(str::to_string).collect()).collect();
+    let total: u64 = rows.iter().map(|r| r[2].parse::<u64>().unwrap()).sum();
+    assert_eq!(total, 20, "the fixture's 20 scale kernels: {rows:?}");
+    for r in &rows {
+        // rsplitn: [correlation ids, with grid, kernels, location]
+        assert_eq!(r[1], "1", "configuration written once on {}: {rows:?}", r[3]);
+        assert_eq!(r[0], r[2], "a correlation id on every kernel: {rows:?}");
+    }
+    let json = results.join("trace.json");
+    let out = run(Command::new(gputrace()).args(["export", "--format", "chrome", "-o"]).arg(&json).arg(&anchor));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let trace: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let scale: Vec<&serde_json::Value> = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["name"].as_str().is_some_and(|n| n.starts_with("scale(")))
+        .collect();
+    assert_eq!(scale.len(), 20);
+    assert!(scale.iter().all(|e| e["args"]["grid x"] == 4096 && e["args"]["block x"] == 256), "{scale:?}");
+}
