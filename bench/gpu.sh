@@ -5,7 +5,9 @@
 # (cupti_floor.c), with gputrace at its default, and under nsys -t cuda,
 # interleaved over ROUNDS rounds; then, for gputrace, the time from the
 # program's exit to the archive, the bytes per GPU event on disk and the
-# peak memory of the traced program and of the merge.
+# peak memory of the traced program and of the merge. With MEMORY=1 also
+# gputrace with GPUTRACE_CUDA_ENABLE=default,memory (what the copy
+# callbacks and CUPTI's memory records add per launch and per copy).
 #
 # Usage: bench/gpu.sh ANCHORS_DIR [ROUNDS]  (gputrace's binaries in $GT_BIN,
 # default .device/bin; results also in $OUT/bench.txt when $OUT is set)
@@ -44,6 +46,10 @@ for r in $(seq "$rounds"); do
   measure "floor.$r" env CUDA_INJECTION64_PATH="$work/libfloor.so" "$work/storm" $n
   rm -rf "$work/exp.$r"
   measure "gputrace.$r" "$gt" --keep-raw -o "$work/exp.$r" "$work/storm" $n
+  if [ "${MEMORY:-0}" = 1 ]; then
+    rm -rf "$work/exp-memory.$r"
+    measure "memory.$r" env GPUTRACE_CUDA_ENABLE=default,memory "$gt" -o "$work/exp-memory.$r" "$work/storm" $n
+  fi
   if [ -n "$nsys" ]; then
     measure "nsys.$r" "$nsys" profile -t cuda -o "$work/nsys.$r" --force-overwrite true "$work/storm" $n
   fi
@@ -63,7 +69,7 @@ def value(path, key):
     m = re.search(rf"^{key} ([0-9.]+)", open(path).read(), re.M)
     return float(m.group(1)) if m else None
 rows = {}
-for mode in ("plain", "floor", "gputrace", "nsys"):
+for mode in ("plain", "floor", "gputrace", "memory", "nsys"):
     runs = [f"{work}/{mode}.{r}.out" for r in range(1, rounds + 1) if os.path.exists(f"{work}/{mode}.{r}.out")]
     if not runs:
         continue

@@ -98,6 +98,9 @@ def read(archive):
                     item["kind"] = attr(enter, "copy kind")
                     item["src"] = attr(enter, "source device")
                     item["dst"] = attr(enter, "destination device")
+                    # With `memory`: the addresses the copy call named.
+                    item["src_address"] = attr(enter, "source address")
+                    item["dst_address"] = attr(enter, "destination address")
                     facts["copies"].append(item)
                 elif name == "[CUDA memset]":
                     item["bytes"] = attr(enter, "bytes")
@@ -239,7 +242,47 @@ def check_memory(d, exp, label):
         n = len(pools.get(f"CUDA memory pool {op}", []))
         check(f"{label}: memory pools {op}", n >= int(exp[f"pools {op}"]), n)
     check(f"{label}: timestamps non-decreasing", f["mono"])
+    if "copies out of device n" in exp:
+        check_copies_by_allocation(f, exp, label)
     return f
+
+
+def check_copies_by_allocation(f, exp, label):
+    """Every copy carries the addresses its call named, and each end
+    lies in an allocation live at the copy's start: the program's copies
+    out of and into device and pinned buffers, counted and in bytes."""
+    spans = []  # (address, end, alloc time, free time, kind)
+    live = {}
+    for m in sorted(f["mem"], key=lambda m: m["start"]):
+        if m["alloc"]:
+            live[m["address"]] = m
+        elif m["address"] in live:
+            a = live.pop(m["address"])
+            spans.append((a["address"], a["address"] + a["bytes"], a["start"], m["start"], a["kind"]))
+    spans += [(a["address"], a["address"] + a["bytes"], a["start"], float("inf"), a["kind"]) for a in live.values()]
+
+    def kind_at(address, t):
+        for lo, hi, t0, t1, kind in spans:
+            if lo <= address < hi and t0 <= t <= t1:
+                return kind
+        return None
+
+    copies = f["copies"]
+    check(f"{label}: every copy has its addresses",
+          copies and all(c["src_address"] is not None and c["dst_address"] is not None for c in copies),
+          sum(1 for c in copies if c["src_address"] is None))
+    sides = defaultdict(lambda: [0, 0])
+    for c in copies:
+        for end, word in ((c["src_address"], "out of"), (c["dst_address"], "into")):
+            kind = kind_at(end, c["start"]) if end is not None else None
+            sides[f"{word} {kind}"][0] += 1
+            sides[f"{word} {kind}"][1] += c["bytes"]
+    for side in ("out of device", "into pinned", "into device", "out of pinned"):
+        want = (int(exp[f"copies {side} n"]), int(exp[f"copies {side} bytes"]))
+        got = tuple(sides.get(side, (0, 0)))
+        check(f"{label}: copies {side} an allocation: count and bytes", got == want, f"{got} vs {want}")
+    check(f"{label}: no copy end outside the allocations", not any(k.endswith(" None") for k in sides),
+          {k: v for k, v in sides.items() if k.endswith(" None")})
 
 
 def check_uvm(d, exp, label):

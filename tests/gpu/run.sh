@@ -123,7 +123,7 @@ for p in $parts; do
     memory)
       # Allocations and frees of every kind, leaks of known sizes, pools
       # (GPUTRACE_CUDA_ENABLE=default,memory); captured for fixtures.
-      build cuda_memory "$progs/cuda_memory.cu" || continue
+      build cuda_memory "$progs/cuda_memory.cu" -lcuda || continue
       "$work/cuda_memory" 3 >"$work/memory.plain.out"
       part memory env GPUTRACE_CUDA_ENABLE=default,memory GPUTRACE_CUDA_CAPTURE="$work/capture-memory" \
         "$gt" -o "$work/exp-memory" "$work/cuda_memory" 3

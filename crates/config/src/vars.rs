@@ -81,9 +81,10 @@ crate::set_members! {
         Nvlink = "nvlink": "NVLink topology, and NVLink traffic per GPU sampled from NVML",
         Graph = "graph": "one region per CUDA graph execution on its stream, instead of the kernels, copies and \
                           memsets of its nodes (CUPTI's graph-level trace: one record per launch, not per node)",
-        Memory = "memory": "allocations and frees (device, pinned, managed, stream-ordered pools) with address, size \
-                            and stream, memory pools, and the memory in use per process and GPU over time; \
-                            one record per allocation or free",
+        Memory = "memory": "allocations and frees (device, pinned, managed, stream-ordered pools, VMM mappings) with \
+                            address, size and stream, memory pools, the memory in use per process and GPU over \
+                            time, and the addresses each copy call named (the copy report by allocation); \
+                            one record per allocation or free, a callback per copy call",
         Uvm = "uvm": "unified (managed) memory: CPU and GPU page faults, migrations host-to-device and \
                       device-to-host in bytes, thrashing; off by default (CUDA's driver reports every \
                       fault group and migration)",

@@ -78,6 +78,10 @@ pub struct KnownAttributes {
     /// `CUDA graph id`: of kernels, copies and memsets a graph ran, and of
     /// graph executions.
     pub graph: Option<AttributeRef>,
+    /// `source address`, `destination address`: of copies whose API call
+    /// was seen (`GPUTRACE_CUDA_ENABLE=...,memory`).
+    pub src_address: Option<AttributeRef>,
+    pub dst_address: Option<AttributeRef>,
 }
 
 /// Who the ranks of a communicator are.
@@ -377,6 +381,8 @@ fn known_attributes(defs: &GlobalDefs) -> KnownAttributes {
             "source device" => &mut a.src_device,
             "destination device" => &mut a.dst_device,
             "CUDA graph id" => &mut a.graph,
+            "source address" => &mut a.src_address,
+            "destination address" => &mut a.dst_address,
             _ => continue,
         };
         slot.get_or_insert(r);

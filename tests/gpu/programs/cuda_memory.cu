@@ -6,10 +6,22 @@
 // (cudaMallocAsync), all freed. Prints the ground truth as "expect <key>
 // <value>" lines for tests/gpu/check_archives.py; kinds are named as
 // gputrace names them: device, pinned, "device, async".
+//
+// The copies, for the copy report by allocation: each round copies the
+// first hb bytes of every device buffer into its pinned buffer
+// (cudaMemcpyAsync DtoH); the device leak is filled from the pinned leak
+// (cudaMemcpy HtoD). A virtual-memory (VMM) allocation — cuMemCreate,
+// cuMemAddressReserve, cuMemMap — gets one HtoD copy (cuMemcpyHtoD), then
+// is unmapped and released: CUPTI reports it as a device allocation and
+// free (at cuMemMap and cuMemUnmap), and it counts as one here.
 #include <cstdio>
 #include <cstdlib>
+#include <cuda.h>
 #include <cuda_runtime.h>
 
+#define CU(x) do { CUresult e = (x); if (e != CUDA_SUCCESS) { \
+  const char *m = ""; cuGetErrorString(e, &m); \
+  fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, m); exit(1); } } while (0)
 #define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { \
   fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e)); exit(1); } } while (0)
 
@@ -34,6 +46,12 @@ int main(int argc, char **argv) {
   int rounds = argc > 1 ? atoi(argv[1]) : 3;
   CK(cudaSetDevice(0));
   Count dev, pin, async;
+  // Copies by allocation kind: [0] out of device buffers, [1] into pinned
+  // buffers, [2] into device buffers, [3] out of pinned buffers.
+  unsigned long long copy_n[4] = {0}, copy_bytes[4] = {0};
+  auto copied = [&](int from, int to, size_t b) {
+    copy_n[from]++; copy_bytes[from] += b; copy_n[to]++; copy_bytes[to] += b;
+  };
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
 
@@ -50,6 +68,7 @@ int main(int argc, char **argv) {
       pin.alloc(hb);
       fill<<<64, 256, 0, s>>>(d[i], db, (unsigned char)i);
       CK(cudaMemcpyAsync(h[i], d[i], hb, cudaMemcpyDeviceToHost, s));
+      copied(0, 1, hb);
     }
     CK(cudaStreamSynchronize(s));
     for (int i = 0; i < per_round; i++) {
@@ -68,6 +87,35 @@ int main(int argc, char **argv) {
   CK(cudaMallocHost(&lh, leak_pin));
   pin.alloc(leak_pin);
   fill<<<64, 256, 0, s>>>(ld, leak_dev, 7);
+  CK(cudaStreamSynchronize(s));
+  CK(cudaMemcpy(ld, lh, leak_pin, cudaMemcpyHostToDevice));
+  copied(3, 2, leak_pin);
+
+  // A virtual-memory allocation: physical memory mapped into a reserved
+  // range, one copy into it, unmapped and released.
+  CUmemAllocationProp vprop = {};
+  vprop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  vprop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  vprop.location.id = 0;
+  size_t gran = 0;
+  CU(cuMemGetAllocationGranularity(&gran, &vprop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+  const size_t vbytes = 2 * gran;
+  CUmemGenericAllocationHandle vh;
+  CU(cuMemCreate(&vh, vbytes, &vprop, 0));
+  CUdeviceptr vptr;
+  CU(cuMemAddressReserve(&vptr, vbytes, 0, 0, 0));
+  CU(cuMemMap(vptr, vbytes, 0, vh, 0));
+  CUmemAccessDesc access = {};
+  access.location = vprop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  CU(cuMemSetAccess(vptr, vbytes, &access, 1));
+  dev.alloc(vbytes);
+  CU(cuMemcpyHtoD(vptr, lh, leak_pin));
+  copied(3, 2, leak_pin);
+  CU(cuMemUnmap(vptr, vbytes));
+  CU(cuMemAddressFree(vptr, vbytes));
+  CU(cuMemRelease(vh));
+  dev.free(vbytes);
 
   // Stream-ordered allocations from a pool of our own, then from the
   // device's default pool; all freed on the stream.
@@ -104,6 +152,11 @@ int main(int argc, char **argv) {
   dev.print("device");
   pin.print("pinned");
   async.print("device, async");
+  const char *sides[4] = {"out of device", "into pinned", "into device", "out of pinned"};
+  for (int i = 0; i < 4; i++) {
+    printf("expect copies %s n %llu\n", sides[i], copy_n[i]);
+    printf("expect copies %s bytes %llu\n", sides[i], copy_bytes[i]);
+  }
   printf("expect leak device n 1\n");
   printf("expect leak device bytes %zu\n", leak_dev);
   printf("expect leak pinned n 1\n");

@@ -52,6 +52,7 @@ fn capture(api: u32, major: u32, records: Vec<Vec<u8>>) -> Capture {
         records: all,
         strings: HashMap::from([(NAME_PTR, "NVIDIA H100 80GB HBM3".to_string())]),
         api_names: HashMap::new(),
+        copy_ends: HashMap::new(),
     }
 }
 
@@ -484,10 +485,14 @@ fn captured_memory_and_uvm_runs_check_out() {
     assert_reported(
         &report,
         &[
-            "ok   memory: alloc device: count and bytes: (13, 34603008) vs (13, 34603008)",
+            "ok   memory: alloc device: count and bytes: (14, 38797312) vs (14, 38797312)",
             "ok   memory: free device, async: count and bytes: (18, 16515072) vs (18, 16515072)",
             "ok   memory: leaked pinned: count and bytes",
             "ok   memory: memory in use ends at the leaked bytes",
+            "ok   memory: every copy has its addresses",
+            "ok   memory: copies out of device an allocation: count and bytes: (12, 1966080) vs (12, 1966080)",
+            "ok   memory: copies into device an allocation: count and bytes: (2, 393216) vs (2, 393216)",
+            "ok   memory: no copy end outside the allocations",
             "ok   uvm: alloc managed: count and bytes: (1, 67108864) vs (1, 67108864)",
             "ok   uvm: CPU page faults > 0, a count",
             "ok   uvm: HtoD migrations cover the buffer the kernel touched: 67108864 vs 67108864",
@@ -498,4 +503,17 @@ fn captured_memory_and_uvm_runs_check_out() {
     let mut sizes: Vec<&str> = leaks.iter().skip(1).filter_map(|r| r.get(4).map(String::as_str)).collect();
     sizes.sort_unstable();
     assert_eq!(sizes, ["196608", "3145728"], "{leaks:?}");
+    // Copies by allocation: the 12 device buffers, the 12 pinned ones, the
+    // two leaks and the VMM block (27 touched); 26 copy ends read or
+    // wrote pinned or device buffers, the leaked pinned one twice.
+    let copies = stats_csv(&results.join("exp-memory"), "cuda_mem_copies");
+    let header = &copies[0];
+    let col = |name: &str| header.iter().position(|h| h == name).unwrap_or_else(|| panic!("{name} in {header:?}"));
+    let sum = |name: &str| copies.iter().skip(1).map(|r| r[col(name)].parse::<u64>().unwrap()).sum::<u64>();
+    assert_eq!(copies.len() - 1, 20, "the 20 busiest of 27: {copies:?}");
+    let leak = copies
+        .iter()
+        .find(|r| r[col("Kind")] == "pinned" && r[col("Bytes")] == "196608" && r[col("Copies Out")] == "2");
+    assert!(leak.is_some(), "the leaked pinned buffer was copied out of twice: {copies:?}");
+    assert!(sum("Bytes In") + sum("Bytes Out") > 0);
 }

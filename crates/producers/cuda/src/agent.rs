@@ -24,6 +24,7 @@ use runtime::diag;
 
 use crate::capture::Capture;
 use crate::convert::{Converter, Enabled, Names};
+use crate::copies::{self, CopyAddresses};
 use crate::nvlink::{Intervals, Sampler};
 use crate::records::{self, ApiDomain, Record, Strings};
 
@@ -39,6 +40,8 @@ struct Agent {
     captured: AtomicUsize,
     /// Context and stream handles seen created, waiting for the stream.
     handles: Mutex<Vec<raw::Definition>>,
+    /// Copy calls' ends, waiting for their records (`memory` only).
+    copies: CopyAddresses,
 }
 
 struct State {
@@ -190,6 +193,7 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
         capture,
         captured: AtomicUsize::new(0),
         handles: Mutex::new(Vec::new()),
+        copies: CopyAddresses::default(),
     };
     let _ = AGENT.set(agent);
     if let Some(agent) = AGENT.get() {
@@ -202,6 +206,21 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
             let rc = unsafe { (agent.cupti.enable_callback)(1, handle, sys::CUPTI_CB_DOMAIN_RESOURCE, cbid) };
             if rc != sys::CUPTI_SUCCESS {
                 tracing::debug!(cbid, result = %describe(&agent.cupti, rc), "resource callback not enabled");
+            }
+        }
+        // With `memory`, the copy calls: their parameters name the
+        // addresses a copy read and wrote (see `copies`).
+        if agent.enabled.memory {
+            for (domain, cbid) in copies::calls() {
+                let d = match domain {
+                    ApiDomain::Driver => sys::CUPTI_CB_DOMAIN_DRIVER_API,
+                    ApiDomain::Runtime => sys::CUPTI_CB_DOMAIN_RUNTIME_API,
+                };
+                // SAFETY: `handle` is the subscriber made above.
+                let rc = unsafe { (agent.cupti.enable_callback)(1, handle, d, cbid) };
+                if rc != sys::CUPTI_SUCCESS {
+                    tracing::debug!(cbid, result = %describe(&agent.cupti, rc), "copy callback not enabled");
+                }
             }
         }
     }
@@ -296,10 +315,24 @@ extern "C" fn monotonic_ns() -> u64 {
 }
 
 /// CUPTI's callback API: subscribed to hold CUPTI (and to learn when
-/// another profiler holds it already); only the resource callbacks of
-/// context and stream creation are enabled, no API callback.
+/// another profiler holds it already); the resource callbacks of context
+/// and stream creation are enabled, and with `memory` the copy calls'.
 unsafe extern "C" fn on_callback(_: *mut c_void, domain: sys::CUpti_CallbackDomain, cbid: u32, data: *const c_void) {
-    if domain != sys::CUPTI_CB_DOMAIN_RESOURCE || data.is_null() {
+    if data.is_null() {
+        return;
+    }
+    let api = match domain {
+        sys::CUPTI_CB_DOMAIN_RUNTIME_API => Some(ApiDomain::Runtime),
+        sys::CUPTI_CB_DOMAIN_DRIVER_API => Some(ApiDomain::Driver),
+        _ => None,
+    };
+    if let Some(api) = api {
+        // SAFETY: for the API domains CUPTI passes a CUpti_CallbackData,
+        // valid during the callback.
+        unsafe { copy_call(api, cbid, &*(data as *const sys::CUpti_CallbackData)) };
+        return;
+    }
+    if domain != sys::CUPTI_CB_DOMAIN_RESOURCE {
         return;
     }
     // SAFETY: for the resource domain CUPTI passes a CUpti_ResourceData,
@@ -329,6 +362,32 @@ unsafe extern "C" fn on_callback(_: *mut c_void, domain: sys::CUpti_CallbackDoma
         }),
         _ => {}
     }
+}
+
+/// A copy call entered: its destination and source, by its correlation
+/// id. No lock but the map's, no allocation beyond its entry.
+///
+/// # Safety
+///
+/// `data` is the callback data CUPTI passed for call `cbid` of `domain`.
+unsafe fn copy_call(domain: ApiDomain, cbid: u32, data: &sys::CUpti_CallbackData) {
+    if data.callbackSite != sys::CUPTI_API_ENTER || data.functionParams.is_null() || OFF.load(Ordering::Relaxed) {
+        return;
+    }
+    let (Some(layout), Some(agent)) = (copies::layout(domain, cbid), AGENT.get()) else {
+        return;
+    };
+    let params = data.functionParams as *const u8;
+    // SAFETY: for these calls `functionParams` points to CUPTI's params
+    // struct, whose destination and source are pointer-sized fields at
+    // the layout's offsets (see `copies`); read unaligned to be safe.
+    let (dst, src) = unsafe {
+        (
+            std::ptr::read_unaligned(params.add(layout.dst) as *const u64),
+            std::ptr::read_unaligned(params.add(layout.src) as *const u64),
+        )
+    };
+    agent.copies.note(data.correlationId, (src, dst));
 }
 
 /// Has CUPTI hand back what it holds — the first context's device
@@ -435,6 +494,10 @@ impl Names for LiveNames<'_> {
             return n.clone();
         }
         self.agent.api_name(domain, cbid)
+    }
+
+    fn copy_ends(&self, correlation: u32) -> Option<crate::copies::Ends> {
+        self.agent.copies.take(correlation)
     }
 }
 
@@ -594,6 +657,11 @@ impl Agent {
                 Record::Kernel { name, .. } | Record::Device { name, .. } => {
                     if let Some(s) = c_string(*name) {
                         c.strings.insert(*name, s);
+                    }
+                }
+                Record::Memcpy { correlation, .. } | Record::PeerCopy { correlation, .. } => {
+                    if let Some(ends) = self.copies.peek(*correlation) {
+                        c.copy_ends.insert(*correlation, ends);
                     }
                 }
                 Record::Api { domain, cbid, .. } => {

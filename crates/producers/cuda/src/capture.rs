@@ -11,7 +11,11 @@
 //! | records u64 | per record: length u32, bytes
 //! | strings u64 | per string: pointer u64, length u32, UTF-8 bytes
 //! | API names u64 | per name: domain u8 (1 driver, 2 runtime), cbid u32, length u32, bytes
+//! [ | copy ends u64 | per copy: correlation u32, source u64, destination u64 ]
 //! ```
+//!
+//! The copy ends (the addresses the copy calls named, with `memory`) are
+//! optional: captures made before they existed end after the API names.
 //!
 //! All integers are little-endian. A binary format written by hand, not
 //! serde: the records are CUPTI's bytes, kept verbatim for the decoder.
@@ -32,6 +36,8 @@ pub struct Capture {
     pub records: Vec<Vec<u8>>,
     pub strings: HashMap<u64, String>,
     pub api_names: HashMap<(ApiDomain, u32), String>,
+    /// Copy correlation id → (source, destination) addresses.
+    pub copy_ends: HashMap<u32, (u64, u64)>,
 }
 
 impl Strings for Capture {
@@ -74,6 +80,16 @@ impl Capture {
             out.write_all(&(n.len() as u32).to_le_bytes())?;
             out.write_all(n.as_bytes())?;
         }
+        if !self.copy_ends.is_empty() {
+            let mut ends: Vec<_> = self.copy_ends.iter().collect();
+            ends.sort();
+            out.write_all(&(ends.len() as u64).to_le_bytes())?;
+            for (correlation, (src, dst)) in ends {
+                out.write_all(&correlation.to_le_bytes())?;
+                out.write_all(&src.to_le_bytes())?;
+                out.write_all(&dst.to_le_bytes())?;
+            }
+        }
         Ok(())
     }
 
@@ -108,6 +124,16 @@ impl Capture {
             };
             let cbid = u32_le(input)?;
             c.api_names.insert((domain, cbid), string(input)?);
+        }
+        // The optional section: its absence is the end of the input.
+        let mut count = [0u8; 8];
+        if input.read(&mut count[..1])? == 0 {
+            return Ok(c);
+        }
+        input.read_exact(&mut count[1..])?;
+        for _ in 0..u64::from_le_bytes(count) {
+            let correlation = u32_le(input)?;
+            c.copy_ends.insert(correlation, (u64_le(input)?, u64_le(input)?));
         }
         Ok(c)
     }
@@ -154,5 +180,13 @@ mod tests {
         assert_eq!(Capture::read(&mut buf.as_slice()).unwrap(), c);
         assert!(Capture::read(&mut &buf[..buf.len() - 3]).is_err());
         assert!(Capture::read(&mut &b"GTCUPTI0"[..]).is_err());
+        // With copy ends; cut anywhere in them, it is an error too.
+        c.copy_ends.insert(7, (0x1000, 0x2000));
+        let mut buf = Vec::new();
+        c.write(&mut buf).unwrap();
+        assert_eq!(Capture::read(&mut buf.as_slice()).unwrap(), c);
+        for cut in [3, 20, 25] {
+            assert!(Capture::read(&mut &buf[..buf.len() - cut]).is_err(), "cut {cut}");
+        }
     }
 }

@@ -35,6 +35,12 @@ use crate::records::{ApiDomain, GraphNode, NvLink, Record, Span, Strings};
 pub trait Names: Strings {
     /// CUPTI's name of API callback `cbid` of `domain`.
     fn api(&self, domain: ApiDomain, cbid: u32) -> Option<String>;
+
+    /// The (source, destination) addresses of copy `correlation`, where
+    /// its API call was seen (`memory`: see [`crate::copies`]).
+    fn copy_ends(&self, _correlation: u32) -> Option<crate::copies::Ends> {
+        None
+    }
 }
 
 /// What `GPUTRACE_CUDA_ENABLE` asked for.
@@ -93,8 +99,41 @@ struct Interval {
     end: u64,
     begin: Event,
     finish: Event,
-    /// Attribute events that go right before `begin` (a graph node's ids).
-    pre: Option<[Event; 2]>,
+    /// Attribute events that go right before `begin`.
+    pre: Pre,
+}
+
+/// The attributes of an interval's begin, (name, value) pairs written as
+/// attribute events right before it: a graph node's two ids, a copy's two
+/// addresses. Fixed room, no allocation per interval, smaller than the
+/// events themselves (intervals are sorted by the buffer).
+#[derive(Debug, Clone, Copy)]
+struct Pre {
+    attributes: [(u32, u64); 4],
+    len: u8,
+}
+
+impl Pre {
+    const NONE: Pre = Pre { attributes: [(0, 0); 4], len: 0 };
+
+    fn of(attributes: Option<[(u32, u64); 2]>) -> Pre {
+        let mut pre = Pre::NONE;
+        for (name, value) in attributes.into_iter().flatten() {
+            pre.push(name, value);
+        }
+        pre
+    }
+
+    fn push(&mut self, name: u32, value: u64) {
+        if let Some(slot) = self.attributes.get_mut(usize::from(self.len)) {
+            *slot = (name, value);
+            self.len += 1;
+        }
+    }
+
+    fn events(&self) -> impl Iterator<Item = Event> + '_ {
+        self.attributes[..usize::from(self.len)].iter().map(|&(name, value)| Event::Attribute { name, value })
+    }
 }
 
 /// How many correlation ids → thread are remembered for late
@@ -122,7 +161,14 @@ pub struct Converter {
     /// Device ordinal → UUID, for the NVLink sampler.
     pub device_uuids: HashMap<u32, [u8; 16]>,
     memory: Memory,
+    /// String ids of [`SOURCE_ADDRESS`] and [`DESTINATION_ADDRESS`].
+    address_names: Option<(u32, u32)>,
 }
+
+/// The attribute of the address a copy read from (with `memory`).
+pub const SOURCE_ADDRESS: &str = "source address";
+/// The attribute of the address a copy wrote to (with `memory`).
+pub const DESTINATION_ADDRESS: &str = "destination address";
 
 impl Converter {
     /// A converter for process `pid`; `thread_name` names host threads.
@@ -146,6 +192,7 @@ impl Converter {
             thread_name,
             device_uuids: HashMap::new(),
             memory: Memory::default(),
+            address_names: None,
         }
     }
 
@@ -252,18 +299,18 @@ impl Converter {
                 let loc = self.stream_location(&span, rec);
                 let pre = self.graphs.attributes(graph, rec);
                 let begin = Event::KernelBegin { region, correlation, config };
-                push_with(out, loc, span.start, span.end, begin, Event::Leave { region }, pre);
+                push_with(out, loc, span.start, span.end, begin, Event::Leave { region }, Pre::of(pre));
             }
             Record::GraphTrace { span, correlation, graph } => {
                 let Some(region) = self.graphs.region(graph, rec) else {
                     return;
                 };
                 let loc = self.stream_location(&span, rec);
-                let attr = self.graphs.execution_attribute(graph, rec);
-                // One attribute, given twice: the later copy replaces the
-                // earlier on the same event.
+                let (name, value) = self.graphs.execution_attribute(graph, rec);
+                let mut pre = Pre::NONE;
+                pre.push(name, value);
                 let begin = Event::EnterCorrelated { region, correlation };
-                push_with(out, loc, span.start, span.end, begin, Event::Leave { region }, Some([attr, attr]));
+                push_with(out, loc, span.start, span.end, begin, Event::Leave { region }, pre);
             }
             Record::Memcpy { span, correlation, bytes, kind, src, dst, graph } => {
                 let kind = names::copy_kind(kind);
@@ -272,7 +319,8 @@ impl Converter {
                 if !e.memcpy || kind == raw::CopyKind::PeerToPeer {
                     return;
                 }
-                self.copy(out, rec, &span, correlation, kind, bytes, (src, dst), None, graph);
+                let ends = names.copy_ends(correlation);
+                self.copy(out, rec, &span, correlation, kind, bytes, (src, dst), None, graph, ends);
             }
             Record::PeerCopy { span, correlation, bytes, src, dst, ends, graph } => {
                 if !e.peer {
@@ -285,7 +333,8 @@ impl Converter {
                     dst_context: ends[1].1,
                 };
                 let kind = raw::CopyKind::PeerToPeer;
-                self.copy(out, rec, &span, correlation, kind, bytes, (src, dst), Some(peer), graph);
+                let ends = names.copy_ends(correlation);
+                self.copy(out, rec, &span, correlation, kind, bytes, (src, dst), Some(peer), graph, ends);
             }
             Record::Memset { span, correlation, bytes, memory, graph } => {
                 if !e.memset {
@@ -298,7 +347,7 @@ impl Converter {
                 let memory = MemoryKind::from_u8(memory.min(255) as u8);
                 let begin = Event::MemsetBegin { region, correlation, bytes, memory };
                 let pre = self.graphs.attributes(graph, rec);
-                push_with(out, loc, span.start, span.end, begin, Event::Leave { region }, pre);
+                push_with(out, loc, span.start, span.end, begin, Event::Leave { region }, Pre::of(pre));
             }
             Record::Device { id, name, uuid, multiprocessors, memory, cc } => {
                 self.device_uuids.insert(id, uuid);
@@ -355,6 +404,7 @@ impl Converter {
         (src, dst): (u8, u8),
         peer: Option<PeerEnds>,
         graph: GraphNode,
+        ends: Option<crate::copies::Ends>,
     ) {
         let Some(region) = self.named_region(names::copy_region(kind), RegionRole::DataTransfer, rec) else {
             return;
@@ -372,7 +422,14 @@ impl Converter {
             peer,
             id,
         };
-        let pre = self.graphs.attributes(graph, rec);
+        let mut pre = Pre::of(self.graphs.attributes(graph, rec));
+        if let Some((src, dst)) = ends {
+            let (src_name, dst_name) = *self
+                .address_names
+                .get_or_insert_with(|| (rec.intern(SOURCE_ADDRESS), rec.intern(DESTINATION_ADDRESS)));
+            pre.push(src_name, src);
+            pre.push(dst_name, dst);
+        }
         push_with(out, loc, span.start, span.end, Event::CopyBegin(copy), Event::CopyEnd { region, id }, pre);
     }
 
@@ -420,7 +477,7 @@ impl Converter {
 }
 
 fn push(out: &mut HashMap<u32, Vec<Interval>>, loc: u32, start: u64, end: u64, begin: Event, finish: Event) {
-    push_with(out, loc, start, end, begin, finish, None);
+    push_with(out, loc, start, end, begin, finish, Pre::NONE);
 }
 
 fn push_with(
@@ -430,7 +487,7 @@ fn push_with(
     end: u64,
     begin: Event,
     finish: Event,
-    pre: Option<[Event; 2]>,
+    pre: Pre,
 ) {
     out.entry(loc).or_default().push(Interval { start, end: end.max(start), begin, finish, pre });
 }
@@ -467,9 +524,7 @@ fn sweep(mut items: Vec<Interval>) -> Vec<(u64, Event)> {
             out.push((end, finish));
             open.pop();
         }
-        if let Some(pre) = it.pre {
-            out.extend(pre.map(|e| (it.start, e)));
-        }
+        out.extend(it.pre.events().map(|e| (it.start, e)));
         out.push((it.start, it.begin));
         open.push((it.end, it.finish));
     }
@@ -484,7 +539,7 @@ mod tests {
     use super::*;
 
     fn iv(start: u64, end: u64, id: u32) -> Interval {
-        Interval { start, end, begin: Event::Enter { region: id }, finish: Event::Leave { region: id }, pre: None }
+        Interval { start, end, begin: Event::Enter { region: id }, finish: Event::Leave { region: id }, pre: Pre::NONE }
     }
 
     #[test]
@@ -513,7 +568,7 @@ mod tests {
     fn attributes_come_right_before_their_begin() {
         let attr = |value| Event::Attribute { name: 9, value };
         let mut second = iv(20, 30, 2);
-        second.pre = Some([attr(7), attr(42)]);
+        second.pre = Pre::of(Some([(9, 7), (9, 42)]));
         let out = sweep(vec![second, iv(10, 20, 1)]);
         let events: Vec<Event> = out.iter().map(|(_, e)| *e).collect();
         assert_eq!(

@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 
-use raw::{Event, Paradigm, RegionRole};
+use raw::{Paradigm, RegionRole};
 use runtime::Recorder;
 
 use crate::records::GraphNode;
@@ -41,23 +41,20 @@ pub struct Graphs {
 }
 
 impl Graphs {
-    /// The attribute events that go before the begin event of work that
-    /// ran as `node`; `None` for work outside graphs.
-    pub fn attributes(&mut self, node: GraphNode, rec: &Recorder) -> Option<[Event; 2]> {
+    /// The attributes, (name, value), of the begin event of work that ran
+    /// as `node`; `None` for work outside graphs.
+    pub fn attributes(&mut self, node: GraphNode, rec: &Recorder) -> Option<[(u32, u64); 2]> {
         if !node.is_graph() {
             return None;
         }
         let (graph, node_name) = self.names(rec);
-        Some([
-            Event::Attribute { name: graph, value: u64::from(node.graph) },
-            Event::Attribute { name: node_name, value: node.node },
-        ])
+        Some([(graph, u64::from(node.graph)), (node_name, node.node)])
     }
 
-    /// The attribute event of a graph execution's region.
-    pub fn execution_attribute(&mut self, graph: u32, rec: &Recorder) -> Event {
+    /// The attribute, (name, value), of a graph execution's region.
+    pub fn execution_attribute(&mut self, graph: u32, rec: &Recorder) -> (u32, u64) {
         let (name, _) = self.names(rec);
-        Event::Attribute { name, value: u64::from(graph) }
+        (name, u64::from(graph))
     }
 
     /// The region of graph `graph`'s executions; `None` when filtered out.

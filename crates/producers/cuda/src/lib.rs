@@ -30,6 +30,7 @@
 mod agent;
 pub mod capture;
 pub mod convert;
+pub mod copies;
 pub mod gpu_metrics;
 pub mod graphs;
 pub mod memory;

@@ -18,6 +18,10 @@ impl Names for Capture {
     fn api(&self, domain: ApiDomain, cbid: u32) -> Option<String> {
         self.api_names.get(&(domain, cbid)).cloned()
     }
+
+    fn copy_ends(&self, correlation: u32) -> Option<crate::copies::Ends> {
+        self.copy_ends.get(&correlation).copied()
+    }
 }
 
 /// Decodes the records of a capture.

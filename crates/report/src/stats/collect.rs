@@ -130,6 +130,8 @@ struct Open {
     nvtx_range: Option<usize>,
     /// Of GPU work a CUDA graph ran: (graph id, launch correlation id).
     graph: Option<(u64, u64)>,
+    /// Of a copy: the (source, destination) addresses, where known.
+    ends: Option<(u64, u64)>,
 }
 
 /// A copy seen only as an RMA operation (Score-P's way): its start.
@@ -331,6 +333,10 @@ impl Pass<'_> {
 
     fn close(&mut self, open: Open, time: u64) {
         let ns = self.out.model.ns(time.saturating_sub(open.start));
+        if let Some((src, dst)) = open.ends {
+            let (process, bytes, start) = (self.process, open.bytes, self.out.model.ns_since_start(open.start));
+            self.out.memory.copies.push(super::memory::CopyEnds { process, src, dst, bytes, start, ns });
+        }
         if let Some((graph, correlation)) = open.graph {
             self.out.graphs.add(self.process, graph, correlation, open.kind, open.start, time);
         }
@@ -448,9 +454,14 @@ impl EventVisitor for Pass<'_> {
         }
         let kind = self.region_kind(region);
         let mut bytes = 0;
+        let mut ends = None;
         if matches!(kind, RegionKind::Copy(_) | RegionKind::Memset) && !ev.attributes.is_empty() {
             let attrs = self.out.model.attributes;
-            bytes = attrs.bytes.and_then(|a| ev.attributes.get(a)).and_then(|v| v.as_u64()).unwrap_or(0);
+            let number = |a: Option<otf2::AttributeRef>| a.and_then(|a| ev.attributes.get(a)).and_then(|v| v.as_u64());
+            bytes = number(attrs.bytes).unwrap_or(0);
+            if let (Some(src), Some(dst)) = (number(attrs.src_address), number(attrs.dst_address)) {
+                ends = Some((src, dst));
+            }
             if kind == RegionKind::Copy(CopyKind::PtoP) {
                 let src = self.string_attr(ev, attrs.src_device);
                 let dst = self.string_attr(ev, attrs.dst_device);
@@ -486,7 +497,7 @@ impl EventVisitor for Pass<'_> {
                 _ => {}
             }
         }
-        self.stack.push(Open { region, kind, start: ev.time, bytes, nvtx_range, graph });
+        self.stack.push(Open { region, kind, start: ev.time, bytes, nvtx_range, graph, ends });
     }
 
     fn leave(&mut self, ev: &EventContext<'_>, region: RegionRef) {

@@ -39,6 +39,7 @@ pub const REPORTS: &[(&str, &str)] = &[
     ("cuda_mem_sum", "CUDA allocations and frees per process, GPU and memory kind: bytes, peak in use, leaked"),
     ("cuda_mem_largest", "the largest CUDA allocations"),
     ("cuda_mem_leaks", "CUDA allocations never freed: address, size, kind, time"),
+    ("cuda_mem_copies", "GPU copies by the CUDA allocation they read or wrote: copies and bytes in and out, copy time"),
     ("cuda_uvm_sum", "unified memory: CPU and GPU page faults, bytes migrated HtoD and DtoH, per process and GPU"),
     ("gpu_metrics_sum", "GPU metrics sampled from NVML (utilization, memory, clock, power...): per GPU, min/mean/max"),
     ("mpi_matrix", "MPI point-to-point messages, rank x rank: count, bytes, time in send regions"),
@@ -90,6 +91,7 @@ pub fn run(input: &Path, request: &StatsRequest, out: &mut dyn Write) -> Result<
                 | "cuda_mem_sum"
                 | "cuda_mem_largest"
                 | "cuda_mem_leaks"
+                | "cuda_mem_copies"
                 | "cuda_uvm_sum"
                 | "gpu_metrics_sum"
                 | "mpi_matrix"
@@ -113,7 +115,7 @@ pub fn short_summary(anchor: &Path) -> Result<String> {
         // Lists of single allocations are for `gputrace stats`; the
         // summary's memory table has their counts (a caching allocator's
         // blocks, held to the end, would read as leaks there).
-        if matches!(*name, "cuda_mem_largest" | "cuda_mem_leaks") {
+        if matches!(*name, "cuda_mem_largest" | "cuda_mem_leaks" | "cuda_mem_copies") {
             continue;
         }
         let mut t = build(&mut collected, name);
@@ -157,6 +159,7 @@ pub fn build(c: &mut Collected, name: &str) -> Table {
         "cuda_mem_sum" => mem_table(c),
         "cuda_mem_largest" => allocations_table(c, "cuda_mem_largest", "CUDA Largest Allocations", false),
         "cuda_mem_leaks" => allocations_table(c, "cuda_mem_leaks", "CUDA Allocations Never Freed", true),
+        "cuda_mem_copies" => copies_table(c),
         "cuda_uvm_sum" => uvm_table(c),
         "mpi_matrix" => c.mpi.table(&c.model),
         "gpu_matrix" => {
@@ -454,6 +457,58 @@ fn allocations_table(c: &Collected, name: &str, title: &str, leaks: bool) -> Tab
     }
     if !t.rows.is_empty() {
         t.notes.push("Time: when the allocation was made, since the start of the trace.".into());
+    }
+    t
+}
+
+fn copies_table(c: &Collected) -> Table {
+    let mut t = Table::new(
+        "cuda_mem_copies",
+        "CUDA Copies by Allocation",
+        &[
+            "Process",
+            "GPU",
+            "Kind",
+            "Address",
+            "Bytes",
+            "Copies In",
+            "Bytes In",
+            "Copies Out",
+            "Bytes Out",
+            "Copy Time (ns)",
+        ],
+    );
+    let (rows, outside) = c.memory.copies_by_allocation();
+    let shown = rows.len().min(memory::LARGEST);
+    for r in &rows[..shown] {
+        let a = &r.allocation;
+        t.rows.push(vec![
+            Cell::Text(process_label(c, a.process)),
+            Cell::Text(gpu_label(c, a.gpu)),
+            Cell::Text(a.kind.clone()),
+            Cell::Text(format!("{:#x}", a.address)),
+            Cell::Int(a.bytes.into()),
+            Cell::Int(r.copies_in.into()),
+            Cell::Int(r.bytes_in.into()),
+            Cell::Int(r.copies_out.into()),
+            Cell::Int(r.bytes_out.into()),
+            Cell::Int(r.ns.into()),
+        ]);
+    }
+    if !t.rows.is_empty() {
+        let mut note = format!(
+            "The {shown} allocations copies moved the most bytes into or out of, of {} that copies touched; \
+             copies are known by address with GPUTRACE_CUDA_ENABLE=...,memory.",
+            rows.len()
+        );
+        if outside.ends > 0 {
+            note.push_str(&format!(
+                " {} copy ends ({} bytes) were in no traced allocation: pageable host memory, or memory allocated \
+                 before tracing or by another process.",
+                outside.ends, outside.bytes
+            ));
+        }
+        t.notes.push(note);
     }
     t
 }
