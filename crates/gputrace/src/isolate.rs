@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{Result, anyhow};
-use config::Config;
+use config::{Config, MpiGroup};
 
 use crate::experiment::{ARCHIVE_NAME, Experiment};
 
@@ -253,6 +253,9 @@ pub fn worker(dir: &Path, force: bool, messages_fd: i32, not_traced: &[String], 
         archive: config.enable_tracing.then_some(target),
         not_traced: &not_traced,
         program_ended: after_run.program_ended,
+        mpi_complete: [MpiGroup::P2p, MpiGroup::Coll, MpiGroup::Xnonblock]
+            .into_iter()
+            .all(|g| config.mpi_groups.contains(g)),
     };
     let observer = crate::progress::Shown::default();
     match merge::merge(&options, &observer) {

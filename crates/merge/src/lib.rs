@@ -55,6 +55,11 @@ pub struct Options<'a> {
     /// clock): the summary's time to the archive runs from there. Without
     /// it, from the last process's exit on this host.
     pub program_ended: Option<u64>,
+    /// Whether the MPI processes recorded all their communication (the
+    /// point-to-point, collective and non-blocking groups were on): the
+    /// archive's `OTF2::MPI_COMMUNICATION_COMPLETE`, false too when a
+    /// process dropped events.
+    pub mpi_complete: bool,
 }
 
 /// The clock of the raw streams (CLOCK_MONOTONIC, ns): what
@@ -143,7 +148,9 @@ pub fn merge(options: &Options<'_>, observer: &dyn Observer) -> Result<Summary> 
     };
     let (first, last) = trace_bounds(&processes, &clocks);
     summary.trace_length = last.saturating_sub(first);
-    let mut pass = Passes { processes: &processes, raw_dir: options.raw_dir, observer, summary: &mut summary };
+    let mpi_complete = options.mpi_complete;
+    let mut pass =
+        Passes { processes: &processes, raw_dir: options.raw_dir, observer, summary: &mut summary, mpi_complete };
     let merged = match options.archive {
         Some(target) => pass.archive(&target, &clocks, (first, last)),
         None => pass.count_only(),
@@ -169,9 +176,45 @@ struct Passes<'a> {
     raw_dir: &'a Path,
     observer: &'a dyn Observer,
     summary: &'a mut Summary,
+    mpi_complete: bool,
 }
 
 impl Passes<'_> {
+    /// The trace properties Score-P sets (`OTF2::...`): MPI communication
+    /// complete when every MPI event was recorded; the thread events
+    /// complete while no process has threads of its own that gputrace
+    /// does not follow (it records no thread fork, create or lock events);
+    /// no pthread location reused.
+    fn set_properties(&self, archive: &mut ArchiveWriter) -> Result<()> {
+        let dropped = self.processes.iter().any(|p| p.dropped > 0);
+        let mpi = self.mpi_complete && !dropped;
+        let one_thread = self.processes.iter().all(|p| {
+            let threads: std::collections::HashSet<u32> = p
+                .defs
+                .iter()
+                .flat_map(|d| d.locations.values())
+                .filter_map(|(k, _)| match k {
+                    raw::LocationKind::HostThread { tid, .. } => Some(*tid),
+                    _ => None,
+                })
+                .collect();
+            threads.len() <= 1
+        });
+        let text = |b: bool| if b { "true" } else { "false" };
+        for (name, value) in [
+            ("OTF2::MPI_COMMUNICATION_COMPLETE", mpi),
+            ("OTF2::THREAD_FORK_JOIN_EVENT_COMPLETE", one_thread),
+            ("OTF2::THREAD_CREATE_WAIT_EVENT_COMPLETE", one_thread),
+            ("OTF2::THREAD_LOCK_EVENT_COMPLETE", one_thread),
+            ("OTF2::PTHREAD_LOCATION_REUSED", false),
+        ] {
+            archive
+                .set_property(name, text(value))
+                .map_err(|source| Error::Archive { what: "setting the archive's properties", source })?;
+        }
+        Ok(())
+    }
+
     /// Writes the archive (removing what it wrote when that fails).
     fn archive(&mut self, target: &Target<'_>, clocks: &[ClockMap], bounds: (u64, u64)) -> Result<()> {
         if target.force {
@@ -214,6 +257,7 @@ impl Passes<'_> {
     ) -> Result<()> {
         archive.set_creator(concat!("gputrace ", env!("CARGO_PKG_VERSION")))?;
         archive.set_description(&describe(self.processes))?;
+        self.set_properties(archive)?;
         let realtime = reference_realtime(self.processes, first);
         archive.set_clock_properties(raw::clock::TICKS_PER_SECOND, first, last.saturating_sub(first), realtime);
         let layout = layout::define(archive.defs(), self.processes, &|w| self.observer.warning(w))?;

@@ -14,6 +14,8 @@ use otf2::{
 };
 use raw::CopyKind;
 
+use crate::layout::Program;
+
 /// What a region is, for those who count.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Work {
@@ -144,6 +146,18 @@ pub trait Sink {
         attributes: &[(AttributeRef, AttributeValue)],
         record: &Record,
     ) -> Result<(), SinkError>;
+
+    /// The program's begin (`Some`: what it ran) or end (`None`) on a
+    /// process's master thread; ignored by sinks that neither write nor
+    /// count events.
+    fn program(
+        &mut self,
+        _time: u64,
+        _attributes: &[(AttributeRef, AttributeValue)],
+        _begin: Option<&Program>,
+    ) -> Result<(), SinkError> {
+        Ok(())
+    }
 }
 
 impl Sink for EventWriter<'_> {
@@ -193,6 +207,21 @@ impl Sink for EventWriter<'_> {
             attach(self, attributes)?;
         }
         write_record(self, t, r).map_err(Box::new)
+    }
+
+    fn program(
+        &mut self,
+        t: u64,
+        attributes: &[(AttributeRef, AttributeValue)],
+        begin: Option<&Program>,
+    ) -> Result<(), SinkError> {
+        attach(self, attributes)?;
+        match begin {
+            Some(p) => self.program_begin(t, p.name, &p.args),
+            // The exit status is the launcher's, not each process's.
+            None => self.program_end(t, None),
+        }
+        .map_err(Box::new)
     }
 }
 
@@ -302,6 +331,16 @@ impl<A: Sink, B: Sink> Sink for (A, B) {
         self.0.record(t, attributes, r)?;
         self.1.record(t, attributes, r)
     }
+
+    fn program(
+        &mut self,
+        t: u64,
+        attributes: &[(AttributeRef, AttributeValue)],
+        begin: Option<&Program>,
+    ) -> Result<(), SinkError> {
+        self.0.program(t, attributes, begin)?;
+        self.1.program(t, attributes, begin)
+    }
 }
 
 impl<S: Sink + ?Sized> Sink for &mut S {
@@ -346,5 +385,14 @@ impl<S: Sink + ?Sized> Sink for &mut S {
     #[inline(always)]
     fn record(&mut self, t: u64, attributes: &[(AttributeRef, AttributeValue)], r: &Record) -> Result<(), SinkError> {
         (**self).record(t, attributes, r)
+    }
+
+    fn program(
+        &mut self,
+        t: u64,
+        attributes: &[(AttributeRef, AttributeValue)],
+        begin: Option<&Program>,
+    ) -> Result<(), SinkError> {
+        (**self).program(t, attributes, begin)
     }
 }

@@ -219,6 +219,17 @@ impl Sink for Counters {
         Ok(())
     }
 
+    fn program(
+        &mut self,
+        _: u64,
+        _: &[(AttributeRef, AttributeValue)],
+        _: Option<&crate::layout::Program>,
+    ) -> Result<(), SinkError> {
+        // ProgramBegin and ProgramEnd are events of the archive too.
+        self.events += 1;
+        Ok(())
+    }
+
     #[inline(always)]
     fn record(&mut self, _: u64, _: &[(AttributeRef, AttributeValue)], r: &Record) -> Result<(), SinkError> {
         self.events += u64::from(crate::sink::written(r));

@@ -99,7 +99,15 @@ pub fn location_events(cx: Context<'_>, loc: &LocationPlan, sink: impl Sink) -> 
     };
     let mut last = 0u64;
     let mut count = 0u64;
+    // The master thread carries the program's begin and end, at its first
+    // and last event (Score-P's ProgramBegin, ProgramEnd).
+    let program = if loc.main { cx.plan.program.as_ref() } else { None };
+    let mut begun = false;
     for (t, stream, ev) in &mut timeline {
+        if !begun && let Some(p) = program {
+            begun = true;
+            pass.program(t, Some(p))?;
+        }
         last = t;
         count += 1;
         if count.is_multiple_of(65536) {
@@ -109,6 +117,9 @@ pub fn location_events(cx: Context<'_>, loc: &LocationPlan, sink: impl Sink) -> 
     }
     cx.observer.progress(count % 65536);
     pass.close_open_regions(last)?;
+    if begun {
+        pass.program(last, None)?;
+    }
     pass.repairs.events = count;
     pass.repairs.clamped = timeline.clamped;
     for p in &timeline.problems {
@@ -118,6 +129,15 @@ pub fn location_events(cx: Context<'_>, loc: &LocationPlan, sink: impl Sink) -> 
 }
 
 impl<S: Sink> Pass<'_, S> {
+    /// ProgramBegin (with the process id, as Score-P) or ProgramEnd.
+    fn program(&mut self, t: u64, begin: Option<&crate::layout::Program>) -> Step {
+        let attrs = match (begin, self.layout.program_attributes) {
+            (Some(p), Some(a)) => vec![(a.process_id, AttributeValue::U64(p.pid))],
+            _ => Vec::new(),
+        };
+        self.sink.program(t, &attrs, begin)
+    }
+
     fn region(&self, stream: usize, id: u32) -> Option<(RegionRef, usize)> {
         self.plan.regions[stream].get(id as usize).copied().flatten()
     }

@@ -15,7 +15,7 @@ use crate::defs::Definitions;
 use crate::defs::EventSummary;
 use crate::error::{Error, Result};
 use crate::ffi::events::EvtWriter;
-use crate::refs::{AttributeRef, CommRef, LocationRef, MetricRef, RegionRef, RmaWinRef};
+use crate::refs::{AttributeRef, CommRef, LocationRef, MetricRef, RegionRef, RmaWinRef, StringRef};
 use crate::types::Paradigm;
 use crate::values::{AttributeValue, Collective, MetricValue};
 
@@ -309,6 +309,20 @@ impl<'a> EventWriter<'a> {
     pub fn comm_create(&mut self, time: u64, comm: CommRef) -> Result<()> {
         self.note(time);
         self.raw.comm_create(time, comm)
+    }
+
+    /// The program's start on this location (`ProgramBegin`): its name and
+    /// arguments (the name left out), as Score-P writes it on a process's
+    /// main thread.
+    pub fn program_begin(&mut self, time: u64, name: StringRef, args: &[StringRef]) -> Result<()> {
+        self.note(time);
+        self.raw.program_begin(time, name, args)
+    }
+
+    /// The program's end (`ProgramEnd`), with its exit status when known.
+    pub fn program_end(&mut self, time: u64, status: Option<i64>) -> Result<()> {
+        self.note(time);
+        self.raw.program_end(time, status)
     }
 
     /// Destruction of a communicator (`CommDestroy`).

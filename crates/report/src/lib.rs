@@ -47,15 +47,30 @@ pub fn anchor_of(input: &Path) -> Result<PathBuf> {
     if meta.is_dir() {
         let anchor = input.join("traces.otf2");
         if !anchor.exists() {
-            return Err(Error::BadInput(format!(
-                "{} holds no OTF2 archive (no traces.otf2); run `gputrace merge {}` first if it has raw/",
-                input.display(),
-                input.display()
-            )));
+            return Err(Error::BadInput(no_archive(input)));
         }
         return Ok(anchor);
     }
     Ok(input.to_owned())
+}
+
+/// What a directory without `traces.otf2` holds, and what to do: merge
+/// its raw streams; or, a profile-only run (Score-P's or gputrace's,
+/// tracing off), open its profile with Cube; or nothing of ours.
+fn no_archive(dir: &Path) -> String {
+    let d = dir.display();
+    if dir.join("raw").is_dir() {
+        return format!("{d} holds no OTF2 archive (no traces.otf2) but raw streams: run `gputrace merge {d}` first");
+    }
+    if dir.join("profile.cubex").exists() {
+        let whose = if dir.join("scorep.cfg").exists() { "Score-P" } else { "a" };
+        return format!(
+            "{d} holds {whose} profile (profile.cubex) and no trace: the run had tracing off \
+             (SCOREP_ENABLE_TRACING / GPUTRACE_ENABLE_TRACING=false); open the profile with Cube \
+             (`cube {d}/profile.cubex`, `cube_stat`), or trace again with tracing on"
+        );
+    }
+    format!("{d} holds no OTF2 archive (no traces.otf2) and no raw streams to merge")
 }
 
 /// Opens the archive an input names, with one clear line when it is not

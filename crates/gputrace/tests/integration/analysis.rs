@@ -564,6 +564,21 @@ fn bad_input_gets_one_clear_line() {
     }
     assert!(text(&gt(&["stats", s(&empty)]).stderr).contains("empty"));
     assert!(!dir.join("out.json").exists(), "no half-written export is left behind");
+    // What a directory without an archive holds: raw streams to merge, a
+    // profile-only run's profile (Score-P's here), or nothing of ours.
+    let scorep = dir.join("scorep-profile-only");
+    std::fs::create_dir_all(&scorep).unwrap();
+    std::fs::write(scorep.join("profile.cubex"), b"not read").unwrap();
+    std::fs::write(scorep.join("scorep.cfg"), b"ENABLE_TRACING=false\n").unwrap();
+    let out = gt(&["stats", s(&scorep)]);
+    assert_one_error_line(&out, 2);
+    let err = text(&out.stderr);
+    assert!(err.contains("Score-P profile (profile.cubex)") && err.contains("tracing off"), "{err}");
+    assert!(!err.contains("gputrace merge"), "{err}");
+    let raw = dir.join("raw-only");
+    std::fs::create_dir_all(raw.join("raw")).unwrap();
+    assert!(text(&gt(&["stats", s(&raw)]).stderr).contains(&format!("run `gputrace merge {}`", s(&raw))));
+    assert!(text(&gt(&["stats", s(&dir)]).stderr).contains("no raw streams to merge"));
     // The ViTE copy never overwrites an archive.
     let before = std::fs::read(p2p.join("traces.def")).unwrap();
     assert_one_error_line(&gt(&["export", "--format", "vite-otf2", "-o", s(p2p), s(p2p)]), 2);

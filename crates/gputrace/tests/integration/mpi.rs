@@ -324,3 +324,32 @@ fn eight_ranks_exchange_halos() {
     }
     assert_sends_match_receives(&facts);
 }
+
+/// The bundled MPI example's archive follows Score-P's conventions, or
+/// docs/otf2-mapping.md says why not (tests/scripts/scorep_conventions.py
+/// with the Python reader); a new difference fails here.
+#[test]
+fn archives_follow_score_p_conventions() {
+    let (mpicc, mpirun, _) = openmpi();
+    let dir = fresh_dir("scorep-conventions");
+    std::fs::create_dir_all(&dir).unwrap();
+    let exe = dir.join("mpi_ring");
+    let src = workspace().join("examples/mpi_ring.c");
+    let built = Command::new(mpicc).arg("-O1").arg("-o").arg(&exe).arg(&src).output().unwrap();
+    assert!(built.status.success(), "{}", text(&built.stderr));
+    let exp = dir.join("exp");
+    let out = trace(&exp, &[mpirun, "-np", "3", exe.to_str().unwrap(), "7"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let check = Command::new("/usr/bin/python3")
+        .arg(workspace().join("tests/scripts/scorep_conventions.py"))
+        .arg(exp.join("traces.otf2"))
+        .arg(workspace().join("docs/otf2-mapping.md"))
+        .output()
+        .unwrap();
+    let report = text(&check.stdout);
+    assert!(check.status.success() && !report.contains("FAIL"), "{report}{}", text(&check.stderr));
+    for id in ["machine-root", "location-ids", "mpi-regions", "program-begin-end", "trace-properties"] {
+        assert!(report.contains(&format!("ok   {id}: as Score-P")), "{id}\n{report}");
+    }
+    assert!(report.contains("ok   process-x-threads: differs, documented"), "{report}");
+}

@@ -9,11 +9,11 @@
 //!   of rank r` (`of process r` for a process without MPI; type
 //!   ACCELERATOR) under its device, created by the process;
 //! - each stream is a location `CUDA[d:s] rank r` (ACCELERATOR_STREAM, id
-//!   `rank << 32 | 1 << 20 | n`); NVLink samples go to `NVLink GPU d`,
+//!   `(1 << 20 | n) << 32 | rank`); NVLink samples go to `NVLink GPU d`,
 //!   NVML's GPU metrics (utilization, memory, clock, power, temperature)
 //!   to `GPU d metrics`, a process's allocations, frees, memory in use
 //!   and unified-memory counters to `CUDA memory GPU d rank r` (METRIC
-//!   locations, id `rank << 32 | 1 << 21 | n`);
+//!   locations, id `(1 << 21 | n) << 32 | rank`);
 //! - copies are RMA operations: one `CUDA` communicator spans every CUDA
 //!   process's master thread and all streams, with an RMA window per
 //!   context; a peer copy's remote is a stream of the other GPU, in
@@ -235,7 +235,7 @@ fn define_gpu_locations(
                         };
                         let group = context_group(defs, context, dev);
                         let k = device_index_on_host(devices, dev);
-                        let lid = (u64::from(p.rank) << 32) | (1 << 20) | streams;
+                        let lid = super::location_id(p.rank, (1 << 20) | streams);
                         streams += 1;
                         let name =
                             names.named(names.streams.get(&(context, stream)), format!("CUDA[{k}:{stream}] {whose}"));
@@ -243,6 +243,7 @@ fn define_gpu_locations(
                         windows_todo.push((pi, plan.locations.len(), context));
                         plan.locations.push(LocationPlan {
                             location,
+                            main: false,
                             feeds: vec![(s, *id)],
                             role: LocationRole::Host, // replaced once the windows exist
                         });
@@ -252,7 +253,7 @@ fn define_gpu_locations(
                             continue;
                         };
                         let k = device_index_on_host(devices, dev);
-                        let lid = (u64::from(p.rank) << 32) | (1 << 21) | metric_locations;
+                        let lid = super::location_id(p.rank, (1 << 21) | metric_locations);
                         metric_locations += 1;
                         // The agent's three kinds: NVLink traffic, NVML's
                         // GPU metrics (`GPU metrics d`), and the process's
@@ -267,6 +268,7 @@ fn define_gpu_locations(
                         let location = defs.location(lid, &name, LocationType::Metric, process_group)?;
                         plan.locations.push(LocationPlan {
                             location,
+                            main: false,
                             feeds: vec![(s, *id)],
                             role: LocationRole::Metrics,
                         });

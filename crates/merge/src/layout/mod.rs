@@ -2,13 +2,20 @@
 //! and communicators, laid out as Score-P lays them out so that Vampir
 //! shows a gputrace archive as it shows a Score-P one.
 //!
-//! - system tree: `machine` → one `node` per host → `MPI Rank r` process
-//!   groups (`Process r` for processes that never called MPI), and under
-//!   the node one `CUDA Device d` per GPU ([`cuda`]);
+//! - system tree: the machine `Linux` (class `machine`, domain MACHINE,
+//!   property `platform`) → one `node` per host (domain SHARED_MEMORY) →
+//!   `MPI Rank r` process groups (`Process r` for processes that never
+//!   called MPI), and under the node one `CUDA Device d` per GPU
+//!   ([`cuda`]);
 //! - host threads: `Master thread` and `Pthread n` (or the name the
 //!   program gave the thread with nvtxNameOsThread), CPU_THREAD locations
-//!   with id `rank << 32 | n`;
-//! - regions: one per (name, paradigm, role) over all processes;
+//!   with id `n << 32 | rank` (Score-P's: the master threads are 0..n-1);
+//! - regions: one per (name, paradigm, role) over all processes; MPI
+//!   regions with an empty description and source file `MPI`, as
+//!   Score-P's; one program region per program (its base name, canonical
+//!   name the command line, paradigm MEASUREMENT_SYSTEM, role ARTIFICIAL),
+//!   and the program's name and arguments for the ProgramBegin event on
+//!   each process's master thread ([`Program`]);
 //! - MPI communicators ([`mpi`]); CUDA contexts, streams, copy windows and
 //!   NVLink metrics ([`cuda`]).
 
@@ -22,7 +29,7 @@ use crate::Result;
 use otf2::{
     AttributeValue, CommRef, Definitions, LocationGroupRef, LocationGroupType, LocationRef, LocationType, MetricRef,
     Paradigm as OtfParadigm, ParadigmClass, ParadigmProperty, Region, RegionRef, RegionRole as OtfRole, RmaWinRef,
-    SystemTreeNodeRef,
+    SystemTreeDomain, SystemTreeNodeRef,
 };
 use raw::{LocationKind, Paradigm, RegionRole};
 
@@ -57,6 +64,32 @@ pub struct LocationPlan {
     /// (stream index, stream-local location id) pairs feeding it.
     pub feeds: Vec<(usize, u32)>,
     pub role: LocationRole,
+    /// The process's master thread, which carries ProgramBegin and
+    /// ProgramEnd.
+    pub main: bool,
+}
+
+/// What a process ran, for its ProgramBegin event: the program's name
+/// and its arguments as strings of the archive, and its process id (the
+/// `ProcessId` attribute).
+#[derive(Debug, Clone)]
+pub struct Program {
+    pub name: otf2::StringRef,
+    pub args: Vec<otf2::StringRef>,
+    pub pid: u64,
+}
+
+/// The attributes Score-P defines in every archive: `ProcessId` (on
+/// ProgramBegin), `ThreadId`, `SOURCE_CODE_LOCATION`.
+#[derive(Debug, Clone, Copy)]
+pub struct ProgramAttributes {
+    pub process_id: otf2::AttributeRef,
+}
+
+/// Location id of a process's `index`-th location: Score-P's scheme,
+/// `index << 32 | rank`.
+pub fn location_id(rank: u32, index: u64) -> u64 {
+    (index << 32) | u64::from(rank)
 }
 
 /// The definitions of one process, translated.
@@ -72,6 +105,8 @@ pub struct ProcessPlan {
     pub metrics: Vec<HashMap<u32, MetricRef>>,
     /// CUDA device ordinal of this process → archive-wide device index.
     pub devices: HashMap<u32, usize>,
+    /// What the process ran, when its command is known.
+    pub program: Option<Program>,
 }
 
 /// Everything the event pass needs.
@@ -92,6 +127,8 @@ pub struct Layout {
     pub cuda_host_ranks: Vec<Option<u32>>,
     /// The communicator of all CUDA locations (the parent of NCCL's).
     pub cuda_comm: Option<CommRef>,
+    /// `ProcessId` and the other attributes of the program's events.
+    pub program_attributes: Option<ProgramAttributes>,
 }
 
 pub(super) fn otf2_paradigm(p: Paradigm) -> OtfParadigm {
@@ -116,23 +153,37 @@ fn otf2_role(r: RegionRole) -> OtfRole {
 /// communicator with ranks that were not traced).
 pub fn define(defs: &mut Definitions, processes: &[Process], warn: &dyn Fn(&str)) -> Result<Layout> {
     defs.paradigm(OtfParadigm::Mpi, "MPI", ParadigmClass::Process);
-    let template = defs.string("MPI_COMM_${id}");
+    let template = defs.string("Comm ${id}");
     defs.paradigm_property(OtfParadigm::Mpi, ParadigmProperty::CommNameTemplate, AttributeValue::String(template));
-    let machine = defs.system_tree_node("machine", "machine", None);
+    let template = defs.string("Win ${id}");
+    defs.paradigm_property(OtfParadigm::Mpi, ParadigmProperty::RmaWinNameTemplate, AttributeValue::String(template));
+    // Score-P's system tree: the machine (named as Score-P names a plain
+    // Linux cluster), its platform, and the nodes with shared memory.
+    let machine = defs.system_tree_node(MACHINE_NAME, "machine", None);
+    let platform = defs.string(PLATFORM);
+    defs.system_tree_node_property(machine, "platform", AttributeValue::String(platform));
+    defs.system_tree_node_domain(machine, SystemTreeDomain::Machine);
     let mut nodes: BTreeMap<String, SystemTreeNodeRef> = BTreeMap::new();
     for p in processes {
         if !nodes.contains_key(&p.host) {
             let node = defs.system_tree_node(&p.host, "node", Some(machine));
+            defs.system_tree_node_domain(node, SystemTreeDomain::SharedMemory);
             nodes.insert(p.host.clone(), node);
         }
     }
 
     let mut layout = Layout::default();
+    let process_id = defs.attribute("ProcessId", "Process identifier", otf2::Type::U64);
+    defs.attribute("ThreadId", "Thread identifier", otf2::Type::U64);
+    defs.attribute("SOURCE_CODE_LOCATION", "Source code location", otf2::Type::SourceCodeLocation);
+    layout.program_attributes = Some(ProgramAttributes { process_id });
+    let mut programs: HashMap<String, ()> = HashMap::new();
     let mut masters: BTreeMap<u32, LocationRef> = BTreeMap::new();
     for p in processes {
         let name = if p.mpi.is_some() { format!("MPI Rank {}", p.rank) } else { format!("Process {}", p.rank) };
         let group = defs.location_group(&name, LocationGroupType::Process, nodes[&p.host], None);
-        let mut plan = ProcessPlan { group: Some(group), ..ProcessPlan::default() };
+        let mut plan =
+            ProcessPlan { group: Some(group), program: program(defs, p, &mut programs), ..ProcessPlan::default() };
         let names: HashMap<u32, &str> =
             p.defs.iter().flat_map(|d| d.thread_names.iter().map(|(tid, name)| (*tid, name.as_str()))).collect();
         for (n, (tid, is_main, feeds)) in host_threads(p).into_iter().enumerate() {
@@ -142,12 +193,11 @@ pub fn define(defs: &mut Definitions, processes: &[Process], warn: &dyn Fn(&str)
                 None if is_main || n == 0 => "Master thread".to_string(),
                 None => format!("Pthread {n}"),
             };
-            let id = (u64::from(p.rank) << 32) | n as u64;
-            let location = defs.location(id, &lname, LocationType::CpuThread, group)?;
+            let location = defs.location(location_id(p.rank, n as u64), &lname, LocationType::CpuThread, group)?;
             if n == 0 && p.mpi.is_some() {
                 masters.insert(p.rank, location);
             }
-            plan.locations.push(LocationPlan { location, feeds, role: LocationRole::Host });
+            plan.locations.push(LocationPlan { location, feeds, role: LocationRole::Host, main: n == 0 });
         }
         // Lanes: timelines the producers made themselves, named by them.
         let mut lanes = 0u64;
@@ -158,10 +208,11 @@ pub fn define(defs: &mut Definitions, processes: &[Process], warn: &dyn Fn(&str)
             for (id, (kind, name)) in ids {
                 let LocationKind::Lane { gpu, .. } = *kind else { continue };
                 let ty = if gpu { LocationType::AcceleratorStream } else { LocationType::CpuThread };
-                let lid = (u64::from(p.rank) << 32) | (1 << 22) | lanes;
+                let lid = location_id(p.rank, (1 << 22) | lanes);
                 lanes += 1;
                 let location = defs.location(lid, name, ty, group)?;
-                plan.locations.push(LocationPlan { location, feeds: vec![(s, *id)], role: LocationRole::Host });
+                let feeds = vec![(s, *id)];
+                plan.locations.push(LocationPlan { location, feeds, role: LocationRole::Host, main: false });
             }
         }
         layout.processes.push(plan);
@@ -171,6 +222,30 @@ pub fn define(defs: &mut Definitions, processes: &[Process], warn: &dyn Fn(&str)
     mpi::define(defs, processes, &masters, &mut layout);
     nccl::define(defs, processes, &mut layout, warn);
     Ok(layout)
+}
+
+/// Score-P's name of the machine (`SCOREP_MACHINE_NAME`'s default on a
+/// Linux cluster without a platform of its own) and its platform.
+pub const MACHINE_NAME: &str = "Linux";
+pub const PLATFORM: &str = "Linux";
+
+/// The program process `p` ran, from its command line: its name and
+/// arguments for ProgramBegin, and, once per program, the program region
+/// Score-P defines (base name, the command line as canonical name).
+fn program(defs: &mut Definitions, p: &Process, seen: &mut HashMap<String, ()>) -> Option<Program> {
+    let (path, args) = p.command.split_first()?;
+    let canonical = p.command.join(" ");
+    if seen.insert(canonical.clone(), ()).is_none() {
+        let base = path.rsplit('/').next().unwrap_or(path);
+        let mut region = Region::new(base, OtfRole::Artificial, OtfParadigm::MeasurementSystem);
+        region.canonical_name = &canonical;
+        defs.region(region);
+    }
+    Some(Program {
+        name: defs.string(path),
+        args: args.iter().map(|a| defs.string(a)).collect(),
+        pid: u64::from(p.pid),
+    })
 }
 
 /// The host threads of a process: its streams' thread locations joined by
@@ -207,7 +282,12 @@ fn define_regions(defs: &mut Definitions, processes: &[Process], layout: &mut La
                 let r = &d.regions[&id];
                 let entry = *region_index.entry(r.clone()).or_insert_with(|| {
                     let mut region = Region::new(&r.name, otf2_role(r.role), otf2_paradigm(r.paradigm));
-                    region.description = &r.group;
+                    if r.paradigm == Paradigm::Mpi {
+                        // Score-P's MPI regions: no description, file `MPI`.
+                        region.source_file = "MPI";
+                    } else {
+                        region.description = &r.group;
+                    }
                     if !r.canonical.is_empty() {
                         region.canonical_name = &r.canonical;
                     }

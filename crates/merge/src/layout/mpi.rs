@@ -31,8 +31,10 @@ pub fn define(
     }
     // Index i of the COMM_LOCATIONS group is world rank i; a rank that left
     // no trace gets the id its master thread would have had.
-    let members: Vec<u64> = (0..world_size).map(|r| masters.get(&r).map_or(u64::from(r) << 32, |l| l.id())).collect();
-    defs.group("MPI_COMM_WORLD locations", GroupType::CommLocations, Paradigm::Mpi, GroupFlags::NONE, &members);
+    let members: Vec<u64> =
+        (0..world_size).map(|r| masters.get(&r).map_or(super::location_id(r, 0), |l| l.id())).collect();
+    // Unnamed, as Score-P leaves it.
+    defs.group("", GroupType::CommLocations, Paradigm::Mpi, GroupFlags::NONE, &members);
     let self_group = defs.group("", GroupType::CommSelf, Paradigm::Mpi, GroupFlags::NONE, &[]);
     let self_comm = defs.comm("MPI_COMM_SELF", self_group, None, CommFlags::NONE);
 

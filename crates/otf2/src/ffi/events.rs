@@ -13,7 +13,7 @@ use super::archive::Archive;
 use super::attributes::{AttributeList, metric_to_raw};
 use super::{check, clear_reports, error, null_error};
 use crate::error::{Error, Result};
-use crate::refs::{AttributeRef, CommRef, LocationRef, MetricRef, RegionRef, RmaWinRef};
+use crate::refs::{AttributeRef, CommRef, LocationRef, MetricRef, RegionRef, RmaWinRef, StringRef};
 use crate::types::Paradigm;
 use crate::values::{AttributeValue, Collective, MetricValue};
 
@@ -404,6 +404,25 @@ impl EvtWriter<'_> {
         self.record("OTF2_EvtWriter_CommDestroy", |w, l| {
             // SAFETY: see above.
             unsafe { sys::OTF2_EvtWriter_CommDestroy(w, l, time, comm.0) }
+        })
+    }
+
+    pub(crate) fn program_begin(&mut self, time: u64, name: StringRef, args: &[StringRef]) -> Result<()> {
+        let ids: Vec<u32> = args.iter().map(|a| a.0).collect();
+        let n = u32::try_from(ids.len())
+            .map_err(|_| error("OTF2_EvtWriter_ProgramBegin", sys::OTF2_ERROR_INVALID_ARGUMENT))?;
+        self.record("OTF2_EvtWriter_ProgramBegin", |w, l| {
+            // SAFETY: as above; `ids` holds `n` string ids OTF2 only reads.
+            unsafe { sys::OTF2_EvtWriter_ProgramBegin(w, l, time, name.0, n, ids.as_ptr()) }
+        })
+    }
+
+    pub(crate) fn program_end(&mut self, time: u64, status: Option<i64>) -> Result<()> {
+        // OTF2_UNDEFINED_INT64: the exit status is not known.
+        let status = status.unwrap_or(sys::OTF2_UNDEFINED_INT64);
+        self.record("OTF2_EvtWriter_ProgramEnd", |w, l| {
+            // SAFETY: see above.
+            unsafe { sys::OTF2_EvtWriter_ProgramEnd(w, l, time, status) }
         })
     }
 
