@@ -353,3 +353,53 @@ fn archives_follow_score_p_conventions() {
     }
     assert!(report.contains("ok   process-x-threads: differs, documented"), "{report}");
 }
+
+/// Ranks as if on separate nodes (tests/scripts/as_node.sh: Linux UTS,
+/// mount and time namespaces): 4 nodes x 2 ranks, each node with its own
+/// host name, boot id and a CLOCK_MONOTONIC 7 s x node ahead. After the
+/// merge every process names its own host, every message is paired, the
+/// seconds between the clocks are gone, and no receive comes before its
+/// send by more than the clock measurement's error (half the best round
+/// trip, a few microseconds on this oversubscribed machine).
+#[test]
+fn simulated_nodes_share_one_clock() {
+    let can = Command::new("unshare")
+        .args(["--uts", "--mount", "--time", "--fork", "--monotonic", "1", "true"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !required("unshare with time namespaces (root, Linux 5.6+)", can) {
+        return;
+    }
+    let (mpicc, mpirun, _) = openmpi();
+    let exe = compile(mpicc, "p2p.c");
+    let dir = fresh_dir("simulated-nodes");
+    std::fs::create_dir_all(&dir).unwrap();
+    let node = workspace().join("tests/scripts/as_node.sh");
+    let exp = dir.join("exp");
+    let out = trace(
+        &exp,
+        &[mpirun, "-np", "8", node.to_str().unwrap(), exe.to_str().unwrap(), "-n", "2"],
+        &[("NODE_DIR", dir.to_str().unwrap()), ("RANKS_PER_NODE", "2"), ("NODE_SECONDS", "7")],
+    );
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("8 processes (8 MPI ranks) on 4 hosts"), "{err}");
+    let check = Command::new("/usr/bin/python3")
+        .arg(workspace().join("tests/scripts/message_order.py"))
+        .arg(exp.join("traces.otf2"))
+        .output()
+        .unwrap();
+    assert!(check.status.success(), "{}", text(&check.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+    for r in 0..8 {
+        assert_eq!(v["hosts"][r.to_string()], format!("simnode{}", r / 2), "rank {r}: {v}");
+    }
+    assert!(v["pairs"].as_u64().unwrap() > 0 && v["unpaired"] == 0, "{v}");
+    // 21 s between the first and the last node's clocks, gone.
+    assert!(v["length_ns"].as_u64().unwrap() < 5_000_000_000, "{v}");
+    assert!(v["worst_ns"].as_i64().unwrap() < 20_000, "a receive before its send beyond the clock error: {v}");
+    // The program's own checks passed on every rank.
+    for (r, c) in program_counters(&text(&out.stdout)) {
+        assert_eq!(c["errors"], 0, "rank {r}");
+    }
+}
