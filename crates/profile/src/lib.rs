@@ -85,9 +85,8 @@ mod m {
 
 /// One call path's values on the current location: visits, bytes and
 /// nanoseconds.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 struct Acc {
-    touched: bool,
     visits: u64,
     /// Inclusive, as measured.
     time: u64,
@@ -102,7 +101,7 @@ struct Acc {
     memset_bytes: u64,
 }
 
-/// What an open region is, for what its duration counts as.
+/// What a call path's region is, for what its duration counts as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
     Call,
@@ -135,8 +134,26 @@ impl Hasher for KeyHash {
 
 type Children = HashMap<u64, u32, BuildHasherDefault<KeyHash>>;
 
+/// Slots of the direct-mapped cache in front of [`Children`]: a call
+/// tree's hot edges stay there, one multiply and one compare away (the
+/// hash map's probing cost more than the rest of an Enter).
+const CACHE_BITS: u32 = 12;
+
+/// An empty cache slot (no key is all ones: region indices are below
+/// 2^32 - 1).
+const NO_KEY: u64 = u64::MAX;
+
 /// Node 0 of the call tree: the program.
 const ROOT: u32 = 0;
+
+/// A call path: its parent, what its region is, and its values on the
+/// current location (zero where the location never went).
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    parent: u32,
+    kind: Kind,
+    acc: Acc,
+}
 
 /// The profile being built, fed by the merge ([`merge::merge_with`]).
 pub struct Profile {
@@ -146,18 +163,21 @@ pub struct Profile {
     /// each became (made when first entered).
     regions: Vec<merge::inputs::RegionDef>,
     cube_regions: Vec<Option<cube::RegionId>>,
-    /// Call-tree nodes: parent of each (the root's is itself) and its
-    /// node in the cube.
-    parents: Vec<u32>,
+    /// Call-tree nodes (the root's parent is itself), and the cube's node
+    /// of each.
+    nodes: Vec<Node>,
     cnodes: Vec<CnodeId>,
     children: Children,
+    /// (key, node) by a hash of the key.
+    cache: Vec<(u64, u32)>,
     /// Archive location id → the cube's location.
     locations: HashMap<u64, LocationId>,
     /// The current location (None: one the cube does not know).
     at: Option<LocationId>,
-    stack: Vec<(u32, Kind)>,
-    acc: Vec<Acc>,
-    touched: Vec<u32>,
+    /// The innermost open call path of the current location: a Leave goes
+    /// to its parent (the merge's pass hands Enters and Leaves over
+    /// balanced), so no stack is kept.
+    current: u32,
     started: bool,
     first: u64,
     last: u64,
@@ -178,14 +198,13 @@ impl Profile {
             metrics: Vec::new(),
             regions: Vec::new(),
             cube_regions: Vec::new(),
-            parents: Vec::new(),
+            nodes: Vec::new(),
             cnodes: Vec::new(),
             children: Children::default(),
+            cache: vec![(NO_KEY, 0); 1 << CACHE_BITS],
             locations: HashMap::new(),
             at: None,
-            stack: Vec::new(),
-            acc: Vec::new(),
-            touched: Vec::new(),
+            current: ROOT,
             started: false,
             first: 0,
             last: 0,
@@ -201,7 +220,7 @@ impl Profile {
 
     /// Number of call paths (call-tree nodes).
     pub fn call_paths(&self) -> usize {
-        self.parents.len()
+        self.nodes.len()
     }
 
     /// Writes `profile.cubex` (or any path), atomically; returns its size.
@@ -223,17 +242,24 @@ impl Profile {
     }
 
     /// The call-tree node for region `index` called from `parent`.
-    #[inline]
-    fn child(&mut self, parent: u32, index: usize) -> u32 {
+    #[inline(always)]
+    fn child(&mut self, parent: u32, index: usize, work: Work) -> u32 {
         let key = (u64::from(parent) << 32) | index as u64;
-        if let Some(&n) = self.children.get(&key) {
-            return n;
+        let slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - CACHE_BITS)) as usize;
+        let (cached, node) = self.cache[slot];
+        if cached == key {
+            return node;
         }
-        self.new_child(key, parent, index)
+        let n = match self.children.get(&key) {
+            Some(&n) => n,
+            None => self.new_child(key, parent, index, work),
+        };
+        self.cache[slot] = (key, n);
+        n
     }
 
     #[cold]
-    fn new_child(&mut self, key: u64, parent: u32, index: usize) -> u32 {
+    fn new_child(&mut self, key: u64, parent: u32, index: usize, work: Work) -> u32 {
         let region = match self.cube_regions.get(index).copied().flatten() {
             Some(r) => r,
             None => {
@@ -250,27 +276,27 @@ impl Profile {
         };
         let made = self.cube.cnode(region, Some(self.cnodes[parent as usize]));
         let Some(c) = self.note(made) else { return parent };
-        let n = self.parents.len() as u32;
-        self.parents.push(parent);
+        let n = self.nodes.len() as u32;
+        let kind = match work {
+            Work::Call => Kind::Call,
+            Work::Kernel => Kind::Kernel,
+            Work::Copy { .. } => Kind::Copy,
+            Work::Memset { .. } => Kind::Memset,
+        };
+        self.nodes.push(Node { parent, kind, acc: Acc::default() });
         self.cnodes.push(c);
-        self.acc.push(Acc::default());
         self.children.insert(key, n);
         n
     }
 
-    /// The values of node `n` on this location, marked as touched.
-    #[inline]
+    /// The values of node `n` on this location.
+    #[inline(always)]
     fn acc(&mut self, n: u32) -> &mut Acc {
-        let a = &mut self.acc[n as usize];
-        if !a.touched {
-            a.touched = true;
-            self.touched.push(n);
-        }
-        a
+        &mut self.nodes[n as usize].acc
     }
 
     /// An event at `t`: the first of the location starts its root.
-    #[inline]
+    #[inline(always)]
     fn event(&mut self, t: u64) {
         if !self.started {
             self.started = true;
@@ -280,39 +306,33 @@ impl Profile {
         self.last = t;
     }
 
-    /// The innermost open call path.
-    #[inline]
-    fn current(&self) -> u32 {
-        self.stack.last().map_or(ROOT, |&(n, _)| n)
-    }
-
     fn metric(&self, i: usize) -> MetricId {
         self.metrics[i]
     }
 
-    /// Puts the location's values into the cube.
+    /// Puts the location's values into the cube, and zeroes them.
     fn flush(&mut self, at: LocationId) {
         if self.started {
             self.acc(ROOT).time = self.last - self.first;
         }
         // GPU times up the tree: a child's node index is above its parent's.
-        self.touched.sort_unstable_by(|a, b| b.cmp(a));
-        for i in 0..self.touched.len() {
-            let n = self.touched[i];
-            if n == ROOT {
+        for n in (1..self.nodes.len()).rev() {
+            let Node { parent, acc: a, .. } = self.nodes[n];
+            if a.visits == 0 {
                 continue;
             }
-            let a = self.acc[n as usize];
-            let p = &mut self.acc[self.parents[n as usize] as usize];
+            let p = self.acc(parent);
             p.kernel += a.kernel;
             p.copy += a.copy;
             p.memset += a.memset;
         }
         let seconds = |ns: u64| ns as f64 / 1e9;
-        for i in 0..self.touched.len() {
-            let n = self.touched[i];
-            let a = std::mem::take(&mut self.acc[n as usize]);
-            let c = self.cnodes[n as usize];
+        for n in 0..self.nodes.len() {
+            let a = std::mem::take(&mut self.nodes[n].acc);
+            if a == Acc::default() {
+                continue;
+            }
+            let c = self.cnodes[n];
             let values: [(usize, cube::Value); 9] = [
                 (m::VISITS, a.visits.into()),
                 (m::TIME, seconds(a.time).into()),
@@ -331,7 +351,6 @@ impl Profile {
                 }
             }
         }
-        self.touched.clear();
     }
 }
 
@@ -379,19 +398,16 @@ impl Extra for Profile {
 
     fn begin_location(&mut self, _process: usize, location: &merge::layout::LocationPlan) {
         self.at = self.locations.get(&location.location.id()).copied();
-        self.stack.clear();
+        self.current = ROOT;
         self.started = false;
     }
 
     fn end_location(&mut self) {
-        if let Some(at) = self.at.take() {
-            self.flush(at);
-        } else {
-            for n in std::mem::take(&mut self.touched) {
-                self.acc[n as usize] = Acc::default();
-            }
+        match self.at.take() {
+            Some(at) => self.flush(at),
+            None => self.nodes.iter_mut().for_each(|n| n.acc = Acc::default()),
         }
-        self.stack.clear();
+        self.current = ROOT;
         self.started = false;
     }
 }
@@ -441,9 +457,8 @@ impl Profile {
         root.mangled_name = &full;
         let root = c.region(root);
         let root = c.cnode(root, None)?;
-        self.parents.push(ROOT);
+        self.nodes.push(Node { parent: ROOT, kind: Kind::Call, acc: Acc::default() });
         self.cnodes.push(root);
-        self.acc.push(Acc::default());
 
         let mut nodes = Vec::with_capacity(tree.nodes.len());
         for n in &tree.nodes {
@@ -478,7 +493,7 @@ impl Profile {
 }
 
 impl Sink for Profile {
-    #[inline]
+    #[inline(always)]
     fn enter(
         &mut self,
         t: u64,
@@ -488,26 +503,19 @@ impl Sink for Profile {
         work: Work,
     ) -> Result<(), SinkError> {
         self.event(t);
-        let parent = self.current();
-        let n = self.child(parent, index);
-        let kind = match work {
-            Work::Call => Kind::Call,
-            Work::Kernel => Kind::Kernel,
-            Work::Copy { bytes, .. } => {
-                self.acc(n).copy_bytes += bytes;
-                Kind::Copy
-            }
-            Work::Memset { bytes } => {
-                self.acc(n).memset_bytes += bytes;
-                Kind::Memset
-            }
-        };
-        self.acc(n).visits += 1;
-        self.stack.push((n, kind));
+        let n = self.child(self.current, index, work);
+        let a = self.acc(n);
+        a.visits += 1;
+        match work {
+            Work::Copy { bytes, .. } => a.copy_bytes += bytes,
+            Work::Memset { bytes } => a.memset_bytes += bytes,
+            Work::Call | Work::Kernel => {}
+        }
+        self.current = n;
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn leave(
         &mut self,
         t: u64,
@@ -517,43 +525,44 @@ impl Sink for Profile {
         duration: u64,
     ) -> Result<(), SinkError> {
         self.event(t);
-        let Some((n, kind)) = self.stack.pop() else { return Ok(()) };
-        let a = self.acc(n);
-        a.time += duration;
-        match kind {
-            Kind::Call => {}
-            Kind::Kernel => a.kernel += duration,
-            Kind::Copy => a.copy += duration,
-            Kind::Memset => a.memset += duration,
+        let n = self.current;
+        if n == ROOT {
+            return Ok(());
         }
+        let node = &mut self.nodes[n as usize];
+        node.acc.time += duration;
+        match node.kind {
+            Kind::Call => {}
+            Kind::Kernel => node.acc.kernel += duration,
+            Kind::Copy => node.acc.copy += duration,
+            Kind::Memset => node.acc.memset += duration,
+        }
+        self.current = node.parent;
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn send(&mut self, t: u64, _: &[(AttributeRef, AttributeValue)], msg: &Message) -> Result<(), SinkError> {
         self.event(t);
-        let n = self.current();
-        self.acc(n).sent += msg.bytes;
+        self.acc(self.current).sent += msg.bytes;
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn recv(&mut self, t: u64, _: &[(AttributeRef, AttributeValue)], msg: &Message) -> Result<(), SinkError> {
         self.event(t);
-        let n = self.current();
-        self.acc(n).received += msg.bytes;
+        self.acc(self.current).received += msg.bytes;
         Ok(())
     }
 
-    #[inline]
+    #[inline(always)]
     fn record(&mut self, t: u64, _: &[(AttributeRef, AttributeValue)], r: &Record) -> Result<(), SinkError> {
         match *r {
             // Samples of a metric location are not work of the program.
             Record::Metric { .. } => {}
             Record::CollectiveEnd { sent, received, .. } => {
                 self.event(t);
-                let n = self.current();
-                let a = self.acc(n);
+                let a = self.acc(self.current);
                 a.sent += sent;
                 a.received += received;
             }
