@@ -178,7 +178,7 @@ pub struct Profile {
     /// to its parent (the merge's pass hands Enters and Leaves over
     /// balanced), so no stack is kept.
     current: u32,
-    started: bool,
+    /// The location's first and last event (`u64::MAX`, 0: none yet).
     first: u64,
     last: u64,
     /// The first error met (a bug: every handle is the cube's own).
@@ -205,8 +205,7 @@ impl Profile {
             locations: HashMap::new(),
             at: None,
             current: ROOT,
-            started: false,
-            first: 0,
+            first: u64::MAX,
             last: 0,
             failed: None,
         }
@@ -295,14 +294,10 @@ impl Profile {
         &mut self.nodes[n as usize].acc
     }
 
-    /// An event at `t`: the first of the location starts its root.
+    /// An event at `t` (events come in time order).
     #[inline(always)]
     fn event(&mut self, t: u64) {
-        if !self.started {
-            self.started = true;
-            self.first = t;
-            self.acc(ROOT).visits = 1;
-        }
+        self.first = self.first.min(t);
         self.last = t;
     }
 
@@ -312,8 +307,12 @@ impl Profile {
 
     /// Puts the location's values into the cube, and zeroes them.
     fn flush(&mut self, at: LocationId) {
-        if self.started {
-            self.acc(ROOT).time = self.last - self.first;
+        // The root: one visit spanning the location, if anything happened.
+        if self.first != u64::MAX {
+            let span = self.last - self.first;
+            let root = self.acc(ROOT);
+            root.visits = 1;
+            root.time = span;
         }
         // GPU times up the tree: a child's node index is above its parent's.
         for n in (1..self.nodes.len()).rev() {
@@ -399,7 +398,8 @@ impl Extra for Profile {
     fn begin_location(&mut self, _process: usize, location: &merge::layout::LocationPlan) {
         self.at = self.locations.get(&location.location.id()).copied();
         self.current = ROOT;
-        self.started = false;
+        self.first = u64::MAX;
+        self.last = 0;
     }
 
     fn end_location(&mut self) {
@@ -408,7 +408,8 @@ impl Extra for Profile {
             None => self.nodes.iter_mut().for_each(|n| n.acc = Acc::default()),
         }
         self.current = ROOT;
-        self.started = false;
+        self.first = u64::MAX;
+        self.last = 0;
     }
 }
 
