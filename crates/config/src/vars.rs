@@ -164,7 +164,7 @@ pub const VARS: &[Var] = &[
         ty: VarType::Path,
         default: "",
         flag: "--output",
-        brief: "Directory for the raw streams, the archive and the summary.",
+        brief: "Directory for the raw streams, the archive, the profile and the summary.",
         help: "Empty means gputrace-<program>-<YYYYmmdd_HHMMSS> in the working directory, the \
                program's name cut to 64 characters. An existing directory is never overwritten: \
                gputrace refuses to start.",

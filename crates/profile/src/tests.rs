@@ -67,8 +67,10 @@ fn message(bytes: u64) -> Message {
     Message { peer: 1, comm: None, tag: 0, bytes, request: None, nccl: false }
 }
 
-/// The call-tree node of a path of region indices under the root.
-fn node(p: &Profile, path: &[usize]) -> CnodeId {
+/// The call-tree node of a path of region indices under the root (the
+/// profile finished).
+fn node(p: &mut Profile, path: &[usize]) -> CnodeId {
+    p.finish();
     let mut n = ROOT;
     for &index in path {
         n = p.children[&((u64::from(n) << 32) | index as u64)];
@@ -80,20 +82,20 @@ fn location(p: &Profile, id: u64) -> LocationId {
     p.locations[&id]
 }
 
-fn value(p: &Profile, metric: &str, path: &[usize], loc: u64) -> cube::Value {
+fn value(p: &mut Profile, metric: &str, path: &[usize], loc: u64) -> cube::Value {
     let i = METRICS.iter().position(|m| m.0 == metric).unwrap();
     let c = node(p, path);
     p.cube.get(p.metrics[i], c, location(p, loc)).unwrap()
 }
 
-fn u(p: &Profile, metric: &str, path: &[usize], loc: u64) -> u64 {
+fn u(p: &mut Profile, metric: &str, path: &[usize], loc: u64) -> u64 {
     match value(p, metric, path, loc) {
         cube::Value::U64(v) => v,
         v => panic!("{metric}: {v:?}"),
     }
 }
 
-fn secs(p: &Profile, metric: &str, path: &[usize], loc: u64) -> f64 {
+fn secs(p: &mut Profile, metric: &str, path: &[usize], loc: u64) -> f64 {
     match value(p, metric, path, loc) {
         cube::Value::F64(v) => v,
         v => panic!("{metric}: {v:?}"),
@@ -125,23 +127,23 @@ fn host_regions_nest_into_call_paths_with_visits_time_and_bytes() {
     p.end_location();
 
     assert_eq!(p.call_paths(), 1 + 1 + 3 + 1, "root, step, its three calls, the top-level send");
-    assert_eq!(u(&p, "visits", &[], 0), 1);
-    assert_eq!(u(&p, "visits", &[RANGE], 0), 2);
-    assert_eq!(u(&p, "visits", &[RANGE, SEND], 0), 2);
-    assert_eq!(u(&p, "visits", &[SEND], 0), 1);
+    assert_eq!(u(&mut p, "visits", &[], 0), 1);
+    assert_eq!(u(&mut p, "visits", &[RANGE], 0), 2);
+    assert_eq!(u(&mut p, "visits", &[RANGE, SEND], 0), 2);
+    assert_eq!(u(&mut p, "visits", &[SEND], 0), 1);
     // Inclusive time: the root spans the location, first event to last.
-    assert_eq!(secs(&p, "time", &[], 0), 2100e-9);
-    assert_eq!(secs(&p, "time", &[RANGE], 0), 1400e-9);
-    assert_eq!(secs(&p, "time", &[RANGE, SEND], 0), 200e-9);
-    assert_eq!(u(&p, "bytes_sent", &[RANGE, SEND], 0), 128);
-    assert_eq!(u(&p, "bytes_received", &[RANGE, RECV], 0), 64);
-    assert_eq!(u(&p, "bytes_sent", &[RANGE, ALLREDUCE], 0), 16);
-    assert_eq!(u(&p, "bytes_received", &[RANGE, ALLREDUCE], 0), 32);
-    assert_eq!(u(&p, "bytes_sent", &[SEND], 0), 1);
+    assert_eq!(secs(&mut p, "time", &[], 0), 2100e-9);
+    assert_eq!(secs(&mut p, "time", &[RANGE], 0), 1400e-9);
+    assert_eq!(secs(&mut p, "time", &[RANGE, SEND], 0), 200e-9);
+    assert_eq!(u(&mut p, "bytes_sent", &[RANGE, SEND], 0), 128);
+    assert_eq!(u(&mut p, "bytes_received", &[RANGE, RECV], 0), 64);
+    assert_eq!(u(&mut p, "bytes_sent", &[RANGE, ALLREDUCE], 0), 16);
+    assert_eq!(u(&mut p, "bytes_received", &[RANGE, ALLREDUCE], 0), 32);
+    assert_eq!(u(&mut p, "bytes_sent", &[SEND], 0), 1);
     // Bytes are exclusive: nothing at the range itself.
-    assert_eq!(u(&p, "bytes_sent", &[RANGE], 0), 0);
+    assert_eq!(u(&mut p, "bytes_sent", &[RANGE], 0), 0);
     // No GPU work on a host thread.
-    assert_eq!(secs(&p, "kernel_time", &[], 0), 0.0);
+    assert_eq!(secs(&mut p, "kernel_time", &[], 0), 0.0);
 }
 
 #[test]
@@ -162,19 +164,19 @@ fn gpu_work_sits_under_the_streams_root_with_its_time_and_bytes() {
     p.record(900, &[], &metric).unwrap();
     p.end_location();
 
-    assert_eq!(u(&p, "visits", &[KERNEL], stream), 3);
-    assert_eq!(secs(&p, "kernel_time", &[KERNEL], stream), 200e-9);
-    assert_eq!(secs(&p, "time", &[KERNEL], stream), 200e-9);
+    assert_eq!(u(&mut p, "visits", &[KERNEL], stream), 3);
+    assert_eq!(secs(&mut p, "kernel_time", &[KERNEL], stream), 200e-9);
+    assert_eq!(secs(&mut p, "time", &[KERNEL], stream), 200e-9);
     // Inclusive GPU time at the root: the sum of its kernels.
-    assert_eq!(secs(&p, "kernel_time", &[], stream), 200e-9);
-    assert_eq!(secs(&p, "copy_time", &[], stream), 50e-9);
-    assert_eq!(u(&p, "copy_bytes", &[COPY], stream), 4096);
-    assert_eq!(secs(&p, "memset_time", &[MEMSET], stream), 10e-9);
-    assert_eq!(u(&p, "memset_bytes", &[MEMSET], stream), 512);
+    assert_eq!(secs(&mut p, "kernel_time", &[], stream), 200e-9);
+    assert_eq!(secs(&mut p, "copy_time", &[], stream), 50e-9);
+    assert_eq!(u(&mut p, "copy_bytes", &[COPY], stream), 4096);
+    assert_eq!(secs(&mut p, "memset_time", &[MEMSET], stream), 10e-9);
+    assert_eq!(u(&mut p, "memset_bytes", &[MEMSET], stream), 512);
     // The stream's span: its first work to its last.
-    assert_eq!(secs(&p, "time", &[], stream), 510e-9);
+    assert_eq!(secs(&mut p, "time", &[], stream), 510e-9);
     // Copy bytes are exclusive: not repeated at the root.
-    assert_eq!(u(&p, "copy_bytes", &[], stream), 0);
+    assert_eq!(u(&mut p, "copy_bytes", &[], stream), 0);
 }
 
 #[test]
@@ -187,10 +189,10 @@ fn locations_share_call_paths_but_not_values() {
         p.end_location();
     }
     assert_eq!(p.call_paths(), 2);
-    assert_eq!(secs(&p, "time", &[SEND], 0), 10e-9);
-    assert_eq!(secs(&p, "time", &[SEND], 1 << 32), 30e-9);
+    assert_eq!(secs(&mut p, "time", &[SEND], 0), 10e-9);
+    assert_eq!(secs(&mut p, "time", &[SEND], 1 << 32), 30e-9);
     // The stream had nothing: no visit of the root there.
-    assert_eq!(u(&p, "visits", &[], 1 << 20), 0);
+    assert_eq!(u(&mut p, "visits", &[], 1 << 20), 0);
 }
 
 #[test]
@@ -202,10 +204,10 @@ fn a_region_inside_itself_is_a_call_path_of_its_own() {
     leave(&mut p, 20, 10);
     leave(&mut p, 30, 0);
     p.end_location();
-    assert_eq!(u(&p, "visits", &[RANGE], 0), 1);
-    assert_eq!(u(&p, "visits", &[RANGE, RANGE], 0), 1);
-    assert_eq!(secs(&p, "time", &[RANGE], 0), 30e-9);
-    assert_eq!(secs(&p, "time", &[RANGE, RANGE], 0), 10e-9);
+    assert_eq!(u(&mut p, "visits", &[RANGE], 0), 1);
+    assert_eq!(u(&mut p, "visits", &[RANGE, RANGE], 0), 1);
+    assert_eq!(secs(&mut p, "time", &[RANGE], 0), 30e-9);
+    assert_eq!(secs(&mut p, "time", &[RANGE, RANGE], 0), 10e-9);
 }
 
 #[test]
