@@ -7,9 +7,9 @@
 //! 3. [`layout`] defines the archive's system tree, locations, regions and
 //!    communicators;
 //! 4. [`write`] streams each location's events through its [`timeline`]
-//!    into a [`Sink`] — the archive's event writer and the summary's
-//!    [`Counters`] — one location at a time, so memory does not grow with
-//!    the trace.
+//!    into a [`Sink`] — the archive's event writer, the summary's
+//!    [`Counters`] and the caller's [`Extra`] sink (the Cube profile) —
+//!    one location at a time, so memory does not grow with the trace.
 //!
 //! A library: it prints nothing (warnings and progress go to the caller's
 //! [`Observer`]) and knows nothing of the command or of the processes

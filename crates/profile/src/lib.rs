@@ -21,9 +21,11 @@
 //!   `copy_bytes`, `memset_bytes` (exclusive). The kind of a copy is its
 //!   region (`[CUDA memcpy HtoD]`...).
 //!
-//! The sink costs the pass a hash lookup per Enter (call-tree nodes are
-//! indices) and allocates nothing per event; a location's values go into
-//! the cube when its events end.
+//! The sink costs the pass a cache lookup per Enter and a few additions
+//! per event (call-tree nodes are indices; a Leave goes to the parent, so
+//! there is no stack) and allocates nothing per event; a location's values
+//! are kept when its events end, and go into the cube once the merge is
+//! over ([`Profile::finish`]).
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
