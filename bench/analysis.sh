@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gputrace analysis benchmark: throughput and peak memory of
 #   gputrace stats, export --format chrome (.json and .json.gz),
-#   plot (timeline), export --format vite-otf2
+#   plot (timeline), export --format vite-otf2,
+# and what the Cube profile adds to the merge (profile's merge_cost),
 # on synthetic archives (an MPI ring of 4 ranks, raw::synthetic) of
 # about 10 and 30 million events. Bounded memory: the peaks of the two
 # sizes should be alike. Targets: stats of 10 million events within 10 s
@@ -13,6 +14,7 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 iters=${1:-300000}
 cargo build --release -q -p gputrace --bin gputrace --example synth
+cargo build --release -q -p profile --example merge_cost
 target=${CARGO_TARGET_DIR:-target}
 gt=$target/release/gputrace
 work=$(mktemp -d /tmp/gputrace-analysis-bench.XXXXXX)
@@ -43,6 +45,10 @@ for it in "$iters" $((iters * 3)); do
   size=$(du -scb "$d/traces" "$d/traces.def" "$d/traces.otf2" | tail -1 | cut -f1)
   echo
   /usr/bin/python3 -c "print(f'== {$events:,} events (OTF2 archive {$size / 2**20:.0f} MiB, 4 ranks)')"
+  if [[ "$it" == "$iters" ]]; then
+    # The merge without and with the Cube profile, alternately (min, median).
+    "$target/release/examples/merge_cost" "$d" 5 | sed 's/^/  /'
+  fi
   read -r s r < <(measure "$gt" stats "$d")
   report "stats (all reports)" "$events" "$s" "$r" "(target: < 10 s)"
   if [[ "$it" == "$iters" ]]; then

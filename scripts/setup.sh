@@ -9,7 +9,8 @@
 # mpi4py version's source distribution (its test suite) and a virtual
 # environment with that mpi4py built against MPICH, and the libcupti of
 # NVIDIA's CUPTI wheels for CUDA 12 and 13 (cupti-sys's test of real
-# libraries; no GPU needed). Safe to run again.
+# libraries; no GPU needed), and pycubexr (the reader the Cube profile
+# tests use) in a virtual environment there. Safe to run again.
 set -euo pipefail
 
 packages=(
@@ -135,4 +136,16 @@ if ! "$nvtx_venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m
   rm -rf "$nvtx_venv"
   /usr/bin/python3 -m venv "$nvtx_venv"
   "$nvtx_venv/bin/pip" install -q --only-binary :all: "nvtx==0.2.16"
+fi
+
+# pycubexr, the Extra-P project's reader of Cube profiles, for the tests
+# of profile.cubex (crates/gputrace/tests/integration/profile.rs), with the
+# numpy it needs, in its own virtual environment (no package of Debian's
+# is touched).
+pycubexr_venv="$cache/pycubexr"
+if ! "$pycubexr_venv/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('pycubexr') != '2.1.1')" 2>/dev/null; then
+  echo "[setup] installing pycubexr 2.1.1 in $pycubexr_venv"
+  rm -rf "$pycubexr_venv"
+  /usr/bin/python3 -m venv "$pycubexr_venv"
+  "$pycubexr_venv/bin/pip" install -q --only-binary :all: "pycubexr==2.1.1"
 fi

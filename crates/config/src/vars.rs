@@ -142,24 +142,30 @@ pub const VARS: &[Var] = &[
         default: "true",
         flag: "--no-trace",
         brief: "Write the OTF2 trace archive.",
-        help: "When false, events are still recorded so that the summary can be computed, \
-               but no OTF2 archive is written.",
+        help: "When false (profile only, as Score-P's SCOREP_ENABLE_TRACING=false), events are still \
+               recorded and merged into the Cube profile and the summary, but no OTF2 archive \
+               (traces.otf2) is written.",
     },
     Var {
         name: "GPUTRACE_ENABLE_PROFILING",
         ty: VarType::Bool,
         default: "true",
-        flag: "--no-summary",
-        brief: "Write the summary profile (summary.txt and the terminal summary).",
-        help: "The summary lists processes, locations, events, the MPI functions by time, \
-               messages and bytes. When false, only the archive is written.",
+        flag: "--no-profile",
+        brief: "Write the Cube profile (profile.cubex) and the summary.",
+        help: "The profile is a CUBE4 call-path profile made in the merge's pass: time, visits, bytes \
+               sent and received, GPU kernel, copy and memset time and bytes, per call path and \
+               location, for Cube, cube_stat or pycubexr (docs/profile.md). The summary \
+               (summary.txt and the terminal summary: processes, events, the MPI functions by time, \
+               messages and bytes) costs next to nothing and comes with it. When false, only the \
+               archive is written; when both this and GPUTRACE_ENABLE_TRACING are false, nothing \
+               is recorded.",
     },
     Var {
         name: "GPUTRACE_EXPERIMENT_DIRECTORY",
         ty: VarType::Path,
         default: "",
         flag: "--output",
-        brief: "Directory for the raw streams, the archive and the summary.",
+        brief: "Directory for the raw streams, the archive, the profile and the summary.",
         help: "Empty means gputrace-<program>-<YYYYmmdd_HHMMSS> in the working directory, the \
                program's name cut to 64 characters. An existing directory is never overwritten: \
                gputrace refuses to start.",

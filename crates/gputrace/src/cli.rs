@@ -74,13 +74,15 @@ pub struct Cli {
     #[arg(long, value_name = "FILE")]
     pub cupti_lib: Option<OsString>,
 
-    /// Only the summary, no OTF2 archive (GPUTRACE_ENABLE_TRACING=false).
+    /// Only the Cube profile and the summary, no OTF2 archive
+    /// (GPUTRACE_ENABLE_TRACING=false).
     #[arg(long)]
     pub no_trace: bool,
 
-    /// Only the archive, no summary (GPUTRACE_ENABLE_PROFILING=false).
-    #[arg(long)]
-    pub no_summary: bool,
+    /// Only the archive, no Cube profile and no summary
+    /// (GPUTRACE_ENABLE_PROFILING=false).
+    #[arg(long, alias = "no-summary")]
+    pub no_profile: bool,
 
     /// Leave NVTX annotations unrecorded: the NVTX library is not
     /// injected (GPUTRACE_NVTX_ENABLE=false).
@@ -281,7 +283,7 @@ impl Cli {
         let switch = |on: bool, value: &str| on.then(|| value.to_string());
         [
             ("GPUTRACE_ENABLE_TRACING", switch(self.no_trace, "false")),
-            ("GPUTRACE_ENABLE_PROFILING", switch(self.no_summary, "false")),
+            ("GPUTRACE_ENABLE_PROFILING", switch(self.no_profile, "false")),
             ("GPUTRACE_EXPERIMENT_DIRECTORY", self.output.as_ref().map(|o| o.to_string_lossy().into_owned())),
             ("GPUTRACE_TOTAL_MEMORY", text(&self.total_memory)),
             ("GPUTRACE_FILTERING_FILE", text(&self.filter)),

@@ -15,6 +15,9 @@ pub struct Experiment {
 /// Archive name inside the directory: `traces.otf2`, `traces.def`, `traces/`.
 pub const ARCHIVE_NAME: &str = "traces";
 
+/// The Cube profile's file name inside the directory.
+pub const PROFILE_NAME: &str = "profile.cubex";
+
 impl Experiment {
     pub fn at(dir: &Path) -> Experiment {
         Experiment { dir: dir.to_path_buf() }
@@ -26,6 +29,11 @@ impl Experiment {
 
     pub fn summary(&self) -> PathBuf {
         self.dir.join("summary.txt")
+    }
+
+    /// The Cube profile.
+    pub fn profile(&self) -> PathBuf {
+        self.dir.join(PROFILE_NAME)
     }
 
     /// Creates the directory the user asked for; it must not exist.

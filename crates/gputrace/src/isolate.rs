@@ -54,6 +54,9 @@ mod status {
     pub const NOTHING_RECORDED: i32 = 3;
     pub const NOTHING_TO_MERGE: i32 = 4;
     pub const NO_SPACE: i32 = 5;
+    /// Merged (the archive is complete), but the profile could not be
+    /// written.
+    pub const PROFILE: i32 = 6;
 }
 
 /// At most this much of the worker's stderr is kept.
@@ -115,6 +118,12 @@ pub fn merge(
         Some(status::NOTHING_RECORDED) => return Err(Refused::NothingRecorded(reason).into()),
         Some(status::NOTHING_TO_MERGE) => return Err(Refused::NothingToMerge(reason).into()),
         Some(status::USAGE) => return Err(crate::UsageError(reason).into()),
+        // The archive is whole: nothing to remove. A profile that cannot
+        // be written where it goes is bad output (2), a full disk is not.
+        Some(status::PROFILE) => {
+            let e = anyhow!(reason.clone());
+            return Err(if is_no_space(&e) { e } else { crate::UsageError(reason).into() });
+        }
         _ => {}
     }
     // The worker failed while the archive may be half written. Look at
@@ -258,19 +267,45 @@ pub fn worker(dir: &Path, force: bool, messages_fd: i32, not_traced: &[String], 
             .all(|g| config.mpi_groups.contains(g)),
     };
     let observer = crate::progress::Shown::default();
-    match merge::merge(&options, &observer) {
+    // The Cube profile is built in the merge's own pass.
+    let mut profile = config.enable_profiling.then(profile::Profile::new);
+    let merged = match profile.as_mut() {
+        Some(p) => merge::merge_with(&options, &observer, p),
+        None => merge::merge(&options, &observer),
+    };
+    match merged {
         Ok(summary) => {
-            crate::trace::report(&experiment, &summary, &config);
-            // Verified: every stream read to its end, the archive written,
-            // nothing warned about. Anything less keeps raw/ for a look.
-            let verified = summary.archive.is_some() && !observer.warned() && summary.dropped == 0;
+            let path = experiment.profile();
+            let written = profile.as_mut().map(|p| p.write_to(&path).map(|size| (path.clone(), size, p.call_paths())));
+            let (shown, failed) = match written {
+                Some(Ok(done)) => (Some(done), None),
+                Some(Err(e)) => (None, Some(e)),
+                None => (None, None),
+            };
+            crate::trace::report(&experiment, &summary, &config, shown);
+            // Verified: every stream read to its end, the archive (and
+            // profile) written, nothing warned about. Anything less keeps
+            // raw/ for a look.
+            let verified = summary.archive.is_some() && !observer.warned() && summary.dropped == 0 && failed.is_none();
             if after_run.remove_raw
                 && verified
                 && let Err(e) = std::fs::remove_dir_all(&raw_dir)
             {
                 say!("[gputrace] warning: cannot remove {}: {e}", raw_dir.display());
             }
-            0
+            match failed {
+                None => 0,
+                Some(e) => {
+                    let kept = match &summary.archive {
+                        Some((anchor, _)) => format!("the archive {} is complete", anchor.display()),
+                        None => format!(
+                            "the raw streams are kept: `gputrace merge {}` tries again",
+                            experiment.dir.display()
+                        ),
+                    };
+                    fail(&anyhow!("the profile could not be written: {e}; {kept}"), status::PROFILE)
+                }
+            }
         }
         Err(e @ merge::Error::NothingRecorded { .. }) => fail(&e.into(), status::NOTHING_RECORDED),
         Err(e @ merge::Error::NothingToMerge { .. }) => fail(&e.into(), status::NOTHING_TO_MERGE),

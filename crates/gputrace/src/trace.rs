@@ -158,15 +158,22 @@ pub fn merge_again(dir: &Path, settings: &[(String, String)], config: &Config, f
 
 /// The summary after a merge: the totals, then `gputrace stats`'s short
 /// form of the archive (the busiest functions, kernels, copies, matrices);
-/// without an archive, the summary's own tables.
-pub fn report(experiment: &Experiment, summary: &merge::Summary, config: &Config) {
+/// without an archive, the summary's own tables. `profile`: the Cube
+/// profile written, its size and call paths.
+pub fn report(
+    experiment: &Experiment,
+    summary: &merge::Summary,
+    config: &Config,
+    profile: Option<(PathBuf, u64, usize)>,
+) {
     if !config.enable_profiling {
         if let Some((path, _)) = &summary.archive {
             say!("[gputrace] archive: {}", path.display());
         }
         return;
     }
-    let facts = run_summary(summary);
+    let mut facts = run_summary(summary);
+    facts.profile = profile;
     let short = summary.archive.as_ref().and_then(|(anchor, _)| match report::stats::short_summary(anchor) {
         Ok(t) => Some(t),
         Err(e) => {
@@ -243,6 +250,7 @@ fn run_summary(s: &merge::Summary) -> report::summary::RunSummary {
         clamped: s.clamped,
         unmatched_leaves: s.unmatched_leaves,
         archive: s.archive.clone(),
+        profile: None,
         merge_time: s.merge_time,
         exit_to_archive: s.exit_to_archive,
     }

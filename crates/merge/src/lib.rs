@@ -7,9 +7,9 @@
 //! 3. [`layout`] defines the archive's system tree, locations, regions and
 //!    communicators;
 //! 4. [`write`] streams each location's events through its [`timeline`]
-//!    into a [`Sink`] — the archive's event writer and the summary's
-//!    [`Counters`] — one location at a time, so memory does not grow with
-//!    the trace.
+//!    into a [`Sink`] — the archive's event writer, the summary's
+//!    [`Counters`] and the caller's [`Extra`] sink (the Cube profile) —
+//!    one location at a time, so memory does not grow with the trace.
 //!
 //! A library: it prints nothing (warnings and progress go to the caller's
 //! [`Observer`]) and knows nothing of the command or of the processes
@@ -36,7 +36,7 @@ use clock::{ClockMap, clock_maps};
 pub use error::{Error, Result};
 use inputs::Process;
 pub use inputs::{Ending, How, NotTraced, Part};
-pub use sink::{Record, Sink, Work};
+pub use sink::{Extra, Record, Sink, Work};
 pub use summary::{Counters, RegionTotals, Summary};
 pub use write::Repairs;
 
@@ -97,6 +97,19 @@ pub trait Observer {
     fn finished(&self) {}
 }
 
+/// What the archive defines, as an [`Extra`] sink learns it before the
+/// first event.
+#[derive(Clone, Copy)]
+pub struct Defined<'a> {
+    /// Every definition (the system tree is read back with
+    /// [`otf2::Definitions::system_tree`]).
+    pub defs: &'a otf2::Definitions,
+    /// Regions by summary index, the processes' locations.
+    pub layout: &'a layout::Layout,
+    /// The processes, in the layout's order.
+    pub processes: &'a [Process],
+}
+
 /// Merges the raw streams of `options.raw_dir`, writing the archive when a
 /// target is given, and returns the summary.
 ///
@@ -106,6 +119,12 @@ pub trait Observer {
 /// an archive in the way, or a failed write. A half-written archive is
 /// removed; the raw streams are never touched.
 pub fn merge(options: &Options<'_>, observer: &dyn Observer) -> Result<Summary> {
+    merge_with(options, observer, &mut ())
+}
+
+/// [`merge`], with `extra` fed the same events in the same pass (a
+/// profile): with the archive and the summary, or with the summary alone.
+pub fn merge_with<E: Extra>(options: &Options<'_>, observer: &dyn Observer, extra: &mut E) -> Result<Summary> {
     let start = Instant::now();
     let mut not_traced = options.not_traced.to_vec();
     let loaded = match inputs::load(options.raw_dir) {
@@ -152,8 +171,8 @@ pub fn merge(options: &Options<'_>, observer: &dyn Observer) -> Result<Summary> 
     let mut pass =
         Passes { processes: &processes, raw_dir: options.raw_dir, observer, summary: &mut summary, mpi_complete };
     let merged = match options.archive {
-        Some(target) => pass.archive(&target, &clocks, (first, last)),
-        None => pass.count_only(),
+        Some(target) => pass.archive(&target, &clocks, (first, last), extra),
+        None => pass.count_only(extra),
     };
     observer.finished();
     merged?;
@@ -216,7 +235,13 @@ impl Passes<'_> {
     }
 
     /// Writes the archive (removing what it wrote when that fails).
-    fn archive(&mut self, target: &Target<'_>, clocks: &[ClockMap], bounds: (u64, u64)) -> Result<()> {
+    fn archive<E: Extra>(
+        &mut self,
+        target: &Target<'_>,
+        clocks: &[ClockMap],
+        bounds: (u64, u64),
+        extra: &mut E,
+    ) -> Result<()> {
         if target.force {
             remove_archive(target.dir, target.name)?;
         }
@@ -226,7 +251,7 @@ impl Passes<'_> {
             otf2::Error::AlreadyExists { .. } => Error::ArchiveExists(target.dir.to_path_buf()),
             source => Error::Archive { what: "cannot create the archive", source },
         })?;
-        let written = self.write_archive(&mut archive, clocks, bounds);
+        let written = self.write_archive(&mut archive, clocks, bounds, extra);
         let written = match written {
             Ok(()) => {
                 archive.close().map_err(|source| Error::Archive { what: "writing the archive's definitions", source })
@@ -249,11 +274,12 @@ impl Passes<'_> {
 
     /// Writes the archive's definitions and every location's events; the
     /// caller closes it.
-    fn write_archive(
+    fn write_archive<E: Extra>(
         &mut self,
         archive: &mut ArchiveWriter,
         clocks: &[ClockMap],
         (first, last): (u64, u64),
+        extra: &mut E,
     ) -> Result<()> {
         archive.set_creator(concat!("gputrace ", env!("CARGO_PKG_VERSION")))?;
         archive.set_description(&describe(self.processes))?;
@@ -263,14 +289,17 @@ impl Passes<'_> {
         let layout = layout::define(archive.defs(), self.processes, &|w| self.observer.warning(w))?;
         self.no_location_check(&layout)?;
         self.summary.region_names = layout.region_names.clone();
+        extra.defined(&Defined { defs: archive.defs(), layout: &layout, processes: self.processes });
         let mut attributes = HashMap::new();
         let mut counts = std::mem::take(&mut self.summary.counts);
-        for ((p, plan), clock) in self.processes.iter().zip(&layout.processes).zip(clocks) {
+        for (pi, ((p, plan), clock)) in self.processes.iter().zip(&layout.processes).zip(clocks).enumerate() {
             for loc in &plan.locations {
                 write_clock_offsets(archive, loc.location, clock)?;
                 let mut writer = archive.event_writer(loc.location)?;
                 let cx = self.context(p, plan, &layout, &mut attributes);
-                let repairs = write::location_events(cx, loc, (&mut writer, &mut counts))?;
+                extra.begin_location(pi, loc);
+                let repairs = write::location_events(cx, loc, (&mut writer, (&mut counts, &mut *extra)))?;
+                extra.end_location();
                 writer.close().map_err(|source| Error::Archive { what: "closing an event writer", source })?;
                 self.add(repairs);
             }
@@ -280,18 +309,21 @@ impl Passes<'_> {
         Ok(())
     }
 
-    /// Only the summary: the same pass with nothing written.
-    fn count_only(&mut self) -> Result<()> {
+    /// No archive: the same pass into the summary's counters (and `extra`).
+    fn count_only<E: Extra>(&mut self, extra: &mut E) -> Result<()> {
         let mut defs = otf2::Definitions::default();
         let layout = layout::define(&mut defs, self.processes, &|w| self.observer.warning(w))?;
         self.no_location_check(&layout)?;
         self.summary.region_names = layout.region_names.clone();
+        extra.defined(&Defined { defs: &defs, layout: &layout, processes: self.processes });
         let mut attributes = HashMap::new();
         let mut counts = std::mem::take(&mut self.summary.counts);
-        for (p, plan) in self.processes.iter().zip(&layout.processes) {
+        for (pi, (p, plan)) in self.processes.iter().zip(&layout.processes).enumerate() {
             for loc in &plan.locations {
                 let cx = self.context(p, plan, &layout, &mut attributes);
-                let repairs = write::location_events(cx, loc, &mut counts)?;
+                extra.begin_location(pi, loc);
+                let repairs = write::location_events(cx, loc, (&mut counts, &mut *extra))?;
+                extra.end_location();
                 self.add(repairs);
             }
         }

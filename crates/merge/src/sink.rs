@@ -42,7 +42,9 @@ pub enum Record {
     /// its communicator is unknown (counted, not written).
     CollectiveEnd {
         collective: Option<Collective>,
+        /// Bytes this location sent and received in it.
         sent: u64,
+        received: u64,
         request: Option<u64>,
         nccl: bool,
     },
@@ -156,6 +158,64 @@ pub trait Sink {
         _attributes: &[(AttributeRef, AttributeValue)],
         _begin: Option<&Program>,
     ) -> Result<(), SinkError> {
+        Ok(())
+    }
+}
+
+/// Sinks besides the archive's writer and the summary's counters, fed by
+/// the same pass (a profile, an analysis): a sink that is also told what
+/// the archive defines before the first event, and where each location's
+/// events begin and end. `()` is the one that takes nothing.
+pub trait Extra: Sink {
+    /// The definitions are complete; events follow.
+    fn defined(&mut self, _defined: &crate::Defined<'_>) {}
+    /// The events that follow are `location`'s, a location of the
+    /// `process`-th process.
+    fn begin_location(&mut self, _process: usize, _location: &crate::layout::LocationPlan) {}
+    /// The location's events are over (its open regions closed).
+    fn end_location(&mut self) {}
+}
+
+impl Extra for () {}
+
+/// Takes nothing: the sink of [`Extra`] `()`.
+impl Sink for () {
+    #[inline(always)]
+    fn enter(
+        &mut self,
+        _: u64,
+        _: &[(AttributeRef, AttributeValue)],
+        _: RegionRef,
+        _: usize,
+        _: Work,
+    ) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn leave(
+        &mut self,
+        _: u64,
+        _: &[(AttributeRef, AttributeValue)],
+        _: RegionRef,
+        _: usize,
+        _: u64,
+    ) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn send(&mut self, _: u64, _: &[(AttributeRef, AttributeValue)], _: &Message) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn recv(&mut self, _: u64, _: &[(AttributeRef, AttributeValue)], _: &Message) -> Result<(), SinkError> {
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn record(&mut self, _: u64, _: &[(AttributeRef, AttributeValue)], _: &Record) -> Result<(), SinkError> {
         Ok(())
     }
 }

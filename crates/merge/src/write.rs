@@ -263,7 +263,11 @@ impl<S: Sink> Pass<'_, S> {
                     if let Event::NonBlockingCollectiveComplete { request, .. } = ev { Some(request) } else { None };
                 let collective = self.comm(stream, k.comm).map(|c| collective(&k, c));
                 let nccl = self.is_nccl(stream);
-                self.emit(t, &[], Record::CollectiveEnd { collective, sent: k.sent, request, nccl })?;
+                self.emit(
+                    t,
+                    &[],
+                    Record::CollectiveEnd { collective, sent: k.sent, received: k.received, request, nccl },
+                )?;
             }
             Event::MpiIsendComplete { request } => self.emit(t, &[], Record::IsendComplete { request })?,
             Event::MpiIrecvRequest { request } => self.emit(t, &[], Record::IrecvRequest { request })?,

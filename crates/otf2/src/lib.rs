@@ -42,7 +42,7 @@ mod types;
 mod values;
 
 pub use archive::ArchiveWriter;
-pub use defs::{Definitions, MetricMember, Region};
+pub use defs::{Definitions, MetricMember, Region, SystemTree, TreeGroup, TreeLocation, TreeNode};
 pub use error::{Error, Result};
 pub use events::EventWriter;
 pub use refs::{

@@ -93,6 +93,9 @@ pub struct RunSummary {
     pub unmatched_leaves: u64,
     /// The archive's anchor and its size in bytes, when one was written.
     pub archive: Option<(PathBuf, u64)>,
+    /// The Cube profile, its size in bytes and number of call paths, when
+    /// one was written.
+    pub profile: Option<(PathBuf, u64, usize)>,
     pub merge_time: Duration,
     /// From the program's last process finishing to the archive written.
     pub exit_to_archive: Option<u64>,
@@ -112,6 +115,16 @@ impl RunSummary {
         self.gpu_work(&mut s, tables);
         self.losses(&mut s);
         self.archive_line(&mut s);
+        if let Some((path, bytes, paths)) = &self.profile {
+            let _ = writeln!(
+                s,
+                "profile: {} ({}, {} call path{}): cube, cube_stat or pycubexr read it",
+                path.display(),
+                human_bytes(*bytes),
+                thousands(*paths as u64),
+                plural(*paths as u64, "s")
+            );
+        }
         s
     }
 

@@ -25,12 +25,12 @@ pub(crate) fn fixture(name: &str) -> (Vec<Capture>, String) {
     (captures, std::fs::read_to_string(dir.join("expected.txt")).unwrap())
 }
 
-fn all() -> Enabled {
+pub(crate) fn all() -> Enabled {
     Enabled::from_set(&config::Config::from_pairs(&[]).unwrap().cuda_enable)
 }
 
 /// The layout tests/gpu/check_archives.py reads: exp-<name>/ and <name>.out.
-fn replay_and_merge(results: &Path, name: &str, enabled: Enabled) {
+pub(crate) fn replay_and_merge(results: &Path, name: &str, enabled: Enabled) {
     let (captures, expected) = fixture("cuda_basic");
     let exp = results.join(format!("exp-{name}"));
     let samples = gpu_metric_samples(&captures);

@@ -24,8 +24,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("gputrace-nvtx", &["runtime", "raw", "config"]),
     ("otf2", &["otf2-sys"]),
     ("merge", &["raw", "otf2", "config"]),
+    ("cube", &[]),
+    ("profile", &["merge", "cube", "otf2", "raw"]),
     ("report", &["otf2"]),
-    ("gputrace", &["config", "merge", "report"]),
+    ("gputrace", &["config", "merge", "profile", "report"]),
 ];
 
 /// Arrows that must never appear, whatever the table above says: the
@@ -42,6 +44,14 @@ const NEVER: &[(&str, &str)] = &[
     ("report", "merge"),
     ("merge", "runtime"),
     ("merge", "report"),
+    ("merge", "profile"),
+    ("merge", "cube"),
+    // The Cube writer knows nothing of traces: an analysis adds its
+    // metrics through it as the profile does.
+    ("cube", "merge"),
+    ("cube", "otf2"),
+    ("cube", "raw"),
+    ("profile", "report"),
     ("otf2", "raw"),
     ("otf2", "config"),
     ("raw", "runtime"),

@@ -13,5 +13,6 @@ mod mpi;
 mod mpi4py;
 mod nccl;
 mod nvtx;
+mod profile;
 mod stops;
 mod util;

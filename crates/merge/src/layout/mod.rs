@@ -115,6 +115,9 @@ pub struct Layout {
     pub processes: Vec<ProcessPlan>,
     /// Region names by summary index.
     pub region_names: Vec<(String, Paradigm)>,
+    /// The regions' definitions by summary index (names, paradigm, role,
+    /// group), for those who describe them elsewhere (a profile).
+    pub regions: Vec<RegionDef>,
     /// Present when the trace holds GPU activity.
     pub cuda: Option<CudaAttributes>,
     /// Per archive-wide device: the rank, in the CUDA communicator, of the
@@ -293,6 +296,7 @@ fn define_regions(defs: &mut Definitions, processes: &[Process], layout: &mut La
                     }
                     let rr = defs.region(region);
                     layout.region_names.push((r.name.clone(), r.paradigm));
+                    layout.regions.push(r.clone());
                     (rr, layout.region_names.len() - 1)
                 });
                 table[id as usize] = Some(entry);

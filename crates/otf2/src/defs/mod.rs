@@ -29,6 +29,7 @@ mod system;
 
 pub use metrics::MetricMember;
 pub(crate) use system::EventSummary;
+pub use system::{SystemTree, TreeGroup, TreeLocation, TreeNode};
 
 /// A region to define; [`Region::new`] fills in the usual defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -156,6 +157,11 @@ impl Definitions {
         self.strings.push(c_text);
         self.string_ids.insert(text.into(), id);
         id
+    }
+
+    /// The text of an interned string (U+FFFD where it held a NUL).
+    fn text(&self, s: StringRef) -> std::borrow::Cow<'_, str> {
+        self.strings.get(s.0 as usize).map_or(std::borrow::Cow::Borrowed(""), |c| c.to_string_lossy())
     }
 
     /// Number of distinct strings interned so far.

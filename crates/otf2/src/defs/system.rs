@@ -46,6 +46,44 @@ pub(crate) struct LocationRecord {
     pub(crate) clock_offsets: Vec<ClockOffset>,
 }
 
+/// The system tree of a [`Definitions`], read back
+/// ([`Definitions::system_tree`]); nodes, groups and locations in
+/// definition order, so that a [`SystemTreeNodeRef`] or
+/// [`LocationGroupRef`] indexes its list.
+#[derive(Debug, Clone, Default)]
+pub struct SystemTree {
+    pub nodes: Vec<TreeNode>,
+    pub groups: Vec<TreeGroup>,
+    pub locations: Vec<TreeLocation>,
+}
+
+/// A system-tree node: the machine, a host, a GPU.
+#[derive(Debug, Clone)]
+pub struct TreeNode {
+    pub name: String,
+    pub class: String,
+    pub parent: Option<SystemTreeNodeRef>,
+}
+
+/// A location group: a process, an accelerator context.
+#[derive(Debug, Clone)]
+pub struct TreeGroup {
+    pub name: String,
+    pub ty: LocationGroupType,
+    pub parent: SystemTreeNodeRef,
+    /// The process that created an accelerator context.
+    pub creating: Option<LocationGroupRef>,
+}
+
+/// A location: a thread, a GPU stream, a metric location.
+#[derive(Debug, Clone)]
+pub struct TreeLocation {
+    pub location: LocationRef,
+    pub name: String,
+    pub ty: LocationType,
+    pub group: LocationGroupRef,
+}
+
 #[derive(Default)]
 pub(super) struct SystemDefs {
     nodes: Vec<SystemTreeNodeRecord>,
@@ -197,6 +235,32 @@ impl Definitions {
         &self.system.locations
     }
 
+    /// The system tree as defined so far, names resolved: for those who
+    /// describe the same machine elsewhere (a profile of the trace).
+    pub fn system_tree(&self) -> SystemTree {
+        let text = |s: StringRef| self.text(s).to_string();
+        SystemTree {
+            nodes: self
+                .system
+                .nodes
+                .iter()
+                .map(|n| TreeNode { name: text(n.name), class: text(n.class_name), parent: n.parent })
+                .collect(),
+            groups: self
+                .system
+                .location_groups
+                .iter()
+                .map(|g| TreeGroup { name: text(g.name), ty: g.ty, parent: g.parent, creating: g.creating })
+                .collect(),
+            locations: self
+                .system
+                .locations
+                .iter()
+                .map(|l| TreeLocation { location: l.id, name: text(l.name), ty: l.ty, group: l.group })
+                .collect(),
+        }
+    }
+
     /// Clock properties covering every event written: nanosecond
     /// resolution, from the earliest to the latest timestamp. Used when the
     /// caller set none.
@@ -246,5 +310,28 @@ mod tests {
         let clock = defs.observed_clock();
         assert_eq!((clock.global_offset, clock.trace_length), (50, 150));
         assert_eq!(Definitions::new().observed_clock().trace_length, 0);
+    }
+
+    #[test]
+    fn the_system_tree_reads_back_as_defined() {
+        let mut defs = Definitions::new();
+        let machine = defs.system_tree_node("machine", "machine", None);
+        let node = defs.system_tree_node("host", "node", Some(machine));
+        let rank = defs.location_group("MPI Rank 0", LocationGroupType::Process, node, None);
+        let gpu = defs.system_tree_node("CUDA Device 0", "GPU", Some(node));
+        let ctx = defs.location_group("CUDA Context 1", LocationGroupType::Accelerator, gpu, Some(rank));
+        defs.location(5, "Master thread", LocationType::CpuThread, rank).unwrap();
+        defs.location(9, "CUDA[0:7]", LocationType::AcceleratorStream, ctx).unwrap();
+        let tree = defs.system_tree();
+        assert_eq!(tree.nodes.len(), 3);
+        assert_eq!((tree.nodes[2].name.as_str(), tree.nodes[2].class.as_str()), ("CUDA Device 0", "GPU"));
+        assert_eq!(tree.nodes[2].parent, Some(node));
+        assert_eq!(tree.groups[ctx.id() as usize].creating, Some(rank));
+        assert_eq!(tree.groups[1].ty, LocationGroupType::Accelerator);
+        let l = &tree.locations[1];
+        assert_eq!(
+            (l.location.id(), l.name.as_str(), l.ty, l.group),
+            (9, "CUDA[0:7]", LocationType::AcceleratorStream, ctx)
+        );
     }
 }

@@ -1,0 +1,238 @@
+use std::collections::HashMap;
+
+use merge::inputs::RegionDef;
+use merge::layout::{LocationPlan, LocationRole};
+use merge::sink::Message;
+use otf2::{Definitions, LocationGroupType, LocationType as OtfLocationType};
+use raw::CopyKind;
+
+use super::*;
+
+const SEND: usize = 0;
+const RECV: usize = 1;
+const ALLREDUCE: usize = 2;
+const KERNEL: usize = 3;
+const COPY: usize = 4;
+const MEMSET: usize = 5;
+const RANGE: usize = 6;
+
+fn region(name: &str, paradigm: Paradigm, role: RegionRole) -> RegionDef {
+    RegionDef { name: name.into(), canonical: String::new(), paradigm, role, group: String::new() }
+}
+
+/// A profile of one MPI rank with a thread (location 0) and a GPU stream
+/// (location 1 << 20), and a second rank's thread (location 1 << 32).
+fn profile() -> Profile {
+    let mut defs = Definitions::new();
+    let machine = defs.system_tree_node("machine", "machine", None);
+    let host = defs.system_tree_node("node0", "node", Some(machine));
+    let rank0 = defs.location_group("MPI Rank 0", LocationGroupType::Process, host, None);
+    let rank1 = defs.location_group("MPI Rank 1", LocationGroupType::Process, host, None);
+    let gpu = defs.system_tree_node("CUDA Device 0", "GPU", Some(host));
+    let ctx = defs.location_group("CUDA Context 1 of rank 0", LocationGroupType::Accelerator, gpu, Some(rank0));
+    defs.location(0, "Master thread", OtfLocationType::CpuThread, rank0).unwrap();
+    defs.location(1 << 20, "CUDA[0:7] rank 0", OtfLocationType::AcceleratorStream, ctx).unwrap();
+    defs.location(1 << 32, "Master thread", OtfLocationType::CpuThread, rank1).unwrap();
+    let regions = vec![
+        region("MPI_Send", Paradigm::Mpi, RegionRole::Point2Point),
+        region("MPI_Recv", Paradigm::Mpi, RegionRole::Point2Point),
+        region("MPI_Allreduce", Paradigm::Mpi, RegionRole::CollAll2All),
+        region("saxpy(float*)", Paradigm::Cuda, RegionRole::Function),
+        region("[CUDA memcpy HtoD]", Paradigm::Cuda, RegionRole::DataTransfer),
+        region("[CUDA memset]", Paradigm::Cuda, RegionRole::DataTransfer),
+        region("step", Paradigm::Nvtx, RegionRole::Code),
+    ];
+    let ranks = HashMap::from([(rank0.id(), 0), (rank1.id(), 1)]);
+    let mut p = Profile::new();
+    let command = vec!["/usr/bin/ring".to_string(), "10".to_string()];
+    p.setup(&command, regions, &defs.system_tree(), &ranks).unwrap();
+    p
+}
+
+fn at(p: &mut Profile, location: u64) {
+    let plan = LocationPlan { location: otf2::LocationRef::from_id(location), feeds: vec![], role: LocationRole::Host };
+    p.begin_location(0, &plan);
+}
+
+fn enter(p: &mut Profile, t: u64, index: usize, work: Work) {
+    p.enter(t, &[], otf2::RegionRef::from_id(index as u32), index, work).unwrap();
+}
+
+/// Leaves the innermost region, entered at `since`.
+fn leave(p: &mut Profile, t: u64, since: u64) {
+    p.leave(t, &[], otf2::RegionRef::from_id(0), 0, t - since).unwrap();
+}
+
+fn message(bytes: u64) -> Message {
+    Message { peer: 1, comm: None, tag: 0, bytes, request: None, nccl: false }
+}
+
+/// The call-tree node of a path of region indices under the root (the
+/// profile finished).
+fn node(p: &mut Profile, path: &[usize]) -> CnodeId {
+    p.finish();
+    let mut n = ROOT;
+    for &index in path {
+        n = p.children[&((u64::from(n) << 32) | index as u64)];
+    }
+    p.cnodes[n as usize]
+}
+
+fn location(p: &Profile, id: u64) -> LocationId {
+    p.locations[&id]
+}
+
+fn value(p: &mut Profile, metric: &str, path: &[usize], loc: u64) -> cube::Value {
+    let i = METRICS.iter().position(|m| m.0 == metric).unwrap();
+    let c = node(p, path);
+    p.cube.get(p.metrics[i], c, location(p, loc)).unwrap()
+}
+
+fn u(p: &mut Profile, metric: &str, path: &[usize], loc: u64) -> u64 {
+    match value(p, metric, path, loc) {
+        cube::Value::U64(v) => v,
+        v => panic!("{metric}: {v:?}"),
+    }
+}
+
+fn secs(p: &mut Profile, metric: &str, path: &[usize], loc: u64) -> f64 {
+    match value(p, metric, path, loc) {
+        cube::Value::F64(v) => v,
+        v => panic!("{metric}: {v:?}"),
+    }
+}
+
+#[test]
+fn host_regions_nest_into_call_paths_with_visits_time_and_bytes() {
+    let mut p = profile();
+    at(&mut p, 0);
+    // 1000: step { Send 64 B, Recv 32 B, Allreduce (8 out, 16 in) } twice, then a Send at the top.
+    for base in [1000, 2000] {
+        enter(&mut p, base, RANGE, Work::Call);
+        enter(&mut p, base + 100, SEND, Work::Call);
+        p.send(base + 110, &[], &message(64)).unwrap();
+        leave(&mut p, base + 200, base + 100);
+        enter(&mut p, base + 300, RECV, Work::Call);
+        p.recv(base + 390, &[], &message(32)).unwrap();
+        leave(&mut p, base + 400, base + 300);
+        enter(&mut p, base + 500, ALLREDUCE, Work::Call);
+        let end = Record::CollectiveEnd { collective: None, sent: 8, received: 16, request: None, nccl: false };
+        p.record(base + 590, &[], &end).unwrap();
+        leave(&mut p, base + 600, base + 500);
+        leave(&mut p, base + 700, base);
+    }
+    enter(&mut p, 3000, SEND, Work::Call);
+    p.send(3010, &[], &message(1)).unwrap();
+    leave(&mut p, 3100, 3000);
+    p.end_location();
+
+    assert_eq!(p.call_paths(), 1 + 1 + 3 + 1, "root, step, its three calls, the top-level send");
+    assert_eq!(u(&mut p, "visits", &[], 0), 1);
+    assert_eq!(u(&mut p, "visits", &[RANGE], 0), 2);
+    assert_eq!(u(&mut p, "visits", &[RANGE, SEND], 0), 2);
+    assert_eq!(u(&mut p, "visits", &[SEND], 0), 1);
+    // Inclusive time: the root spans the location, first event to last.
+    assert_eq!(secs(&mut p, "time", &[], 0), 2100e-9);
+    assert_eq!(secs(&mut p, "time", &[RANGE], 0), 1400e-9);
+    assert_eq!(secs(&mut p, "time", &[RANGE, SEND], 0), 200e-9);
+    assert_eq!(u(&mut p, "bytes_sent", &[RANGE, SEND], 0), 128);
+    assert_eq!(u(&mut p, "bytes_received", &[RANGE, RECV], 0), 64);
+    assert_eq!(u(&mut p, "bytes_sent", &[RANGE, ALLREDUCE], 0), 16);
+    assert_eq!(u(&mut p, "bytes_received", &[RANGE, ALLREDUCE], 0), 32);
+    assert_eq!(u(&mut p, "bytes_sent", &[SEND], 0), 1);
+    // Bytes are exclusive: nothing at the range itself.
+    assert_eq!(u(&mut p, "bytes_sent", &[RANGE], 0), 0);
+    // No GPU work on a host thread.
+    assert_eq!(secs(&mut p, "kernel_time", &[], 0), 0.0);
+}
+
+#[test]
+fn gpu_work_sits_under_the_streams_root_with_its_time_and_bytes() {
+    let mut p = profile();
+    let stream = 1 << 20;
+    at(&mut p, stream);
+    enter(&mut p, 100, COPY, Work::Copy { kind: CopyKind::HostToDevice, bytes: 4096 });
+    leave(&mut p, 150, 100);
+    for (start, end) in [(200, 260), (300, 340), (400, 500)] {
+        enter(&mut p, start, KERNEL, Work::Kernel);
+        leave(&mut p, end, start);
+    }
+    enter(&mut p, 600, MEMSET, Work::Memset { bytes: 512 });
+    leave(&mut p, 610, 600);
+    // A metric sample after the last work does not stretch the stream.
+    let metric = Record::Metric { metric: otf2::MetricRef::from_id(0), value: 3 };
+    p.record(900, &[], &metric).unwrap();
+    p.end_location();
+
+    assert_eq!(u(&mut p, "visits", &[KERNEL], stream), 3);
+    assert_eq!(secs(&mut p, "kernel_time", &[KERNEL], stream), 200e-9);
+    assert_eq!(secs(&mut p, "time", &[KERNEL], stream), 200e-9);
+    // Inclusive GPU time at the root: the sum of its kernels.
+    assert_eq!(secs(&mut p, "kernel_time", &[], stream), 200e-9);
+    assert_eq!(secs(&mut p, "copy_time", &[], stream), 50e-9);
+    assert_eq!(u(&mut p, "copy_bytes", &[COPY], stream), 4096);
+    assert_eq!(secs(&mut p, "memset_time", &[MEMSET], stream), 10e-9);
+    assert_eq!(u(&mut p, "memset_bytes", &[MEMSET], stream), 512);
+    // The stream's span: its first work to its last.
+    assert_eq!(secs(&mut p, "time", &[], stream), 510e-9);
+    // Copy bytes are exclusive: not repeated at the root.
+    assert_eq!(u(&mut p, "copy_bytes", &[], stream), 0);
+}
+
+#[test]
+fn locations_share_call_paths_but_not_values() {
+    let mut p = profile();
+    for (loc, dur) in [(0u64, 10u64), (1 << 32, 30)] {
+        at(&mut p, loc);
+        enter(&mut p, 100, SEND, Work::Call);
+        leave(&mut p, 100 + dur, 100);
+        p.end_location();
+    }
+    assert_eq!(p.call_paths(), 2);
+    assert_eq!(secs(&mut p, "time", &[SEND], 0), 10e-9);
+    assert_eq!(secs(&mut p, "time", &[SEND], 1 << 32), 30e-9);
+    // The stream had nothing: no visit of the root there.
+    assert_eq!(u(&mut p, "visits", &[], 1 << 20), 0);
+}
+
+#[test]
+fn a_region_inside_itself_is_a_call_path_of_its_own() {
+    let mut p = profile();
+    at(&mut p, 0);
+    enter(&mut p, 0, RANGE, Work::Call);
+    enter(&mut p, 10, RANGE, Work::Call);
+    leave(&mut p, 20, 10);
+    leave(&mut p, 30, 0);
+    p.end_location();
+    assert_eq!(u(&mut p, "visits", &[RANGE], 0), 1);
+    assert_eq!(u(&mut p, "visits", &[RANGE, RANGE], 0), 1);
+    assert_eq!(secs(&mut p, "time", &[RANGE], 0), 30e-9);
+    assert_eq!(secs(&mut p, "time", &[RANGE, RANGE], 0), 10e-9);
+}
+
+#[test]
+fn the_system_tree_and_root_are_the_archives() {
+    let mut p = profile();
+    at(&mut p, 0);
+    enter(&mut p, 0, SEND, Work::Call);
+    leave(&mut p, 5, 0);
+    p.end_location();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("profile.cubex");
+    let size = p.write_to(&path).unwrap();
+    assert!(size > 0);
+    let bytes = std::fs::read(&path).unwrap();
+    let text = String::from_utf8_lossy(&bytes);
+    for want in [
+        "<name>ring</name>\n<mangled_name>/usr/bin/ring 10</mangled_name>\n<paradigm>measurement</paradigm>\n<role>artificial</role>",
+        "<name>MPI_Send</name>\n<mangled_name>MPI_Send</mangled_name>\n<paradigm>mpi</paradigm>\n<role>point2point</role>",
+        "<name>MPI Rank 1</name>\n<rank>1</rank>\n<type>process</type>",
+        "<name>CUDA Context 1 of rank 0</name>\n<rank>0</rank>\n<type>accelerator</type>",
+        "<name>CUDA[0:7] rank 0</name>\n<rank>0</rank>\n<type>accelerator stream</type>",
+        "<name>CUDA Device 0</name>\n<class>GPU</class>",
+    ] {
+        assert!(text.contains(want), "{want}\n{text}");
+    }
+    // Regions never entered are not in the profile.
+    assert!(!text.contains("MPI_Recv"));
+}
