@@ -137,6 +137,33 @@ pub enum Command {
         #[arg(long, conflicts_with_all = ["reports", "format"])]
         short: bool,
     },
+    /// Why the time went where it went: MPI wait states as Scalasca
+    /// defines them (Late Sender, Late Receiver, Wait at NxN, Wait at
+    /// Barrier, Late Broadcast, Early Reduce), GPU time per stream and GPU
+    /// (kernels, copies, memsets, NCCL, idle waiting for the host or for a
+    /// dependency), rules in the manner of `nsys analyze` (synchronous
+    /// copies and memsets, pageable memory in async copies, synchronization
+    /// calls, GPU gaps, kernels shorter than their launch) and load
+    /// imbalance; findings ranked by time lost.
+    Analyze {
+        /// An experiment directory or its traces.otf2.
+        input: PathBuf,
+        /// How the analysis is written.
+        #[arg(long, value_enum, value_name = "FORMAT", default_value_t = AnalyzeFormat::Table)]
+        format: AnalyzeFormat,
+        /// A GPU idle at least this long is a GPU gap finding: 500ms, 2ms,
+        /// 100us, 50000ns (a bare number is milliseconds).
+        #[arg(long, value_name = "DURATION", default_value = "500ms")]
+        gap_threshold: String,
+        /// Synchronization API calls (cudaDeviceSynchronize...) of one call
+        /// path are a finding from this many calls on.
+        #[arg(long, value_name = "N", default_value_t = 10)]
+        sync_min_calls: u64,
+        /// Kernels of one name on one stream that ran shorter than their
+        /// launch call are a finding from this many on.
+        #[arg(long, value_name = "N", default_value_t = 10)]
+        short_kernel_min: u64,
+    },
     /// Convert an archive: `--format chrome` writes Chrome trace-event
     /// JSON (Perfetto, chrome://tracing) to -o FILE (.json or .json.gz);
     /// `--format vite-otf2` writes to -o DIR a copy of the archive that
@@ -228,6 +255,15 @@ impl StatsFormat {
             StatsFormat::Json => report::table::Format::Json,
         }
     }
+}
+
+/// `gputrace analyze --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AnalyzeFormat {
+    /// Findings ranked by time lost, then GPU time and computation tables.
+    Table,
+    /// The whole analysis as one JSON object.
+    Json,
 }
 
 /// `gputrace export --format`.

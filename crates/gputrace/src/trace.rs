@@ -174,15 +174,39 @@ pub fn report(experiment: &Experiment, summary: &merge::Summary, config: &Config
             None
         }
     });
-    let text = match short {
+    let mut text = match short {
         Some(tables) => format!("{}\n{tables}", facts.render(10, false)),
         None => facts.render(10, true),
     };
+    if let Some((anchor, _)) = &summary.archive {
+        text.push_str(&analysis_lines(anchor, summary.events, experiment));
+    }
     if let Err(e) = std::fs::write(experiment.summary(), &text) {
         say!("[gputrace] warning: cannot write {}: {e}", experiment.summary().display());
     }
     for line in text.lines() {
         say!("[gputrace] {line}");
+    }
+}
+
+/// The top findings of `gputrace analyze` for the summary; an archive of
+/// more than report::analyze::SUMMARY_MAX_EVENTS events is left to the
+/// command (its pass takes about a second per 10 million events).
+fn analysis_lines(anchor: &std::path::Path, events: u64, experiment: &Experiment) -> String {
+    let dir = crate::experiment::show_path(&experiment.dir);
+    if events > report::analyze::SUMMARY_MAX_EVENTS {
+        return format!(
+            "analysis: skipped for {} events (more than {}): gputrace analyze {dir}\n",
+            report::numbers::thousands(events),
+            report::numbers::thousands(report::analyze::SUMMARY_MAX_EVENTS)
+        );
+    }
+    match report::analyze::analyze(anchor, &report::analyze::Options::default()) {
+        Ok(a) => report::analyze::summary_block(&a, report::analyze::SUMMARY_FINDINGS, &dir),
+        Err(e) => {
+            tracing::debug!("no analysis: {e:#}");
+            String::new()
+        }
     }
 }
 

@@ -134,14 +134,8 @@ impl Reader {
             return Err(null_error("OTF2_Reader_GetGlobalEvtReader"));
         }
         let counts = vec![0; sorted.len()];
-        let mut dispatch = Dispatch {
-            visitor,
-            metric_values: Vec::new(),
-            panic: None,
-            stopped: false,
-            locations: sorted,
-            counts,
-        };
+        let mut dispatch =
+            Dispatch { visitor, metric_values: Vec::new(), panic: None, stopped: false, locations: sorted, counts };
         let mut events = 0;
         let result = check(
             "OTF2_Reader_RegisterGlobalEvtCallbacks",
