@@ -28,6 +28,8 @@
 
 mod render;
 pub mod replay;
+#[cfg(test)]
+mod tests;
 
 use std::path::Path;
 
