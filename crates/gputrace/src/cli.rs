@@ -487,6 +487,24 @@ mod tests {
         }
         let err = stats(&["gputrace", "plot", "--matrix", "cpu", "d"]).unwrap_err().to_string();
         assert!(err.contains("mpi, gpu"), "{err}");
+        match stats(&["gputrace", "analyze", "--format", "json", "--gap-threshold", "2ms", "d"]).unwrap() {
+            Some(Command::Analyze { format: AnalyzeFormat::Json, gap_threshold, sync_min_calls: 10, .. }) => {
+                assert_eq!(gap_threshold, "2ms");
+            }
+            other => panic!("{other:?}"),
+        }
+        match stats(&["gputrace", "analyze", "d"]).unwrap() {
+            Some(Command::Analyze { format: AnalyzeFormat::Table, gap_threshold, short_kernel_min: 10, .. }) => {
+                assert_eq!(config::parse_duration(&gap_threshold), Some(std::time::Duration::from_millis(500)));
+            }
+            other => panic!("{other:?}"),
+        }
+        let err = stats(&["gputrace", "analyze", "--format", "csv", "d"]).unwrap_err().to_string();
+        assert!(err.contains("table, json"), "{err}");
+        let help = Cli::command().find_subcommand("analyze").unwrap().clone().render_long_help().to_string();
+        for word in ["Late Sender", "Wait at NxN", "Early Reduce", "--gap-threshold", "--format"] {
+            assert!(help.contains(word), "{word}: {help}");
+        }
         // As gputrace reports it: one line with the allowed values.
         let line = one_line(&stats(&["gputrace", "stats", "--format", "xml", "d"]).unwrap_err());
         assert_eq!(line, "invalid value 'xml' for '--format <FORMAT>' [possible values: table, csv, json]");

@@ -329,3 +329,19 @@ fn which(program: &Path) -> PathBuf {
         .and_then(|path| std::env::split_paths(&path).map(|d| d.join(program)).find(|p| p.is_file()))
         .unwrap_or_else(|| program.to_path_buf())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_leaves_the_analysis_of_large_archives_to_the_command() {
+        let exp = Experiment::at(Path::new("run1"));
+        let events = report::analyze::SUMMARY_MAX_EVENTS + 1;
+        // The archive is not opened: it does not even exist.
+        let text = analysis_lines(Path::new("/nonexistent/traces.otf2"), events, &exp);
+        assert_eq!(text, "analysis: skipped for 10,000,001 events (more than 10,000,000): gputrace analyze run1\n");
+        // A small one is analysed; one that cannot be read adds nothing.
+        assert_eq!(analysis_lines(Path::new("/nonexistent/traces.otf2"), 10, &exp), "");
+    }
+}
