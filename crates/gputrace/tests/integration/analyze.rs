@@ -75,13 +75,18 @@ struct Run {
 impl Run {
     /// How much later than `waiting` the rank `late` called the measured
     /// function, over all iterations: the delay as realized, which the
-    /// wait states must equal. It must be the sleep `late` injected, but
-    /// for the time the waiting rank itself came late.
+    /// wait states must equal. On a quiet machine it is the sleep `late`
+    /// injected; on a loaded one the waiting rank may come late (woken
+    /// late from its last call: it waits less) or the late rank leave its
+    /// last call late (before its sleep: the others wait more). Within
+    /// half the sleep either way, or the run says nothing.
     fn realized(&self, late: u32, waiting: u32) -> i64 {
         let d = self.enter[&late] - self.enter[&waiting];
         let slept = self.injected[&late] - self.injected[&waiting];
-        assert!(d <= slept + slept / 10, "rank {waiting} entered {d} ns before rank {late}, which slept {slept} ns");
-        assert!(d >= slept / 2, "rank {waiting} entered {d} ns before rank {late}, which slept {slept} ns: too loaded");
+        assert!(
+            (d - slept).abs() <= slept / 2,
+            "rank {waiting} entered {d} ns before rank {late}, which slept {slept} ns more: the machine is too loaded"
+        );
         d
     }
 }
@@ -158,18 +163,19 @@ fn a_late_sender_is_the_receivers_wait_in_mpi_recv() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
     let events = doc["traceEvents"].as_array().unwrap();
-    let track = events
-        .iter()
-        .find(|e| e["ph"] == "M" && e["name"] == "thread_name" && e["args"]["name"] == "analysis: Master thread")
-        .expect("an analysis track");
-    let slices: Vec<&Value> = events
-        .iter()
-        .filter(|e| e["ph"] == "X" && e["cat"] == "analysis" && e["pid"] == track["pid"] && e["tid"] == track["tid"])
-        .collect();
+    let slices: Vec<&Value> =
+        events.iter().filter(|e| e["ph"] == "X" && e["cat"] == "analysis" && e["name"] == "Late Sender").collect();
     assert_eq!(slices.len(), ITERATIONS as usize, "{slices:#?}");
-    let rank1 =
-        events.iter().find(|e| e["ph"] == "M" && e["name"] == "process_name" && e["pid"] == track["pid"]).unwrap();
-    assert!(rank1["args"]["name"].as_str().unwrap().starts_with("MPI Rank 1"), "{rank1}");
+    let (pid, tid) = (&slices[0]["pid"], &slices[0]["tid"]);
+    assert!(slices.iter().all(|s| &s["pid"] == pid && &s["tid"] == tid), "one track: {slices:#?}");
+    let meta = |name: &str, tid: Option<&Value>| {
+        events
+            .iter()
+            .find(|e| e["ph"] == "M" && e["name"] == name && &e["pid"] == pid && tid.is_none_or(|t| &e["tid"] == t))
+    };
+    let process = meta("process_name", None).unwrap();
+    assert!(process["args"]["name"].as_str().unwrap().starts_with("MPI Rank 1"), "{process}");
+    assert_eq!(meta("thread_name", Some(tid)).unwrap()["args"]["name"], "analysis: Master thread");
     let micros: f64 = slices.iter().map(|s| s["dur"].as_f64().unwrap()).sum();
     assert_near((micros * 1000.0) as i64, traced.realized(0, 1), "analysis slices");
     for s in &slices {

@@ -718,6 +718,9 @@ impl Pass<'_> {
             .is_some_and(|&id| self.msgs[id].as_ref().is_some_and(|m| m.recv.is_some()));
         if waiting_recv {
             let id = self.queues.get_mut(&key).and_then(VecDeque::pop_front).expect("a waiting receive");
+            if self.queues.get(&key).is_some_and(VecDeque::is_empty) {
+                self.queues.remove(&key);
+            }
             if let Some(m) = self.msgs[id].as_mut() {
                 m.send = Some(side);
             }
