@@ -302,3 +302,52 @@ fn patterns_have_stable_names() {
         ]
     );
 }
+
+#[test]
+fn pageable_memory_in_async_copies_and_gpu_gaps_are_found() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = Builder::new(dir.path(), 1);
+    let (src, bytes) = {
+        let d = b.archive.defs();
+        (d.attribute("source memory", "", Type::String), d.attribute("bytes", "", Type::U64))
+    };
+    let async_copy = b.region("cudaMemcpyAsync", Paradigm::Cuda);
+    let htod = b.region("[CUDA memcpy HtoD]", Paradigm::Cuda);
+    let corr = b.corr;
+    b.write(b.masters[0], |w| {
+        for (c, t) in [(1u64, 0u64), (2, 1000), (3, 3000)] {
+            w.attributes(&[(corr, AttributeValue::U64(c))]).unwrap().enter(t, async_copy).unwrap();
+            w.leave(t + 10, async_copy).unwrap();
+        }
+    });
+    // The first copy says its source is pageable, the second repeats it by
+    // saying nothing (the merge writes memory kinds when they change), the
+    // third is from pinned memory.
+    b.write(b.streams[0], |w| {
+        let pageable = AttributeValue::String(w.defs().string("pageable"));
+        let pinned = AttributeValue::String(w.defs().string("pinned"));
+        let id = |c: u64| (corr, AttributeValue::U64(c));
+        let size = (bytes, AttributeValue::U64(4096));
+        w.attributes(&[id(1), size, (src, pageable)]).unwrap().enter(20, htod).unwrap();
+        w.leave(120, htod).unwrap();
+        w.attributes(&[id(2), size]).unwrap().enter(1020, htod).unwrap();
+        w.leave(1070, htod).unwrap();
+        w.attributes(&[id(3), size, (src, pinned)]).unwrap().enter(3020, htod).unwrap();
+        w.leave(3040, htod).unwrap();
+    });
+    let a = b.analyze();
+    let f = one(&a, Pattern::PageableAsyncMemcpy, 0);
+    assert_eq!((f.instances, f.time_lost_ns, f.bytes), (2, 150, Some(8192)), "{f:#?}");
+    assert_eq!(f.call_path, ["cudaMemcpyAsync"]);
+    assert_eq!(f.location, "Master thread");
+    // Gaps of at least 100 ns on the GPU: 120-1020 and 1070-3020.
+    let gaps: Vec<&Finding> = a.findings.iter().filter(|f| f.pattern == Pattern::GpuGap).collect();
+    assert_eq!(gaps.len(), 1, "one GPU, one ending copy region: {gaps:#?}");
+    assert_eq!((gaps[0].instances, gaps[0].time_lost_ns), (2, 900 + 1950), "{:#?}", gaps[0]);
+    assert_eq!(gaps[0].location, "CUDA Device 0");
+    assert_eq!(gaps[0].kernel.as_deref(), Some("[CUDA memcpy HtoD]"));
+    assert_eq!(gaps[0].worst.time_lost_ns, 1950);
+    // The copies were launched at 1000 and 3000 (ending 10 ns later), long
+    // after the GPU became idle: the host's time, but the last 10 ns each.
+    assert_eq!((a.gpus[0].idle_host_ns, a.gpus[0].idle_dependency_ns), (890 + 1940, 20));
+}
