@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # gputrace analysis benchmark: throughput and peak memory of
-#   gputrace stats, export --format chrome (.json and .json.gz),
+#   gputrace stats, analyze, export --format chrome (.json and .json.gz),
 #   plot (timeline), export --format vite-otf2,
 # and what the Cube profile adds to the merge (profile's merge_cost),
 # on synthetic archives (an MPI ring of 4 ranks, raw::synthetic) of
@@ -51,6 +51,8 @@ for it in "$iters" $((iters * 3)); do
   fi
   read -r s r < <(measure "$gt" stats "$d")
   report "stats (all reports)" "$events" "$s" "$r" "(target: < 10 s)"
+  read -r s r < <(measure "$gt" analyze "$d")
+  report "analyze" "$events" "$s" "$r" "(all locations by time)"
   if [[ "$it" == "$iters" ]]; then
     read -r s r < <(measure "$gt" export --format chrome -o "$work/out.json" "$d")
     json=$(stat -c %s "$work/out.json")
@@ -74,5 +76,8 @@ done
 echo
 echo "stats keeps every duration for exact medians (4 bytes each) up to 16 Mi values in all,"
 echo "then switches the largest names to histograms: its peak grows with the trace up to"
-echo "about 64 MiB plus the definitions, and no further. The other commands keep no"
-echo "per-event state at all."
+echo "about 64 MiB plus the definitions, and no further. analyze reads every location at"
+echo "once, merged by time (one OTF2 chunk each), and keeps the messages in flight, the"
+echo "collectives not yet ended by every rank and at most 65,536 CUDA launches. The other"
+echo "commands keep no per-event state at all. The export to Chrome includes analyze's"
+echo "pass (its analysis tracks)."

@@ -139,6 +139,33 @@ pub enum Command {
         #[arg(long, conflicts_with_all = ["reports", "format"])]
         short: bool,
     },
+    /// Why the time went where it went: MPI wait states as Scalasca
+    /// defines them (Late Sender, Late Receiver, Wait at NxN, Wait at
+    /// Barrier, Late Broadcast, Early Reduce), GPU time per stream and GPU
+    /// (kernels, copies, memsets, NCCL, idle waiting for the host or for a
+    /// dependency), rules in the manner of `nsys analyze` (synchronous
+    /// copies and memsets, pageable memory in async copies, synchronization
+    /// calls, GPU gaps, kernels shorter than their launch) and load
+    /// imbalance; findings ranked by time lost.
+    Analyze {
+        /// An experiment directory or its traces.otf2.
+        input: PathBuf,
+        /// How the analysis is written.
+        #[arg(long, value_enum, value_name = "FORMAT", default_value_t = AnalyzeFormat::Table)]
+        format: AnalyzeFormat,
+        /// A GPU idle at least this long is a GPU gap finding: 500ms, 2ms,
+        /// 100us, 50000ns (a bare number is milliseconds).
+        #[arg(long, value_name = "DURATION", default_value = "500ms")]
+        gap_threshold: String,
+        /// Synchronization API calls (cudaDeviceSynchronize...) of one call
+        /// path are a finding from this many calls on.
+        #[arg(long, value_name = "N", default_value_t = 10)]
+        sync_min_calls: u64,
+        /// Kernels of one name on one stream that ran shorter than their
+        /// launch call are a finding from this many on.
+        #[arg(long, value_name = "N", default_value_t = 10)]
+        short_kernel_min: u64,
+    },
     /// Convert an archive: `--format chrome` writes Chrome trace-event
     /// JSON (Perfetto, chrome://tracing) to -o FILE (.json or .json.gz);
     /// `--format vite-otf2` writes to -o DIR a copy of the archive that
@@ -230,6 +257,15 @@ impl StatsFormat {
             StatsFormat::Json => report::table::Format::Json,
         }
     }
+}
+
+/// `gputrace analyze --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AnalyzeFormat {
+    /// Findings ranked by time lost, then GPU time and computation tables.
+    Table,
+    /// The whole analysis as one JSON object.
+    Json,
 }
 
 /// `gputrace export --format`.
@@ -453,6 +489,24 @@ mod tests {
         }
         let err = stats(&["gputrace", "plot", "--matrix", "cpu", "d"]).unwrap_err().to_string();
         assert!(err.contains("mpi, gpu"), "{err}");
+        match stats(&["gputrace", "analyze", "--format", "json", "--gap-threshold", "2ms", "d"]).unwrap() {
+            Some(Command::Analyze { format: AnalyzeFormat::Json, gap_threshold, sync_min_calls: 10, .. }) => {
+                assert_eq!(gap_threshold, "2ms");
+            }
+            other => panic!("{other:?}"),
+        }
+        match stats(&["gputrace", "analyze", "d"]).unwrap() {
+            Some(Command::Analyze { format: AnalyzeFormat::Table, gap_threshold, short_kernel_min: 10, .. }) => {
+                assert_eq!(config::parse_duration(&gap_threshold), Some(std::time::Duration::from_millis(500)));
+            }
+            other => panic!("{other:?}"),
+        }
+        let err = stats(&["gputrace", "analyze", "--format", "csv", "d"]).unwrap_err().to_string();
+        assert!(err.contains("table, json"), "{err}");
+        let help = Cli::command().find_subcommand("analyze").unwrap().clone().render_long_help().to_string();
+        for word in ["Late Sender", "Wait at NxN", "Early Reduce", "--gap-threshold", "--format"] {
+            assert!(help.contains(word), "{word}: {help}");
+        }
         // As gputrace reports it: one line with the allowed values.
         let line = one_line(&stats(&["gputrace", "stats", "--format", "xml", "d"]).unwrap_err());
         assert_eq!(line, "invalid value 'xml' for '--format <FORMAT>' [possible values: table, csv, json]");

@@ -25,7 +25,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{Cli, Command, ExportFormat, Info};
+use cli::{AnalyzeFormat, Cli, Command, ExportFormat, Info};
 
 /// An error in what the user asked for: exit status 2, as for bad usage.
 #[derive(Debug)]
@@ -114,6 +114,28 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             let request = report::stats::StatsRequest { reports, format: format.table_format() };
             let mut out = std::io::stdout().lock();
             report::stats::run(&input, &request, &mut out)?;
+            out.flush()?;
+            Ok(0)
+        }
+        Some(Command::Analyze { input, format, gap_threshold, sync_min_calls, short_kernel_min }) => {
+            let gap = config::parse_duration(&gap_threshold).ok_or_else(|| {
+                UsageError(format!(
+                    "--gap-threshold {gap_threshold}: not a duration (500ms, 2ms, 100us, 50000ns, 1s; a bare number \
+                     is milliseconds)"
+                ))
+            })?;
+            let options = report::analyze::Options {
+                gap_threshold_ns: u64::try_from(gap.as_nanos()).unwrap_or(u64::MAX),
+                sync_min_calls,
+                short_kernel_min,
+                ..report::analyze::Options::default()
+            };
+            let analysis = report::analyze::analyze(&input, &options)?;
+            let mut out = std::io::stdout().lock();
+            match format {
+                AnalyzeFormat::Table => report::analyze::write_table(&analysis, &mut out)?,
+                AnalyzeFormat::Json => report::analyze::write_json(&analysis, &mut out)?,
+            }
             out.flush()?;
             Ok(0)
         }

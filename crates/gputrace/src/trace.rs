@@ -181,15 +181,39 @@ pub fn report(
             None
         }
     });
-    let text = match short {
+    let mut text = match short {
         Some(tables) => format!("{}\n{tables}", facts.render(10, false)),
         None => facts.render(10, true),
     };
+    if let Some((anchor, _)) = &summary.archive {
+        text.push_str(&analysis_lines(anchor, summary.events, experiment));
+    }
     if let Err(e) = std::fs::write(experiment.summary(), &text) {
         say!("[gputrace] warning: cannot write {}: {e}", experiment.summary().display());
     }
     for line in text.lines() {
         say!("[gputrace] {line}");
+    }
+}
+
+/// The top findings of `gputrace analyze` for the summary; an archive of
+/// more than report::analyze::SUMMARY_MAX_EVENTS events is left to the
+/// command (its pass takes about a second per 10 million events).
+fn analysis_lines(anchor: &std::path::Path, events: u64, experiment: &Experiment) -> String {
+    let dir = crate::experiment::show_path(&experiment.dir);
+    if events > report::analyze::SUMMARY_MAX_EVENTS {
+        return format!(
+            "analysis: skipped for {} events (more than {}): gputrace analyze {dir}\n",
+            report::numbers::thousands(events),
+            report::numbers::thousands(report::analyze::SUMMARY_MAX_EVENTS)
+        );
+    }
+    match report::analyze::analyze(anchor, &report::analyze::Options::default()) {
+        Ok(a) => report::analyze::summary_block(&a, report::analyze::SUMMARY_FINDINGS, &dir),
+        Err(e) => {
+            tracing::debug!("no analysis: {e:#}");
+            String::new()
+        }
     }
 }
 
@@ -312,4 +336,20 @@ fn which(program: &Path) -> PathBuf {
     std::env::var_os("PATH")
         .and_then(|path| std::env::split_paths(&path).map(|d| d.join(program)).find(|p| p.is_file()))
         .unwrap_or_else(|| program.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_summary_leaves_the_analysis_of_large_archives_to_the_command() {
+        let exp = Experiment::at(Path::new("run1"));
+        let events = report::analyze::SUMMARY_MAX_EVENTS + 1;
+        // The archive is not opened: it does not even exist.
+        let text = analysis_lines(Path::new("/nonexistent/traces.otf2"), events, &exp);
+        assert_eq!(text, "analysis: skipped for 10,000,001 events (more than 10,000,000): gputrace analyze run1\n");
+        // A small one is analysed; one that cannot be read adds nothing.
+        assert_eq!(analysis_lines(Path::new("/nonexistent/traces.otf2"), 10, &exp), "");
+    }
 }

@@ -111,6 +111,12 @@ pub enum Error {
         read: u64,
     },
 
+    /// The events were already read by time
+    /// ([`TraceReader::read_by_time`](crate::reader::TraceReader::read_by_time)),
+    /// which uses OTF2's readers up.
+    #[error("the events of this archive were already read by time; open it again to read them again")]
+    AlreadyReadByTime,
+
     /// The file is not a readable OTF2 archive.
     #[error("{}: not a readable OTF2 archive: {reason}", path.display())]
     NotAnArchive {

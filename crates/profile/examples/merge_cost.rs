@@ -41,8 +41,13 @@ fn main() {
     for _ in 0..runs {
         for &with_profile in modes {
             let target = merge::Target { dir: scratch.path(), name: "traces", force: true };
-            let options =
-                merge::Options { raw_dir: &raw_dir, archive: Some(target), not_traced: &[], program_ended: None };
+            let options = merge::Options {
+                raw_dir: &raw_dir,
+                archive: Some(target),
+                not_traced: &[],
+                program_ended: None,
+                mpi_complete: true,
+            };
             let start = Instant::now();
             if with_profile {
                 let mut p = profile::Profile::new();

@@ -50,7 +50,12 @@ fn profile() -> Profile {
 }
 
 fn at(p: &mut Profile, location: u64) {
-    let plan = LocationPlan { location: otf2::LocationRef::from_id(location), feeds: vec![], role: LocationRole::Host };
+    let plan = LocationPlan {
+        location: otf2::LocationRef::from_id(location),
+        feeds: vec![],
+        role: LocationRole::Host,
+        main: false,
+    };
     p.begin_location(0, &plan);
 }
 

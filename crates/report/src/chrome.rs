@@ -41,6 +41,8 @@ pub struct ExportSummary {
     /// JSON events, metadata included.
     pub events: u64,
     pub slices: u64,
+    /// Instances of `gputrace analyze`'s findings, on analysis tracks.
+    pub marked: u64,
     pub counters: u64,
     /// Flow starts and ends written.
     pub flow_starts: u64,
@@ -132,6 +134,20 @@ enum Event<'a> {
     FlowEnd { id: u64, cat: &'static str, name: &'static str, pid: usize, tid: usize, ts: Micros, bp: &'static str },
     #[serde(rename = "C")]
     Counter { name: &'a str, pid: usize, ts: Micros, args: CounterArgs },
+    /// An analysis finding's instance, on its analysis track.
+    #[serde(rename = "X")]
+    Marked { name: &'a str, cat: &'static str, pid: usize, tid: usize, ts: Micros, dur: Micros, args: MarkArgs<'a> },
+}
+
+/// What an analysis slice says of itself.
+#[derive(Serialize)]
+struct MarkArgs<'a> {
+    #[serde(rename = "time lost (ns)")]
+    time_lost: u64,
+    #[serde(rename = "waited for", skip_serializing_if = "Option::is_none")]
+    waited_for: Option<String>,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    call: &'a str,
 }
 
 #[derive(Serialize)]
@@ -293,6 +309,7 @@ pub fn write<W: Write>(reader: &mut otf2::reader::TraceReader, out: &mut W) -> R
         });
     }
     events.check()?;
+    let marked = analysis_tracks(reader.anchor_path(), &mut events, &mut next_tid)?;
 
     // Events: streams first (they mark the correlation ids with GPU work),
     // then host threads, then metric locations.
@@ -331,8 +348,59 @@ pub fn write<W: Write>(reader: &mut otf2::reader::TraceReader, out: &mut W) -> R
     }
     let Pass { events, mut summary, .. } = pass;
     summary.events = events.written;
+    summary.marked = marked;
     events.out.write_all(b"\n]}\n")?;
     Ok(summary)
+}
+
+/// `gputrace analyze`'s instances as slices: a track "analysis: <where>"
+/// per process and place (thread, stream or GPU) that lost time, one slice
+/// per waiting window (instances of one place do not overlap: a thread
+/// waits in one call at a time, a GPU is idle once at a time). A second
+/// pass over the archive, by time; returns the slices written.
+fn analysis_tracks<W: Write>(anchor: &Path, events: &mut Events<'_, W>, next_tid: &mut [usize]) -> Result<u64> {
+    let mut reader = super::open(anchor)?;
+    let mut tracks: HashMap<(usize, String), usize> = HashMap::new();
+    let mut marked = 0;
+    let options = crate::analyze::Options::default();
+    crate::analyze::replay::run(&mut reader, &options, &mut |i| {
+        let pid = i.process + 1;
+        let tid = match tracks.get(&(i.process, i.location.clone())) {
+            Some(&t) => t,
+            None => {
+                let Some(next) = next_tid.get_mut(i.process) else { return };
+                *next += 1;
+                let tid = *next;
+                tracks.insert((i.process, i.location.clone()), tid);
+                let name = format!("analysis: {}", i.location);
+                let tid_some = Some(tid);
+                events.emit(&Event::Meta {
+                    name: "thread_name",
+                    pid,
+                    tid: tid_some,
+                    args: MetaArgs::Name { name: &name },
+                });
+                events.emit(&Event::Meta {
+                    name: "thread_sort_index",
+                    pid,
+                    tid: tid_some,
+                    args: MetaArgs::SortIndex { sort_index: tid },
+                });
+                tid
+            }
+        };
+        let ts = Micros(i.window.start_ns);
+        let dur = Micros(i.window.end_ns.saturating_sub(i.window.start_ns));
+        let args = MarkArgs {
+            time_lost: i.time_lost_ns,
+            waited_for: i.partner_rank.map(|r| format!("rank {r}")),
+            call: &i.what,
+        };
+        events.emit(&Event::Marked { name: i.pattern.title(), cat: "analysis", pid, tid, ts, dur, args });
+        marked += 1;
+    })?;
+    events.check()?;
+    Ok(marked)
 }
 
 struct Open {

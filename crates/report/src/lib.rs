@@ -15,9 +15,12 @@
 //! threads and streams, and what kind of work each region is. On top of it:
 //! [`stats`] (nsys-style summary tables and the communication matrices),
 //! [`chrome`] (Chrome trace-event JSON for Perfetto and chrome://tracing),
-//! [`plot`] (PNG timeline and heatmaps) and [`vite`] (a copy of an archive
-//! that ViTE can display).
+//! [`plot`] (PNG timeline and heatmaps), [`vite`] (a copy of an archive
+//! that ViTE can display) and [`analyze`] (MPI wait states, GPU idle time
+//! and rules, load imbalance: the one pass that reads the locations merged
+//! by time rather than one after the other).
 
+pub mod analyze;
 pub mod chrome;
 pub mod durations;
 mod error;

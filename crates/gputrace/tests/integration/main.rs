@@ -2,6 +2,7 @@
 //! read by independent readers.
 
 mod analysis;
+mod analyze;
 mod bad_input;
 mod cli;
 mod cuda;

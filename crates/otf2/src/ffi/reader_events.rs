@@ -28,6 +28,11 @@ struct Dispatch<'v> {
     metric_values: Vec<MetricValue>,
     panic: Option<Box<dyn Any + Send>>,
     stopped: bool,
+    /// For a read of several locations by time: their ids, sorted, and the
+    /// records each delivered so far (empty for a read of one location,
+    /// whose count OTF2 returns).
+    locations: Vec<u64>,
+    counts: Vec<u64>,
 }
 
 /// How a read of one location ended.
@@ -51,7 +56,14 @@ impl Reader {
         if evt_reader.is_null() {
             return Err(null_error("OTF2_Reader_GetEvtReader"));
         }
-        let mut dispatch = Dispatch { visitor, metric_values: Vec::new(), panic: None, stopped: false };
+        let mut dispatch = Dispatch {
+            visitor,
+            metric_values: Vec::new(),
+            panic: None,
+            stopped: false,
+            locations: Vec::new(),
+            counts: Vec::new(),
+        };
         let mut events = 0;
         let result = check(
             "OTF2_Reader_RegisterEvtCallbacks",
@@ -87,6 +99,83 @@ impl Reader {
     }
 }
 
+/// How a read of several locations by time ended: the records each
+/// location delivered, in the order of the locations asked for.
+pub(crate) struct GlobalOutcome {
+    pub(crate) events: Vec<u64>,
+    pub(crate) stopped: bool,
+}
+
+impl Reader {
+    /// Reads the events of `locations` merged into one sequence by time
+    /// (OTF2's global event reader: one open chunk per location, the next
+    /// record always the earliest of their heads), into `visitor`.
+    pub(crate) fn read_events_by_time(
+        &mut self,
+        callbacks: &GlobalEvtCallbacks,
+        locations: &[LocationRef],
+        visitor: &mut dyn EventVisitor,
+    ) -> Result<GlobalOutcome> {
+        clear_reports();
+        let mut sorted: Vec<u64> = locations.iter().map(|l| l.0).collect();
+        sorted.sort_unstable();
+        sorted.dedup();
+        for &location in &sorted {
+            // SAFETY: live reader with event files open; OTF2 keeps the
+            // local reader for the global one made below.
+            let evt_reader = unsafe { sys::OTF2_Reader_GetEvtReader(self.ptr(), location) };
+            if evt_reader.is_null() {
+                return Err(null_error("OTF2_Reader_GetEvtReader"));
+            }
+        }
+        // SAFETY: live reader; it merges the local readers opened above.
+        let global = unsafe { sys::OTF2_Reader_GetGlobalEvtReader(self.ptr()) };
+        if global.is_null() {
+            return Err(null_error("OTF2_Reader_GetGlobalEvtReader"));
+        }
+        let counts = vec![0; sorted.len()];
+        let mut dispatch =
+            Dispatch { visitor, metric_values: Vec::new(), panic: None, stopped: false, locations: sorted, counts };
+        let mut events = 0;
+        let result = check(
+            "OTF2_Reader_RegisterGlobalEvtCallbacks",
+            // SAFETY: live readers; `dispatch` outlives the read below,
+            // the only time OTF2 uses the pointer.
+            unsafe {
+                sys::OTF2_Reader_RegisterGlobalEvtCallbacks(
+                    self.ptr(),
+                    global,
+                    callbacks.raw.as_ptr(),
+                    (&raw mut dispatch).cast(),
+                )
+            },
+        )
+        .and_then(|()| {
+            check(
+                "OTF2_Reader_ReadAllGlobalEvents",
+                // SAFETY: as above; `events` is a live local.
+                unsafe { sys::OTF2_Reader_ReadAllGlobalEvents(self.ptr(), global, &mut events) },
+            )
+        });
+        // SAFETY: the global reader came from this reader; closed once.
+        // Closing it closes the local readers it merged.
+        let closed = check("OTF2_Reader_CloseGlobalEvtReader", unsafe {
+            sys::OTF2_Reader_CloseGlobalEvtReader(self.ptr(), global)
+        });
+        if let Some(payload) = dispatch.panic.take() {
+            panic::resume_unwind(payload);
+        }
+        let by_location = locations
+            .iter()
+            .map(|l| dispatch.locations.binary_search(&l.0).map_or(0, |i| dispatch.counts[i]))
+            .collect();
+        if dispatch.stopped {
+            return Ok(GlobalOutcome { events: by_location, stopped: true });
+        }
+        result.and(closed).map(|()| GlobalOutcome { events: by_location, stopped: false })
+    }
+}
+
 /// Forwards one record to the visitor.
 ///
 /// # Safety
@@ -104,6 +193,11 @@ unsafe fn dispatch(
 ) -> sys::OTF2_CallbackCode {
     // SAFETY: the caller's contract.
     let dispatch = unsafe { &mut *user_data.cast::<Dispatch<'_>>() };
+    if !dispatch.locations.is_empty()
+        && let Ok(i) = dispatch.locations.binary_search(&location)
+    {
+        dispatch.counts[i] += 1;
+    }
     let ev = EventContext {
         location: LocationRef(location),
         time,
@@ -143,24 +237,45 @@ fn collective(op: u8, comm: u32, root_rank: u32, sent: u64, received: u64) -> Co
     }
 }
 
-/// Defines an event callback: OTF2's common arguments (location, time,
-/// position, user data, attribute list) plus the listed record fields,
+/// Defines an event callback twice, in a module of its name: `local` for
+/// a location's reader (OTF2's common arguments: location, time, position,
+/// user data, attribute list) and `global` for the global reader (the same
+/// without the position), each followed by the listed record fields and
 /// forwarding to the visitor through `dispatch`.
 macro_rules! event_callback {
     ($name:ident($($arg:ident: $ty:ty),* $(,)?) => |$v:ident, $ev:ident, $buf:tt| $call:expr) => {
-        #[allow(clippy::too_many_arguments)]
-        unsafe extern "C" fn $name(
-            location: u64,
-            time: u64,
-            _position: u64,
-            user_data: *mut c_void,
-            attributes: *mut sys::OTF2_AttributeList,
-            $($arg: $ty),*
-        ) -> sys::OTF2_CallbackCode {
-            let call = |$v: &mut dyn EventVisitor, $ev: &EventContext<'_>, $buf: &mut Vec<MetricValue>| $call;
-            // SAFETY: OTF2 calls this only during `read_location_events`,
-            // with the user data registered there and this record's list.
-            unsafe { dispatch(user_data, location, time, attributes, call) }
+        mod $name {
+            #[allow(unused_imports)]
+            use super::*;
+
+            #[allow(clippy::too_many_arguments)]
+            pub(super) unsafe extern "C" fn local(
+                location: u64,
+                time: u64,
+                _position: u64,
+                user_data: *mut c_void,
+                attributes: *mut sys::OTF2_AttributeList,
+                $($arg: $ty),*
+            ) -> sys::OTF2_CallbackCode {
+                let call = |$v: &mut dyn EventVisitor, $ev: &EventContext<'_>, $buf: &mut Vec<MetricValue>| $call;
+                // SAFETY: OTF2 calls this only during `read_location_events`,
+                // with the user data registered there and this record's list.
+                unsafe { dispatch(user_data, location, time, attributes, call) }
+            }
+
+            #[allow(clippy::too_many_arguments)]
+            pub(super) unsafe extern "C" fn global(
+                location: u64,
+                time: u64,
+                user_data: *mut c_void,
+                attributes: *mut sys::OTF2_AttributeList,
+                $($arg: $ty),*
+            ) -> sys::OTF2_CallbackCode {
+                let call = |$v: &mut dyn EventVisitor, $ev: &EventContext<'_>, $buf: &mut Vec<MetricValue>| $call;
+                // SAFETY: OTF2 calls this only during `read_events_by_time`,
+                // with the user data registered there and this record's list.
+                unsafe { dispatch(user_data, location, time, attributes, call) }
+            }
         }
     };
 }
@@ -238,7 +353,7 @@ impl EvtCallbacks {
         let this = Self { raw };
         let cb = this.raw.as_ptr();
         macro_rules! set {
-            ($($setter:ident => $callback:ident),* $(,)?) => {$(
+            ($($setter:ident => $callback:path),* $(,)?) => {$(
                 check(
                     stringify!($setter),
                     // SAFETY: `cb` is live; the compiler checks that the
@@ -248,35 +363,35 @@ impl EvtCallbacks {
             )*};
         }
         set! {
-            OTF2_EvtReaderCallbacks_SetEnterCallback => on_enter,
-            OTF2_EvtReaderCallbacks_SetLeaveCallback => on_leave,
-            OTF2_EvtReaderCallbacks_SetMpiSendCallback => on_mpi_send,
-            OTF2_EvtReaderCallbacks_SetMpiIsendCallback => on_mpi_isend,
-            OTF2_EvtReaderCallbacks_SetMpiIsendCompleteCallback => on_mpi_isend_complete,
-            OTF2_EvtReaderCallbacks_SetMpiIrecvRequestCallback => on_mpi_irecv_request,
-            OTF2_EvtReaderCallbacks_SetMpiRecvCallback => on_mpi_recv,
-            OTF2_EvtReaderCallbacks_SetMpiIrecvCallback => on_mpi_irecv,
-            OTF2_EvtReaderCallbacks_SetMpiRequestTestCallback => on_mpi_request_test,
-            OTF2_EvtReaderCallbacks_SetMpiRequestCancelledCallback => on_mpi_request_cancelled,
-            OTF2_EvtReaderCallbacks_SetMpiCollectiveBeginCallback => on_mpi_collective_begin,
-            OTF2_EvtReaderCallbacks_SetMpiCollectiveEndCallback => on_mpi_collective_end,
-            OTF2_EvtReaderCallbacks_SetNonBlockingCollectiveRequestCallback => on_nbc_request,
-            OTF2_EvtReaderCallbacks_SetNonBlockingCollectiveCompleteCallback => on_nbc_complete,
-            OTF2_EvtReaderCallbacks_SetRmaWinCreateCallback => on_rma_win_create,
-            OTF2_EvtReaderCallbacks_SetRmaWinDestroyCallback => on_rma_win_destroy,
-            OTF2_EvtReaderCallbacks_SetRmaPutCallback => on_rma_put,
-            OTF2_EvtReaderCallbacks_SetRmaGetCallback => on_rma_get,
-            OTF2_EvtReaderCallbacks_SetRmaOpCompleteBlockingCallback => on_rma_op_complete_blocking,
-            OTF2_EvtReaderCallbacks_SetRmaOpCompleteNonBlockingCallback => on_rma_op_complete_non_blocking,
-            OTF2_EvtReaderCallbacks_SetRmaOpTestCallback => on_rma_op_test,
-            OTF2_EvtReaderCallbacks_SetMetricCallback => on_metric,
-            OTF2_EvtReaderCallbacks_SetThreadForkCallback => on_thread_fork,
-            OTF2_EvtReaderCallbacks_SetThreadJoinCallback => on_thread_join,
-            OTF2_EvtReaderCallbacks_SetCommCreateCallback => on_comm_create,
-            OTF2_EvtReaderCallbacks_SetCommDestroyCallback => on_comm_destroy,
-            OTF2_EvtReaderCallbacks_SetMeasurementOnOffCallback => on_measurement_on_off,
-            OTF2_EvtReaderCallbacks_SetBufferFlushCallback => on_buffer_flush,
-            OTF2_EvtReaderCallbacks_SetUnknownCallback => on_unknown,
+            OTF2_EvtReaderCallbacks_SetEnterCallback => on_enter::local,
+            OTF2_EvtReaderCallbacks_SetLeaveCallback => on_leave::local,
+            OTF2_EvtReaderCallbacks_SetMpiSendCallback => on_mpi_send::local,
+            OTF2_EvtReaderCallbacks_SetMpiIsendCallback => on_mpi_isend::local,
+            OTF2_EvtReaderCallbacks_SetMpiIsendCompleteCallback => on_mpi_isend_complete::local,
+            OTF2_EvtReaderCallbacks_SetMpiIrecvRequestCallback => on_mpi_irecv_request::local,
+            OTF2_EvtReaderCallbacks_SetMpiRecvCallback => on_mpi_recv::local,
+            OTF2_EvtReaderCallbacks_SetMpiIrecvCallback => on_mpi_irecv::local,
+            OTF2_EvtReaderCallbacks_SetMpiRequestTestCallback => on_mpi_request_test::local,
+            OTF2_EvtReaderCallbacks_SetMpiRequestCancelledCallback => on_mpi_request_cancelled::local,
+            OTF2_EvtReaderCallbacks_SetMpiCollectiveBeginCallback => on_mpi_collective_begin::local,
+            OTF2_EvtReaderCallbacks_SetMpiCollectiveEndCallback => on_mpi_collective_end::local,
+            OTF2_EvtReaderCallbacks_SetNonBlockingCollectiveRequestCallback => on_nbc_request::local,
+            OTF2_EvtReaderCallbacks_SetNonBlockingCollectiveCompleteCallback => on_nbc_complete::local,
+            OTF2_EvtReaderCallbacks_SetRmaWinCreateCallback => on_rma_win_create::local,
+            OTF2_EvtReaderCallbacks_SetRmaWinDestroyCallback => on_rma_win_destroy::local,
+            OTF2_EvtReaderCallbacks_SetRmaPutCallback => on_rma_put::local,
+            OTF2_EvtReaderCallbacks_SetRmaGetCallback => on_rma_get::local,
+            OTF2_EvtReaderCallbacks_SetRmaOpCompleteBlockingCallback => on_rma_op_complete_blocking::local,
+            OTF2_EvtReaderCallbacks_SetRmaOpCompleteNonBlockingCallback => on_rma_op_complete_non_blocking::local,
+            OTF2_EvtReaderCallbacks_SetRmaOpTestCallback => on_rma_op_test::local,
+            OTF2_EvtReaderCallbacks_SetMetricCallback => on_metric::local,
+            OTF2_EvtReaderCallbacks_SetThreadForkCallback => on_thread_fork::local,
+            OTF2_EvtReaderCallbacks_SetThreadJoinCallback => on_thread_join::local,
+            OTF2_EvtReaderCallbacks_SetCommCreateCallback => on_comm_create::local,
+            OTF2_EvtReaderCallbacks_SetCommDestroyCallback => on_comm_destroy::local,
+            OTF2_EvtReaderCallbacks_SetMeasurementOnOffCallback => on_measurement_on_off::local,
+            OTF2_EvtReaderCallbacks_SetBufferFlushCallback => on_buffer_flush::local,
+            OTF2_EvtReaderCallbacks_SetUnknownCallback => on_unknown::local,
         }
         Ok(this)
     }
@@ -290,5 +405,72 @@ impl Drop for EvtCallbacks {
     fn drop(&mut self) {
         // SAFETY: we own the object; OTF2 copied it when it was registered.
         unsafe { sys::OTF2_EvtReaderCallbacks_Delete(self.raw.as_ptr()) }
+    }
+}
+
+/// Owned `OTF2_GlobalEvtReaderCallbacks` with every trampoline set.
+pub(crate) struct GlobalEvtCallbacks {
+    raw: NonNull<sys::OTF2_GlobalEvtReaderCallbacks>,
+}
+
+impl GlobalEvtCallbacks {
+    pub(crate) fn new() -> Result<Self> {
+        // SAFETY: no arguments; returns an owned object or null.
+        let raw = unsafe { sys::OTF2_GlobalEvtReaderCallbacks_New() };
+        let raw = NonNull::new(raw).ok_or_else(|| null_error("OTF2_GlobalEvtReaderCallbacks_New"))?;
+        let this = Self { raw };
+        let cb = this.raw.as_ptr();
+        macro_rules! set {
+            ($($setter:ident => $callback:path),* $(,)?) => {$(
+                check(
+                    stringify!($setter),
+                    // SAFETY: `cb` is live; the compiler checks that the
+                    // callback has the type the setter takes.
+                    unsafe { sys::$setter(cb, Some($callback)) },
+                )?;
+            )*};
+        }
+        set! {
+            OTF2_GlobalEvtReaderCallbacks_SetEnterCallback => on_enter::global,
+            OTF2_GlobalEvtReaderCallbacks_SetLeaveCallback => on_leave::global,
+            OTF2_GlobalEvtReaderCallbacks_SetMpiSendCallback => on_mpi_send::global,
+            OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCallback => on_mpi_isend::global,
+            OTF2_GlobalEvtReaderCallbacks_SetMpiIsendCompleteCallback => on_mpi_isend_complete::global,
+            OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvRequestCallback => on_mpi_irecv_request::global,
+            OTF2_GlobalEvtReaderCallbacks_SetMpiRecvCallback => on_mpi_recv::global,
+            OTF2_GlobalEvtReaderCallbacks_SetMpiIrecvCallback => on_mpi_irecv::global,
+            OTF2_GlobalEvtReaderCallbacks_SetMpiRequestTestCallback => on_mpi_request_test::global,
+            OTF2_GlobalEvtReaderCallbacks_SetMpiRequestCancelledCallback => on_mpi_request_cancelled::global,
+            OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveBeginCallback => on_mpi_collective_begin::global,
+            OTF2_GlobalEvtReaderCallbacks_SetMpiCollectiveEndCallback => on_mpi_collective_end::global,
+            OTF2_GlobalEvtReaderCallbacks_SetNonBlockingCollectiveRequestCallback => on_nbc_request::global,
+            OTF2_GlobalEvtReaderCallbacks_SetNonBlockingCollectiveCompleteCallback => on_nbc_complete::global,
+            OTF2_GlobalEvtReaderCallbacks_SetRmaWinCreateCallback => on_rma_win_create::global,
+            OTF2_GlobalEvtReaderCallbacks_SetRmaWinDestroyCallback => on_rma_win_destroy::global,
+            OTF2_GlobalEvtReaderCallbacks_SetRmaPutCallback => on_rma_put::global,
+            OTF2_GlobalEvtReaderCallbacks_SetRmaGetCallback => on_rma_get::global,
+            OTF2_GlobalEvtReaderCallbacks_SetRmaOpCompleteBlockingCallback => on_rma_op_complete_blocking::global,
+            OTF2_GlobalEvtReaderCallbacks_SetRmaOpCompleteNonBlockingCallback => on_rma_op_complete_non_blocking::global,
+            OTF2_GlobalEvtReaderCallbacks_SetRmaOpTestCallback => on_rma_op_test::global,
+            OTF2_GlobalEvtReaderCallbacks_SetMetricCallback => on_metric::global,
+            OTF2_GlobalEvtReaderCallbacks_SetThreadForkCallback => on_thread_fork::global,
+            OTF2_GlobalEvtReaderCallbacks_SetThreadJoinCallback => on_thread_join::global,
+            OTF2_GlobalEvtReaderCallbacks_SetCommCreateCallback => on_comm_create::global,
+            OTF2_GlobalEvtReaderCallbacks_SetCommDestroyCallback => on_comm_destroy::global,
+            OTF2_GlobalEvtReaderCallbacks_SetMeasurementOnOffCallback => on_measurement_on_off::global,
+            OTF2_GlobalEvtReaderCallbacks_SetBufferFlushCallback => on_buffer_flush::global,
+            OTF2_GlobalEvtReaderCallbacks_SetUnknownCallback => on_unknown::global,
+        }
+        Ok(this)
+    }
+}
+
+// SAFETY: as for EvtCallbacks.
+unsafe impl Send for GlobalEvtCallbacks {}
+
+impl Drop for GlobalEvtCallbacks {
+    fn drop(&mut self) {
+        // SAFETY: we own the object; OTF2 copied it when it was registered.
+        unsafe { sys::OTF2_GlobalEvtReaderCallbacks_Delete(self.raw.as_ptr()) }
     }
 }

@@ -6,14 +6,17 @@
 //! chunk by chunk, so memory stays bounded by the definitions plus one
 //! chunk, however large the trace. Timestamps come with the clock offsets
 //! of the location's local definitions applied (OTF2's default).
-//! Events of different locations are not merged by time; a consumer that
-//! needs a global order (a timeline export) can build on this later.
+//!
+//! [`TraceReader::read_by_time`] reads several locations merged by time
+//! instead (OTF2's global event reader), for analyses that follow what
+//! happened across locations as it happened (wait states): one chunk per
+//! location is open then.
 
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::ffi::reader::Reader;
-use crate::ffi::reader_events::EvtCallbacks;
+use crate::ffi::reader_events::{EvtCallbacks, GlobalEvtCallbacks};
 use crate::refs::LocationRef;
 
 pub(crate) mod defs;
@@ -60,6 +63,9 @@ pub struct TraceReader {
     raw: Reader,
     defs: GlobalDefs,
     anchor: PathBuf,
+    /// Set once the events were read by time: OTF2's local readers were
+    /// consumed by it, so the reader reads no more events.
+    read_by_time: bool,
 }
 
 impl TraceReader {
@@ -107,7 +113,7 @@ impl TraceReader {
             return Err(not_an_archive("the global definitions lack clock properties".into()));
         }
         raw.prepare_locations(&mut defs)?;
-        Ok(Self { callbacks: EvtCallbacks::new()?, raw, defs, anchor: anchor.to_owned() })
+        Ok(Self { callbacks: EvtCallbacks::new()?, raw, defs, anchor: anchor.to_owned(), read_by_time: false })
     }
 
     /// The archive's definitions.
@@ -138,6 +144,9 @@ impl TraceReader {
         if !self.defs.locations.contains_key(&location) || !self.raw.evt_files_open() {
             return Err(Error::UnknownLocation { id: location.id() });
         }
+        if self.read_by_time {
+            return Err(Error::AlreadyReadByTime);
+        }
         let outcome = self.raw.read_location_events(&self.callbacks, location, visitor)?;
         // A file cut at a chunk boundary reads without error; the count in
         // the definition tells.
@@ -146,6 +155,43 @@ impl TraceReader {
             return Err(Error::TruncatedEvents { location: location.id(), announced, read: outcome.events });
         }
         Ok(ReadSummary { events: outcome.events, stopped: outcome.stopped })
+    }
+
+    /// Reads the events of `locations` merged by time: each record in
+    /// timestamp order across all of them (ties in the order OTF2's global
+    /// reader takes them), into one visitor, which tells them apart by
+    /// [`EventContext::location`]. Memory: one event chunk per location.
+    /// The reader reads no events after this (OTF2's readers of these
+    /// locations are used up): open the archive again for another pass.
+    ///
+    /// # Errors
+    ///
+    /// As [`read_location`](Self::read_location), for any of the
+    /// locations; [`Error::AlreadyReadByTime`] for a second call.
+    pub fn read_by_time(&mut self, locations: &[LocationRef], visitor: &mut dyn EventVisitor) -> Result<ReadSummary> {
+        for location in locations {
+            if !self.defs.locations.contains_key(location) || !self.raw.evt_files_open() {
+                return Err(Error::UnknownLocation { id: location.id() });
+            }
+        }
+        if self.read_by_time {
+            return Err(Error::AlreadyReadByTime);
+        }
+        self.read_by_time = true;
+        if locations.is_empty() {
+            return Ok(ReadSummary::default());
+        }
+        let callbacks = GlobalEvtCallbacks::new()?;
+        let outcome = self.raw.read_events_by_time(&callbacks, locations, visitor)?;
+        if !outcome.stopped {
+            for (location, &read) in locations.iter().zip(&outcome.events) {
+                let announced = self.defs.locations[location].number_of_events;
+                if read < announced {
+                    return Err(Error::TruncatedEvents { location: location.id(), announced, read });
+                }
+            }
+        }
+        Ok(ReadSummary { events: outcome.events.iter().sum(), stopped: outcome.stopped })
     }
 
     /// Reads the events of every location, one location after the other

@@ -243,3 +243,91 @@ fn unknown_location_is_an_error() {
     let err = trace.read_location(LocationRef::from_id(99), &mut Collect::default()).unwrap_err();
     assert!(matches!(err, Error::UnknownLocation { id: 99 }), "{err}");
 }
+
+/// Every record in (location, time) order as `read_all` gives it; the read
+/// by time must give the same records, ordered by time across locations.
+#[derive(Default)]
+struct Sequence(Vec<(u64, u64)>);
+
+impl Sequence {
+    fn note(&mut self, ev: &EventContext<'_>) {
+        self.0.push((ev.location.id(), ev.time));
+    }
+}
+
+impl EventVisitor for Sequence {
+    fn enter(&mut self, ev: &EventContext<'_>, _: RegionRef) {
+        self.note(ev);
+    }
+    fn leave(&mut self, ev: &EventContext<'_>, _: RegionRef) {
+        self.note(ev);
+    }
+    fn mpi_send(&mut self, ev: &EventContext<'_>, _: u32, _: CommRef, _: u32, _: u64) {
+        self.note(ev);
+    }
+    fn mpi_recv(&mut self, ev: &EventContext<'_>, _: u32, _: CommRef, _: u32, _: u64) {
+        self.note(ev);
+    }
+    fn mpi_collective_begin(&mut self, ev: &EventContext<'_>) {
+        self.note(ev);
+    }
+    fn mpi_collective_end(&mut self, ev: &EventContext<'_>, _: &Collective) {
+        self.note(ev);
+    }
+    fn rma_win_create(&mut self, ev: &EventContext<'_>, _: RmaWinRef) {
+        self.note(ev);
+    }
+    fn rma_win_destroy(&mut self, ev: &EventContext<'_>, _: RmaWinRef) {
+        self.note(ev);
+    }
+    fn rma_put(&mut self, ev: &EventContext<'_>, _: RmaWinRef, _: u32, _: u64, _: u64) {
+        self.note(ev);
+    }
+    fn rma_op_complete_blocking(&mut self, ev: &EventContext<'_>, _: RmaWinRef, _: u64) {
+        self.note(ev);
+    }
+    fn metric(&mut self, ev: &EventContext<'_>, _: MetricRef, _: &[MetricValue]) {
+        self.note(ev);
+    }
+}
+
+#[test]
+fn events_read_by_time_are_every_location_s_merged_in_time_order() {
+    let dir = TempDir::new("by-time");
+    let sample = fixture::write_sample(dir.path()).unwrap();
+    let mut by_location = Sequence::default();
+    TraceReader::open(&sample.anchor).unwrap().read_all(&mut by_location).unwrap();
+
+    let mut trace = TraceReader::open(&sample.anchor).unwrap();
+    let locations = trace.locations();
+    let mut by_time = Sequence::default();
+    let summary = trace.read_by_time(&locations, &mut by_time).unwrap();
+    assert_eq!(summary.events, by_location.0.len() as u64);
+    assert!(by_time.0.windows(2).all(|w| w[0].1 <= w[1].1), "not in time order: {:?}", by_time.0);
+    // Each location's own records keep their order.
+    let mut expected = by_location.0.clone();
+    expected.sort_by_key(|&(_, t)| t);
+    let mut got = by_time.0.clone();
+    got.sort_by_key(|&(_, t)| t);
+    assert_eq!(got, expected);
+    for id in sample.events.keys() {
+        let mine = |s: &Sequence| s.0.iter().filter(|(l, _)| l == id).copied().collect::<Vec<_>>();
+        assert_eq!(mine(&by_time), mine(&by_location), "location {id}");
+    }
+    // The locations of the sample overlap in time: the order interleaves.
+    let first_switch = by_time.0.windows(2).filter(|w| w[0].0 != w[1].0).count();
+    assert!(first_switch > sample.events.len(), "{:?}", by_time.0);
+
+    // A second pass needs the archive opened again.
+    let err = trace.read_by_time(&locations, &mut Sequence::default()).unwrap_err();
+    assert!(matches!(err, Error::AlreadyReadByTime), "{err}");
+    let err = trace.read_location(locations[0], &mut Sequence::default()).unwrap_err();
+    assert!(matches!(err, Error::AlreadyReadByTime), "{err}");
+
+    // A subset: only its locations' records.
+    let mut trace = TraceReader::open(&sample.anchor).unwrap();
+    let master0 = LocationRef::from_id(fixture::location_id(0, 0));
+    let mut one = Sequence::default();
+    trace.read_by_time(&[master0], &mut one).unwrap();
+    assert_eq!(one.0, by_location.0.iter().filter(|(l, _)| *l == master0.id()).copied().collect::<Vec<_>>());
+}

@@ -1,0 +1,441 @@
+//! `gputrace analyze` on real archives: an MPI program that injects known
+//! delays (tests/programs/mpi/delays.c) run under real launchers, whose
+//! wait states must come out on the right rank and call as the delay the
+//! ranks realized — the late rank's entry into the call minus the waiting
+//! rank's, by the program's own clock — within 10 %, and that delay within
+//! 10 % of the 20 ms sleeps (less where a loaded machine woke the waiting
+//! rank late: it then waited less); and the real CUPTI captures of
+//! tests/fixtures (cuda_basic: synchronous copies, memsets and
+//! synchronizations; nvtx_cuda: many short kernels in NVTX ranges), whose
+//! rule findings must carry the programs' own numbers.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+use crate::util::*;
+
+/// The delay runs one at a time: ranks of two runs sharing two cores would
+/// wake late from their sleeps (the time the program reports, but also
+/// the waiting ranks' entries) more than a run alone does.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+const ITERATIONS: i64 = 5;
+
+/// `gputrace analyze ARGS DIR`.
+fn analyze_out(dir: &Path, args: &[&str]) -> Output {
+    run(Command::new(gputrace()).arg("analyze").args(args).arg(dir))
+}
+
+/// `gputrace analyze --format json ARGS DIR`.
+fn analyze(dir: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["--format", "json"];
+    all.extend_from_slice(args);
+    let out = analyze_out(dir, &all);
+    assert!(out.status.success(), "analyze failed: {}{}", text(&out.stdout), text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)))
+}
+
+/// The findings of one pattern.
+fn findings<'a>(a: &'a Value, pattern: &str) -> Vec<&'a Value> {
+    a["findings"].as_array().unwrap().iter().filter(|f| f["pattern"] == pattern).collect()
+}
+
+fn int(v: &Value) -> i64 {
+    v.as_i64().unwrap_or_else(|| panic!("not an integer: {v}"))
+}
+
+/// `got` is `want` within 10 %.
+fn assert_near(got: i64, want: i64, what: &str) {
+    assert!(want > 0, "{what}: nothing injected");
+    let off = (got - want).abs() as f64 / want as f64;
+    assert!(off <= 0.10, "{what}: {got} ns found, {want} ns injected ({:.1} % off)", off * 100.0);
+}
+
+/// The MPI to run a program with.
+#[derive(Clone, Copy)]
+enum Mpi {
+    Open,
+    Mpich,
+}
+
+/// A traced run of delays.c: the experiment, the nanoseconds each rank
+/// slept, the sum of the times each called the measured function, and
+/// gputrace's stderr (with the run summary).
+struct Run {
+    dir: PathBuf,
+    injected: HashMap<u32, i64>,
+    enter: HashMap<u32, i64>,
+    stderr: String,
+}
+
+impl Run {
+    /// How much later than `waiting` the rank `late` called the measured
+    /// function, over all iterations: the delay as realized, which the
+    /// wait states must equal. On a quiet machine it is the sleep `late`
+    /// injected; on a loaded one the waiting rank may come late (woken
+    /// late from its last call: it waits less) or the late rank leave its
+    /// last call late (before its sleep: the others wait more). Within
+    /// half the sleep either way, or the run says nothing.
+    fn realized(&self, late: u32, waiting: u32) -> i64 {
+        let d = self.enter[&late] - self.enter[&waiting];
+        let slept = self.injected[&late] - self.injected[&waiting];
+        assert!(
+            (d - slept).abs() <= slept / 2,
+            "rank {waiting} entered {d} ns before rank {late}, which slept {slept} ns more: the machine is too loaded"
+        );
+        d
+    }
+}
+
+fn delays(mpi: Mpi, mode: &str, ranks: u32) -> Option<Run> {
+    let (exe, launcher) = match mpi {
+        Mpi::Open => {
+            let (mpicc, mpirun, _) = openmpi();
+            (compile(mpicc, "delays.c"), mpirun)
+        }
+        Mpi::Mpich => {
+            if !required("MPICH (mpicc.mpich, mpiexec.mpich)", have("mpicc.mpich") && have("mpiexec.mpich")) {
+                return None;
+            }
+            (compile("mpicc.mpich", "delays.c"), "mpiexec.mpich")
+        }
+    };
+    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = fresh_dir(&format!("delays-{mode}"));
+    let np = ranks.to_string();
+    let n = ITERATIONS.to_string();
+    let out = trace(&dir, &[launcher, "-n", &np, exe.to_str().unwrap(), mode, "-n", &n, "-d", "20"], &[]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{mode}: {stderr}");
+    let counters = program_counters(&text(&out.stdout));
+    assert_eq!(counters.len(), ranks as usize, "every rank reports: {}", text(&out.stdout));
+    let injected = counters.iter().map(|(r, c)| (*r, c["injected_ns"])).collect();
+    let enter = counters.iter().map(|(r, c)| (*r, c["enter_ns"])).collect();
+    Some(Run { dir, injected, enter, stderr })
+}
+
+/// The one finding of `pattern` on `rank`, checked: its call is `call`
+/// on MPI_COMM_WORLD, it waited for `partner` in every iteration, and
+/// lost `want` ns (within 10 %).
+fn assert_wait(a: &Value, pattern: &str, rank: u32, call: &str, partner: u32, want: i64) {
+    let mine: Vec<&Value> = findings(a, pattern).into_iter().filter(|f| f["rank"] == rank).collect();
+    assert_eq!(mine.len(), 1, "one {pattern} finding on rank {rank}: {:#}", a["findings"]);
+    let f = mine[0];
+    assert_eq!(f["call_path"].as_array().unwrap().last().unwrap(), call, "{f:#}");
+    assert_eq!(f["communicator"], "MPI_COMM_WORLD", "{f:#}");
+    assert_eq!(f["location"], "Master thread", "{f:#}");
+    assert_eq!(f["process"], format!("rank {rank}"), "{f:#}");
+    assert_eq!(f["worst"]["partner_rank"], partner, "{f:#}");
+    assert_eq!(int(&f["instances"]), ITERATIONS, "an instance per iteration: {f:#}");
+    assert_near(int(&f["time_lost_ns"]), want, &format!("{pattern} on rank {rank}"));
+    let w = &f["window"];
+    assert!(int(&w["start_ns"]) < int(&w["end_ns"]), "{f:#}");
+    assert!(int(&w["end_ns"]) <= int(&a["trace_ns"]), "{f:#}");
+}
+
+/// No finding of `pattern` on `rank` (the late rank waits for nobody).
+fn assert_none(a: &Value, pattern: &str, rank: u32) {
+    let mine: Vec<&Value> = findings(a, pattern).into_iter().filter(|f| f["rank"] == rank).collect();
+    assert!(mine.is_empty(), "no {pattern} on rank {rank}: {mine:#?}");
+}
+
+#[test]
+fn a_late_sender_is_the_receivers_wait_in_mpi_recv() {
+    let traced = delays(Mpi::Open, "late-sender", 2).unwrap();
+    let a = analyze(&traced.dir, &[]);
+    assert_wait(&a, "late_sender", 1, "MPI_Recv", 0, traced.realized(0, 1));
+    assert_none(&a, "late_sender", 0);
+    assert!(findings(&a, "late_receiver").is_empty(), "an eager send waits for no receiver: {:#}", a["findings"]);
+    // The summary after the run names it too.
+    assert!(traced.stderr.contains("[gputrace] analysis: Late Sender: "), "{}", traced.stderr);
+    let line = traced.stderr.lines().find(|l| l.contains("analysis: Late Sender")).unwrap();
+    assert!(line.contains("rank 1, Master thread in MPI_Recv, waiting for rank 0 (5 instances)"), "{line}");
+
+    // The Chrome export marks each instance on an analysis track of rank
+    // 1's process.
+    let json = traced.dir.join("trace.json");
+    let out =
+        run(Command::new(gputrace()).arg("export").args(["--format", "chrome", "-o"]).arg(&json).arg(&traced.dir));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let events = doc["traceEvents"].as_array().unwrap();
+    let slices: Vec<&Value> =
+        events.iter().filter(|e| e["ph"] == "X" && e["cat"] == "analysis" && e["name"] == "Late Sender").collect();
+    assert_eq!(slices.len(), ITERATIONS as usize, "{slices:#?}");
+    let (pid, tid) = (&slices[0]["pid"], &slices[0]["tid"]);
+    assert!(slices.iter().all(|s| &s["pid"] == pid && &s["tid"] == tid), "one track: {slices:#?}");
+    let meta = |name: &str, tid: Option<&Value>| {
+        events
+            .iter()
+            .find(|e| e["ph"] == "M" && e["name"] == name && &e["pid"] == pid && tid.is_none_or(|t| &e["tid"] == t))
+    };
+    let process = meta("process_name", None).unwrap();
+    assert!(process["args"]["name"].as_str().unwrap().starts_with("MPI Rank 1"), "{process}");
+    assert_eq!(meta("thread_name", Some(tid)).unwrap()["args"]["name"], "analysis: Master thread");
+    let micros: f64 = slices.iter().map(|s| s["dur"].as_f64().unwrap()).sum();
+    assert_near((micros * 1000.0) as i64, traced.realized(0, 1), "analysis slices");
+    for s in &slices {
+        assert_eq!(s["name"], "Late Sender", "{s}");
+        assert_eq!(s["args"]["waited for"], "rank 0", "{s}");
+        assert_eq!(s["args"]["call"], "MPI_Recv", "{s}");
+    }
+}
+
+#[test]
+fn a_late_sender_is_found_in_the_mpi_wait_of_an_irecv() {
+    let run = delays(Mpi::Open, "irecv", 2).unwrap();
+    let a = analyze(&run.dir, &[]);
+    assert_wait(&a, "late_sender", 1, "MPI_Wait", 0, run.realized(0, 1));
+}
+
+#[test]
+fn a_late_receiver_is_the_synchronous_senders_wait() {
+    let run = delays(Mpi::Open, "late-receiver", 2).unwrap();
+    let a = analyze(&run.dir, &[]);
+    assert_wait(&a, "late_receiver", 0, "MPI_Ssend", 1, run.realized(1, 0));
+    assert!(findings(&a, "late_sender").is_empty(), "{:#}", a["findings"]);
+}
+
+#[test]
+fn a_rank_late_at_barriers_makes_the_others_wait_at_barrier() {
+    let run = delays(Mpi::Open, "barrier", 4).unwrap();
+    let a = analyze(&run.dir, &[]);
+    for r in 0..3 {
+        assert_wait(&a, "wait_at_barrier", r, "MPI_Barrier", 3, run.realized(3, r));
+    }
+    assert_none(&a, "wait_at_barrier", 3);
+}
+
+#[test]
+fn a_rank_late_at_an_alltoall_makes_the_others_wait_at_nxn() {
+    let run = delays(Mpi::Open, "alltoall", 4).unwrap();
+    let a = analyze(&run.dir, &[]);
+    for r in 0..3 {
+        assert_wait(&a, "wait_at_nxn", r, "MPI_Alltoall", 3, run.realized(3, r));
+    }
+    assert_none(&a, "wait_at_nxn", 3);
+}
+
+#[test]
+fn a_late_root_of_mpi_bcast_is_a_late_broadcast() {
+    let run = delays(Mpi::Open, "bcast", 4).unwrap();
+    let a = analyze(&run.dir, &[]);
+    for r in 1..4 {
+        assert_wait(&a, "late_broadcast", r, "MPI_Bcast", 0, run.realized(0, r));
+    }
+    assert_none(&a, "late_broadcast", 0);
+}
+
+/// Scalasca's Early Reduce: the root waits until the *first* sender
+/// enters; with one sender, that is the late one.
+#[test]
+fn a_late_sender_into_mpi_reduce_is_an_early_reduce_on_the_root() {
+    let run = delays(Mpi::Open, "reduce", 2).unwrap();
+    let a = analyze(&run.dir, &[]);
+    assert_wait(&a, "early_reduce", 0, "MPI_Reduce", 1, run.realized(1, 0));
+    assert_none(&a, "early_reduce", 1);
+}
+
+#[test]
+fn a_rank_with_twice_the_computation_is_the_load_imbalance() {
+    let run = delays(Mpi::Open, "imbalance", 4).unwrap();
+    let a = analyze(&run.dir, &[]);
+    let inj = &run.injected;
+    let mean = inj.values().sum::<i64>() / 4;
+    let im = &a["imbalance"];
+    assert_eq!(im["slowest_rank"], 1, "{im:#}");
+    assert_eq!(im["slowest"], "rank 1", "{im:#}");
+    let f = findings(&a, "load_imbalance");
+    assert_eq!(f.len(), 1, "{:#}", a["findings"]);
+    assert_eq!(f[0]["rank"], 1);
+    // Time lost: the slowest rank's computation above the mean.
+    assert_near(int(&f[0]["time_lost_ns"]), inj[&1] - mean, "max - mean computation");
+    // Rank 1 computed one sleep more per iteration than the others.
+    let computation: HashMap<i64, i64> =
+        a["ranks"].as_array().unwrap().iter().map(|r| (int(&r["rank"]), int(&r["computation_ns"]))).collect();
+    let others = (computation[&0] + computation[&2] + computation[&3]) / 3;
+    let injected_others = (inj[&0] + inj[&2] + inj[&3]) / 3;
+    assert_near(computation[&1] - others, inj[&1] - injected_others, "rank 1's extra computation");
+    assert!((int(&im["max_ns"]) - computation[&1]).abs() <= 1, "{im:#}");
+    // And the others wait for it at the barrier.
+    for r in [0, 2, 3] {
+        assert_wait(&a, "wait_at_barrier", r, "MPI_Barrier", 1, run.realized(1, r));
+    }
+}
+
+/// Under MPICH (Hydra) the same program gives the same findings.
+#[test]
+fn mpich_late_sender_and_barrier_waits_are_found_too() {
+    let Some(run) = delays(Mpi::Mpich, "late-sender", 2) else { return };
+    let a = analyze(&run.dir, &[]);
+    assert_wait(&a, "late_sender", 1, "MPI_Recv", 0, run.realized(0, 1));
+    let Some(run) = delays(Mpi::Mpich, "barrier", 3) else { return };
+    let a = analyze(&run.dir, &[]);
+    for r in 0..2 {
+        assert_wait(&a, "wait_at_barrier", r, "MPI_Barrier", 2, run.realized(2, r));
+    }
+}
+
+/// The CUPTI capture `name` replayed and merged into a fresh experiment.
+fn cupti_fixture(name: &str, pid: u32) -> PathBuf {
+    let (captures, _) = crate::cuda::fixture(name);
+    let dir = fresh_dir(&format!("analyze-{name}"));
+    let all = gputrace_cuda::convert::Enabled::from_set(&config::Config::from_pairs(&[]).unwrap().cuda_enable);
+    gputrace_cuda::replay::replay(&captures, &dir, gpu_node_header(pid, name), all).unwrap();
+    let out = merge(&dir, false);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    dir
+}
+
+/// The one finding of `pattern` whose call path ends in `call`.
+fn finding<'a>(a: &'a Value, pattern: &str, call: &str) -> &'a Value {
+    let f: Vec<&Value> = findings(a, pattern)
+        .into_iter()
+        .filter(|f| f["call_path"].as_array().unwrap().last().is_some_and(|c| c == call))
+        .collect();
+    assert_eq!(f.len(), 1, "one {pattern} in {call}: {:#}", a["findings"]);
+    f[0]
+}
+
+/// tests/gpu/programs/cuda_basic.cu, 20 iterations: cudaMemcpy 4 times
+/// (4 MiB HtoD from pageable memory, 4 MiB and 4 bytes DtoH, 8 KiB HtoH),
+/// cudaMemset once (4 MiB), an event and a stream synchronization per
+/// iteration and one stream synchronization before; its asynchronous
+/// copies use pinned or device memory.
+#[test]
+fn cuda_basic_capture_gives_the_programs_synchronous_copies_memsets_and_syncs() {
+    let dir = cupti_fixture("cuda_basic", 468);
+    let a = analyze(&dir, &["--gap-threshold", "1ms"]);
+    let memcpy = finding(&a, "sync_memcpy", "cudaMemcpy");
+    assert_eq!(int(&memcpy["instances"]), 4, "{memcpy:#}");
+    assert_eq!(int(&memcpy["bytes"]), 2 * (4 << 20) + 8192 + 4, "{memcpy:#}");
+    assert_eq!(memcpy["location"], "Master thread");
+    let memset = finding(&a, "sync_memset", "cudaMemset");
+    assert_eq!((int(&memset["instances"]), int(&memset["bytes"])), (1, 4 << 20), "{memset:#}");
+    assert_eq!(int(&finding(&a, "sync_api", "cudaEventSynchronize")["instances"]), 20);
+    assert_eq!(int(&finding(&a, "sync_api", "cudaStreamSynchronize")["instances"]), 21);
+    // One cudaDeviceSynchronize: below the default of 10 calls...
+    assert!(findings(&a, "sync_api").iter().all(|f| f["call_path"][0] != "cudaDeviceSynchronize"));
+    // ... a finding from one call on.
+    let all = analyze(&dir, &["--sync-min-calls", "1"]);
+    assert_eq!(int(&finding(&all, "sync_api", "cudaDeviceSynchronize")["instances"]), 1);
+    assert!(findings(&a, "pageable_async_memcpy").is_empty(), "pinned and device memory only: {:#}", a["findings"]);
+    // Time lost: what the calls took, at least what their copies took.
+    let lost = int(&memcpy["time_lost_ns"]);
+    assert!(lost > 0 && lost <= int(&memcpy["window"]["end_ns"]) - int(&memcpy["window"]["start_ns"]));
+
+    // Kernels ran shorter than their launches: at most the program's 20
+    // of each name, each finding on its stream with the kernel named.
+    for f in findings(&a, "short_kernels") {
+        let k = f["kernel"].as_str().unwrap();
+        assert!(["scale", "axpy", "reduce_shared"].iter().any(|n| k.contains(n)), "{f:#}");
+        assert!((10..=20).contains(&int(&f["instances"])), "{f:#}");
+        assert_eq!(f["call_path"].as_array().unwrap().last().unwrap(), "cudaLaunchKernel", "{f:#}");
+    }
+    let scale = findings(&a, "short_kernels").into_iter().find(|f| f["kernel"].as_str().unwrap().contains("scale"));
+    assert_eq!(int(&scale.expect("scale kernels")["instances"]), 20);
+
+    // GPU gaps of at least the threshold, and only those.
+    let gaps = findings(&a, "gpu_gap");
+    assert!(!gaps.is_empty(), "{:#}", a["findings"]);
+    for g in &gaps {
+        assert!(int(&g["worst"]["time_lost_ns"]) >= 1_000_000, "{g:#}");
+        assert_eq!(g["location"], "CUDA Device 0");
+    }
+    let fewer = analyze(&dir, &["--gap-threshold", "1s"]);
+    assert!(findings(&fewer, "gpu_gap").is_empty());
+
+    // GPU time per stream against `gputrace stats`' totals (its own pass).
+    let stats = run(Command::new(gputrace()).args(["stats", "--format", "json"]).arg(&dir));
+    let stats: Value = serde_json::from_slice(&stats.stdout).unwrap();
+    let total = |report: &str, column: &str, pick: &dyn Fn(&str) -> bool| -> i64 {
+        stats[report]["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| pick(r[column].as_str().unwrap()))
+            .map(|r| int(&r["Total Time (ns)"]))
+            .sum()
+    };
+    let streams = a["streams"].as_array().unwrap();
+    let sum = |field: &str| streams.iter().map(|s| int(&s[field])).sum::<i64>();
+    assert_eq!(sum("kernels_ns"), total("gpu_kern_sum", "Name", &|_| true));
+    assert_eq!(sum("copies_ns"), total("gpu_mem_time_sum", "Operation", &|n| n.starts_with("[CUDA memcpy")));
+    assert_eq!(sum("memsets_ns"), total("gpu_mem_time_sum", "Operation", &|n| n.starts_with("[CUDA memset")));
+    for s in streams.iter().chain(a["gpus"].as_array().unwrap()) {
+        let parts = int(&s["idle_host_ns"]) + int(&s["idle_dependency_ns"]) + int(&s["idle_unattributed_ns"]);
+        assert!((parts - int(&s["idle_ns"])).abs() <= 1, "idle split adds up: {s:#}");
+        assert_eq!(int(&s["idle_ns"]) + int(&s["busy_ns"]), int(&s["span_ns"]), "{s:#}");
+        assert_eq!(int(&s["idle_unattributed_ns"]), 0, "every launch is in the capture: {s:#}");
+    }
+    // The program synchronizes every iteration: the GPU waits for the host.
+    let gpu = &a["gpus"][0];
+    assert!(int(&gpu["idle_host_ns"]) > int(&gpu["idle_dependency_ns"]), "{gpu:#}");
+}
+
+/// tests/gpu/programs/nvtx_cuda.cu `6 3 4 5`: 6 steps of 3 `fwd` kernels in
+/// "step > forward" and 4 `bwd` in "step > backward", on 64 Ki floats
+/// (about a microsecond each, a launch takes several).
+#[test]
+fn nvtx_cuda_capture_gives_its_short_kernels_under_their_ranges() {
+    let from = workspace().join("tests/fixtures/gpu-nvtx/nvtx_cuda");
+    let dir = fresh_dir("analyze-nvtx_cuda");
+    copy_dir(&from.join("raw"), &dir.join("raw"));
+    let out = merge(&dir, false);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let a = analyze(&dir, &[]);
+    let short = findings(&a, "short_kernels");
+    let of = |kernel: &str| {
+        let f: Vec<&&Value> = short.iter().filter(|f| f["kernel"].as_str().unwrap().starts_with(kernel)).collect();
+        assert_eq!(f.len(), 1, "{kernel}: {short:#?}");
+        f[0]
+    };
+    let fwd = of("fwd");
+    assert_eq!(int(&fwd["instances"]), 6 * 3, "{fwd:#}");
+    assert_eq!(fwd["call_path"], serde_json::json!(["step", "forward", "cudaLaunchKernel"]), "{fwd:#}");
+    let bwd = of("bwd");
+    assert_eq!(int(&bwd["instances"]), 6 * 4, "{bwd:#}");
+    assert_eq!(bwd["call_path"], serde_json::json!(["step", "backward", "cudaLaunchKernel"]), "{bwd:#}");
+    // 6 sync_grads and 5 side kernels: fewer than the default minimum.
+    assert!(short.iter().all(|f| !f["kernel"].as_str().unwrap().starts_with("side")), "{short:#?}");
+    let low = analyze(&dir, &["--short-kernel-min", "1"]);
+    let side = findings(&low, "short_kernels").into_iter().find(|f| f["kernel"].as_str().unwrap().starts_with("side"));
+    let side = side.expect("the worker's side kernels");
+    assert!(int(&side["instances"]) <= 5, "{side:#}");
+    assert_eq!(side["call_path"], serde_json::json!(["worker kernels", "cudaLaunchKernel"]), "{side:#}");
+    // The terminal table ranks findings by time lost.
+    let out = analyze_out(&dir, &[]);
+    let table = text(&out.stdout);
+    assert!(out.status.success());
+    assert!(table.contains("Kernels shorter than their launch"), "{table}");
+    assert!(table.contains("fwd <- step > forward > cudaLaunchKernel"), "{table}");
+    let lost: Vec<i64> = a["findings"].as_array().unwrap().iter().map(|f| int(&f["time_lost_ns"])).collect();
+    assert!(lost.windows(2).all(|w| w[0] >= w[1]), "{lost:?}");
+}
+
+#[test]
+fn bad_input_and_bad_options_are_one_line_and_exit_2() {
+    let missing = scratch().join("no-such-dir");
+    let out = analyze_out(&missing, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("gputrace: error: cannot read"), "{err}");
+    let empty = fresh_dir("analyze-empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = analyze_out(&empty, &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("holds no OTF2 archive"), "{}", text(&out.stderr));
+    let out = analyze_out(&empty, &["--gap-threshold", "soon"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("--gap-threshold soon: not a duration"), "{err}");
+    let out = analyze_out(&empty, &["--format", "xml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("[possible values: table, json]"), "{}", text(&out.stderr));
+}

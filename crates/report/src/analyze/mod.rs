@@ -1,0 +1,284 @@
+//! `gputrace analyze`: why the time went where it went, across MPI, CUDA
+//! and NCCL, from an archive read once, merged by time.
+//!
+//! - **MPI wait states** as Scalasca defines them ([`Pattern`]): Late
+//!   Sender, Late Receiver, Wait at N×N, Wait at Barrier, Late Broadcast,
+//!   Early Reduce, each as time lost per rank, call path and communicator.
+//! - **GPU time** per stream and per GPU: kernels, copies, memsets, NCCL
+//!   kernels and idle time, the idle time split into waiting for the host
+//!   to launch and waiting on a dependency; compute/communication overlap
+//!   per rank.
+//! - **Rules** in the manner of `nsys analyze`: synchronous copies and
+//!   memsets, pageable memory in asynchronous copies, synchronization API
+//!   calls, GPU gaps longer than a threshold, kernels shorter than their
+//!   launch.
+//! - **Load imbalance**: computation per rank (time outside MPI, NCCL and
+//!   CUDA synchronization), max/mean, the slowest rank.
+//!
+//! The pass ([`replay`]) reads host threads and GPU streams through
+//! [`TraceReader::read_by_time`](otf2::reader::TraceReader::read_by_time):
+//! what it keeps is per location (an open-region stack), per message in
+//! flight (a send not yet received), per collective operation not yet
+//! completed by every rank, per CUDA launch whose GPU work may still come
+//! (at most [`replay::MAX_LAUNCHES`]) and per finding (aggregated by
+//! pattern, location, call path and communicator): nothing grows with the
+//! length of the trace. Findings are plain data ([`Finding`]) for the
+//! terminal, JSON, the Chrome export's analysis tracks and, later, Cube
+//! metrics.
+
+mod render;
+pub mod replay;
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::Result;
+
+pub use render::{summary_block, summary_lines, write_json, write_table};
+pub use replay::Instance;
+
+/// The run summary analyses archives of up to this many events (about a
+/// second of the pass); larger ones say how to run `gputrace analyze`.
+pub const SUMMARY_MAX_EVENTS: u64 = 10_000_000;
+
+/// The top findings this many lines long in the run summary.
+pub const SUMMARY_FINDINGS: usize = 5;
+
+/// What `gputrace analyze` looks for and reports.
+#[derive(Clone, Debug, Serialize)]
+pub struct Options {
+    /// A GPU idle for at least this long (ns) is a GPU gap finding.
+    pub gap_threshold_ns: u64,
+    /// Synchronization API calls of one call path are a finding from this
+    /// many calls on.
+    pub sync_min_calls: u64,
+    /// Kernels of one name on one stream shorter than their launch call
+    /// are a finding from this many on.
+    pub short_kernel_min: u64,
+    /// A load imbalance (max/mean computation per rank) is a finding from
+    /// this ratio on.
+    pub imbalance_min_ratio: f64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        // nsys analyze's gpu_gaps rule defaults to 500 ms.
+        Self { gap_threshold_ns: 500_000_000, sync_min_calls: 10, short_kernel_min: 10, imbalance_min_ratio: 1.05 }
+    }
+}
+
+/// What a finding is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pattern {
+    LateSender,
+    LateReceiver,
+    #[serde(rename = "wait_at_nxn")]
+    WaitAtNxN,
+    WaitAtBarrier,
+    LateBroadcast,
+    EarlyReduce,
+    SyncMemcpy,
+    SyncMemset,
+    PageableAsyncMemcpy,
+    SyncApi,
+    GpuGap,
+    ShortKernels,
+    LoadImbalance,
+}
+
+impl Pattern {
+    /// Every pattern, in the order the documentation lists them.
+    pub const ALL: [Pattern; 13] = [
+        Pattern::LateSender,
+        Pattern::LateReceiver,
+        Pattern::WaitAtNxN,
+        Pattern::WaitAtBarrier,
+        Pattern::LateBroadcast,
+        Pattern::EarlyReduce,
+        Pattern::SyncMemcpy,
+        Pattern::SyncMemset,
+        Pattern::PageableAsyncMemcpy,
+        Pattern::SyncApi,
+        Pattern::GpuGap,
+        Pattern::ShortKernels,
+        Pattern::LoadImbalance,
+    ];
+
+    /// As the terminal shows it.
+    pub fn title(self) -> &'static str {
+        match self {
+            Pattern::LateSender => "Late Sender",
+            Pattern::LateReceiver => "Late Receiver",
+            Pattern::WaitAtNxN => "Wait at NxN",
+            Pattern::WaitAtBarrier => "Wait at Barrier",
+            Pattern::LateBroadcast => "Late Broadcast",
+            Pattern::EarlyReduce => "Early Reduce",
+            Pattern::SyncMemcpy => "Synchronous memcpy",
+            Pattern::SyncMemset => "Synchronous memset",
+            Pattern::PageableAsyncMemcpy => "Async memcpy, pageable memory",
+            Pattern::SyncApi => "Synchronization API calls",
+            Pattern::GpuGap => "GPU gap",
+            Pattern::ShortKernels => "Kernels shorter than their launch",
+            Pattern::LoadImbalance => "Load imbalance",
+        }
+    }
+
+    /// `mpi` (a wait state), `gpu` (a rule) or `balance`.
+    pub fn category(self) -> &'static str {
+        match self {
+            Pattern::LateSender
+            | Pattern::LateReceiver
+            | Pattern::WaitAtNxN
+            | Pattern::WaitAtBarrier
+            | Pattern::LateBroadcast
+            | Pattern::EarlyReduce => "mpi",
+            Pattern::LoadImbalance => "balance",
+            _ => "gpu",
+        }
+    }
+}
+
+/// A time window, ns since the trace's start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Window {
+    pub start_ns: u64,
+    pub end_ns: u64,
+}
+
+/// The instance of a finding that lost the most time.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Worst {
+    pub window: Window,
+    pub time_lost_ns: u64,
+    /// The rank waited for (a wait state's late partner: the sender, the
+    /// receiver, the last to arrive, the root).
+    pub partner_rank: Option<u32>,
+}
+
+/// One finding: a pattern at one place (a rank's thread and call path on a
+/// communicator, a stream's kernel, a GPU), its instances aggregated.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Finding {
+    pub pattern: Pattern,
+    /// The pattern as the terminal shows it.
+    pub title: &'static str,
+    pub category: &'static str,
+    /// The MPI rank (world) of the process where the time was lost.
+    pub rank: Option<u32>,
+    /// `rank r`, or the process's name without MPI.
+    pub process: String,
+    /// The thread, stream or GPU (`Master thread`, `CUDA[0:7] rank 0`,
+    /// `CUDA Device 0`).
+    pub location: String,
+    /// The region stack at the waiting call, outermost first (host
+    /// findings).
+    pub call_path: Vec<String>,
+    /// The kernel (or copy) a GPU finding is about.
+    pub kernel: Option<String>,
+    pub communicator: Option<String>,
+    pub time_lost_ns: u64,
+    pub instances: u64,
+    /// From the first instance's start to the last one's end.
+    pub window: Window,
+    pub worst: Worst,
+    /// Bytes the instances moved (copies, memsets), when known.
+    pub bytes: Option<u64>,
+    /// One sentence with the finding's own numbers.
+    pub detail: String,
+}
+
+/// Time on one GPU stream, or on one GPU (the union of its streams).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct GpuTime {
+    pub process: String,
+    pub rank: Option<u32>,
+    /// The stream's name, or the GPU's label.
+    pub location: String,
+    pub gpu: Option<String>,
+    /// Compute kernels (NCCL's apart).
+    pub kernels_ns: u64,
+    /// NCCL kernels (`ncclKernel*`, `ncclDevKernel*`).
+    pub communication_ns: u64,
+    pub copies_ns: u64,
+    pub memsets_ns: u64,
+    /// Any of them (for a GPU: while any stream was busy).
+    pub busy_ns: u64,
+    /// From the first work's start to the last one's end.
+    pub span_ns: u64,
+    /// `span − busy`.
+    pub idle_ns: u64,
+    /// Idle until the next work's launch call ended (the host launched
+    /// after the GPU had become free).
+    pub idle_host_ns: u64,
+    /// Idle after that (launched in time, waiting on a dependency: an
+    /// event, another stream, a synchronization).
+    pub idle_dependency_ns: u64,
+    /// Idle before work whose launch call the archive lacks.
+    pub idle_unattributed_ns: u64,
+}
+
+/// One process: computation, communication and their overlap.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct RankTime {
+    pub process: String,
+    pub rank: Option<u32>,
+    /// From the first event to the last of its busiest host thread.
+    pub span_ns: u64,
+    /// That span outside MPI, NCCL and CUDA synchronization calls.
+    pub computation_ns: u64,
+    /// Time in MPI calls (outermost), on that thread.
+    pub mpi_ns: u64,
+    /// Compute kernels running on its streams (union).
+    pub gpu_compute_ns: u64,
+    /// NCCL kernels on its streams or MPI calls on its threads (union).
+    pub communication_ns: u64,
+    /// Both at once.
+    pub overlap_ns: u64,
+}
+
+/// Computation per rank, compared.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Imbalance {
+    pub max_ns: u64,
+    pub mean_ns: u64,
+    pub min_ns: u64,
+    /// max / mean.
+    pub ratio: f64,
+    /// The process with the most computation.
+    pub slowest: String,
+    pub slowest_rank: Option<u32>,
+}
+
+/// Everything `gputrace analyze` found.
+#[derive(Clone, Debug, Serialize)]
+pub struct Analysis {
+    pub archive: String,
+    pub options: Options,
+    pub events: u64,
+    pub trace_ns: u64,
+    /// Ranked by time lost, largest first.
+    pub findings: Vec<Finding>,
+    pub streams: Vec<GpuTime>,
+    pub gpus: Vec<GpuTime>,
+    pub ranks: Vec<RankTime>,
+    pub imbalance: Option<Imbalance>,
+    /// What could not be analysed (messages without a match...).
+    pub notes: Vec<String>,
+}
+
+/// Analyses the archive `input` names.
+pub fn analyze(input: &Path, options: &Options) -> Result<Analysis> {
+    let mut reader = crate::open(input)?;
+    replay::run(&mut reader, options, &mut |_| {})
+}
+
+/// Analyses the archive, handing each instance found to `sink` as it is
+/// found (the Chrome export's analysis tracks).
+pub fn analyze_with(input: &Path, options: &Options, sink: &mut dyn FnMut(&Instance)) -> Result<Analysis> {
+    let mut reader = crate::open(input)?;
+    replay::run(&mut reader, options, sink)
+}

@@ -1,0 +1,311 @@
+//! The analysis as the terminal shows it (findings ranked by time lost,
+//! then GPU time per stream and GPU, then computation, communication and
+//! overlap per rank), as JSON, and as the few lines of the run summary.
+
+use std::io::{self, Write};
+
+use super::replay::Extra;
+use super::{Analysis, Finding, GpuTime, Pattern};
+use crate::names;
+use crate::numbers::{human_bytes, human_ns, plural, thousands};
+use crate::table::{Cell, Table};
+
+/// Seconds since the trace's start, to the microsecond.
+fn secs(ns: u64) -> String {
+    format!("{:.6}", ns as f64 / 1e9)
+}
+
+/// Where: `rank 1, Master thread`.
+fn place(f: &Finding) -> String {
+    match (f.process.is_empty(), f.location.is_empty()) {
+        (false, false) => format!("{}, {}", f.process, f.location),
+        (false, true) => f.process.clone(),
+        (true, _) => f.location.clone(),
+    }
+}
+
+/// A kernel's base name; a copy or memset (`[CUDA memcpy HtoD]`) as it is.
+fn kernel_name(k: &str, width: usize) -> String {
+    if k.starts_with('[') { names::cut(k, width) } else { names::for_terminal(k, width) }
+}
+
+/// The call path `a > b > MPI_Recv`, or the kernel's base name (after the
+/// call path of its launch, when known).
+fn what(f: &Finding, width: usize) -> String {
+    match &f.kernel {
+        Some(k) if f.call_path.is_empty() => kernel_name(k, width),
+        Some(k) => {
+            let name = kernel_name(k, width);
+            let path = f.call_path.join(" > ");
+            names::cut(&format!("{name} <- {path}"), width.max(name.chars().count()))
+        }
+        None => names::cut(&f.call_path.join(" > "), width),
+    }
+}
+
+/// A finding's sentence, with its own numbers.
+pub(crate) fn detail(f: &Finding, extra: &Extra) -> String {
+    let lost = human_ns(f.time_lost_ns);
+    let n = f.instances;
+    let at = place(f);
+    let call = f.call_path.last().cloned().unwrap_or_default();
+    let on = f.communicator.as_deref().map(|c| format!(" on {c}")).unwrap_or_default();
+    let partner = |what: &str| {
+        f.worst
+            .partner_rank
+            .map(|r| format!("; the longest waited {} for {what} rank {r}", human_ns(f.worst.time_lost_ns)))
+            .unwrap_or_default()
+    };
+    let times = format!("{n} time{}", plural(n, "s"));
+    match f.pattern {
+        Pattern::LateSender => {
+            format!("{at} waited {lost} in {call}{on} for messages not yet sent, {times}{}", partner("sender"))
+        }
+        Pattern::LateReceiver => format!(
+            "{at} waited {lost} in {call}{on} for the receiver to post its receive, {times}{}",
+            partner("receiver")
+        ),
+        Pattern::WaitAtNxN => {
+            format!("{at} waited {lost} in {call}{on} until the last rank entered it, {times}{}", partner("the last,"))
+        }
+        Pattern::WaitAtBarrier => {
+            format!("{at} waited {lost} in {call}{on} until the last rank reached it, {times}{}", partner("the last,"))
+        }
+        Pattern::LateBroadcast => {
+            format!("{at} waited {lost} in {call}{on} for the root to enter, {times}{}", partner("root"))
+        }
+        Pattern::EarlyReduce => format!(
+            "{at} (the root) waited {lost} in {call}{on} until the first sender entered, {times}{}",
+            partner("the first sender,")
+        ),
+        Pattern::SyncMemcpy | Pattern::SyncMemset => format!(
+            "{at}: {n} synchronous {call} call{} ({}) blocked the host for {lost}; the Async form on a stream \
+             lets the host go on",
+            plural(n, "s"),
+            human_bytes(f.bytes.unwrap_or(0))
+        ),
+        Pattern::PageableAsyncMemcpy => format!(
+            "{at}: {n} {call} call{} copied {} from or to pageable memory, {lost} of copying that cannot overlap: \
+             pin the host buffer (cudaMallocHost, cudaHostRegister)",
+            plural(n, "s"),
+            human_bytes(f.bytes.unwrap_or(0))
+        ),
+        Pattern::SyncApi => format!("{at}: {n} {call} call{} waited {lost} for the GPU", plural(n, "s")),
+        Pattern::GpuGap => format!(
+            "{at} was idle {lost} in {n} gap{} of at least the threshold; the longest, {}, ended when {} started",
+            plural(n, "s"),
+            human_ns(f.worst.time_lost_ns),
+            f.kernel.as_deref().map(|k| kernel_name(k, 48)).unwrap_or_default()
+        ),
+        Pattern::ShortKernels => format!(
+            "{at}: {n} of {} {} kernels ran shorter than their launch call ({} on the GPU against {} launching): \
+             the host launches them slower than the GPU runs them; fuse them or use a CUDA graph",
+            extra.all,
+            f.kernel.as_deref().map(|k| kernel_name(k, 48)).unwrap_or_default(),
+            human_ns(extra.kernel_ns),
+            human_ns(extra.launch_ns)
+        ),
+        Pattern::LoadImbalance => String::new(),
+    }
+}
+
+/// The findings table.
+fn findings_table(a: &Analysis) -> Table {
+    let mut t = Table::new(
+        "findings",
+        "Findings, by time lost",
+        &[
+            "#",
+            "Time Lost",
+            "Pattern",
+            "Where",
+            "Instances",
+            "From (s)",
+            "To (s)",
+            "Call Path / Kernel",
+            "Communicator",
+            "Waited For",
+        ],
+    );
+    for (i, f) in a.findings.iter().enumerate() {
+        t.rows.push(vec![
+            Cell::Int(i as u128 + 1),
+            Cell::Text(human_ns(f.time_lost_ns)),
+            Cell::Text(f.title.to_owned()),
+            Cell::Text(place(f)),
+            Cell::Int(f.instances.into()),
+            Cell::Text(secs(f.window.start_ns)),
+            Cell::Text(secs(f.window.end_ns)),
+            Cell::Text(what(f, 48)),
+            Cell::Text(f.communicator.clone().unwrap_or_else(|| "-".into())),
+            Cell::Text(f.worst.partner_rank.map_or_else(|| "-".into(), |r| format!("rank {r}"))),
+        ]);
+    }
+    t
+}
+
+fn gpu_table(name: &str, title: &str, rows: &[GpuTime]) -> Table {
+    let mut t = Table::new(
+        name,
+        title,
+        &[
+            "Where",
+            "Kernels (ns)",
+            "NCCL (ns)",
+            "Copies (ns)",
+            "Memsets (ns)",
+            "Busy (%)",
+            "Idle (ns)",
+            "Idle: Host Launch (ns)",
+            "Idle: Dependency (ns)",
+            "Idle: Unknown (ns)",
+        ],
+    );
+    for g in rows {
+        let place = if g.process.is_empty() { g.location.clone() } else { format!("{}, {}", g.process, g.location) };
+        let busy = if g.span_ns > 0 { 100.0 * g.busy_ns as f64 / g.span_ns as f64 } else { 0.0 };
+        t.rows.push(vec![
+            Cell::Text(place),
+            Cell::Int(g.kernels_ns.into()),
+            Cell::Int(g.communication_ns.into()),
+            Cell::Int(g.copies_ns.into()),
+            Cell::Int(g.memsets_ns.into()),
+            Cell::Float(busy, 1),
+            Cell::Int(g.idle_ns.into()),
+            Cell::Int(g.idle_host_ns.into()),
+            Cell::Int(g.idle_dependency_ns.into()),
+            Cell::Int(g.idle_unattributed_ns.into()),
+        ]);
+    }
+    t
+}
+
+fn ranks_table(a: &Analysis) -> Table {
+    let mut t = Table::new(
+        "ranks",
+        "Computation and communication per rank",
+        &[
+            "Process",
+            "Computation (ns)",
+            "MPI (ns)",
+            "GPU Compute (ns)",
+            "Communication (ns)",
+            "Overlap (ns)",
+            "Overlap (%)",
+        ],
+    );
+    for r in &a.ranks {
+        let pct = if r.communication_ns > 0 { 100.0 * r.overlap_ns as f64 / r.communication_ns as f64 } else { 0.0 };
+        t.rows.push(vec![
+            Cell::Text(r.process.clone()),
+            Cell::Int(r.computation_ns.into()),
+            Cell::Int(r.mpi_ns.into()),
+            Cell::Int(r.gpu_compute_ns.into()),
+            Cell::Int(r.communication_ns.into()),
+            Cell::Int(r.overlap_ns.into()),
+            Cell::Float(pct, 1),
+        ]);
+    }
+    if let Some(im) = &a.imbalance {
+        t.notes.push(format!(
+            "Load balance: computation max {} ({}), mean {}, min {}; max/mean {:.2}.",
+            human_ns(im.max_ns),
+            im.slowest,
+            human_ns(im.mean_ns),
+            human_ns(im.min_ns),
+            im.ratio
+        ));
+    }
+    t.notes.push(
+        "Computation: the busiest host thread's time outside MPI, NCCL and CUDA synchronization calls. \
+         Communication: NCCL kernels and MPI calls; overlap: while a compute kernel ran."
+            .into(),
+    );
+    t
+}
+
+/// `gputrace analyze`'s terminal output.
+pub fn write_table(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "gputrace analyze: {} ({} events, {} traced)\n",
+        a.archive,
+        thousands(a.events),
+        human_ns(a.trace_ns)
+    )?;
+    if a.findings.is_empty() {
+        writeln!(out, "** Findings: none (no wait states, rule findings or load imbalance).\n")?;
+    } else {
+        writeln!(out, "{}", findings_table(a).render(None))?;
+        for (i, f) in a.findings.iter().enumerate().take(10) {
+            writeln!(out, " {}. {}: {}", i + 1, f.title, f.detail)?;
+        }
+        writeln!(out)?;
+    }
+    if !a.streams.is_empty() {
+        writeln!(out, "{}", gpu_table("streams", "GPU time per stream", &a.streams).render(None))?;
+        let mut t = gpu_table("gpus", "GPU time per GPU (all its streams)", &a.gpus);
+        t.notes.push(
+            "Idle: between the first work and the last. Host launch: until the next work's launch call \
+             ended; dependency: after it (an event, another stream, a synchronization)."
+                .into(),
+        );
+        writeln!(out, "{}", t.render(None))?;
+    }
+    if !a.ranks.is_empty() {
+        writeln!(out, "{}", ranks_table(a).render(None))?;
+    }
+    for n in &a.notes {
+        writeln!(out, "note: {n}")?;
+    }
+    Ok(())
+}
+
+/// `gputrace analyze --format json`: the [`Analysis`] as serde writes it.
+pub fn write_json(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, a)?;
+    writeln!(out)
+}
+
+/// The top `n` findings, one line each, for the run summary.
+pub fn summary_lines(a: &Analysis, n: usize) -> Vec<String> {
+    a.findings
+        .iter()
+        .take(n)
+        .map(|f| {
+            let what = what(f, 40);
+            let what = if what.is_empty() { String::new() } else { format!(" in {what}") };
+            let partner = f.worst.partner_rank.map(|r| format!(", waiting for rank {r}")).unwrap_or_default();
+            format!(
+                "{}: {} lost, {}{}{} ({} instance{})",
+                f.title,
+                human_ns(f.time_lost_ns),
+                place(f),
+                what,
+                partner,
+                thousands(f.instances),
+                plural(f.instances, "s")
+            )
+        })
+        .collect()
+}
+
+/// The analysis lines of the run summary: the `top` findings with the
+/// most time lost, and how many more `gputrace analyze` shows.
+pub fn summary_block(a: &Analysis, top: usize, dir: &str) -> String {
+    let mut s = String::new();
+    if a.findings.is_empty() {
+        s.push_str("analysis: no MPI wait states, GPU rule findings or load imbalance\n");
+        return s;
+    }
+    for line in summary_lines(a, top) {
+        s.push_str("analysis: ");
+        s.push_str(&line);
+        s.push('\n');
+    }
+    let more = a.findings.len().saturating_sub(top);
+    if more > 0 {
+        s.push_str(&format!("analysis: {more} more finding{}: gputrace analyze {dir}\n", plural(more as u64, "s")));
+    }
+    s
+}
