@@ -137,6 +137,16 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 AnalyzeFormat::Json => report::analyze::write_json(&analysis, &mut out)?,
             }
             out.flush()?;
+            // The wait states as a Cube file beside the archive, as
+            // Scalasca's scout.cubex; not writable there: said, no more.
+            let anchor = report::anchor_of(&input)?;
+            let scout = anchor.parent().unwrap_or(std::path::Path::new(".")).join("scout.cubex");
+            let program = report::analyze::cube::program_name(&anchor);
+            match report::analyze::cube::write_wait_states(&analysis, &program, &scout) {
+                Ok(0) => {}
+                Ok(_) => say!("[gputrace] MPI wait states as a Cube profile: {}", scout.display()),
+                Err(e) => say!("gputrace: warning: {:#}", anyhow::Error::from(e)),
+            }
             Ok(0)
         }
         Some(Command::Export { format, input }) => {

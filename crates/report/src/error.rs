@@ -34,6 +34,9 @@ pub enum Error {
     Csv(#[from] csv::Error),
     #[error(transparent)]
     Png(#[from] png::EncodingError),
+    /// Writing a Cube file failed.
+    #[error("cannot write {}", path.display())]
+    Cube { path: PathBuf, source: cube::Error },
     /// Drawing a plot failed.
     #[error("drawing the {what}: {detail}")]
     Draw { what: &'static str, detail: String },

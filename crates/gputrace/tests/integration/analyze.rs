@@ -137,6 +137,35 @@ fn assert_wait(a: &Value, pattern: &str, rank: u32, call: &str, partner: u32, wa
     assert!(int(&w["end_ns"]) <= int(&a["trace_ns"]), "{f:#}");
 }
 
+/// The same figures in `scout.cubex`, which `gputrace analyze` wrote
+/// beside the archive, read by pycubexr: the pattern's metric (Scalasca's
+/// name) holds each finding's time lost at its call path and thread, and
+/// nothing elsewhere.
+fn assert_in_cube(dir: &Path, a: &Value, pattern: &str, metric: &str) {
+    let Some(python) = crate::profile::pycubexr() else { return };
+    let cube = crate::profile::cube_facts(&python, &dir.join("scout.cubex"));
+    let stored = &cube["stored"][metric];
+    let locations = cube["locations"].as_array().unwrap();
+    let mut total = 0.0;
+    for f in findings(a, pattern) {
+        let path: Vec<&str> = f["call_path"].as_array().unwrap().iter().map(|p| p.as_str().unwrap()).collect();
+        let column = locations
+            .iter()
+            .position(|l| l["group"] == f["process"] && l["name"] == f["location"])
+            .unwrap_or_else(|| panic!("{f:#} in {locations:#?}"));
+        let root = cube["cnodes"].as_object().unwrap().iter().find(|(_, c)| c["parent"].is_null()).unwrap().0;
+        assert!(root.ends_with("delays_c"), "the root is the program (compiled as ...delays_c): {root}");
+        let key = std::iter::once(root.as_str()).chain(path.iter().copied()).collect::<Vec<_>>();
+        let got = stored[key.join("/")][column].as_f64().unwrap_or_else(|| panic!("{metric} {path:?}: {stored:#}"));
+        let want = int(&f["time_lost_ns"]) as f64 / 1e9;
+        assert!((got - want).abs() <= 1e-9 * want.max(1.0), "{metric} at {path:?}: {got} s vs {want} s");
+        total += want;
+    }
+    let all: f64 =
+        stored.as_object().unwrap().values().flat_map(|row| row.as_array().unwrap()).map(|v| v.as_f64().unwrap()).sum();
+    assert!(total > 0.0 && (all - total).abs() <= 1e-9 * total, "{metric}: {all} s in the cube, {total} s found");
+}
+
 /// No finding of `pattern` on `rank` (the late rank waits for nobody).
 fn assert_none(a: &Value, pattern: &str, rank: u32) {
     let mine: Vec<&Value> = findings(a, pattern).into_iter().filter(|f| f["rank"] == rank).collect();
@@ -148,6 +177,7 @@ fn a_late_sender_is_the_receivers_wait_in_mpi_recv() {
     let traced = delays(Mpi::Open, "late-sender", 2).unwrap();
     let a = analyze(&traced.dir, &[]);
     assert_wait(&a, "late_sender", 1, "MPI_Recv", 0, traced.realized(0, 1));
+    assert_in_cube(&traced.dir, &a, "late_sender", "mpi_latesender");
     assert_none(&a, "late_sender", 0);
     assert!(findings(&a, "late_receiver").is_empty(), "an eager send waits for no receiver: {:#}", a["findings"]);
     // The summary after the run names it too.
@@ -197,6 +227,7 @@ fn a_late_receiver_is_the_synchronous_senders_wait() {
     let run = delays(Mpi::Open, "late-receiver", 2).unwrap();
     let a = analyze(&run.dir, &[]);
     assert_wait(&a, "late_receiver", 0, "MPI_Ssend", 1, run.realized(1, 0));
+    assert_in_cube(&run.dir, &a, "late_receiver", "mpi_latereceiver");
     assert!(findings(&a, "late_sender").is_empty(), "{:#}", a["findings"]);
 }
 
@@ -208,6 +239,7 @@ fn a_rank_late_at_barriers_makes_the_others_wait_at_barrier() {
         assert_wait(&a, "wait_at_barrier", r, "MPI_Barrier", 3, run.realized(3, r));
     }
     assert_none(&a, "wait_at_barrier", 3);
+    assert_in_cube(&run.dir, &a, "wait_at_barrier", "mpi_barrier_wait");
 }
 
 #[test]
@@ -218,6 +250,7 @@ fn a_rank_late_at_an_alltoall_makes_the_others_wait_at_nxn() {
         assert_wait(&a, "wait_at_nxn", r, "MPI_Alltoall", 3, run.realized(3, r));
     }
     assert_none(&a, "wait_at_nxn", 3);
+    assert_in_cube(&run.dir, &a, "wait_at_nxn", "mpi_wait_nxn");
 }
 
 #[test]
@@ -228,6 +261,7 @@ fn a_late_root_of_mpi_bcast_is_a_late_broadcast() {
         assert_wait(&a, "late_broadcast", r, "MPI_Bcast", 0, run.realized(0, r));
     }
     assert_none(&a, "late_broadcast", 0);
+    assert_in_cube(&run.dir, &a, "late_broadcast", "mpi_latebroadcast");
 }
 
 /// Scalasca's Early Reduce: the root waits until the *first* sender
@@ -238,6 +272,7 @@ fn a_late_sender_into_mpi_reduce_is_an_early_reduce_on_the_root() {
     let a = analyze(&run.dir, &[]);
     assert_wait(&a, "early_reduce", 0, "MPI_Reduce", 1, run.realized(1, 0));
     assert_none(&a, "early_reduce", 1);
+    assert_in_cube(&run.dir, &a, "early_reduce", "mpi_earlyreduce");
 }
 
 #[test]

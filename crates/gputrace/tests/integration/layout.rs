@@ -26,7 +26,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("merge", &["raw", "otf2", "config"]),
     ("cube", &[]),
     ("profile", &["merge", "cube", "otf2", "raw"]),
-    ("report", &["otf2"]),
+    ("report", &["otf2", "cube"]),
     ("gputrace", &["config", "merge", "profile", "report"]),
 ];
 

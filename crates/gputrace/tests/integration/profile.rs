@@ -19,14 +19,14 @@ use serde_json::Value;
 use crate::util::*;
 
 /// The Python of scripts/setup.sh's environment with pycubexr.
-fn pycubexr() -> Option<PathBuf> {
+pub(crate) fn pycubexr() -> Option<PathBuf> {
     let python = test_cache().join("pycubexr/bin/python");
     let ok = Command::new(&python).args(["-c", "import pycubexr"]).output().is_ok_and(|o| o.status.success());
     required(&format!("pycubexr ({})", python.display()), ok).then_some(python)
 }
 
 /// What pycubexr reads in a profile.
-fn cube_facts(python: &Path, profile: &Path) -> Value {
+pub(crate) fn cube_facts(python: &Path, profile: &Path) -> Value {
     let out = Command::new(python).arg(workspace().join("tests/scripts/cube_facts.py")).arg(profile).output().unwrap();
     assert!(out.status.success(), "pycubexr failed on {}: {}", profile.display(), text(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()

@@ -18,7 +18,7 @@ use super::reader::Reader;
 use super::{check, clear_reports, null_error};
 use crate::error::Result;
 use crate::reader::{EventContext, EventVisitor};
-use crate::refs::{CommRef, LocationRef, MetricRef, RegionRef, RmaWinRef};
+use crate::refs::{CommRef, LocationRef, MetricRef, RegionRef, RmaWinRef, StringRef};
 use crate::types::{CollectiveOp, Paradigm};
 use crate::values::{Collective, MetricValue};
 
@@ -332,6 +332,10 @@ event_callback! { on_metric(metric: u32, count: u8, types: *const u8, values: *c
 event_callback! { on_thread_fork(model: u8, threads: u32) =>
 |v, ev, _| v.thread_fork(ev, Paradigm::from_raw(model), threads) }
 event_callback! { on_thread_join(model: u8) => |v, ev, _| v.thread_join(ev, Paradigm::from_raw(model)) }
+event_callback! { on_program_begin(name: u32, _n: u32, _args: *const u32) =>
+|v, ev, _| v.program_begin(ev, StringRef(name)) }
+event_callback! { on_program_end(status: i64) =>
+|v, ev, _| v.program_end(ev, (status != sys::OTF2_UNDEFINED_INT64).then_some(status)) }
 event_callback! { on_comm_create(comm: u32) => |v, ev, _| v.comm_create(ev, CommRef(comm)) }
 event_callback! { on_comm_destroy(comm: u32) => |v, ev, _| v.comm_destroy(ev, CommRef(comm)) }
 event_callback! { on_measurement_on_off(mode: u8) =>
@@ -387,6 +391,8 @@ impl EvtCallbacks {
             OTF2_EvtReaderCallbacks_SetMetricCallback => on_metric::local,
             OTF2_EvtReaderCallbacks_SetThreadForkCallback => on_thread_fork::local,
             OTF2_EvtReaderCallbacks_SetThreadJoinCallback => on_thread_join::local,
+            OTF2_EvtReaderCallbacks_SetProgramBeginCallback => on_program_begin::local,
+            OTF2_EvtReaderCallbacks_SetProgramEndCallback => on_program_end::local,
             OTF2_EvtReaderCallbacks_SetCommCreateCallback => on_comm_create::local,
             OTF2_EvtReaderCallbacks_SetCommDestroyCallback => on_comm_destroy::local,
             OTF2_EvtReaderCallbacks_SetMeasurementOnOffCallback => on_measurement_on_off::local,
@@ -455,6 +461,8 @@ impl GlobalEvtCallbacks {
             OTF2_GlobalEvtReaderCallbacks_SetMetricCallback => on_metric::global,
             OTF2_GlobalEvtReaderCallbacks_SetThreadForkCallback => on_thread_fork::global,
             OTF2_GlobalEvtReaderCallbacks_SetThreadJoinCallback => on_thread_join::global,
+            OTF2_GlobalEvtReaderCallbacks_SetProgramBeginCallback => on_program_begin::global,
+            OTF2_GlobalEvtReaderCallbacks_SetProgramEndCallback => on_program_end::global,
             OTF2_GlobalEvtReaderCallbacks_SetCommCreateCallback => on_comm_create::global,
             OTF2_GlobalEvtReaderCallbacks_SetCommDestroyCallback => on_comm_destroy::global,
             OTF2_GlobalEvtReaderCallbacks_SetMeasurementOnOffCallback => on_measurement_on_off::global,

@@ -5,7 +5,7 @@
 //! breaking existing visitors (the tracing crate's sink pattern).
 
 use crate::ffi::attributes::Attributes;
-use crate::refs::{CommRef, LocationRef, MetricRef, RegionRef, RmaWinRef};
+use crate::refs::{CommRef, LocationRef, MetricRef, RegionRef, RmaWinRef, StringRef};
 use crate::types::Paradigm;
 use crate::values::{Collective, MetricValue};
 
@@ -95,6 +95,10 @@ pub trait EventVisitor {
     fn comm_create(&mut self, ev: &EventContext<'_>, comm: CommRef) {}
     /// `CommDestroy`.
     fn comm_destroy(&mut self, ev: &EventContext<'_>, comm: CommRef) {}
+    /// `ProgramBegin`: the program's name (its arguments are not passed on).
+    fn program_begin(&mut self, ev: &EventContext<'_>, name: StringRef) {}
+    /// `ProgramEnd`: the exit status, when known.
+    fn program_end(&mut self, ev: &EventContext<'_>, status: Option<i64>) {}
     /// `MeasurementOnOff`: `on` is false when recording was switched off.
     fn measurement_on_off(&mut self, ev: &EventContext<'_>, on: bool) {}
     /// `BufferFlush`: the measurement system flushed its buffer from

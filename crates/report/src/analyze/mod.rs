@@ -26,6 +26,7 @@
 //! terminal, JSON, the Chrome export's analysis tracks and, later, Cube
 //! metrics.
 
+pub mod cube;
 mod render;
 pub mod replay;
 #[cfg(test)]

@@ -1,0 +1,134 @@
+//! The MPI wait states as a Cube profile, `scout.cubex`, as Scalasca's
+//! trace analyzer (Scout) writes its findings next to the archive: one
+//! metric per pattern, in seconds, under `wait_states`, at the call path
+//! and on the location where the time was lost.
+//!
+//! The metrics are named as Scalasca's: `mpi_latesender`,
+//! `mpi_latereceiver`, `mpi_wait_nxn`, `mpi_barrier_wait`,
+//! `mpi_latebroadcast`, `mpi_earlyreduce` (exclusive, DOUBLE, `sec`);
+//! `wait_states` holds nothing of its own, so Cube shows it collapsed as
+//! their sum. The call tree is the findings' call paths (each region by
+//! its name) under one root named after the program (the archive's
+//! program region, as Score-P's profiles have it), the system tree one
+//! machine with one group per process and a location per thread that
+//! waited.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use cube::{CnodeId, Cube, DataType, GroupType, LocationId, LocationType, Metric, MetricId, MetricKind, Region};
+
+use super::{Analysis, Pattern};
+use crate::{Error, Result};
+
+/// Scalasca's unique name and display name of a wait-state pattern.
+pub fn metric_names(p: Pattern) -> Option<(&'static str, &'static str)> {
+    Some(match p {
+        Pattern::LateSender => ("mpi_latesender", "Late Sender"),
+        Pattern::LateReceiver => ("mpi_latereceiver", "Late Receiver"),
+        Pattern::WaitAtNxN => ("mpi_wait_nxn", "Wait at N x N"),
+        Pattern::WaitAtBarrier => ("mpi_barrier_wait", "Wait at Barrier"),
+        Pattern::LateBroadcast => ("mpi_latebroadcast", "Late Broadcast"),
+        Pattern::EarlyReduce => ("mpi_earlyreduce", "Early Reduce"),
+        _ => return None,
+    })
+}
+
+/// The program's name in the archive at `anchor`: its program region
+/// (paradigm MEASUREMENT_SYSTEM, role ARTIFICIAL), else `program`.
+pub fn program_name(anchor: &Path) -> String {
+    let named = crate::open(anchor).ok().and_then(|reader| {
+        let defs = reader.defs();
+        defs.regions
+            .values()
+            .find(|r| r.paradigm == otf2::Paradigm::MeasurementSystem && r.role == otf2::RegionRole::Artificial)
+            .map(|r| defs.string(r.name).to_string())
+    });
+    named.unwrap_or_else(|| "program".to_string())
+}
+
+/// The wait states of `analysis` as a cube, its call paths under `root`.
+pub fn wait_state_cube(analysis: &Analysis, root: &str) -> std::result::Result<Cube, cube::Error> {
+    let mut c = Cube::new();
+    c.attribute("Creator", concat!("gputrace ", env!("CARGO_PKG_VERSION"), " analyze"));
+    let sec = |unique, display| Metric::new(unique, display, DataType::Double, MetricKind::Exclusive, "sec");
+    let all = c.metric(
+        sec("wait_states", "MPI wait states").description("time lost waiting in MPI, by pattern (Scalasca's)"),
+        None,
+    )?;
+    let mut metrics: HashMap<Pattern, MetricId> = HashMap::new();
+    for p in Pattern::ALL {
+        if let Some((unique, display)) = metric_names(p) {
+            metrics.insert(p, c.metric(sec(unique, display), Some(all))?);
+        }
+    }
+    let machine = c.system_tree_node("machine", "machine", None)?;
+    // Processes in rank order, then the others, each with its threads.
+    let mut processes: Vec<(Option<u32>, String)> =
+        analysis.ranks.iter().map(|r| (r.rank, r.process.clone())).collect();
+    for f in &analysis.findings {
+        if !processes.iter().any(|(_, p)| *p == f.process) {
+            processes.push((f.rank, f.process.clone()));
+        }
+    }
+    processes.sort_by_key(|(rank, name)| (rank.is_none(), *rank, name.clone()));
+    let mut groups = HashMap::new();
+    for (i, (rank, name)) in processes.iter().enumerate() {
+        let rank = rank.map_or(i as i64, i64::from);
+        groups.insert(name.clone(), c.location_group(name, rank, GroupType::Process, machine)?);
+    }
+    let mut regions: HashMap<String, cube::RegionId> = HashMap::new();
+    let mut cnodes: HashMap<Vec<String>, CnodeId> = HashMap::new();
+    let root_region = c.region(Region::new(root, "measurement", "artificial"));
+    let root_node = c.cnode(root_region, None)?;
+    let mut locations: HashMap<(String, String), LocationId> = HashMap::new();
+    let mut per_group: HashMap<String, i64> = HashMap::new();
+    for f in analysis.findings.iter().filter(|f| metrics.contains_key(&f.pattern)) {
+        let mut parent = Some(root_node);
+        for depth in 1..=f.call_path.len() {
+            let path = f.call_path[..depth].to_vec();
+            let node = match cnodes.get(&path) {
+                Some(&n) => n,
+                None => {
+                    let name = &path[depth - 1];
+                    let region = *regions.entry(name.clone()).or_insert_with(|| {
+                        let paradigm = if name.starts_with("MPI_") { "mpi" } else { "user" };
+                        c.region(Region::new(name, paradigm, "function"))
+                    });
+                    let n = c.cnode(region, parent)?;
+                    cnodes.insert(path, n);
+                    n
+                }
+            };
+            parent = Some(node);
+        }
+        let Some(cnode) = parent.filter(|_| !f.call_path.is_empty()) else { continue };
+        let key = (f.process.clone(), f.location.clone());
+        let location = match locations.get(&key) {
+            Some(&l) => l,
+            None => {
+                let group = groups[&f.process];
+                let n = per_group.entry(f.process.clone()).or_default();
+                let l = c.location(&f.location, *n, LocationType::Thread, group)?;
+                *n += 1;
+                locations.insert(key, l);
+                l
+            }
+        };
+        c.add(metrics[&f.pattern], cnode, location, f.time_lost_ns as f64 / 1e9)?;
+    }
+    Ok(c)
+}
+
+/// Writes the wait states of `analysis` to `path` (`scout.cubex`), the
+/// file complete or not there; its size.
+pub fn write_wait_states(analysis: &Analysis, root: &str, path: &Path) -> Result<u64> {
+    let fail = |source| Error::Cube { path: path.to_path_buf(), source };
+    let c = wait_state_cube(analysis, root).map_err(fail)?;
+    if c.location_count() == 0 || c.cnode_count() < 2 {
+        // No wait state: no file (a cube needs a location and a call path).
+        let _ = std::fs::remove_file(path);
+        return Ok(0);
+    }
+    c.write_to(path).map_err(fail)
+}
