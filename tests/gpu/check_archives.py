@@ -9,6 +9,7 @@ Prints one line per check, "ok" or "FAIL", and exits 1 if any failed.
 
 import os
 import re
+import subprocess
 import sys
 from collections import defaultdict
 
@@ -588,6 +589,16 @@ def main(results):
             n = len(per_rank.get(f"MPI Rank {r}", []))
             check(f"mpi: rank {r} kernels", n == int(mexp[f"rank {r} kernels"]), n)
         check("mpi: MPI messages recorded", f["msgs"] >= 4 * int(mexp["rank 0 sends"]), f["msgs"])
+        # Score-P's conventions hold on a CUDA + MPI archive too (or are
+        # documented differences): tests/scripts/scorep_conventions.py.
+        here = os.path.dirname(os.path.abspath(__file__))
+        conv = subprocess.run([sys.executable, os.path.join(here, "..", "scripts", "scorep_conventions.py"),
+                               os.path.join(mpi, "traces.otf2"), os.path.join(here, "..", "..", "docs", "otf2-mapping.md")],
+                              capture_output=True, text=True)
+        lines = conv.stdout.splitlines()
+        check("mpi: Score-P's conventions or documented differences", conv.returncode == 0 and lines
+              and not any(l.startswith("FAIL") for l in lines),
+              f"{sum(l.startswith('ok') for l in lines)} ok; " + "; ".join(l for l in lines if l.startswith("FAIL")))
         check_names_by_rank(f, "mpi")
         check("mpi: timestamps non-decreasing", f["mono"])
     halo = os.path.join(results, "exp-halo")

@@ -33,7 +33,7 @@ def facts(archive):
         f["groups"] = list(d.location_groups)
         f["locations"] = [(l.name, str(l.type), l.group.name, l._ref) for l in d.locations]
         f["regions"] = list(d.regions)
-        f["loc_groups"] = [(g.name, str(g.group_type)) for g in d.groups]
+        f["loc_groups"] = [(g.name, str(g.group_type), str(g.paradigm)) for g in d.groups]
         f["comms"] = [c.name for c in d.comms]
         f["paradigm_props"] = {(str(p.paradigm), str(p.property)): p.value for p in d.paradigm_properties}
         f["attributes"] = {a.name: str(a.type) for a in d.attributes}
@@ -92,7 +92,7 @@ CONVENTIONS = [
      and str(f["paradigm_props"].get(("Paradigm.MPI", "ParadigmProperty.RMA_WIN_NAME_TEMPLATE"))) == "Win ${id}"),
     ("comm-locations-group",
      "the COMM_LOCATIONS group of MPI is unnamed",
-     lambda f: [n for n, t in f["loc_groups"] if t.endswith("COMM_LOCATIONS")] == [""]),
+     lambda f: [n for n, t, p in f["loc_groups"] if t.endswith("COMM_LOCATIONS") and p.endswith("MPI")] == [""]),
     ("world-and-self",
      "communicators `MPI_COMM_WORLD` and `MPI_COMM_SELF`",
      lambda f: {"MPI_COMM_WORLD", "MPI_COMM_SELF"} <= set(f["comms"])),
