@@ -176,11 +176,7 @@ pub fn define(defs: &mut Definitions, processes: &[Process], warn: &dyn Fn(&str)
     }
 
     let mut layout = Layout::default();
-    let process_id = defs.attribute("ProcessId", "Process identifier", otf2::Type::U64);
-    defs.attribute("ThreadId", "Thread identifier", otf2::Type::U64);
-    defs.attribute("SOURCE_CODE_LOCATION", "Source code location", otf2::Type::SourceCodeLocation);
-    layout.program_attributes = Some(ProgramAttributes { process_id });
-    let mut programs: HashMap<String, ()> = HashMap::new();
+    let mut programs: Vec<(String, String)> = Vec::new();
     let mut masters: BTreeMap<u32, LocationRef> = BTreeMap::new();
     for p in processes {
         let name = if p.mpi.is_some() { format!("MPI Rank {}", p.rank) } else { format!("Process {}", p.rank) };
@@ -224,6 +220,19 @@ pub fn define(defs: &mut Definitions, processes: &[Process], warn: &dyn Fn(&str)
     cuda::define(defs, processes, &nodes, &mut layout)?;
     mpi::define(defs, processes, &masters, &mut layout);
     nccl::define(defs, processes, &mut layout, warn);
+    // Score-P's attributes and program regions last: OTF2 writes small ids
+    // in fewer bytes, and the ids events use on every kernel and call
+    // (the first regions, the CUDA attributes) stay the smallest.
+    let process_id = defs.attribute("ProcessId", "Process identifier", otf2::Type::U64);
+    defs.attribute("ThreadId", "Thread identifier", otf2::Type::U64);
+    defs.attribute("SOURCE_CODE_LOCATION", "Source code location", otf2::Type::SourceCodeLocation);
+    layout.program_attributes = Some(ProgramAttributes { process_id });
+    for (path, canonical) in &programs {
+        let base = path.rsplit('/').next().unwrap_or(path);
+        let mut region = Region::new(base, OtfRole::Artificial, OtfParadigm::MeasurementSystem);
+        region.canonical_name = canonical;
+        defs.region(region);
+    }
     Ok(layout)
 }
 
@@ -233,16 +242,14 @@ pub const MACHINE_NAME: &str = "Linux";
 pub const PLATFORM: &str = "Linux";
 
 /// The program process `p` ran, from its command line: its name and
-/// arguments for ProgramBegin, and, once per program, the program region
-/// Score-P defines (base name, the command line as canonical name).
-fn program(defs: &mut Definitions, p: &Process, seen: &mut HashMap<String, ()>) -> Option<Program> {
+/// arguments for ProgramBegin; each distinct command line goes to
+/// `programs`, for the program regions Score-P defines (base name, the
+/// command line as canonical name).
+fn program(defs: &mut Definitions, p: &Process, programs: &mut Vec<(String, String)>) -> Option<Program> {
     let (path, args) = p.command.split_first()?;
     let canonical = p.command.join(" ");
-    if seen.insert(canonical.clone(), ()).is_none() {
-        let base = path.rsplit('/').next().unwrap_or(path);
-        let mut region = Region::new(base, OtfRole::Artificial, OtfParadigm::MeasurementSystem);
-        region.canonical_name = &canonical;
-        defs.region(region);
+    if !programs.iter().any(|(_, c)| *c == canonical) {
+        programs.push((path.clone(), canonical));
     }
     Some(Program {
         name: defs.string(path),
