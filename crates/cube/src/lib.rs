@@ -654,28 +654,14 @@ struct Plan {
 
 impl Plan {
     fn of(c: &Cube) -> Plan {
-        let mut metric_children = vec![Vec::new(); c.metrics.len()];
-        let mut metric_roots = Vec::new();
-        for (i, m) in c.metrics.iter().enumerate() {
-            match m.parent {
-                Some(p) => metric_children[p.index()].push(i as u32),
-                None => metric_roots.push(i as u32),
-            }
-        }
+        let (metric_children, metric_roots) = tree(c.metrics.iter().map(|m| m.parent.map(|p| p.index())));
         let metric_order = depth_first(&metric_roots, &metric_children);
         let mut metric_id = vec![0; c.metrics.len()];
         for (k, &m) in metric_order.iter().enumerate() {
             metric_id[m as usize] = k as u32;
         }
 
-        let mut cnode_children = vec![Vec::new(); c.cnodes.len()];
-        let mut cnode_roots = Vec::new();
-        for (i, n) in c.cnodes.iter().enumerate() {
-            match n.parent {
-                Some(p) => cnode_children[p.index()].push(i as u32),
-                None => cnode_roots.push(i as u32),
-            }
-        }
+        let (cnode_children, cnode_roots) = tree(c.cnodes.iter().map(|n| n.parent.map(|p| p.index())));
         let mut deep_position = vec![0; c.cnodes.len()];
         for (k, &n) in depth_first(&cnode_roots, &cnode_children).iter().enumerate() {
             deep_position[n as usize] = k as u32;
@@ -685,14 +671,7 @@ impl Plan {
             wide_position[n as usize] = k as u32;
         }
 
-        let mut node_children = vec![Vec::new(); c.nodes.len()];
-        let mut node_roots = Vec::new();
-        for (i, n) in c.nodes.iter().enumerate() {
-            match n.parent {
-                Some(p) => node_children[p.index()].push(i as u32),
-                None => node_roots.push(i as u32),
-            }
-        }
+        let (node_children, node_roots) = tree(c.nodes.iter().map(|n| n.parent.map(|p| p.index())));
         let mut node_groups = vec![Vec::new(); c.nodes.len()];
         for (i, g) in c.groups.iter().enumerate() {
             node_groups[g.node.index()].push(i as u32);
@@ -732,6 +711,20 @@ impl Plan {
 }
 
 /// The nodes of a forest depth first, each before its children.
+/// A tree from each element's parent (index): every element's children
+/// and the roots, in definition order.
+fn tree(parents: impl ExactSizeIterator<Item = Option<usize>>) -> (Vec<Vec<u32>>, Vec<u32>) {
+    let mut children = vec![Vec::new(); parents.len()];
+    let mut roots = Vec::new();
+    for (i, parent) in parents.enumerate() {
+        match parent {
+            Some(p) => children[p].push(i as u32),
+            None => roots.push(i as u32),
+        }
+    }
+    (children, roots)
+}
+
 fn depth_first(roots: &[u32], children: &[Vec<u32>]) -> Vec<u32> {
     let mut out = Vec::with_capacity(children.len());
     let mut stack: Vec<u32> = roots.iter().rev().copied().collect();

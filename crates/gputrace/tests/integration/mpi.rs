@@ -360,7 +360,8 @@ fn archives_follow_score_p_conventions() {
 /// merge every process names its own host, every message is paired, the
 /// seconds between the clocks are gone, and no receive comes before its
 /// send by more than the clock measurement's error (half the best round
-/// trip, a few microseconds on this oversubscribed machine).
+/// trip at each end: microseconds here when the machine is quiet, up to
+/// about a millisecond when the whole suite runs beside it).
 #[test]
 fn simulated_nodes_share_one_clock() {
     let can = Command::new("unshare")
@@ -397,7 +398,18 @@ fn simulated_nodes_share_one_clock() {
     assert!(v["pairs"].as_u64().unwrap() > 0 && v["unpaired"] == 0, "{v}");
     // 21 s between the first and the last node's clocks, gone.
     assert!(v["length_ns"].as_u64().unwrap() < 5_000_000_000, "{v}");
-    assert!(v["worst_ns"].as_i64().unwrap() < 20_000, "a receive before its send beyond the clock error: {v}");
+    // No receive before its send by more than the two ends' clock errors
+    // (half the best round trip each, as the archive's ClockOffsets say):
+    // under load the round trips, and so the errors, grow.
+    let reader = otf2::reader::TraceReader::open(&exp.join("traces.otf2")).unwrap();
+    let offsets = &reader.defs().clock_offsets;
+    assert!(!offsets.is_empty(), "the other nodes' clocks were measured");
+    let error = offsets.values().flatten().map(|o| o.standard_deviation).fold(0.0, f64::max);
+    let worst = v["worst_ns"].as_i64().unwrap();
+    assert!(
+        (worst as f64) <= 2.0 * error + 1000.0,
+        "a receive {worst} ns before its send, clock error {error} ns: {v}"
+    );
     // The program's own checks passed on every rank.
     for (r, c) in program_counters(&text(&out.stdout)) {
         assert_eq!(c["errors"], 0, "rank {r}");
