@@ -497,6 +497,10 @@ impl Names for LiveNames<'_> {
     }
 
     fn copy_ends(&self, correlation: u32) -> Option<crate::copies::Ends> {
+        // Without `memory` no copy call is seen: no lock to take per copy.
+        if !self.agent.enabled.memory {
+            return None;
+        }
         self.agent.copies.take(correlation)
     }
 }
