@@ -32,7 +32,7 @@ echo "== 1. MPI ping-pong, 0 bytes, $iters iterations, 2 ranks (7 alternating ru
 plain=(); traced=()
 for i in 1 2 3 4 5 6 7; do
   plain+=("$(mpirun.openmpi -np 2 --bind-to core "$work/pingpong" -n "$iters" | sed -n 's/.*, \([0-9.]*\) ns per round trip.*/\1/p')")
-  traced+=("$("$gt" -o "$work/pp$i" mpirun.openmpi -np 2 --bind-to core "$work/pingpong" -n "$iters" 2>/dev/null | sed -n 's/.*, \([0-9.]*\) ns per round trip.*/\1/p')")
+  traced+=("$("$gt" --keep-raw -o "$work/pp$i" mpirun.openmpi -np 2 --bind-to core "$work/pingpong" -n "$iters" 2>/dev/null | sed -n 's/.*, \([0-9.]*\) ns per round trip.*/\1/p')")
 done
 /usr/bin/python3 - "${plain[*]}" "${traced[*]}" <<'PY'
 import statistics, sys
@@ -65,7 +65,7 @@ done
 
 echo
 echo "== 3. the bundled MPI example traced for real (4 ranks, 2000 steps)"
-"$gt" -o "$work/ring" mpirun.openmpi -np 4 "$work/mpi_ring" 2000 >/dev/null 2>"$work/ring.log"
+"$gt" --keep-raw -o "$work/ring" mpirun.openmpi -np 4 "$work/mpi_ring" 2000 >/dev/null 2>"$work/ring.log"
 ev=$(sed -n 's/.*, \([0-9,]*\) events.*/\1/p' "$work/ring/summary.txt" | head -1 | tr -d ,)
 raw=$(du -s --block-size=1 "$work/ring/raw" | cut -f1)
 otf=$(du -scb "$work/ring/traces" "$work/ring/traces.def" "$work/ring/traces.otf2" | tail -1 | cut -f1)
