@@ -139,10 +139,9 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             out.flush()?;
             // The wait states as a Cube file beside the archive, as
             // Scalasca's scout.cubex; not writable there: said, no more.
-            let anchor = report::anchor_of(&input)?;
+            let anchor = std::path::Path::new(&analysis.archive);
             let scout = anchor.parent().unwrap_or(std::path::Path::new(".")).join("scout.cubex");
-            let program = report::analyze::cube::program_name(&anchor);
-            match report::analyze::cube::write_wait_states(&analysis, &program, &scout) {
+            match report::analyze::cube::write_wait_states(&analysis, &scout) {
                 Ok(0) => {}
                 Ok(_) => say!("[gputrace] MPI wait states as a Cube profile: {}", scout.display()),
                 Err(e) => say!("gputrace: warning: {:#}", anyhow::Error::from(e)),

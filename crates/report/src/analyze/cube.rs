@@ -34,21 +34,10 @@ pub fn metric_names(p: Pattern) -> Option<(&'static str, &'static str)> {
     })
 }
 
-/// The program's name in the archive at `anchor`: its program region
-/// (paradigm MEASUREMENT_SYSTEM, role ARTIFICIAL), else `program`.
-pub fn program_name(anchor: &Path) -> String {
-    let named = crate::open(anchor).ok().and_then(|reader| {
-        let defs = reader.defs();
-        defs.regions
-            .values()
-            .find(|r| r.paradigm == otf2::Paradigm::MeasurementSystem && r.role == otf2::RegionRole::Artificial)
-            .map(|r| defs.string(r.name).to_string())
-    });
-    named.unwrap_or_else(|| "program".to_string())
-}
-
-/// The wait states of `analysis` as a cube, its call paths under `root`.
-pub fn wait_state_cube(analysis: &Analysis, root: &str) -> std::result::Result<Cube, cube::Error> {
+/// The wait states of `analysis` as a cube, its call paths under the
+/// program's name (`program` when the archive has none).
+pub fn wait_state_cube(analysis: &Analysis) -> std::result::Result<Cube, cube::Error> {
+    let root = analysis.program.as_deref().unwrap_or("program");
     let mut c = Cube::new();
     c.attribute("Creator", concat!("gputrace ", env!("CARGO_PKG_VERSION"), " analyze"));
     let sec = |unique, display| Metric::new(unique, display, DataType::Double, MetricKind::Exclusive, "sec");
@@ -122,9 +111,9 @@ pub fn wait_state_cube(analysis: &Analysis, root: &str) -> std::result::Result<C
 
 /// Writes the wait states of `analysis` to `path` (`scout.cubex`), the
 /// file complete or not there; its size.
-pub fn write_wait_states(analysis: &Analysis, root: &str, path: &Path) -> Result<u64> {
+pub fn write_wait_states(analysis: &Analysis, path: &Path) -> Result<u64> {
     let fail = |source| Error::Cube { path: path.to_path_buf(), source };
-    let c = wait_state_cube(analysis, root).map_err(fail)?;
+    let c = wait_state_cube(analysis).map_err(fail)?;
     if c.location_count() == 0 || c.cnode_count() < 2 {
         // No wait state: no file (a cube needs a location and a call path).
         let _ = std::fs::remove_file(path);

@@ -269,6 +269,10 @@ pub struct Analysis {
     pub imbalance: Option<Imbalance>,
     /// What could not be analysed (messages without a match...).
     pub notes: Vec<String>,
+    /// The program's name: the archive's program region (paradigm
+    /// MEASUREMENT_SYSTEM, role ARTIFICIAL), the root of `scout.cubex`.
+    #[serde(skip)]
+    pub program: Option<String>,
 }
 
 /// Analyses the archive `input` names.

@@ -421,7 +421,13 @@ pub fn run(reader: &mut TraceReader, options: &Options, sink: &mut dyn FnMut(&In
         crate::Error::BadInput(format!("{}: reading the events by time: {e}", reader.anchor_path().display()))
     })?;
     pass.events = summary.events;
-    Ok(pass.finish(reader.anchor_path().display().to_string()))
+    let mut analysis = pass.finish(reader.anchor_path().display().to_string());
+    analysis.program = defs
+        .regions
+        .values()
+        .find(|r| r.paradigm == otf2::Paradigm::MeasurementSystem && r.role == otf2::RegionRole::Artificial)
+        .map(|r| defs.string(r.name).to_string());
+    Ok(analysis)
 }
 
 fn is_init_or_finalize(name: &str) -> bool {
@@ -1297,6 +1303,7 @@ impl Pass<'_> {
             ranks,
             imbalance,
             notes,
+            program: None,
         }
     }
 
