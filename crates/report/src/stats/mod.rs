@@ -446,19 +446,25 @@ fn allocations_table(c: &Collected, name: &str, title: &str, leaks: bool) -> Tab
     let mut t = Table::new(name, title, &["Process", "GPU", "Kind", "Address", "Bytes", "Time (ns)"]);
     let list = if leaks { &c.memory.leaks } else { &c.memory.largest };
     for a in list {
-        t.rows.push(vec![
-            Cell::Text(process_label(c, a.process)),
-            Cell::Text(gpu_label(c, a.gpu)),
-            Cell::Text(a.kind.clone()),
-            Cell::Text(format!("{:#x}", a.address)),
-            Cell::Int(a.bytes.into()),
-            Cell::Int(a.time.into()),
-        ]);
+        let mut row = allocation_cells(c, a);
+        row.push(Cell::Int(a.time.into()));
+        t.rows.push(row);
     }
     if !t.rows.is_empty() {
         t.notes.push("Time: when the allocation was made, since the start of the trace.".into());
     }
     t
+}
+
+/// An allocation's first cells: Process, GPU, Kind, Address, Bytes.
+fn allocation_cells(c: &Collected, a: &memory::Allocation) -> Vec<Cell> {
+    vec![
+        Cell::Text(process_label(c, a.process)),
+        Cell::Text(gpu_label(c, a.gpu)),
+        Cell::Text(a.kind.clone()),
+        Cell::Text(format!("{:#x}", a.address)),
+        Cell::Int(a.bytes.into()),
+    ]
 }
 
 fn copies_table(c: &Collected) -> Table {
@@ -481,19 +487,15 @@ fn copies_table(c: &Collected) -> Table {
     let (rows, outside) = c.memory.copies_by_allocation();
     let shown = rows.len().min(memory::LARGEST);
     for r in &rows[..shown] {
-        let a = &r.allocation;
-        t.rows.push(vec![
-            Cell::Text(process_label(c, a.process)),
-            Cell::Text(gpu_label(c, a.gpu)),
-            Cell::Text(a.kind.clone()),
-            Cell::Text(format!("{:#x}", a.address)),
-            Cell::Int(a.bytes.into()),
+        let mut row = allocation_cells(c, &r.allocation);
+        row.extend([
             Cell::Int(r.copies_in.into()),
             Cell::Int(r.bytes_in.into()),
             Cell::Int(r.copies_out.into()),
             Cell::Int(r.bytes_out.into()),
             Cell::Int(r.ns.into()),
         ]);
+        t.rows.push(row);
     }
     if !t.rows.is_empty() {
         let mut note = format!(
