@@ -207,18 +207,7 @@ impl Passes<'_> {
     fn set_properties(&self, archive: &mut ArchiveWriter) -> Result<()> {
         let dropped = self.processes.iter().any(|p| p.dropped > 0);
         let mpi = self.mpi_complete && !dropped;
-        let one_thread = self.processes.iter().all(|p| {
-            let threads: std::collections::HashSet<u32> = p
-                .defs
-                .iter()
-                .flat_map(|d| d.locations.values())
-                .filter_map(|(k, _)| match k {
-                    raw::LocationKind::HostThread { tid, .. } => Some(*tid),
-                    _ => None,
-                })
-                .collect();
-            threads.len() <= 1
-        });
+        let one_thread = self.processes.iter().all(|p| layout::host_threads(p).len() <= 1);
         let text = |b: bool| if b { "true" } else { "false" };
         for (name, value) in [
             ("OTF2::MPI_COMMUNICATION_COMPLETE", mpi),

@@ -38,7 +38,7 @@ pub use cuda::CudaAttributes;
 
 /// A host thread of a process: its tid, whether it is the main thread, and
 /// the (stream, stream-local location) pairs that recorded on it.
-type HostThread = (u32, bool, Vec<(usize, u32)>);
+pub(crate) type HostThread = (u32, bool, Vec<(usize, u32)>);
 
 /// What a location is, as the event pass needs to know it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -260,7 +260,7 @@ fn program(defs: &mut Definitions, p: &Process, programs: &mut Vec<(String, Stri
 
 /// The host threads of a process: its streams' thread locations joined by
 /// tid, main thread first, then in order of definition.
-fn host_threads(p: &Process) -> Vec<HostThread> {
+pub(crate) fn host_threads(p: &Process) -> Vec<HostThread> {
     let mut threads: Vec<HostThread> = Vec::new();
     for (s, d) in p.defs.iter().enumerate() {
         let mut ids: Vec<_> = d.locations.iter().collect();
