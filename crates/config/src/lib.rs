@@ -86,6 +86,9 @@ pub struct Config {
     pub cupti_lib: Option<PathBuf>,
     pub nccl_enable: EnabledSet<NcclLevel>,
     pub nvtx_enable: bool,
+    /// `GPUTRACE_TIMER`: `auto`, `tsc` or `clock_gettime` (read by
+    /// `raw::clock` itself, which every producer shares).
+    pub timer: &'static str,
     pub verbose: bool,
     pub keep_raw: bool,
     /// Developer setting `GPUTRACE_CUDA_CAPTURE`.
@@ -153,6 +156,7 @@ impl Config {
             cupti_lib: get("GPUTRACE_CUPTI_LIB").path(),
             nccl_enable: get(NcclLevel::VARIABLE).set(),
             nvtx_enable: get("GPUTRACE_NVTX_ENABLE").bool(),
+            timer: get("GPUTRACE_TIMER").choice(),
             verbose: get("GPUTRACE_VERBOSE").bool(),
             keep_raw: get("GPUTRACE_KEEP_RAW").bool(),
             cuda_capture: get("GPUTRACE_CUDA_CAPTURE").path(),
@@ -171,6 +175,8 @@ pub enum Value {
     Duration(Duration),
     /// The members' bits (see [`EnabledSet::bits`]).
     Set(u64),
+    /// The chosen name of a [`VarType::Choice`].
+    Choice(&'static str),
 }
 
 impl Value {
@@ -179,6 +185,9 @@ impl Value {
     }
     fn size(self) -> u64 {
         if let Value::Size(s) = self { s } else { 0 }
+    }
+    fn choice(self) -> &'static str {
+        if let Value::Choice(c) = self { c } else { "" }
     }
     fn path(self) -> Option<PathBuf> {
         if let Value::Path(p) = self { p } else { None }
@@ -219,6 +228,11 @@ pub fn parse_value(var: &Var, raw: &str) -> Result<Value, ConfigError> {
         VarType::Duration => parse_duration(text).map(Value::Duration).ok_or_else(|| {
             bad("not a duration", "a number with an optional ns, us, ms or s suffix; 0 or no: off".into())
         }),
+        VarType::Choice(values) => values
+            .iter()
+            .find(|(name, _)| name.eq_ignore_ascii_case(text))
+            .map(|(name, _)| Value::Choice(name))
+            .ok_or_else(|| bad("unknown value", values.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", "))),
         VarType::Set(spec) => parse_set(text, &spec).map(Value::Set).map_err(|problem| {
             let names: Vec<&str> = spec.values().map(|(name, _)| name).collect();
             let nothing = spec.nothing();

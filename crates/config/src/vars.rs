@@ -21,6 +21,8 @@ pub enum VarType {
     Duration,
     /// A comma- or space-separated subset of named values.
     Set(SetSpec),
+    /// One of named values: (name, meaning).
+    Choice(&'static [(&'static str, &'static str)]),
 }
 
 /// One configuration variable.
@@ -291,6 +293,24 @@ pub const VARS: &[Var] = &[
                met a process still writing, raw/ is always kept.",
     },
     Var {
+        name: "GPUTRACE_TIMER",
+        ty: VarType::Choice(&[
+            ("auto", "the TSC where it can stand in for CLOCK_MONOTONIC, else clock_gettime"),
+            ("tsc", "the TSC (as auto: clock_gettime where the TSC is not usable)"),
+            ("clock_gettime", "CLOCK_MONOTONIC through clock_gettime"),
+        ]),
+        default: "auto",
+        flag: "--timer",
+        brief: "The clock of every host timestamp: the TSC or clock_gettime.",
+        help: "The TSC (rdtsc, an invariant counter: the CPU says constant_tsc and nonstop_tsc and \
+               the kernel keeps it among its clock sources) costs a third of clock_gettime. It is \
+               mapped to CLOCK_MONOTONIC's nanoseconds by a calibration: gputrace calibrates once and \
+               hands the map to every process it starts on its host, so that they read one clock; a \
+               process on another host calibrates for itself, and MPI's clock synchronization \
+               corrects the rest. The archive's GPUTRACE::TIMER property says which timer was read \
+               (docs/architecture.md).",
+    },
+    Var {
         name: "GPUTRACE_VERBOSE",
         ty: VarType::Bool,
         default: "false",
@@ -341,6 +361,7 @@ impl VarType {
             VarType::Path => "Path",
             VarType::Duration => "Duration",
             VarType::Set(_) => "Set",
+            VarType::Choice(_) => "Choice",
         }
     }
 }

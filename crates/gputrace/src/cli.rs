@@ -61,6 +61,11 @@ pub struct Cli {
     #[arg(long, value_name = "SIZE")]
     pub cuda_buffer: Option<OsString>,
 
+    /// The clock of host timestamps (GPUTRACE_TIMER): auto, tsc or
+    /// clock_gettime.
+    #[arg(long, value_name = "TIMER")]
+    pub timer: Option<OsString>,
+
     /// How often NVLink traffic is sampled (GPUTRACE_NVLINK_INTERVAL), e.g. 5ms.
     #[arg(long, value_name = "DURATION")]
     pub nvlink_interval: Option<OsString>,
@@ -327,6 +332,7 @@ impl Cli {
             ("GPUTRACE_CUDA_ENABLE", text(&self.cuda)),
             ("GPUTRACE_CUDA_BUFFER", text(&self.cuda_buffer)),
             ("GPUTRACE_NVLINK_INTERVAL", text(&self.nvlink_interval)),
+            ("GPUTRACE_TIMER", text(&self.timer)),
             ("GPUTRACE_GPU_METRICS_INTERVAL", text(&self.gpu_metrics_interval)),
             ("GPUTRACE_CUPTI_LIB", text(&self.cupti_lib)),
             ("GPUTRACE_NCCL_ENABLE", text(&self.nccl)),
@@ -359,7 +365,9 @@ pub fn one_line(e: &clap::Error) -> String {
 pub fn env_settings() -> Vec<(String, String)> {
     std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.to_string_lossy().into_owned())))
-        .filter(|(k, _)| k.starts_with("GPUTRACE_"))
+        // The timer's map is gputrace's own hand-over to its processes,
+        // not a setting (a gputrace run inside a traced program sees it).
+        .filter(|(k, _)| k.starts_with("GPUTRACE_") && k != raw::clock::CALIBRATION_VARIABLE)
         .collect()
 }
 
@@ -377,6 +385,7 @@ mod tests {
             VarType::Path => "/some where/x",
             VarType::Duration => "3ms",
             VarType::Set(spec) => spec.members[1].name,
+            VarType::Choice(values) => values[1].0,
         }
     }
 

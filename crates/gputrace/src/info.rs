@@ -48,6 +48,12 @@ fn var(out: &mut impl Write, v: &Var, full: bool) -> io::Result<()> {
         for line in wrap(v.help, 72) {
             writeln!(out, "               {line}")?;
         }
+        if let VarType::Choice(values) = v.ty {
+            writeln!(out, "       Values:")?;
+            for (name, help) in values {
+                writeln!(out, "         {name:<14} {help}")?;
+            }
+        }
         if let VarType::Set(spec) = v.ty {
             writeln!(out, "       Values:")?;
             for line in wrap(SET_RULE, 72) {
@@ -138,6 +144,12 @@ fn var_markdown(v: &Var) -> String {
         flag(v, "`", "`"),
         v.help
     );
+    if let VarType::Choice(values) = v.ty {
+        s.push_str("\n| value | meaning |\n|---|---|\n");
+        for (name, help) in values {
+            s.push_str(&format!("| `{name}` | {help} |\n"));
+        }
+    }
     if let VarType::Set(spec) = v.ty {
         s.push_str("\n| value | meaning |\n|---|---|\n");
         for (name, help) in spec.values() {

@@ -31,6 +31,9 @@ pub fn validate(settings: &[(String, String)]) -> Result<Config> {
 /// Runs `argv` traced; returns the exit code of the command.
 pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
     let config = validate(settings)?;
+    // The timer first: every process started on this host reads the map
+    // calibrated here, so they all read one clock.
+    raw::clock::init_for_launcher();
     let launcher = Launcher::detect(&argv[0]);
     let program = launcher.program_name(argv);
     let experiment = match &config.experiment_directory {
@@ -46,6 +49,9 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
         .map(|(k, v)| (k.clone(), OsString::from(v)))
         .collect();
     env.push(("GPUTRACE_EXPERIMENT_DIRECTORY".into(), dir.clone().into_os_string()));
+    if let Some(map) = raw::clock::calibration_for_children() {
+        env.push((raw::clock::CALIBRATION_VARIABLE.into(), map.into()));
+    }
     // What gputrace knows will not be traced, for the summary (and for
     // the line that says nothing was recorded, which would otherwise
     // blame the program).

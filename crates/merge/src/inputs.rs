@@ -149,6 +149,9 @@ pub struct Process {
     /// When the process's producers began their final flush (0: unknown).
     pub exit_started: u64,
     pub command: Vec<String>,
+    /// The timer its producers read (`None`: streams older than the
+    /// record, which read CLOCK_MONOTONIC).
+    pub timer: Option<raw::clock::Timer>,
 }
 
 /// Problems met while reading, for the user.
@@ -339,6 +342,7 @@ fn build_process(mut streams: Vec<RawFile>) -> Process {
         signal: None,
         exit_started: 0,
         command: first.command.clone(),
+        timer: None,
     };
     for s in &streams {
         let d = stream_defs(&mut p, s);
@@ -401,6 +405,7 @@ fn stream_defs(p: &mut Process, s: &RawFile) -> StreamDefs {
                 d.nccl_comms.insert(*id, c);
             }
             Definition::Untraced { reason } => d.untraced = Some(reason.clone()),
+            Definition::Timer(t) => p.timer = p.timer.or(Some(*t)),
             Definition::Region { .. } | Definition::Location { .. } => {}
         }
     }

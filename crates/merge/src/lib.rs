@@ -220,6 +220,9 @@ impl Passes<'_> {
                 .set_property(name, text(value))
                 .map_err(|source| Error::Archive { what: "setting the archive's properties", source })?;
         }
+        archive
+            .set_property("GPUTRACE::TIMER", &timers(self.processes))
+            .map_err(|source| Error::Archive { what: "setting the archive's properties", source })?;
         Ok(())
     }
 
@@ -382,6 +385,23 @@ fn reference_realtime(processes: &[Process], first: u64) -> Option<u64> {
     let p = processes.iter().find(|p| p.mpi.is_some_and(|(r, _)| r == 0)).or(processes.first())?;
     let (mono, real) = p.clock_pair;
     (mono > 0 && real > 0).then(|| real.wrapping_add(first).wrapping_sub(mono))
+}
+
+/// The timers the processes read, for the archive's `GPUTRACE::TIMER`
+/// property: `tsc`, `clock_gettime`, or both with their counts.
+pub fn timers(processes: &[Process]) -> String {
+    let mut names: Vec<(&str, usize)> = Vec::new();
+    for p in processes {
+        let name = p.timer.unwrap_or_default().name();
+        match names.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, count)) => *count += 1,
+            None => names.push((name, 1)),
+        }
+    }
+    match &names[..] {
+        [(one, _)] => (*one).to_string(),
+        _ => names.iter().map(|(n, c)| format!("{n} ({c} processes)")).collect::<Vec<_>>().join(", "),
+    }
 }
 
 fn describe(processes: &[Process]) -> String {

@@ -1,12 +1,106 @@
-//! The one clock of gputrace: CLOCK_MONOTONIC in nanoseconds.
+//! The one clock of gputrace: nanoseconds on the host's CLOCK_MONOTONIC
+//! scale, read through the CPU's time-stamp counter where it can be
+//! trusted.
 //!
-//! Every host timestamp is read here (through the vDSO, about 20 ns); GPU
-//! timestamps are put on the same clock by the CUDA agent. CLOCK_REALTIME is
-//! read only beside it, once per stream, to align hosts that had no MPI
-//! clock synchronization.
+//! Every host timestamp is read here; GPU timestamps are put on the same
+//! clock by the CUDA agent (CUPTI's timestamp callback calls [`now`]), and
+//! the NCCL plugin and NVTX injection read [`now`] too, so one process's
+//! producers always share one clock.
+//!
+//! Two timers, chosen once per process (`GPUTRACE_TIMER`):
+//!
+//! - **tsc** (the default where usable): the invariant TSC (`rdtsc`, about
+//!   11 ns against `clock_gettime`'s 29 ns on the development machine),
+//!   converted to ns by a linear map calibrated against CLOCK_MONOTONIC:
+//!   `ns = ns0 + (tsc − tsc0) × mult / 2³²`. The `gputrace` command
+//!   calibrates once and hands the map to every process it starts on its
+//!   host (`GPUTRACE_TIMER_CALIBRATION`, with the host's clock domain), so
+//!   that all of them read exactly the same clock; a process on another
+//!   host (or started without the command) calibrates for itself, over
+//!   [`PROCESS_CALIBRATION`]. Usable means: an x86-64 CPU whose TSC is
+//!   invariant (`constant_tsc` and `nonstop_tsc`) and that the kernel keeps
+//!   among its clock sources (it drops the TSC when its cores disagree).
+//! - **clock_gettime**: CLOCK_MONOTONIC through the vDSO, everywhere else.
+//!
+//! The map's slope differs from CLOCK_MONOTONIC's rate by the calibration's
+//! error (a few ns over milliseconds: some µs per second), the same for all
+//! processes that share a map; between hosts, MPI's clock synchronization
+//! at MPI_Init and MPI_Finalize corrects offset and rate linearly, so the
+//! rate error of each host's map is removed with its drift. Each stream
+//! header says which timer its process used ([`Timer`]), and the archive
+//! says it in its properties.
+//!
+//! CLOCK_REALTIME is read only beside [`now`], once per stream, to align
+//! hosts that had no MPI clock synchronization.
+
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::time::Duration;
 
 /// Nanoseconds per second: the timer resolution written to OTF2.
 pub const TICKS_PER_SECOND: u64 = 1_000_000_000;
+
+/// How long a process that got no calibration from the command measures
+/// the TSC against CLOCK_MONOTONIC (it sleeps in between).
+pub const PROCESS_CALIBRATION: Duration = Duration::from_millis(2);
+
+/// How long the `gputrace` command calibrates the map it hands on.
+pub const LAUNCHER_CALIBRATION: Duration = Duration::from_millis(10);
+
+/// The variable that selects the timer: `tsc`, `clock_gettime` or `auto`.
+pub const TIMER_VARIABLE: &str = "GPUTRACE_TIMER";
+
+/// The variable through which the command hands its calibration on:
+/// `domain:tsc0:ns0:mult` (decimal).
+pub const CALIBRATION_VARIABLE: &str = "GPUTRACE_TIMER_CALIBRATION";
+
+/// The timer a process reads, as its stream header records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Timer {
+    /// CLOCK_MONOTONIC through `clock_gettime`.
+    #[default]
+    ClockGettime,
+    /// The TSC, mapped to CLOCK_MONOTONIC ns; `hz` is the calibrated
+    /// frequency, `shared` whether the map came from the `gputrace`
+    /// command (the same for every process it started on this host).
+    Tsc { hz: u64, shared: bool },
+}
+
+impl Timer {
+    /// Its name, as `GPUTRACE_TIMER` spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Timer::ClockGettime => "clock_gettime",
+            Timer::Tsc { .. } => "tsc",
+        }
+    }
+}
+
+impl std::fmt::Display for Timer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Timer::ClockGettime => f.write_str("clock_gettime (CLOCK_MONOTONIC)"),
+            Timer::Tsc { hz, shared } => write!(
+                f,
+                "tsc ({:.3} MHz, calibrated against CLOCK_MONOTONIC {})",
+                hz as f64 / 1e6,
+                if shared { "by gputrace" } else { "by the process" }
+            ),
+        }
+    }
+}
+
+const UNSET: u8 = 0;
+const GETTIME: u8 = 1;
+const TSC: u8 = 2;
+
+// The map, written once before MODE says TSC (Release) and read after it
+// (Acquire): never changed afterwards, so a reader never sees half a map.
+static MODE: AtomicU8 = AtomicU8::new(UNSET);
+static TSC0: AtomicU64 = AtomicU64::new(0);
+static NS0: AtomicU64 = AtomicU64::new(0);
+static MULT: AtomicU64 = AtomicU64::new(0);
+static SHARED: AtomicU8 = AtomicU8::new(0);
+static INIT: std::sync::Once = std::sync::Once::new();
 
 fn read(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
@@ -18,10 +112,184 @@ fn read(clock: libc::clockid_t) -> u64 {
     (ts.tv_sec as u64).wrapping_mul(TICKS_PER_SECOND).wrapping_add(ts.tv_nsec as u64)
 }
 
-/// CLOCK_MONOTONIC, ns.
+/// CLOCK_MONOTONIC itself, ns (not the TSC map): for calibration and tests.
+pub fn monotonic() -> u64 {
+    read(libc::CLOCK_MONOTONIC)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn rdtsc() -> u64 {
+    // SAFETY: rdtsc has no preconditions on x86-64; it reads a counter.
+    #[allow(unused_unsafe)]
+    unsafe {
+        core::arch::x86_64::_rdtsc()
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn rdtsc() -> u64 {
+    0
+}
+
+/// The time now, ns, on this process's timer.
 #[inline]
 pub fn now() -> u64 {
-    read(libc::CLOCK_MONOTONIC)
+    match MODE.load(Ordering::Acquire) {
+        TSC => {
+            // Signed: a core whose counter reads a few ticks behind the
+            // calibrating one's right after calibration must not wrap.
+            let delta = rdtsc().wrapping_sub(TSC0.load(Ordering::Relaxed)) as i64;
+            let ns = (i128::from(delta) * i128::from(MULT.load(Ordering::Relaxed))) >> 32;
+            (NS0.load(Ordering::Relaxed) as i128 + ns) as u64
+        }
+        GETTIME => monotonic(),
+        _ => {
+            init();
+            now()
+        }
+    }
+}
+
+/// The timer this process reads (choosing it on first use).
+pub fn timer() -> Timer {
+    init();
+    match MODE.load(Ordering::Acquire) {
+        TSC => Timer::Tsc { hz: hz_of(MULT.load(Ordering::Relaxed)), shared: SHARED.load(Ordering::Relaxed) == 1 },
+        _ => Timer::ClockGettime,
+    }
+}
+
+fn hz_of(mult: u64) -> u64 {
+    if mult == 0 { 0 } else { ((1u128 << 32) * u128::from(TICKS_PER_SECOND) / u128::from(mult)) as u64 }
+}
+
+/// Chooses the timer once: from `GPUTRACE_TIMER` (default `auto`) and, for
+/// the TSC, from the command's calibration when it is this host's.
+pub fn init() {
+    INIT.call_once(|| {
+        let wanted = std::env::var(TIMER_VARIABLE).unwrap_or_default();
+        let use_tsc = match wanted.trim() {
+            "clock_gettime" => false,
+            // `tsc` where it cannot be trusted falls back too: a wrong
+            // clock is worse than a slower one.
+            _ => tsc_usable(),
+        };
+        if !use_tsc {
+            MODE.store(GETTIME, Ordering::Release);
+            return;
+        }
+        let (map, shared) = match std::env::var(CALIBRATION_VARIABLE).ok().and_then(|v| parse_calibration(&v)) {
+            Some(map) => (map, true),
+            None => (calibrate(PROCESS_CALIBRATION), false),
+        };
+        install(map, shared);
+    });
+}
+
+fn install(map: Map, shared: bool) {
+    if map.mult == 0 {
+        MODE.store(GETTIME, Ordering::Release);
+        return;
+    }
+    TSC0.store(map.tsc0, Ordering::Relaxed);
+    NS0.store(map.ns0, Ordering::Relaxed);
+    MULT.store(map.mult, Ordering::Relaxed);
+    SHARED.store(u8::from(shared), Ordering::Relaxed);
+    MODE.store(TSC, Ordering::Release);
+}
+
+/// A TSC → ns map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Map {
+    tsc0: u64,
+    ns0: u64,
+    /// ns per tick × 2³².
+    mult: u64,
+}
+
+/// The map in `GPUTRACE_TIMER_CALIBRATION`, if it is this host's.
+fn parse_calibration(value: &str) -> Option<Map> {
+    let mut parts = value.trim().split(':').map(str::parse::<u64>);
+    let (Some(Ok(domain)), Some(Ok(tsc0)), Some(Ok(ns0)), Some(Ok(mult)), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return None;
+    };
+    (domain == self::domain() && mult > 0).then_some(Map { tsc0, ns0, mult })
+}
+
+/// This process's calibration, for the processes it starts: `None` when
+/// it does not read the TSC (they then choose for themselves).
+pub fn calibration_for_children() -> Option<String> {
+    init();
+    (MODE.load(Ordering::Acquire) == TSC).then(|| {
+        format!(
+            "{}:{}:{}:{}",
+            domain(),
+            TSC0.load(Ordering::Relaxed),
+            NS0.load(Ordering::Relaxed),
+            MULT.load(Ordering::Relaxed)
+        )
+    })
+}
+
+/// For the `gputrace` command: chooses the timer now, calibrating the TSC
+/// over [`LAUNCHER_CALIBRATION`] (longer than a process would), so that
+/// the map handed on is good to a few ns per millisecond.
+pub fn init_for_launcher() {
+    INIT.call_once(|| {
+        let wanted = std::env::var(TIMER_VARIABLE).unwrap_or_default();
+        if wanted.trim() == "clock_gettime" || !tsc_usable() {
+            MODE.store(GETTIME, Ordering::Release);
+            return;
+        }
+        install(calibrate(LAUNCHER_CALIBRATION), true);
+    });
+}
+
+/// Whether the TSC can stand in for CLOCK_MONOTONIC on this machine.
+pub fn tsc_usable() -> bool {
+    if !cfg!(target_arch = "x86_64") {
+        return false;
+    }
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let flags = cpuinfo.lines().find(|l| l.starts_with("flags")).unwrap_or("");
+    let has = |f: &str| flags.split_whitespace().any(|w| w == f);
+    let kernel_keeps_it = std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/available_clocksource")
+        .is_ok_and(|s| s.split_whitespace().any(|c| c == "tsc"));
+    has("constant_tsc") && has("nonstop_tsc") && kernel_keeps_it
+}
+
+/// A (tsc, CLOCK_MONOTONIC) pair read as close together as possible: the
+/// monotonic reading bracketed by two TSC readings, the narrowest of a few
+/// tries kept, the TSC taken at the bracket's middle.
+fn tsc_pair() -> (u64, u64) {
+    let mut best = (u64::MAX, 0, 0);
+    for _ in 0..7 {
+        let a = rdtsc();
+        let m = monotonic();
+        let b = rdtsc();
+        let width = b.wrapping_sub(a);
+        if width < best.0 {
+            best = (width, a + width / 2, m);
+        }
+    }
+    (best.1, best.2)
+}
+
+fn calibrate(span: Duration) -> Map {
+    let (t0, m0) = tsc_pair();
+    std::thread::sleep(span);
+    let (t1, m1) = tsc_pair();
+    let ticks = t1.wrapping_sub(t0);
+    let ns = m1.saturating_sub(m0);
+    if ticks == 0 || ns == 0 || t1 < t0 {
+        return Map { tsc0: 0, ns0: 0, mult: 0 };
+    }
+    let mult = ((u128::from(ns) << 32) / u128::from(ticks)) as u64;
+    Map { tsc0: t0, ns0: m0, mult }
 }
 
 /// CLOCK_REALTIME, ns since the Unix epoch.
@@ -29,8 +297,8 @@ pub fn realtime() -> u64 {
     read(libc::CLOCK_REALTIME)
 }
 
-/// A (monotonic, realtime) pair read as close together as possible: the
-/// realtime reading is bracketed by two monotonic ones and the tightest of
+/// A ([`now`], realtime) pair read as close together as possible: the
+/// realtime reading is bracketed by two [`now`] ones and the tightest of
 /// a few tries is kept.
 pub fn paired_readings() -> (u64, u64) {
     let mut best = (u64::MAX, 0, 0);
@@ -75,5 +343,41 @@ mod tests {
         assert!(m > 0);
         // The realtime clock is after 2020 on any machine that runs this.
         assert!(r > 1_577_836_800 * TICKS_PER_SECOND);
+    }
+
+    #[test]
+    fn the_timer_follows_clock_monotonic() {
+        // Whatever timer was chosen, over 50 ms it agrees with
+        // CLOCK_MONOTONIC to within a few µs (a 2 ms calibration is good
+        // to about 1e-5).
+        let a = (now(), monotonic());
+        std::thread::sleep(Duration::from_millis(50));
+        let b = (now(), monotonic());
+        let ours = b.0 - a.0;
+        let kernel = b.1 - a.1;
+        assert!(ours.abs_diff(kernel) < 20_000, "{ours} ns vs CLOCK_MONOTONIC's {kernel} ns ({})", timer());
+        // And it reads CLOCK_MONOTONIC's scale, not another origin.
+        assert!(now().abs_diff(monotonic()) < 1_000_000, "{}", timer());
+    }
+
+    #[test]
+    fn a_calibration_of_another_host_is_refused() {
+        let other = domain().wrapping_add(1);
+        assert_eq!(parse_calibration(&format!("{other}:1:2:3")), None);
+        assert_eq!(parse_calibration(&format!("{}:1:2:3", domain())), Some(Map { tsc0: 1, ns0: 2, mult: 3 }));
+        assert_eq!(parse_calibration(&format!("{}:1:2:0", domain())), None);
+        assert_eq!(parse_calibration("garbage"), None);
+        assert_eq!(parse_calibration(&format!("{}:1:2:3:4", domain())), None);
+    }
+
+    #[test]
+    fn a_calibration_maps_ticks_to_ns() {
+        if !tsc_usable() {
+            return;
+        }
+        let map = calibrate(Duration::from_millis(5));
+        let hz = hz_of(map.mult);
+        // Any TSC of the last decades: 0.5 to 6 GHz.
+        assert!((500_000_000..6_000_000_000).contains(&hz), "{hz} Hz");
     }
 }

@@ -285,6 +285,9 @@ pub enum Definition {
     Untraced {
         reason: String,
     },
+    /// The timer the process read its timestamps from (written when its
+    /// stream opens): the archive says which.
+    Timer(crate::clock::Timer),
 }
 
 /// What a [`Definition::CudaName`] or [`Definition::CudaHandle`] is about.
@@ -334,6 +337,7 @@ mod tag {
     pub const UNTRACED: u8 = 17;
     pub const CUDA_NAME: u8 = 18;
     pub const CUDA_HANDLE: u8 = 19;
+    pub const TIMER: u8 = 20;
 }
 
 fn put_end(out: &mut Vec<u8>, e: &LinkEnd) {
@@ -556,6 +560,16 @@ impl Definition {
                 out.push(tag::UNTRACED);
                 put_bytes(out, reason.as_bytes());
             }
+            Definition::Timer(timer) => {
+                out.push(tag::TIMER);
+                match *timer {
+                    crate::clock::Timer::ClockGettime => out.push(0),
+                    crate::clock::Timer::Tsc { hz, shared } => {
+                        out.push(if shared { 2 } else { 1 });
+                        put_u64(out, hz);
+                    }
+                }
+            }
             Definition::CudaName { kind, handle, name } => {
                 out.push(tag::CUDA_NAME);
                 out.push(kind.code());
@@ -658,6 +672,11 @@ impl Definition {
                 cumulative: c.u8()? != 0,
             }),
             tag::UNTRACED => Definition::Untraced { reason: c.string()? },
+            tag::TIMER => Definition::Timer(match c.u8()? {
+                0 => crate::clock::Timer::ClockGettime,
+                k @ (1 | 2) => crate::clock::Timer::Tsc { hz: c.u64()?, shared: k == 2 },
+                _ => return Err(Malformed),
+            }),
             tag::CUDA_NAME => {
                 Definition::CudaName { kind: CudaObject::from_code(c.u8()?)?, handle: c.u64()?, name: c.string()? }
             }
@@ -719,6 +738,9 @@ mod tests {
             Definition::StreamEnd { time: 1234, exit_started: 1200 },
             Definition::Signal { signal: 15, time: 1300 },
             Definition::Untraced { reason: "CUPTI could not be loaded: no libcupti.so".into() },
+            Definition::Timer(crate::clock::Timer::ClockGettime),
+            Definition::Timer(crate::clock::Timer::Tsc { hz: 2_445_406_000, shared: true }),
+            Definition::Timer(crate::clock::Timer::Tsc { hz: 3_000_000_000, shared: false }),
             Definition::CommName { id: 1, name: "halo rows".into() },
             Definition::ThreadName { tid: 4243, name: "data loader".into() },
             Definition::CudaName { kind: CudaObject::Stream, handle: 0x7f00_1234_5600, name: "copies".into() },

@@ -23,7 +23,9 @@ pub use session::{record_untraced, start, start_with};
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -95,6 +97,15 @@ struct DefTable {
 
 static NEXT_RECORDER: AtomicUsize = AtomicUsize::new(1);
 
+/// The calling thread's buffer of one recorder ([`Recorder::this_thread`]):
+/// a pointer that stays on the thread.
+#[derive(Debug)]
+pub struct ThisThread {
+    recorder: usize,
+    buf: NonNull<ThreadBuffer>,
+    _here: PhantomData<*const ()>,
+}
+
 thread_local! {
     static LOCAL: RefCell<LocalBuffers> = const { RefCell::new(LocalBuffers(Vec::new())) };
 }
@@ -115,7 +126,9 @@ impl Drop for LocalBuffers {
 impl Recorder {
     /// Creates the stream `<dir>/raw/<host>.<pid>.<producer>.gtr`.
     pub fn create(dir: &Path, producer: Producer, options: RecorderOptions) -> std::io::Result<Recorder> {
-        Self::create_with_header(dir, identity::stream_header(producer), options)
+        let rec = Self::create_with_header(dir, identity::stream_header(producer), options)?;
+        rec.define(&Definition::Timer(raw::clock::timer()));
+        Ok(rec)
     }
 
     /// Creates a stream with the given identity: for tools that replay
@@ -339,6 +352,47 @@ impl Recorder {
             matches!(pushed, Pushed::Done)
         });
         if done != Ok(true) {
+            self.0.dropped.fetch_add(events.len() as u64, Ordering::Relaxed);
+        }
+    }
+
+    /// The calling thread's buffer of this recorder (made on first use),
+    /// looked up once for several accesses: an MPI call records before
+    /// and after the library call, and looks its buffer up once.
+    #[inline]
+    pub fn this_thread(&self) -> Option<ThisThread> {
+        if !self.is_active() {
+            return None;
+        }
+        LOCAL
+            .try_with(|local| {
+                let mut local = local.try_borrow_mut().ok()?;
+                let index = self.thread_buffer(&mut local);
+                let buf = NonNull::from(&*local.0[index].1);
+                Some(ThisThread { recorder: self.0.id, buf, _here: PhantomData })
+            })
+            .ok()
+            .flatten()
+    }
+
+    /// [`record_many`](Self::record_many) into the buffer `this` found.
+    #[inline]
+    pub fn record_many_on(&self, this: &ThisThread, events: &[(u64, Event)]) {
+        if !self.is_active() || this.recorder != self.0.id {
+            self.0.dropped.fetch_add(events.len() as u64, Ordering::Relaxed);
+            return;
+        }
+        if self.0.defs_pending.load(Ordering::Acquire) {
+            self.flush_definitions();
+        }
+        // SAFETY: the buffer is held by this thread's LOCAL list (an Arc)
+        // until the thread's thread-locals are destroyed, after anything
+        // that runs on the thread could hold `this` (which is neither
+        // Send nor Sync, so it never leaves the thread).
+        let buf = unsafe { this.buf.as_ref() };
+        let pushed =
+            buf.push_many(events, |inner| self.roll(buf.location, inner), |p| self.write_events(buf.location, p));
+        if !matches!(pushed, Pushed::Done) {
             self.0.dropped.fetch_add(events.len() as u64, Ordering::Relaxed);
         }
     }

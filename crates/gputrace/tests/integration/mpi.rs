@@ -415,3 +415,59 @@ fn simulated_nodes_share_one_clock() {
         assert_eq!(c["errors"], 0, "rank {r}");
     }
 }
+
+/// The archive's `GPUTRACE::TIMER` property, as `otf2-print` shows it.
+fn timer_property(anchor: &std::path::Path) -> String {
+    let out = Command::new("otf2-print").arg("--show-info").arg(anchor).output().unwrap();
+    assert!(out.status.success(), "otf2-print failed: {}", text(&out.stderr));
+    let info = text(&out.stdout);
+    let mut lines = info.lines().skip_while(|l| !(l.starts_with("Property name") && l.ends_with("GPUTRACE::TIMER")));
+    lines.nth(1).and_then(|l| l.strip_prefix("Property value")).map(|v| v.trim().to_string()).unwrap_or_default()
+}
+
+#[test]
+fn the_timer_is_chosen_and_named_in_the_archive() {
+    // Where the TSC can stand in for CLOCK_MONOTONIC (x86-64, invariant
+    // TSC the kernel keeps as a clock source) it is the default; every
+    // rank reads the map gputrace calibrated, so messages stay in order
+    // on one host without any correction.
+    let flags = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let sources = std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/available_clocksource")
+        .unwrap_or_default();
+    let usable = cfg!(target_arch = "x86_64")
+        && flags.split_whitespace().any(|f| f == "constant_tsc")
+        && flags.split_whitespace().any(|f| f == "nonstop_tsc")
+        && sources.split_whitespace().any(|c| c == "tsc");
+    let (mpicc, mpirun, _) = openmpi();
+    let exe = compile(mpicc, "p2p.c");
+    for (option, want) in
+        [(None, if usable { "tsc" } else { "clock_gettime" }), (Some("clock_gettime"), "clock_gettime")]
+    {
+        let dir = fresh_dir(&format!("timer-{}", option.unwrap_or("default")));
+        let mut args = Vec::new();
+        if let Some(t) = option {
+            args.extend(["--timer", t]);
+        }
+        args.extend([mpirun, "-np", "4", exe.to_str().unwrap(), "-n", "20"]);
+        let out = trace(&dir, &args, &[]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        let anchor = dir.join("traces.otf2");
+        assert_eq!(timer_property(&anchor), want, "{option:?}");
+        let check = Command::new("/usr/bin/python3")
+            .arg(workspace().join("tests/scripts/message_order.py"))
+            .arg(&anchor)
+            .output()
+            .unwrap();
+        assert!(check.status.success(), "{}", text(&check.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&check.stdout).unwrap();
+        assert!(v["pairs"].as_u64().unwrap() > 0 && v["unpaired"] == 0, "{v}");
+        assert_eq!(v["backwards"].as_array().map(Vec::len), Some(0), "a receive before its send ({want}): {v}");
+    }
+    // A timer that does not exist: one line, nothing run.
+    let dir = fresh_dir("timer-bad");
+    let out = trace(&dir, &["--timer", "hpet", "true"], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("GPUTRACE_TIMER=hpet") && err.contains("tsc"), "{err}");
+    assert!(!dir.exists(), "an experiment directory for a refused run");
+}
