@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use raw::{Event, Paradigm, RegionRole};
-use runtime::Recorder;
+use runtime::{Recorder, ThisThread};
 
 use crate::state::{self, Group, Phase};
 
@@ -171,6 +171,8 @@ pub struct Call {
     region: Option<u32>,
     leave: Cell<u64>,
     staged: RefCell<Staged>,
+    /// The thread's buffer, looked up once for the call's accesses.
+    thread: Option<ThisThread>,
     _guard: Guard,
 }
 
@@ -183,12 +185,17 @@ struct Staged {
     events: [(u64, Event); STAGED],
 }
 
-const STAGED: usize = 4;
+/// Two: the most a common call stages at once (Enter and a send before
+/// the call; a receive or completion and Leave after it). More flush
+/// early. Small, as the call is kept on the wrapper's stack.
+const STAGED: usize = 2;
 
 impl Call {
     /// Starts following a call of `info`, recording its Enter; `None` when
     /// the call must go straight to MPI.
-    #[inline]
+    // Inlined into each wrapper: the call is built in the wrapper's frame,
+    // not copied there.
+    #[inline(always)]
     pub fn begin(info: &'static FnInfo) -> Option<Call> {
         if state::phase() != Phase::Active {
             return None;
@@ -199,6 +206,8 @@ impl Call {
         }
         let guard = enter_guard()?;
         let rec = state::recorder()?;
+        // Before the clock: a thread's first call makes its buffer.
+        let thread = if recording { rec.this_thread() } else { None };
         let enter = raw::clock::now();
         let region = if recording { shielded(|| info.region(rec)).flatten() } else { None };
         let mut staged = Staged { n: 0, events: [(0, Event::MpiCollectiveBegin); STAGED] };
@@ -206,7 +215,16 @@ impl Call {
             staged.events[0] = (enter, Event::Enter { region });
             staged.n = 1;
         }
-        Some(Call { rec, enter, recording, region, leave: Cell::new(0), staged: RefCell::new(staged), _guard: guard })
+        Some(Call {
+            rec,
+            enter,
+            recording,
+            region,
+            leave: Cell::new(0),
+            staged: RefCell::new(staged),
+            thread,
+            _guard: guard,
+        })
     }
 
     /// The time of Leave, read once: events that happen at the end
@@ -243,7 +261,10 @@ impl Call {
     fn flush(&self) {
         let mut s = self.staged.borrow_mut();
         if s.n > 0 {
-            self.rec.record_many(&s.events[..s.n]);
+            match &self.thread {
+                Some(thread) => self.rec.record_many_on(thread, &s.events[..s.n]),
+                None => self.rec.record_many(&s.events[..s.n]),
+            }
             s.n = 0;
         }
     }
@@ -257,11 +278,13 @@ impl Call {
         hook
     }
 
-    /// Runs the hook's part after the PMPI call and records Leave.
+    /// Runs the hook's part after the PMPI call and records Leave. Takes
+    /// the call by reference (its drop follows): moving it here would copy
+    /// it.
     #[inline]
-    pub fn finish<H: Post>(self, hook: Option<H>, rc: c_int) {
+    pub fn finish<H: Post>(&self, hook: Option<H>, rc: c_int) {
         if let Some(h) = hook {
-            shielded(|| h.post(&self, rc));
+            shielded(|| h.post(self, rc));
         }
         if let Some(region) = self.region {
             self.record(self.now(), &Event::Leave { region });
