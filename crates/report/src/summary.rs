@@ -248,7 +248,7 @@ impl RunSummary {
         match &self.archive {
             Some((path, bytes)) => {
                 let exit = match self.exit_to_archive {
-                    Some(ns) => format!(" ({:.2} s after the program's exit)", ns as f64 / 1e9),
+                    Some(ns) => format!(" ({:.3} s after the program's exit)", ns as f64 / 1e9),
                     None => String::new(),
                 };
                 let _ = writeln!(
