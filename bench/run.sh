@@ -5,7 +5,13 @@
 #  2. merge throughput and peak memory on synthetic traces of ~10 and ~20
 #     million events (bounded memory: the two peaks should be alike);
 #  3. bytes per event in the raw streams and in the OTF2 archive, for the
-#     synthetic trace and for the bundled MPI example traced for real.
+#     synthetic trace and for the bundled MPI example traced for real;
+#  4. merge time and peak memory for synthetic jobs of 64, 256 and 1,024
+#     ranks with the same events per rank (8 ranks per simulated node, an
+#     MPI and a CUDA stream each): linear in ranks, memory bounded;
+#  5. real runs of 256 ranks oversubscribed on this machine (Open MPI and
+#     MPICH): every rank and message, no receive before its send, and what
+#     the clock synchronization adds to MPI_Init and MPI_Finalize.
 # Usage: bench/run.sh [ITERATIONS]   (default 1000000 ping-pong iterations)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -71,3 +77,55 @@ raw=$(du -s --block-size=1 "$work/ring/raw" | cut -f1)
 otf=$(du -scb "$work/ring/traces" "$work/ring/traces.def" "$work/ring/traces.otf2" | tail -1 | cut -f1)
 /usr/bin/python3 -c "print(f'$ev events: raw {$raw/$ev:.2f} B/event, OTF2 {$otf/$ev:.2f} B/event')"
 grep "merged in" "$work/ring/summary.txt"
+
+echo
+echo "== 4. merge of synthetic jobs: same events per rank, 64 to 1,024 ranks (8 per node, MPI + CUDA streams)"
+scale_steps=${SCALE_STEPS:-2000}
+printf '%6s %12s | %9s %11s %11s %9s | %9s %9s\n' ranks events archive_s "M events/s" "ms per rank" "RSS MiB" command_s "RSS MiB"
+for ranks in 64 256 1024; do
+  d="$work/job$ranks"
+  events=$(./target/release/examples/synth "$d" "$ranks" "$scale_steps" job 8 | awk '{print $2}')
+  cp -r "$d" "$d.full"
+  read -r secs rss < <(GPUTRACE_ENABLE_PROFILING=false measure "$gt" merge "$d")
+  read -r fsecs frss < <(measure "$gt" merge "$d.full")
+  /usr/bin/python3 -c "
+r, e, s, m, fs, fm = $ranks, $events, $secs, $rss, $fsecs, $frss
+print(f'{r:6d} {e:12,d} | {s:9.2f} {e/s/1e6:11.2f} {s/r*1e3:11.2f} {m/1024:9.0f} | {fs:9.2f} {fm/1024:9.0f}')"
+  rm -rf "$d" "$d.full"
+done
+echo "(left: the archive alone, GPUTRACE_ENABLE_PROFILING=false: linear when M events/s and ms per rank are alike"
+echo " across the rows, bounded when its RSS is; right: the whole 'gputrace merge', profile, summary and analysis too)"
+
+echo
+echo "== 5. real runs of 256 ranks oversubscribed on $(nproc) cores (tests/programs/mpi/neighbours.c, 10 steps)"
+mpicc.openmpi -O1 -o "$work/nb_ompi" tests/programs/mpi/neighbours.c
+mpicc.openmpi -O1 -o "$work/init_ompi" bench/programs/init_time.c
+mpicc.mpich -O1 -o "$work/nb_mpich" tests/programs/mpi/neighbours.c 2>/dev/null
+export OMPI_MCA_rmaps_base_oversubscribe=1
+for mpi in ompi mpich; do
+  if [ $mpi = ompi ]; then launch=(mpirun.openmpi -np 256); else launch=(mpiexec.mpich -n 256); fi
+  t=$(date +%s.%N)
+  "$gt" --keep-raw -o "$work/real-$mpi" "${launch[@]}" "$work/nb_$mpi" 10 >/dev/null 2>"$work/real-$mpi.log"
+  took=$(/usr/bin/python3 -c "print(f'{$(date +%s.%N) - $t:.1f}')")
+  /usr/bin/python3 tests/scripts/message_order.py "$work/real-$mpi/traces.otf2" > "$work/real-$mpi.json"
+  /usr/bin/python3 - "$work/real-$mpi.json" "$mpi" "$took" <<'PY'
+import json, sys
+v = json.load(open(sys.argv[1]))
+ok = len(v["hosts"]) == 256 and v["unpaired"] == 0 and not v["backwards"] and v["pairs"] == 256 * 20
+print(f'{sys.argv[2]:5s}: {len(v["hosts"])} ranks, {v["pairs"]} messages paired, {v["unpaired"]} unpaired, '
+      f'{len(v["backwards"])} receives before their sends; traced run + merge {sys.argv[3]} s: {"ok" if ok else "FAIL"}')
+PY
+  grep "merged in" "$work/real-$mpi/summary.txt"
+done
+echo "-- MPI_Init and MPI_Finalize at 256 ranks (Open MPI; bench/programs/init_time.c; one run each, this machine is oversubscribed 128x)"
+mpirun.openmpi -np 256 "$work/init_ompi" | sed 's/^/untraced:             /'
+for dom in "" "rank%32" "rank"; do
+  what="traced, 1 clock:     "
+  [ "$dom" = "rank%32" ] && what="traced, 32 clocks:   "
+  [ "$dom" = "rank" ] && what="traced, 256 clocks:  "
+  _GPUTRACE_TEST_CLOCK_DOMAIN=$dom GPUTRACE_VERBOSE=1 "$gt" -o "$work/init-$dom" mpirun.openmpi -np 256 "$work/init_ompi" 2>&1 |
+    grep -E "init_time|clock synchronization" | sed -e 's/^DEBUG //' -e "s/^/$what/"
+  rm -rf "$work/init-$dom"
+done
+echo "(the clock synchronization lines: rank 0 at MPI_Init, then at MPI_Finalize; rank%32 and rank give the"
+echo " ranks artificial clock domains, as 32 or 256 hosts would have; see docs/mpi.md)"

@@ -5,9 +5,17 @@
 //! neighbour, received from its left one, and every tenth time joined an
 //! allreduce. The streams use the real writer and format; only the
 //! processes are imaginary (pids 1, 2, ... on host `synthetic`).
+//!
+//! [`write_job`] writes a job of many ranks on many simulated nodes, its
+//! streams shaped like the MPI hooks' and the CUDA agent's, with a clock
+//! per node that only the recorded clock synchronization aligns.
 
 use std::io;
 use std::path::Path;
+
+mod job;
+
+pub use job::{Job, JobCounts, write_job};
 
 use crate::defs::rank_runs;
 use crate::writer::EventsEncoder;
@@ -69,7 +77,7 @@ fn write_rank(raw_dir: &Path, rank: u32, size: u32, iterations: u64) -> io::Resu
     Definition::Comm(world).encode(&mut defs);
     stream.write_chunk(ChunkKind::Definitions, None, &defs)?;
 
-    let mut out = ChunkWriter { stream: &stream, data: Vec::with_capacity(CHUNK), events: EventsEncoder::default() };
+    let mut out = ChunkWriter::with_capacity(&stream, CHUNK);
     let mut counts = RingCounts::default();
     let mut t = 2_000_000_000u64;
     let right = (rank + 1) % size;
@@ -109,24 +117,38 @@ fn write_rank(raw_dir: &Path, rank: u32, size: u32, iterations: u64) -> io::Resu
     Ok(counts)
 }
 
+/// Events of one location, written as events chunks of at most a given
+/// size.
 struct ChunkWriter<'a> {
     stream: &'a StreamFile,
+    location: u32,
     data: Vec<u8>,
     events: EventsEncoder,
 }
 
-impl ChunkWriter<'_> {
+impl<'a> ChunkWriter<'a> {
+    fn with_capacity(stream: &'a StreamFile, capacity: usize) -> Self {
+        ChunkWriter { stream, location: 0, data: Vec::with_capacity(capacity), events: EventsEncoder::default() }
+    }
+
     fn push(&mut self, t: u64, ev: &Event) -> io::Result<()> {
-        if self.data.len() + crate::event::MAX_EVENT_LEN > CHUNK {
+        self.push_at(0, t, ev, CHUNK)
+    }
+
+    /// Appends an event of `location` (every event of one writer has the
+    /// same), in chunks of at most `limit` bytes.
+    fn push_at(&mut self, location: u32, t: u64, ev: &Event, limit: usize) -> io::Result<()> {
+        if self.data.len() + crate::event::MAX_EVENT_LEN > limit {
             self.flush()?;
         }
+        self.location = location;
         self.events.put(&mut self.data, t, ev);
         Ok(())
     }
 
     fn flush(&mut self) -> io::Result<()> {
         if self.events.count > 0 {
-            self.stream.write_chunk(ChunkKind::Events, Some(self.events.span(0)), &self.data)?;
+            self.stream.write_chunk(ChunkKind::Events, Some(self.events.span(self.location)), &self.data)?;
         }
         self.data.clear();
         self.events = EventsEncoder::default();

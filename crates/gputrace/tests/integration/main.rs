@@ -15,5 +15,6 @@ mod mpi4py;
 mod nccl;
 mod nvtx;
 mod profile;
+mod scale;
 mod stops;
 mod util;

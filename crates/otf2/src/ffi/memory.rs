@@ -9,10 +9,20 @@
 //! Memory stays bounded by the budget times the buffers open at once
 //! (one event writer, plus a definition writer at close), and the file is
 //! written in budget-sized pieces.
+//!
+//! Released chunks go to a small process-wide cache ([`CACHE_BYTES`])
+//! that the next buffer takes them from: an archive of thousands of
+//! locations opens and closes a writer per location, and handing each
+//! buffer's 1 MiB chunk back to `malloc` and asking again made glibc keep
+//! the freed chunks in a growing heap (its mmap threshold rises after the
+//! first free), so the merge's resident memory grew with the number of
+//! locations although it used ~15 MiB; it also faulted in fresh pages for
+//! every location.
 
 use std::alloc::{self, Layout};
 use std::ffi::c_void;
 use std::ptr::{self, NonNull};
+use std::sync::Mutex;
 
 use otf2_sys as sys;
 
@@ -23,6 +33,50 @@ pub(crate) const BUFFER_BUDGET: u64 = 16 * 1024 * 1024;
 /// than any record field needs.
 const CHUNK_ALIGN: usize = 64;
 
+/// Bytes of released chunks kept for reuse, process-wide.
+const CACHE_BYTES: usize = 64 * 1024 * 1024;
+
+/// A released chunk and the layout it was allocated with.
+struct Cached(Layout, NonNull<u8>);
+
+// SAFETY: a cached chunk is memory no buffer uses; whoever pops it owns it.
+unsafe impl Send for Cached {}
+
+static CACHE: Mutex<Vec<Cached>> = Mutex::new(Vec::new());
+
+fn cache() -> std::sync::MutexGuard<'static, Vec<Cached>> {
+    CACHE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A chunk of `layout`: a cached one, or newly allocated (null if that fails).
+fn take_chunk(layout: Layout) -> *mut u8 {
+    let mut c = cache();
+    if let Some(i) = c.iter().rposition(|k| k.0 == layout) {
+        return c.swap_remove(i).1.as_ptr();
+    }
+    drop(c);
+    // SAFETY: the layout has a non-zero size (checked by the caller).
+    unsafe { alloc::alloc(layout) }
+}
+
+/// Gives back a chunk allocated with `layout`: to the cache while it has
+/// room, else to the allocator.
+///
+/// # Safety
+///
+/// `chunk` came from [`take_chunk`] with `layout` and is not used again.
+unsafe fn give_chunk(layout: Layout, chunk: NonNull<u8>) {
+    let mut c = cache();
+    let held: usize = c.iter().map(|k| k.0.size()).sum();
+    if held + layout.size() <= CACHE_BYTES {
+        c.push(Cached(layout, chunk));
+        return;
+    }
+    drop(c);
+    // SAFETY: the caller's promise: allocated with `layout`, unused.
+    unsafe { alloc::dealloc(chunk.as_ptr(), layout) };
+}
+
 /// The chunks of one buffer; OTF2 keeps the pointer in its per-buffer data.
 struct ChunkPool {
     layout: Layout,
@@ -32,9 +86,9 @@ struct ChunkPool {
 impl ChunkPool {
     fn release_chunks(&mut self) {
         for chunk in self.chunks.drain(..) {
-            // SAFETY: every chunk was allocated in `allocate` with this
-            // pool's layout and is released once (drained).
-            unsafe { alloc::dealloc(chunk.as_ptr(), self.layout) };
+            // SAFETY: every chunk was taken in `allocate` with this pool's
+            // layout and is released once (drained).
+            unsafe { give_chunk(self.layout, chunk) };
         }
     }
 }
@@ -69,8 +123,7 @@ unsafe extern "C" fn allocate(
         // Over budget: null tells OTF2 to flush this buffer and free it.
         return ptr::null_mut();
     }
-    // SAFETY: the layout has a non-zero size.
-    let Some(chunk) = NonNull::new(unsafe { alloc::alloc(pool.layout) }) else {
+    let Some(chunk) = NonNull::new(take_chunk(pool.layout)) else {
         return ptr::null_mut();
     };
     pool.chunks.push(chunk);

@@ -1,0 +1,187 @@
+//! Many ranks: a synthetic job of 1,024 ranks on 128 simulated nodes, a
+//! merge of 512 streams under an open-file limit of 256, and real runs of
+//! 128 ranks oversubscribed on this machine with Open MPI and MPICH.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::mpi::assert_sends_match_receives;
+use crate::util::*;
+
+/// The two Python readers' facts and `otf2-print`'s counts of an archive,
+/// read side by side (each reads every event).
+fn read_three_ways(anchor: &Path) -> (Value, Value, std::collections::HashMap<String, usize>) {
+    std::thread::scope(|s| {
+        let f = s.spawn(|| facts(anchor));
+        let order = s.spawn(|| message_order(anchor));
+        let printed = s.spawn(|| otf2_print_counts(anchor));
+        (f.join().unwrap(), order.join().unwrap(), printed.join().unwrap())
+    })
+}
+
+/// tests/scripts/message_order.py: sends paired with receives, on the
+/// archive's one clock.
+fn message_order(anchor: &Path) -> Value {
+    let out = Command::new("/usr/bin/python3")
+        .arg(workspace().join("tests/scripts/message_order.py"))
+        .arg(anchor)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "message_order.py: {}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Messages per (sender, receiver) of a ring where each rank sends `right`
+/// messages to its right neighbour and `left` to its left one.
+fn ring_pairs(ranks: u32, right: i64, left: i64) -> BTreeMap<(i64, i64), i64> {
+    let n = i64::from(ranks);
+    let mut pairs = BTreeMap::new();
+    for r in 0..n {
+        *pairs.entry((r, (r + 1) % n)).or_default() += right;
+        *pairs.entry((r, (r + n - 1) % n)).or_default() += left;
+    }
+    pairs.retain(|_, v| *v > 0);
+    pairs
+}
+
+/// Every rank once, every location's timestamps in order, every message
+/// paired, no receive before its send; the messages per (sender,
+/// receiver) as `want`.
+fn assert_ring_job(facts: &Value, order: &Value, ranks: u32, want: &BTreeMap<(i64, i64), i64>) {
+    let seen: Vec<i64> = facts["ranks"].as_array().unwrap().iter().map(|r| r.as_i64().unwrap()).collect();
+    assert_eq!(seen, (0..i64::from(ranks)).collect::<Vec<_>>(), "every rank is a location group");
+    assert_well_formed(facts);
+    assert_sends_match_receives(facts);
+    let mut per_pair: BTreeMap<(i64, i64), i64> = BTreeMap::new();
+    for m in messages(facts, "sends") {
+        *per_pair.entry((m.0, m.1)).or_default() += 1;
+    }
+    assert_eq!(&per_pair, want, "messages per sender and receiver");
+    assert_eq!(order["pairs"].as_i64(), Some(want.values().sum()), "{order}");
+    assert_eq!(order["unpaired"], 0, "{order}");
+    assert_eq!(order["backwards"], serde_json::json!([]), "receives before their sends: {order}");
+}
+
+/// 1,024 ranks, 8 to a node, each node's CLOCK_MONOTONIC seconds to hours
+/// from rank 0's and drifting, their CLOCK_REALTIME 20 ms apart: only the
+/// clock synchronization the MPI streams recorded at MPI_Init and
+/// MPI_Finalize puts every receive after its send (by 5 µs in the job).
+#[test]
+fn a_synthetic_job_of_1024_ranks_merges_on_one_clock() {
+    let dir = fresh_dir("scale-1024");
+    let raw_dir = dir.join("raw");
+    std::fs::create_dir_all(&raw_dir).unwrap();
+    let steps = 10;
+    let job = raw::synthetic::Job { ranks: 1024, ranks_per_node: 8, iterations: steps, gpu: true };
+    let written = raw::synthetic::write_job(&raw_dir, &job).unwrap();
+    assert_eq!(written.streams, 2048);
+    let started = std::time::Instant::now();
+    let out = merge(&dir, false);
+    let took = started.elapsed();
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("1024 processes (1024 MPI ranks) on 128 hosts, 2048 locations"), "{err}");
+    eprintln!("merge of 1,024 ranks ({} raw events): {took:.2?}", written.events);
+    let anchor = dir.join("traces.otf2");
+    let (facts, order, printed) = read_three_ways(&anchor);
+    assert_ring_job(&facts, &order, 1024, &ring_pairs(1024, steps as i64, 0));
+    // No receive less than 3 µs after its send (the job leaves 5 µs; the
+    // clock correction rounds to the nanosecond).
+    assert!(order["worst_ns"].as_i64().unwrap() < -3000, "{order}");
+    for r in 0..1024u32 {
+        assert_eq!(order["hosts"][r.to_string()], format!("node{:04}", r / 8), "rank {r}");
+        assert_eq!(count(&facts, r, "MpiCollectiveEnd"), 2, "rank {r}: the MPI_Bcast and one MPI_Allreduce");
+        assert_eq!(facts["regions"][r.to_string()]["cudaLaunchKernel"], steps, "rank {r}");
+    }
+    // Each rank's GPU stream is a location of its own CUDA context.
+    let mut gpu_groups: Vec<String> = facts["locations"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter(|l| l["rank"].is_null())
+        .map(|l| l["group"].as_str().unwrap().to_string())
+        .collect();
+    gpu_groups.sort();
+    let mut want: Vec<String> = (0..1024).map(|r| format!("CUDA Context 1 of rank {r}")).collect();
+    want.sort();
+    assert_eq!(gpu_groups, want);
+    let kernels = &facts["regions"]["None"]["saxpy(int, float, float const*, float*)"];
+    assert_eq!(kernels.as_u64(), Some(1024 * steps), "every kernel");
+    // Hours between the nodes' clocks, gone: the trace is the job's 110 ms.
+    assert!(order["length_ns"].as_u64().unwrap() < 1_000_000_000, "{order}");
+    // The OTF2 library's own tool reads the same messages.
+    assert_eq!(printed.get("MPI_SEND").copied(), Some(10_240));
+    assert_eq!(printed.get("MPI_RECV").copied(), Some(10_240));
+}
+
+/// 512 raw streams (256 ranks, an MPI and a CUDA stream each) merged with
+/// at most 256 open files: the merge opens a stream's file only while it
+/// reads it once more are indexed than a quarter of the limit.
+#[test]
+fn a_merge_of_512_streams_keeps_under_an_open_file_limit_of_256() {
+    let dir = fresh_dir("nofile");
+    let raw_dir = dir.join("raw");
+    std::fs::create_dir_all(&raw_dir).unwrap();
+    let steps = 20;
+    let job = raw::synthetic::Job { ranks: 256, ranks_per_node: 8, iterations: steps, gpu: true };
+    assert_eq!(raw::synthetic::write_job(&raw_dir, &job).unwrap().streams, 512);
+    let script = "ulimit -n 256 && ulimit -n && exec \"$0\" merge \"$1\"";
+    let out = run(Command::new("bash").arg("-c").arg(script).arg(gputrace()).arg(&dir));
+    let (stdout, err) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(stdout.lines().next(), Some("256"), "the limit was set: {stdout}");
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("256 processes (256 MPI ranks) on 32 hosts, 512 locations"), "{err}");
+    let (facts, order, _) = read_three_ways(&dir.join("traces.otf2"));
+    assert_ring_job(&facts, &order, 256, &ring_pairs(256, steps as i64, 0));
+}
+
+/// tests/programs/mpi/neighbours.c with 128 ranks on this machine's
+/// cores, traced: every rank, every message, no receive before its send.
+fn real_ring(name: &str, mpicc: &str, launcher: &[&str]) {
+    let exe = compile(mpicc, "neighbours.c");
+    let steps = 10;
+    let exp = fresh_dir(name);
+    let mut argv = launcher.to_vec();
+    let (exe, n) = (exe.to_str().unwrap().to_string(), steps.to_string());
+    argv.extend([exe.as_str(), n.as_str()]);
+    let mut cmd = Command::new(gputrace());
+    cmd.arg("-o").arg(&exp).args(&argv);
+    for (k, v) in [
+        ("OMPI_ALLOW_RUN_AS_ROOT", "1"),
+        ("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1"),
+        ("OMPI_MCA_rmaps_base_oversubscribe", "1"),
+    ] {
+        cmd.env(k, v);
+    }
+    let started = std::time::Instant::now();
+    let out = run_within(&mut cmd, std::time::Duration::from_secs(240));
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    eprintln!("{name}: traced run of 128 ranks, merge included: {:.1?}", started.elapsed());
+    assert!(err.contains("128 processes (128 MPI ranks) on 1 host"), "{err}");
+    let (facts, order, printed) = read_three_ways(&exp.join("traces.otf2"));
+    assert_ring_job(&facts, &order, 128, &ring_pairs(128, steps, steps));
+    for (r, c) in program_counters(&text(&out.stdout)) {
+        assert_eq!(c["errors"], 0, "rank {r}");
+        assert_eq!(count(&facts, r, "MpiIsend"), c["sends"], "rank {r}");
+        assert_eq!(count(&facts, r, "MpiIrecv"), c["recvs"], "rank {r}");
+    }
+    assert_eq!(printed.get("MPI_ISEND").copied(), Some(2 * 128 * steps as usize));
+}
+
+#[test]
+fn open_mpi_128_ranks_oversubscribed() {
+    let (mpicc, mpirun, _) = openmpi();
+    real_ring("ompi-128", mpicc, &[mpirun, "-np", "128"]);
+}
+
+#[test]
+fn mpich_128_ranks_oversubscribed() {
+    if !required("MPICH (mpicc.mpich, mpiexec.mpich)", have("mpicc.mpich") && have("mpiexec.mpich")) {
+        return;
+    }
+    real_ring("mpich-128", "mpicc.mpich", &["mpiexec.mpich", "-n", "128"]);
+}
