@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # gputrace benchmark (CPU side): prints, measured in this one run,
-#  1. the time tracing adds to a 0-byte MPI_Send/MPI_Recv ping-pong, per
-#     call (traced and untraced runs interleaved, medians of 5 each);
+#  1. the time tracing adds to an MPI call: one rank sending to and
+#     receiving from itself, and the two-rank ping-pong (bench/mpi_call.sh:
+#     interleaved rounds, min and median; the TSC and clock_gettime timers),
+#     the recorder alone, and the bundled example's end-to-archive time;
 #  2. merge throughput and peak memory on synthetic traces of ~10 and ~20
 #     million events (bounded memory: the two peaks should be alike);
 #  3. bytes per event in the raw streams and in the OTF2 archive, for the
@@ -12,11 +14,11 @@
 #  5. real runs of 256 ranks oversubscribed on this machine (Open MPI and
 #     MPICH): every rank and message, no receive before its send, and what
 #     the clock synchronization adds to MPI_Init and MPI_Finalize.
-# Usage: bench/run.sh [ITERATIONS]   (default 1000000 ping-pong iterations)
+# Usage: bench/run.sh [ITERATIONS]   (default 400000 iterations of the MPI loops)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
-iters=${1:-1000000}
+iters=${1:-400000}
 cargo build --release --workspace -q && cargo build --release --workspace --examples -q
 gt=./target/release/gputrace
 work=$(mktemp -d /tmp/gputrace-bench.XXXXXX)
@@ -34,21 +36,9 @@ print(f"{time.perf_counter() - t:.3f} {resource.getrusage(resource.RUSAGE_CHILDR
 PY
 }
 
-echo "== 1. MPI ping-pong, 0 bytes, $iters iterations, 2 ranks (7 alternating runs each)"
-plain=(); traced=()
-for i in 1 2 3 4 5 6 7; do
-  plain+=("$(mpirun.openmpi -np 2 --bind-to core "$work/pingpong" -n "$iters" | sed -n 's/.*, \([0-9.]*\) ns per round trip.*/\1/p')")
-  traced+=("$("$gt" --keep-raw -o "$work/pp$i" mpirun.openmpi -np 2 --bind-to core "$work/pingpong" -n "$iters" 2>/dev/null | sed -n 's/.*, \([0-9.]*\) ns per round trip.*/\1/p')")
-done
-/usr/bin/python3 - "${plain[*]}" "${traced[*]}" <<'PY'
-import statistics, sys
-p = [float(x) for x in sys.argv[1].split()]
-t = [float(x) for x in sys.argv[2].split()]
-print(f"untraced round trip ns: min {min(p):7.1f}  median {statistics.median(p):7.1f}  (runs: {' '.join(f'{x:.0f}' for x in p)})")
-print(f"traced   round trip ns: min {min(t):7.1f}  median {statistics.median(t):7.1f}  (runs: {' '.join(f'{x:.0f}' for x in t)})")
-print(f"added by tracing:       {(min(t) - min(p)) / 4:7.1f} ns per MPI call (a round trip is 4 calls in a row; best runs;")
-print(f"                        median runs: {(statistics.median(t) - statistics.median(p)) / 4:.1f} ns; target < 100)")
-PY
+echo "== 1. what tracing adds to an MPI call (bench/mpi_call.sh: self send/receive and ping-pong, 7 interleaved rounds)"
+bench/mpi_call.sh 7 "$iters"
+"$gt" --keep-raw -o "$work/pp1" mpirun.openmpi -np 2 --bind-to core "$work/pingpong" -n "$iters" >/dev/null 2>&1
 cargo run --release -q -p runtime --example record_cost 5000000 | sed 's/^/recorder alone: /'
 ev=$(grep -h "events" "$work/pp1/summary.txt" | head -1 | sed -n 's/.*, \([0-9,]*\) events.*/\1/p' | tr -d ,)
 raw=$(du -s --block-size=1 "$work/pp1/raw" | cut -f1)
