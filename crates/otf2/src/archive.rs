@@ -13,11 +13,12 @@ use std::ffi::CString;
 use std::fs::OpenOptions;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use crate::defs::Definitions;
 use crate::error::{Error, Result};
-use crate::events::EventWriter;
-use crate::ffi::archive::Archive;
+use crate::events::{EventWriter, Home, lock};
+use crate::ffi::archive::{Archive, SharedArchive};
 use crate::refs::LocationRef;
 use crate::values::{ClockOffset, ClockProperties};
 
@@ -172,7 +173,42 @@ impl ArchiveWriter {
         }
         let raw = self.archive.evt_writer(location)?;
         self.defs.location_record(slot).events = Some(Default::default());
-        Ok(EventWriter::new(raw, &mut self.defs, &mut self.deferred, slot, location))
+        Ok(EventWriter::new(raw, Home::Own { defs: &mut self.defs, deferred: &mut self.deferred }, slot, location))
+    }
+
+    /// Runs `work` with [`ConcurrentWriters`]: event writers for several
+    /// threads at once (one location per writer, each writer on one
+    /// thread), sharing the definitions behind a lock. The archive is
+    /// whole again when `work` returns.
+    ///
+    /// ```no_run
+    /// # use otf2::*;
+    /// # fn f(archive: &mut ArchiveWriter, a: LocationRef, b: LocationRef, r: RegionRef) -> Result<()> {
+    /// archive.concurrent(|writers| {
+    ///     std::thread::scope(|s| {
+    ///         for loc in [a, b] {
+    ///             s.spawn(move || -> Result<u64> {
+    ///                 let mut w = writers.event_writer(loc)?;
+    ///                 w.enter(1, r)?;
+    ///                 w.leave(2, r)?;
+    ///                 w.close()
+    ///             });
+    ///         }
+    ///     })
+    /// });
+    /// # Ok(()) }
+    /// ```
+    pub fn concurrent<R>(&mut self, work: impl FnOnce(&ConcurrentWriters<'_>) -> R) -> R {
+        let defs = Mutex::new(std::mem::take(&mut self.defs));
+        let deferred = Mutex::new(self.deferred.take());
+        let result = {
+            let writers =
+                ConcurrentWriters { archive: SharedArchive::new(&mut self.archive), defs: &defs, deferred: &deferred };
+            work(&writers)
+        };
+        self.defs = defs.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.deferred = deferred.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner);
+        result
     }
 
     /// Writes the empty event file of every location without events, the
@@ -221,6 +257,49 @@ impl ArchiveWriter {
         let mut global = self.archive.global_def_writer()?;
         self.defs.write(&mut global, &clock)?;
         global.close()
+    }
+}
+
+/// Event writers for several threads at once, from
+/// [`ArchiveWriter::concurrent`]: `Sync`, so threads share it by reference.
+pub struct ConcurrentWriters<'a> {
+    archive: SharedArchive<'a>,
+    defs: &'a Mutex<Definitions>,
+    deferred: &'a Mutex<Option<Error>>,
+}
+
+impl ConcurrentWriters<'_> {
+    /// The event writer of `location`, for the calling thread; as
+    /// [`ArchiveWriter::event_writer`], any number at a time (one per
+    /// location).
+    ///
+    /// # Errors
+    ///
+    /// As [`ArchiveWriter::event_writer`].
+    pub fn event_writer(&self, location: LocationRef) -> Result<EventWriter<'_>> {
+        let slot = {
+            let mut defs = lock(self.defs);
+            let slot = defs.location_slot(location)?;
+            if defs.location_record(slot).events.is_some() {
+                return Err(Error::EventsAlreadyWritten { id: location.id() });
+            }
+            // Claimed under the lock: no second writer of this location.
+            defs.location_record(slot).events = Some(Default::default());
+            slot
+        };
+        let raw = match self.archive.evt_writer(location) {
+            Ok(raw) => raw,
+            Err(e) => {
+                lock(self.defs).location_record(slot).events = None;
+                return Err(e);
+            }
+        };
+        Ok(EventWriter::new(raw, Home::Shared { defs: self.defs, deferred: self.deferred }, slot, location))
+    }
+
+    /// The shared definitions, locked while the guard lives.
+    pub fn defs(&self) -> crate::DefsMut<'_> {
+        crate::DefsMut::Locked(lock(self.defs))
     }
 }
 

@@ -83,6 +83,12 @@ impl Archive {
             unsafe { sys::OTF2_Archive_SetMemoryCallbacks(archive.ptr(), &MEMORY_CALLBACKS, ptr::null_mut()) },
         )?;
         check(
+            "OTF2_Archive_SetLockingCallbacks",
+            // SAFETY: live archive; a null attribute gives default mutexes,
+            // and the callbacks' user data is released by OTF2 at close.
+            unsafe { sys::pthread_locks::OTF2_Pthread_Archive_SetLockingCallbacks(archive.ptr(), ptr::null()) },
+        )?;
+        check(
             "OTF2_Archive_SetSerialCollectiveCallbacks",
             // SAFETY: live archive.
             unsafe { sys::OTF2_Archive_SetSerialCollectiveCallbacks(archive.ptr()) },
@@ -213,6 +219,35 @@ impl Archive {
 // SAFETY: OTF2 objects have no thread affinity (no thread-local state);
 // what they need is serial use, which `&mut self` on every call provides.
 unsafe impl Send for Archive {}
+
+/// An archive shared by threads that write the events of different
+/// locations at once: it offers only [`Archive::evt_writer`], whose OTF2
+/// call locks the archive (the pthread locking callbacks registered in
+/// [`Archive::create`]); each writer is then used by one thread only
+/// (`EvtWriter` is neither `Send` nor `Sync`), and OTF2 keeps one buffer
+/// and one file per location, so writers of different locations share
+/// nothing unlocked.
+pub(crate) struct SharedArchive<'a>(&'a Archive);
+
+impl<'a> SharedArchive<'a> {
+    pub(crate) fn new(archive: &'a mut Archive) -> Self {
+        // `&mut`: no other call on the archive can run while it is shared.
+        Self(archive)
+    }
+
+    pub(crate) fn evt_writer(&self, location: LocationRef) -> Result<super::events::EvtWriter<'a>> {
+        self.0.evt_writer(location)
+    }
+}
+
+// SAFETY: see the type's documentation: the only call made through a
+// shared archive is OTF2_Archive_GetEvtWriter (and, by the writers it
+// returns, OTF2_Archive_CloseEvtWriter), both of which OTF2 serializes with
+// the archive's lock; the `&mut` borrow taken in `new` keeps every other
+// call out for as long as it is shared.
+unsafe impl Sync for SharedArchive<'_> {}
+// SAFETY: as for Sync; the archive itself is Send.
+unsafe impl Send for SharedArchive<'_> {}
 
 impl Drop for Archive {
     fn drop(&mut self) {
