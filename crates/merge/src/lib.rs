@@ -26,7 +26,6 @@ pub mod timeline;
 pub mod write;
 pub mod writers;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -60,6 +59,15 @@ pub struct Options<'a> {
     /// archive's `OTF2::MPI_COMMUNICATION_COMPLETE`, false too when a
     /// process dropped events.
     pub mpi_complete: bool,
+    /// Threads that write locations at once ([`jobs`] for the default):
+    /// 1 writes them one after the other on the calling thread.
+    pub jobs: usize,
+}
+
+/// The number of threads a merge uses by default: the cores this process
+/// may run on.
+pub fn jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
 }
 
 /// The clock of the raw streams (CLOCK_MONOTONIC, ns): what
@@ -84,8 +92,8 @@ impl Target<'_> {
     }
 }
 
-/// Who hears of a merge as it goes.
-pub trait Observer {
+/// Who hears of a merge as it goes: from every thread of the merge.
+pub trait Observer: Sync {
     /// A problem in the input that the merge worked around (a damaged
     /// stream, a process numbered twice): one line.
     fn warning(&self, text: &str);
@@ -168,8 +176,14 @@ pub fn merge_with<E: Extra>(options: &Options<'_>, observer: &dyn Observer, extr
     let (first, last) = trace_bounds(&processes, &clocks);
     summary.trace_length = last.saturating_sub(first);
     let mpi_complete = options.mpi_complete;
-    let mut pass =
-        Passes { processes: &processes, raw_dir: options.raw_dir, observer, summary: &mut summary, mpi_complete };
+    let mut pass = Passes {
+        processes: &processes,
+        raw_dir: options.raw_dir,
+        observer,
+        summary: &mut summary,
+        mpi_complete,
+        jobs: options.jobs.max(1),
+    };
     let merged = match options.archive {
         Some(target) => pass.archive(&target, &clocks, (first, last), extra),
         None => pass.count_only(extra),
@@ -196,6 +210,24 @@ struct Passes<'a> {
     observer: &'a dyn Observer,
     summary: &'a mut Summary,
     mpi_complete: bool,
+    jobs: usize,
+}
+
+/// One location to write: its process, its place in the process's plan,
+/// and its events (from the chunk headers).
+#[derive(Debug, Clone, Copy)]
+struct Unit {
+    process: usize,
+    location: usize,
+    events: u64,
+}
+
+/// What one worker thread made: its counters, its extra sink, and the
+/// repairs of its locations.
+struct Made<E> {
+    counts: Counters,
+    extra: E,
+    repairs: Vec<Repairs>,
 }
 
 impl Passes<'_> {
@@ -279,23 +311,12 @@ impl Passes<'_> {
         self.no_location_check(&layout)?;
         self.summary.region_names = layout.region_names.clone();
         extra.defined(&Defined { defs: archive.defs(), layout: &layout, processes: self.processes });
-        let mut attributes = HashMap::new();
-        let mut counts = std::mem::take(&mut self.summary.counts);
-        for (pi, ((p, plan), clock)) in self.processes.iter().zip(&layout.processes).zip(clocks).enumerate() {
+        for (plan, clock) in layout.processes.iter().zip(clocks) {
             for loc in &plan.locations {
                 write_clock_offsets(archive, loc.location, clock)?;
-                let mut writer = archive.event_writer(loc.location)?;
-                let cx = self.context(p, plan, &layout, &mut attributes);
-                extra.begin_location(pi, loc);
-                let repairs = write::location_events(cx, loc, (&mut writer, (&mut counts, &mut *extra)))?;
-                extra.end_location();
-                writer.close().map_err(|source| Error::Archive { what: "closing an event writer", source })?;
-                self.add(repairs);
             }
         }
-        self.summary.events = counts.events;
-        self.summary.counts = counts;
-        Ok(())
+        archive.concurrent(|writers| self.locations(&layout, Some(writers), extra))
     }
 
     /// No archive: the same pass into the summary's counters (and `extra`).
@@ -305,30 +326,142 @@ impl Passes<'_> {
         self.no_location_check(&layout)?;
         self.summary.region_names = layout.region_names.clone();
         extra.defined(&Defined { defs: &defs, layout: &layout, processes: self.processes });
-        let mut attributes = HashMap::new();
-        let mut counts = std::mem::take(&mut self.summary.counts);
-        for (pi, (p, plan)) in self.processes.iter().zip(&layout.processes).enumerate() {
-            for loc in &plan.locations {
-                let cx = self.context(p, plan, &layout, &mut attributes);
-                extra.begin_location(pi, loc);
-                let repairs = write::location_events(cx, loc, (&mut counts, &mut *extra))?;
-                extra.end_location();
-                self.add(repairs);
+        self.locations(&layout, None, extra)
+    }
+
+    /// Every location's events, into the archive's `writers` when given,
+    /// the summary's counters and `extra`: on up to `jobs` threads, each
+    /// with its own counters and its own split of `extra`, one location at
+    /// a time; the locations balanced among the threads by their events
+    /// (the largest first, each to the least loaded thread), the threads'
+    /// results joined in thread order.
+    fn locations<E: Extra>(
+        &mut self,
+        layout: &layout::Layout,
+        writers: Option<&otf2::ConcurrentWriters<'_>>,
+        extra: &mut E,
+    ) -> Result<()> {
+        let units = self.units(layout);
+        let mut jobs = self.jobs.min(units.len()).max(1);
+        let mut parts = Vec::new();
+        while parts.len() + 1 < jobs {
+            match extra.split() {
+                Some(part) => parts.push(part),
+                None => {
+                    // An extra sink that cannot be split: one thread.
+                    tracing::debug!("the extra sink cannot be split: merging on one thread");
+                    parts.clear();
+                    jobs = 1;
+                }
             }
+        }
+        let shares = balance(&units, jobs);
+        let attributes = write::Attributes::default();
+        let mut counts = std::mem::take(&mut self.summary.counts);
+        let this = &*self;
+        let failed = std::sync::atomic::AtomicBool::new(false);
+        let run = |share: &[Unit], extra: &mut E, counts: &mut Counters| -> Result<Vec<Repairs>> {
+            let mut attributes = attributes.worker();
+            let mut repairs = Vec::with_capacity(share.len());
+            for u in share {
+                if failed.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                let written = this.location(layout, *u, writers, counts, extra, &mut attributes);
+                match written {
+                    Ok(r) => repairs.push(r),
+                    Err(e) => {
+                        failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                        return Err(e);
+                    }
+                }
+            }
+            Ok(repairs)
+        };
+        let (first, rest) = shares.split_first().expect("at least one share");
+        let (mine, others) = std::thread::scope(|s| {
+            let handles: Vec<_> = rest
+                .iter()
+                .zip(parts)
+                .map(|(share, mut part)| {
+                    let run = &run;
+                    s.spawn(move || {
+                        let mut counts = Counters::default();
+                        run(share, &mut part, &mut counts).map(|repairs| Made { counts, extra: part, repairs })
+                    })
+                })
+                .collect();
+            let mine = run(first, extra, &mut counts);
+            let others: Vec<Result<Made<E>>> = handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect();
+            (mine, others)
+        });
+        let mut all = vec![mine?];
+        for made in others {
+            let made = made?;
+            counts.add(&made.counts);
+            extra.join(made.extra);
+            all.push(made.repairs);
+        }
+        for r in all.into_iter().flatten() {
+            self.add(r);
         }
         self.summary.events = counts.events;
         self.summary.counts = counts;
         Ok(())
     }
 
-    fn context<'c>(
-        &'c self,
-        process: &'c Process,
-        plan: &'c layout::ProcessPlan,
-        layout: &'c layout::Layout,
-        attributes: &'c mut HashMap<(String, bool), otf2::AttributeRef>,
-    ) -> write::Context<'c> {
-        write::Context { process, plan, layout, attributes, observer: self.observer }
+    /// The locations to write, in the layout's order.
+    fn units(&self, layout: &layout::Layout) -> Vec<Unit> {
+        let mut units = Vec::new();
+        for (pi, (p, plan)) in self.processes.iter().zip(&layout.processes).enumerate() {
+            for (li, loc) in plan.locations.iter().enumerate() {
+                let events = loc
+                    .feeds
+                    .iter()
+                    .flat_map(|&(stream, local)| {
+                        p.streams[stream]
+                            .chunks
+                            .iter()
+                            .filter(move |c| c.header.location == local)
+                            .map(|c| u64::from(c.header.event_count))
+                    })
+                    .sum();
+                units.push(Unit { process: pi, location: li, events });
+            }
+        }
+        units
+    }
+
+    /// One location's events, into its event writer (when the archive is
+    /// written), `counts` and `extra`.
+    fn location<E: Extra>(
+        &self,
+        layout: &layout::Layout,
+        u: Unit,
+        writers: Option<&otf2::ConcurrentWriters<'_>>,
+        counts: &mut Counters,
+        extra: &mut E,
+        attributes: &mut write::Attributes,
+    ) -> Result<Repairs> {
+        let p = &self.processes[u.process];
+        let plan = &layout.processes[u.process];
+        let loc = &plan.locations[u.location];
+        let cx = write::Context { process: p, plan, layout, attributes, observer: self.observer };
+        extra.begin_location(u.process, loc);
+        let repairs = match writers {
+            Some(writers) => {
+                let mut writer = writers.event_writer(loc.location)?;
+                let repairs = write::location_events(cx, loc, (&mut writer, (&mut *counts, &mut *extra)))?;
+                writer.close().map_err(|source| Error::Archive { what: "closing an event writer", source })?;
+                repairs
+            }
+            None => write::location_events(cx, loc, (&mut *counts, &mut *extra))?,
+        };
+        extra.end_location();
+        Ok(repairs)
     }
 
     fn add(&mut self, r: Repairs) {
@@ -352,6 +485,29 @@ impl Passes<'_> {
         }
         Ok(())
     }
+}
+
+/// Splits `units` into `jobs` shares of about equal events: the largest
+/// first, each to the share with the fewest events so far; each share in
+/// the layout's order.
+fn balance(units: &[Unit], jobs: usize) -> Vec<Vec<Unit>> {
+    let mut order: Vec<usize> = (0..units.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(units[i].events));
+    let mut load = vec![0u64; jobs.max(1)];
+    let mut picked: Vec<Vec<usize>> = vec![Vec::new(); jobs.max(1)];
+    for i in order {
+        let least = (0..load.len()).min_by_key(|&w| (load[w], w)).unwrap_or(0);
+        // A location without events still costs its files.
+        load[least] += units[i].events.max(1);
+        picked[least].push(i);
+    }
+    picked
+        .into_iter()
+        .map(|mut share| {
+            share.sort_unstable();
+            share.into_iter().map(|i| units[i]).collect()
+        })
+        .collect()
 }
 
 /// ClockOffset definitions of a location: its process's clock map, which

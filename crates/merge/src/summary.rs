@@ -83,6 +83,36 @@ pub struct Counters {
 }
 
 impl Counters {
+    /// Adds what `other` counted (another thread's or merge rank's
+    /// locations): the same totals as one `Counters` fed both.
+    pub fn add(&mut self, other: &Counters) {
+        self.events += other.events;
+        if self.region_totals.len() < other.region_totals.len() {
+            self.region_totals.resize(other.region_totals.len(), RegionTotals { min: u64::MAX, ..Default::default() });
+        }
+        for (t, o) in self.region_totals.iter_mut().zip(&other.region_totals) {
+            t.calls += o.calls;
+            t.time += o.time;
+            t.min = t.min.min(o.min);
+            t.max = t.max.max(o.max);
+        }
+        self.p2p_messages += other.p2p_messages;
+        self.p2p_bytes += other.p2p_bytes;
+        self.collectives += other.collectives;
+        self.collective_bytes += other.collective_bytes;
+        self.nccl_collectives += other.nccl_collectives;
+        self.nccl_collective_bytes += other.nccl_collective_bytes;
+        self.nccl_messages += other.nccl_messages;
+        self.nccl_message_bytes += other.nccl_message_bytes;
+        self.kernels += other.kernels;
+        self.memsets += other.memsets;
+        self.memset_bytes += other.memset_bytes;
+        for (c, o) in self.copies.iter_mut().zip(&other.copies) {
+            c.0 += o.0;
+            c.1 += o.1;
+        }
+    }
+
     pub fn copy(&mut self, kind: CopyKind, bytes: u64) {
         let c = &mut self.copies[kind as usize];
         c.0 += 1;

@@ -47,6 +47,7 @@ fn main() {
                 not_traced: &[],
                 program_ended: None,
                 mpi_complete: true,
+                jobs: std::env::var("JOBS").ok().and_then(|j| j.parse().ok()).unwrap_or(1),
             };
             let start = Instant::now();
             if with_profile {

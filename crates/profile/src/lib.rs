@@ -431,6 +431,43 @@ impl Extra for Profile {
         self.note(r);
     }
 
+    /// A worker's profile: the locations and the root it needs to build
+    /// call paths and results, no cube (its results go into this one's at
+    /// [`join`](Extra::join)).
+    fn split(&self) -> Option<Profile> {
+        let mut part = Profile::new();
+        part.root = self.root;
+        part.locations = self.locations.clone();
+        part.nodes.push(Node { parent: ROOT, region: PROGRAM, kind: Kind::Call, acc: Acc::default() });
+        Some(part)
+    }
+
+    /// Adds a worker's call paths (found or made under the same parent
+    /// here, a parent before its children) and its locations' results.
+    fn join(&mut self, part: Profile) {
+        if self.nodes.is_empty() {
+            self.nodes.push(Node { parent: ROOT, region: PROGRAM, kind: Kind::Call, acc: Acc::default() });
+        }
+        let mut map = vec![ROOT; part.nodes.len()];
+        for (n, node) in part.nodes.iter().enumerate().skip(1) {
+            let parent = map[node.parent as usize];
+            let key = (u64::from(parent) << 32) | u64::from(node.region);
+            map[n] = match self.children.get(&key) {
+                Some(&m) => m,
+                None => {
+                    let m = self.nodes.len() as u32;
+                    self.nodes.push(Node { parent, region: node.region, kind: node.kind, acc: Acc::default() });
+                    self.children.insert(key, m);
+                    m
+                }
+            };
+        }
+        self.results.extend(part.results.into_iter().map(|(at, n, a)| (at, map[n as usize], a)));
+        if let Some(e) = part.failed {
+            self.failed.get_or_insert(e);
+        }
+    }
+
     fn begin_location(&mut self, _process: usize, location: &merge::layout::LocationPlan) {
         self.at = self.locations.get(&location.location.id()).copied();
         self.current = ROOT;
