@@ -517,3 +517,16 @@ fn captured_memory_and_uvm_runs_check_out() {
     assert!(leak.is_some(), "the leaked pinned buffer was copied out of twice: {copies:?}");
     assert!(sum("Bytes In") + sum("Bytes Out") > 0);
 }
+
+/// The CUDA memory program's raw streams (copies, memsets, allocations:
+/// attributes and strings the merge defines as it meets them, on whichever
+/// thread meets them) merged on 1, 2 and 3 threads: the same archive.
+#[test]
+fn memory_archives_merged_on_threads_are_the_serial_one() {
+    let exp = fresh_dir("memory-jobs");
+    let program = cuda_memory(3);
+    let captures = [capture(28, 12, program.records)];
+    gputrace_cuda::replay::replay(&captures, &exp, gpu_node_header(4243, "memory-jobs"), enabled("default,memory"))
+        .unwrap();
+    crate::parallel_merge::jobs_agree(&exp, "memory-jobs");
+}

@@ -1,0 +1,163 @@
+//! The merge in parallel: on threads (`gputrace merge --jobs N`) and as an
+//! MPI job (`mpirun -np K gputrace merge --mpi DIR`, `--merge-ranks K`)
+//! gives the archive the serial merge gives: the same facts for the
+//! Python reader (tests/scripts/otf2_facts.py), the same events for
+//! `otf2-print` (every event, in its order, definitions' numbers aside),
+//! the same summary and the same profile.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::util::*;
+
+/// An experiment of `ranks` synthetic ring processes (raw streams only).
+fn synthetic(name: &str, ranks: u32, iterations: u64) -> PathBuf {
+    let dir = fresh_dir(name);
+    let raw = dir.join("raw");
+    std::fs::create_dir_all(&raw).unwrap();
+    raw::synthetic::write_ring(&raw, ranks, iterations).unwrap();
+    dir
+}
+
+/// examples/mpi_ring.c traced with Open MPI on `ranks` ranks, its raw
+/// streams kept.
+fn traced_ring(name: &str, ranks: u32) -> PathBuf {
+    let (mpicc, mpirun, _) = openmpi();
+    let exe = scratch().join(format!("{name}-mpi_ring"));
+    let built = Command::new(mpicc)
+        .arg("-O1")
+        .arg("-o")
+        .arg(&exe)
+        .arg(workspace().join("examples/mpi_ring.c"))
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", text(&built.stderr));
+    let dir = fresh_dir(name);
+    let n = ranks.to_string();
+    let out = trace(&dir, &[mpirun, "-np", &n, exe.to_str().unwrap(), "50"], &[KEEP_RAW]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    dir
+}
+
+/// A copy of the experiment's raw streams in a fresh directory.
+fn copy_raw(from: &Path, name: &str) -> PathBuf {
+    let dir = fresh_dir(name);
+    copy_dir(&from.join("raw"), &dir.join("raw"));
+    dir
+}
+
+/// `gputrace merge ARGS DIR`.
+fn merge_with(dir: &Path, args: &[&str]) -> Output {
+    let mut cmd = Command::new(gputrace());
+    cmd.arg("merge").args(args).arg(dir);
+    run(&mut cmd)
+}
+
+/// Every event `otf2-print` lists, in its order, with the definitions'
+/// numbers (`<12>`) left out: strings and attributes met while events are
+/// written are numbered in the order the threads meet them.
+fn printed_events(anchor: &Path) -> Vec<String> {
+    let out = Command::new("otf2-print").arg(anchor).output().unwrap();
+    assert!(out.status.success(), "otf2-print failed on {}: {}", anchor.display(), text(&out.stderr));
+    text(&out.stdout).lines().map(without_refs).collect()
+}
+
+fn without_refs(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(i) = rest.find('<') {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 1..];
+        match after.find('>') {
+            Some(j) if j > 0 && after[..j].bytes().all(|b| b.is_ascii_digit()) => rest = &after[j + 1..],
+            _ => {
+                out.push('<');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The summary's first line (processes, locations, events) and its
+/// messages line.
+fn summary_lines(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter(|l| l.contains(" locations, ") || l.starts_with("[gputrace] messages:"))
+        .map(|l| l.split(" traced").next().unwrap_or(l).to_string())
+        .collect()
+}
+
+/// What a merged directory holds, for comparing merges.
+struct Merged {
+    facts: serde_json::Value,
+    events: Vec<String>,
+    summary: Vec<String>,
+    profile: Option<serde_json::Value>,
+}
+
+fn merged(dir: &Path, out: &Output, python: Option<&Path>) -> Merged {
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "the merge failed: {stderr}");
+    let anchor = dir.join("traces.otf2");
+    let facts = facts(&anchor);
+    assert_well_formed(&facts);
+    Merged {
+        facts,
+        events: printed_events(&anchor),
+        summary: summary_lines(&stderr),
+        profile: python.map(|p| crate::profile::cube_facts(p, &dir.join("profile.cubex"))),
+    }
+}
+
+fn assert_same(what: &str, a: &Merged, b: &Merged) {
+    assert_eq!(a.facts, b.facts, "{what}: the archive's facts differ");
+    assert_eq!(a.events.len(), b.events.len(), "{what}: otf2-print lists another number of lines");
+    if let Some(i) = (0..a.events.len()).find(|&i| a.events[i] != b.events[i]) {
+        panic!("{what}: otf2-print differs at line {i}:\n{}\n{}", a.events[i], b.events[i]);
+    }
+    assert!(!a.summary.is_empty(), "{what}: no summary");
+    assert_eq!(a.summary, b.summary, "{what}: the summaries differ");
+    assert_eq!(a.profile, b.profile, "{what}: the profiles differ");
+}
+
+/// `--jobs 1`, `--jobs 2` and `--jobs 3` on copies of `source`'s raw
+/// streams: the same archive, summary and profile.
+pub(crate) fn jobs_agree(source: &Path, name: &str) {
+    let python = crate::profile::pycubexr();
+    let mut results = Vec::new();
+    for jobs in ["1", "2", "3"] {
+        let dir = copy_raw(source, &format!("{name}-jobs{jobs}"));
+        let out = merge_with(&dir, &["--jobs", jobs]);
+        results.push((jobs, merged(&dir, &out, python.as_deref())));
+    }
+    let (_, serial) = &results[0];
+    for (jobs, m) in &results[1..] {
+        assert_same(&format!("--jobs {jobs} against --jobs 1"), serial, m);
+    }
+}
+
+#[test]
+fn merge_on_threads_of_a_synthetic_ring_is_the_serial_merge() {
+    let source = synthetic("pmerge-synth", 7, 300);
+    jobs_agree(&source, "pmerge-synth");
+}
+
+#[test]
+fn merge_on_threads_of_a_traced_ring_is_the_serial_merge() {
+    let source = traced_ring("pmerge-ring", 6);
+    jobs_agree(&source, "pmerge-ring");
+}
+
+#[test]
+fn merge_jobs_must_be_a_number() {
+    let dir = synthetic("pmerge-badjobs", 2, 10);
+    let out = merge_with(&dir, &["--jobs", "many"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let out = Command::new(gputrace()).args(["merge"]).arg(&dir).env("GPUTRACE_MERGE_JOBS", "lots").output().unwrap();
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("GPUTRACE_MERGE_JOBS") && stderr.lines().count() == 1, "{stderr}");
+}
