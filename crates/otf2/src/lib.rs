@@ -31,6 +31,7 @@
 #![deny(unsafe_code)]
 
 mod archive;
+pub mod collective;
 mod defs;
 mod error;
 mod events;
@@ -42,6 +43,7 @@ mod types;
 mod values;
 
 pub use archive::{ArchiveWriter, ConcurrentWriters};
+pub use collective::Collectives;
 pub use defs::{Definitions, MetricMember, Region, SystemTree, TreeGroup, TreeLocation, TreeNode};
 pub use error::{Error, Result};
 pub use events::{DefsMut, EventWriter};
