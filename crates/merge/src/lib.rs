@@ -133,14 +133,53 @@ pub fn merge(options: &Options<'_>, observer: &dyn Observer) -> Result<Summary> 
 /// [`merge`], with `extra` fed the same events in the same pass (a
 /// profile): with the archive and the summary, or with the summary alone.
 pub fn merge_with<E: Extra>(options: &Options<'_>, observer: &dyn Observer, extra: &mut E) -> Result<Summary> {
+    let summary = run(options, observer, extra, None)?;
+    Ok(summary.expect("a merge on its own has the summary"))
+}
+
+/// [`merge_with`], as one of the `comm.size()` merge ranks of a merge run
+/// as an MPI job: each rank merges its share of the processes (balanced
+/// by their events) into the one archive the ranks write together
+/// ([`otf2::ArchiveWriter::create_collective`]); rank 0 gets every rank's
+/// counters and `extra` results and returns the summary (the others
+/// `None`). Every rank reads every stream's header and definitions, and
+/// defines the same archive.
+///
+/// A rank that gets an error must end the job (the others wait in a
+/// collective operation); the error is the same on every rank when the
+/// input is what is wrong ([`Error::is_bad_input`]).
+///
+/// # Errors
+///
+/// As [`merge_with`]; [`Error::TooManyRanks`] for more ranks than
+/// processes; [`Error::Exchange`] when the ranks could not exchange their
+/// results.
+pub fn merge_collective<E: Extra>(
+    options: &Options<'_>,
+    observer: &dyn Observer,
+    extra: &mut E,
+    comm: std::sync::Arc<dyn otf2::Collectives>,
+) -> Result<Option<Summary>> {
+    run(options, observer, extra, Some(comm))
+}
+
+fn run<E: Extra>(
+    options: &Options<'_>,
+    observer: &dyn Observer,
+    extra: &mut E,
+    comm: Option<std::sync::Arc<dyn otf2::Collectives>>,
+) -> Result<Option<Summary>> {
     let start = Instant::now();
+    let root = comm.as_ref().is_none_or(|c| c.rank() == 0);
     let mut not_traced = options.not_traced.to_vec();
     let loaded = match inputs::load(options.raw_dir) {
         Err(Error::NothingRecorded { dir, .. }) => return Err(Error::NothingRecorded { dir, not_traced }),
         loaded => loaded?,
     };
-    for w in &loaded.warnings {
-        observer.warning(w);
+    if root {
+        for w in &loaded.warnings {
+            observer.warning(w);
+        }
     }
     let said_by_streams = !loaded.not_traced.is_empty();
     for fact in loaded.not_traced {
@@ -158,11 +197,25 @@ pub fn merge_with<E: Extra>(options: &Options<'_>, observer: &dyn Observer, extr
             why: "none of its raw streams could be read",
         });
     }
+    let events_of = |p: &Process| -> u64 {
+        p.streams.iter().flat_map(|s| s.chunks.iter().map(|c| u64::from(c.header.event_count))).sum()
+    };
+    // The processes this merge writes: all, or a merge rank's share.
+    let mut mine = vec![true; processes.len()];
+    if let Some(c) = &comm {
+        if c.size() as usize > processes.len() {
+            return Err(Error::TooManyRanks { ranks: c.size(), processes: processes.len() });
+        }
+        let units: Vec<Unit> =
+            processes.iter().enumerate().map(|(i, p)| Unit { process: i, location: 0, events: events_of(p) }).collect();
+        let shares = balance(&units, c.size() as usize);
+        mine = vec![false; processes.len()];
+        for u in &shares[c.rank() as usize] {
+            mine[u.process] = true;
+        }
+    }
     let clocks = clock_maps(&processes);
-    let total: u64 = processes
-        .iter()
-        .flat_map(|p| p.streams.iter().flat_map(|s| s.chunks.iter().map(|c| u64::from(c.header.event_count))))
-        .sum();
+    let total: u64 = processes.iter().zip(&mine).filter(|m| *m.1).map(|(p, _)| events_of(p)).sum();
     observer.started(total);
     let mut summary = Summary {
         processes: processes.len(),
@@ -183,13 +236,19 @@ pub fn merge_with<E: Extra>(options: &Options<'_>, observer: &dyn Observer, extr
         summary: &mut summary,
         mpi_complete,
         jobs: options.jobs.max(1),
+        mine: &mine,
+        comm: comm.clone(),
     };
     let merged = match options.archive {
         Some(target) => pass.archive(&target, &clocks, (first, last), extra),
         None => pass.count_only(extra),
     };
+    let merged = merged.and_then(|()| pass.exchange(extra));
     observer.finished();
     merged?;
+    if !root {
+        return Ok(None);
+    }
     summary.merge_time = start.elapsed();
     // From the program's end to the archive written. Without the
     // launcher's word, the last exit of a process of this host (another
@@ -200,7 +259,7 @@ pub fn merge_with<E: Extra>(options: &Options<'_>, observer: &dyn Observer, extr
     if ended > 0 && options.archive.is_some() {
         summary.exit_to_archive = Some(now().saturating_sub(ended));
     }
-    Ok(summary)
+    Ok(Some(summary))
 }
 
 /// The event passes over every location.
@@ -211,6 +270,10 @@ struct Passes<'a> {
     summary: &'a mut Summary,
     mpi_complete: bool,
     jobs: usize,
+    /// Whether this merge writes each process (a merge rank's share).
+    mine: &'a [bool],
+    /// The other merge ranks, in a merge run as an MPI job.
+    comm: Option<std::sync::Arc<dyn otf2::Collectives>>,
 }
 
 /// One location to write: its process, its place in the process's plan,
@@ -268,7 +331,11 @@ impl Passes<'_> {
         }
         // Only what this merge created is removed when it fails: an archive
         // that was there before (merged without --force) is left alone.
-        let mut archive = ArchiveWriter::create(target.dir, target.name).map_err(|e| match e {
+        let created = match &self.comm {
+            None => ArchiveWriter::create(target.dir, target.name),
+            Some(c) => ArchiveWriter::create_collective(target.dir, target.name, std::sync::Arc::clone(c)),
+        };
+        let mut archive = created.map_err(|e| match e {
             otf2::Error::AlreadyExists { .. } => Error::ArchiveExists(target.dir.to_path_buf()),
             source => Error::Archive { what: "cannot create the archive", source },
         })?;
@@ -289,7 +356,48 @@ impl Passes<'_> {
             let _ = remove_archive(target.dir, target.name);
             return Err(e);
         }
-        self.summary.archive = Some((target.anchor(), archive_size(target.dir, target.name)));
+        if self.comm.as_ref().is_none_or(|c| c.rank() == 0) {
+            self.summary.archive = Some((target.anchor(), archive_size(target.dir, target.name)));
+        }
+        Ok(())
+    }
+
+    /// In a merge run as an MPI job, rank 0 adds every other rank's
+    /// counters, repairs and `extra` results to its own.
+    fn exchange<E: Extra>(&mut self, extra: &mut E) -> Result<()> {
+        let Some(comm) = self.comm.clone() else { return Ok(()) };
+        let bad = |why: &str| Error::Exchange { why: why.to_string() };
+        let s = &*self.summary;
+        let mut words = vec![s.locations as u64, s.raw_events, s.clamped, s.closed_open_regions, s.unmatched_leaves];
+        let counts = s.counts.encode();
+        words.push(counts.len() as u64);
+        words.extend(counts);
+        let mut bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let encoded = extra.encode().ok_or_else(|| bad("the profile cannot be sent to rank 0"))?;
+        bytes.extend_from_slice(&encoded);
+        let all = otf2::collective::gather_bytes(&*comm, &bytes, 0).map_err(|e| bad(&e.to_string()))?;
+        for bytes in all.iter().skip(1) {
+            let word = |i: usize| -> Option<u64> {
+                bytes.get(i * 8..i * 8 + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+            };
+            let head: Option<Vec<u64>> = (0..6).map(word).collect();
+            let head = head.ok_or_else(|| bad("a rank's results are cut short"))?;
+            let n = usize::try_from(head[5]).map_err(|_| bad("a rank's results are garbled"))?;
+            let counted: Option<Vec<u64>> = (6..6 + n).map(word).collect();
+            let counted = counted.ok_or_else(|| bad("a rank's results are cut short"))?;
+            let counts = Counters::decode(&counted).ok_or_else(|| bad("a rank's counters are garbled"))?;
+            let s = &mut *self.summary;
+            s.locations += head[0] as usize;
+            s.raw_events += head[1];
+            s.clamped += head[2];
+            s.closed_open_regions += head[3];
+            s.unmatched_leaves += head[4];
+            s.counts.add(&counts);
+            s.events = s.counts.events;
+            if !extra.join_encoded(&bytes[(6 + n) * 8..]) {
+                return Err(bad("a rank's profile is garbled"));
+            }
+        }
         Ok(())
     }
 
@@ -316,6 +424,8 @@ impl Passes<'_> {
                 write_clock_offsets(archive, loc.location, clock)?;
             }
         }
+        let own = layout.processes.iter().zip(self.mine).filter(|m| *m.1).flat_map(|(p, _)| &p.locations);
+        archive.write_only(own.map(|l| l.location));
         archive.concurrent(|writers| self.locations(&layout, Some(writers), extra))
     }
 
@@ -429,7 +539,9 @@ impl Passes<'_> {
                             .map(|c| u64::from(c.header.event_count))
                     })
                     .sum();
-                units.push(Unit { process: pi, location: li, events });
+                if self.mine[pi] {
+                    units.push(Unit { process: pi, location: li, events });
+                }
             }
         }
         units

@@ -190,6 +190,17 @@ pub trait Extra: Sink + Send {
         Self: Sized,
     {
     }
+    /// The results as bytes, for a merge rank to send to rank 0 (a merge
+    /// run as an MPI job); `None`: it cannot.
+    fn encode(&self) -> Option<Vec<u8>> {
+        None
+    }
+    /// Adds results [`encode`](Self::encode)d by another merge rank's
+    /// sink (one told of the same definitions); false when the bytes make
+    /// no sense.
+    fn join_encoded(&mut self, _bytes: &[u8]) -> bool {
+        false
+    }
     /// The events that follow are `location`'s, a location of the
     /// `process`-th process.
     fn begin_location(&mut self, _process: usize, _location: &crate::layout::LocationPlan) {}
@@ -200,6 +211,12 @@ pub trait Extra: Sink + Send {
 impl Extra for () {
     fn split(&self) -> Option<()> {
         Some(())
+    }
+    fn encode(&self) -> Option<Vec<u8>> {
+        Some(Vec::new())
+    }
+    fn join_encoded(&mut self, bytes: &[u8]) -> bool {
+        bytes.is_empty()
     }
 }
 
