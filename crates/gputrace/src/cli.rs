@@ -139,6 +139,13 @@ pub enum Command {
         /// together, each its share of the processes.
         #[arg(long)]
         mpi: bool,
+        /// With --mpi after a traced run: when the program ended.
+        #[arg(long, hide = true, requires = "mpi")]
+        program_ended: Option<u64>,
+        /// With --mpi after a traced run: remove raw/ after a merge
+        /// without warnings.
+        #[arg(long, hide = true, requires = "mpi")]
+        remove_raw: bool,
     },
     /// Summary tables of an archive, as `nsys stats` prints them: CUDA
     /// API, kernels, memory operations, MPI, NCCL, NVLink, and the MPI and

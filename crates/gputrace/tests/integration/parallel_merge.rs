@@ -161,3 +161,119 @@ fn merge_jobs_must_be_a_number() {
     assert_eq!(out.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("GPUTRACE_MERGE_JOBS") && stderr.lines().count() == 1, "{stderr}");
 }
+
+/// `LAUNCHER -np K gputrace merge --mpi DIR`, within a minute: a merge
+/// job must end, whatever happens.
+fn mpi_merge(launcher: &str, ranks: u32, dir: &Path) -> Output {
+    let mut cmd = Command::new(launcher);
+    if launcher.contains("openmpi") {
+        cmd.arg("--oversubscribe");
+    }
+    cmd.arg("-np").arg(ranks.to_string()).arg(gputrace()).args(["merge", "--mpi"]).arg(dir);
+    run_within(&mut cmd, std::time::Duration::from_secs(60))
+}
+
+/// The MPI launchers of the tests: Open MPI's and MPICH's.
+fn launchers() -> Option<[&'static str; 2]> {
+    let both = have("mpirun.openmpi") && have("mpirun.mpich");
+    required("mpirun.openmpi and mpirun.mpich", both).then_some(["mpirun.openmpi", "mpirun.mpich"])
+}
+
+/// The serial merge of `source`'s raw streams, and `K`-rank MPI merges
+/// with both MPIs: the same archive, summary and profile.
+pub(crate) fn mpi_agrees(source: &Path, name: &str, ranks: &[u32]) {
+    let Some(launchers) = launchers() else { return };
+    let python = crate::profile::pycubexr();
+    let dir = copy_raw(source, &format!("{name}-serial"));
+    let serial = merged(&dir, &merge_with(&dir, &["--jobs", "1"]), python.as_deref());
+    for launcher in launchers {
+        for &k in ranks {
+            let dir = copy_raw(source, &format!("{name}-{k}"));
+            let out = mpi_merge(launcher, k, &dir);
+            let m = merged(&dir, &out, python.as_deref());
+            assert_same(&format!("{launcher} -np {k} gputrace merge --mpi"), &serial, &m);
+        }
+    }
+}
+
+#[test]
+fn merge_as_an_mpi_job_of_a_synthetic_ring_is_the_serial_merge() {
+    let source = synthetic("pmerge-mpi-synth", 7, 300);
+    mpi_agrees(&source, "pmerge-mpi-synth", &[2, 3]);
+}
+
+#[test]
+fn merge_as_an_mpi_job_of_a_traced_ring_is_the_serial_merge() {
+    let source = traced_ring("pmerge-mpi-ring", 5);
+    mpi_agrees(&source, "pmerge-mpi-ring", &[2, 3]);
+}
+
+/// `gputrace --merge-ranks 2 mpirun -np 4 ...`: the merge runs as an MPI
+/// job after the program, and its archive is the one a serial merge of the
+/// same raw streams makes.
+#[test]
+fn merge_ranks_run_the_merge_with_the_jobs_launcher() {
+    if launchers().is_none() {
+        return;
+    }
+    let (mpicc, mpirun, _) = openmpi();
+    let exe = scratch().join("pmerge-ranks-mpi_ring");
+    let built = Command::new(mpicc)
+        .arg("-O1")
+        .arg("-o")
+        .arg(&exe)
+        .arg(workspace().join("examples/mpi_ring.c"))
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{}", text(&built.stderr));
+    let dir = fresh_dir("pmerge-ranks");
+    let out = trace(
+        &dir,
+        &["--merge-ranks", "2", mpirun, "--oversubscribe", "-np", "4", exe.to_str().unwrap(), "30"],
+        &[KEEP_RAW],
+    );
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("[gputrace] archive:") && stderr.contains("4 processes"), "{stderr}");
+    let python = crate::profile::pycubexr();
+    let by_ranks = Merged {
+        facts: facts(&dir.join("traces.otf2")),
+        events: printed_events(&dir.join("traces.otf2")),
+        summary: summary_lines(&stderr),
+        profile: python.as_deref().map(|p| crate::profile::cube_facts(p, &dir.join("profile.cubex"))),
+    };
+    let again = copy_raw(&dir, "pmerge-ranks-serial");
+    let serial = merged(&again, &merge_with(&again, &["--jobs", "1"]), python.as_deref());
+    assert_same("--merge-ranks 2 against the serial merge", &serial, &by_ranks);
+    let ranks: Vec<i64> = by_ranks.facts["ranks"].as_array().unwrap().iter().map(|r| r.as_i64().unwrap()).collect();
+    assert_eq!(ranks, [0, 1, 2, 3]);
+}
+
+#[test]
+fn merge_as_an_mpi_job_refuses_clearly() {
+    let Some(launchers) = launchers() else { return };
+    let dir = synthetic("pmerge-mpi-bad", 2, 10);
+    // Not started by a launcher: one line, at once.
+    let out =
+        run_within(Command::new(gputrace()).args(["merge", "--mpi"]).arg(&dir), std::time::Duration::from_secs(30));
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("no MPI launcher started it"), "{stderr}");
+    // More merge ranks than processes: every rank ends, rank 0 says why.
+    for launcher in launchers {
+        let out = mpi_merge(launcher, 3, &dir);
+        let stderr = text(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{stderr}");
+        let said: Vec<&str> = stderr.lines().filter(|l| l.starts_with("gputrace: error:")).collect();
+        assert_eq!(said, ["gputrace: error: 3 merge ranks for 2 traced processes: run the merge with at most 2 ranks"]);
+        assert!(!dir.join("traces.otf2").exists(), "{launcher}: an archive was left");
+    }
+    // --merge-ranks without an MPI launcher: refused before the program runs.
+    let exp = fresh_dir("pmerge-ranks-bad");
+    let out = trace(&exp, &["--merge-ranks", "2", "true"], &[]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--merge-ranks 2") && stderr.lines().count() == 1, "{stderr}");
+    assert!(!exp.exists(), "nothing ran, no experiment directory");
+}
