@@ -119,10 +119,7 @@ impl ArchiveWriter {
     pub fn create_collective(dir: &Path, name: &str, comm: Arc<dyn Collectives>) -> Result<Self> {
         // Rank 0 claims the name; the others learn whether it could.
         let claimed = if comm.rank() == 0 {
-            match claim(dir, name) {
-                Ok(anchor) => Ok(anchor),
-                Err(e) => Err(e),
-            }
+            claim(dir, name)
         } else {
             Ok(dir.join(format!("{name}.otf2")))
         };

@@ -496,7 +496,7 @@ impl Extra for Profile {
 
     fn join_encoded(&mut self, bytes: &[u8]) -> bool {
         let decoded = || -> Option<Profile> {
-            if bytes.len() % 8 != 0 {
+            if !bytes.len().is_multiple_of(8) {
                 return None;
             }
             let w: Vec<u64> =

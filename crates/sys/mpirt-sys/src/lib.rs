@@ -115,8 +115,8 @@ impl Library {
     fn exists(flavor: Flavor) -> bool {
         flavor.libraries().iter().any(|name| {
             let c = std::ffi::CString::new(*name).expect("no NUL");
-            // SAFETY: RTLD_NOLOAD only asks whether it is loaded; a
-            // successful plain RTLD_LAZY open is closed again at once.
+            // SAFETY: dlopen by name and, when it opened, dlclose of the
+            // handle it returned.
             unsafe {
                 let h = libc::dlopen(c.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL);
                 if h.is_null() {
