@@ -118,11 +118,7 @@ impl ArchiveWriter {
     /// create the archive.
     pub fn create_collective(dir: &Path, name: &str, comm: Arc<dyn Collectives>) -> Result<Self> {
         // Rank 0 claims the name; the others learn whether it could.
-        let claimed = if comm.rank() == 0 {
-            claim(dir, name)
-        } else {
-            Ok(dir.join(format!("{name}.otf2")))
-        };
+        let claimed = if comm.rank() == 0 { claim(dir, name) } else { Ok(dir.join(format!("{name}.otf2"))) };
         let mut ok = [u8::from(claimed.is_ok())];
         if !comm.bcast(&mut ok, 0) {
             return Err(Error::Collective { what: "agreeing on the archive's creation" });
