@@ -116,12 +116,13 @@ pub fn run(dir: &Path, settings: &[(String, String)], force: bool, after: After)
         Ok(summary) => summary,
         Err(e) if e.is_bad_input() => {
             if rank == 0 {
-                say!("gputrace: error: {e:#}");
+                say!("gputrace: error: {:#}", anyhow::Error::from(e));
             }
             finalize(comm);
             return Ok(2);
         }
         Err(e) => {
+            let e = anyhow::Error::from(e);
             say!("gputrace: error: merge rank {rank} of {}: {e:#}; the merge job is ended", comm.0.size());
             let _ = merge::remove_archive(&experiment.dir, ARCHIVE_NAME);
             comm.0.abort(1);

@@ -326,7 +326,9 @@ impl Passes<'_> {
         bounds: (u64, u64),
         extra: &mut E,
     ) -> Result<()> {
-        if target.force {
+        // Rank 0 alone removes the archive there: the others would remove
+        // what it has begun to write (create_collective waits for it).
+        if target.force && self.comm.as_ref().is_none_or(|c| c.rank() == 0) {
             remove_archive(target.dir, target.name)?;
         }
         // Only what this merge created is removed when it fails: an archive

@@ -165,11 +165,15 @@ fn merge_jobs_must_be_a_number() {
 /// `LAUNCHER -np K gputrace merge --mpi DIR`, within a minute: a merge
 /// job must end, whatever happens.
 fn mpi_merge(launcher: &str, ranks: u32, dir: &Path) -> Output {
+    mpi_merge_with(launcher, ranks, dir, &[])
+}
+
+fn mpi_merge_with(launcher: &str, ranks: u32, dir: &Path, args: &[&str]) -> Output {
     let mut cmd = Command::new(launcher);
     if launcher.contains("openmpi") {
         cmd.arg("--oversubscribe");
     }
-    cmd.arg("-np").arg(ranks.to_string()).arg(gputrace()).args(["merge", "--mpi"]).arg(dir);
+    cmd.arg("-np").arg(ranks.to_string()).arg(gputrace()).args(["merge", "--mpi"]).args(args).arg(dir);
     run_within(&mut cmd, std::time::Duration::from_secs(60))
 }
 
@@ -192,6 +196,10 @@ pub(crate) fn mpi_agrees(source: &Path, name: &str, ranks: &[u32]) {
             let out = mpi_merge(launcher, k, &dir);
             let m = merged(&dir, &out, python.as_deref());
             assert_same(&format!("{launcher} -np {k} gputrace merge --mpi"), &serial, &m);
+            // Again over the archive: rank 0 alone replaces it.
+            let out = mpi_merge_with(launcher, k, &dir, &["--force"]);
+            let m = merged(&dir, &out, python.as_deref());
+            assert_same(&format!("{launcher} -np {k} gputrace merge --mpi --force"), &serial, &m);
         }
     }
 }
