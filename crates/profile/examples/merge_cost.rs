@@ -5,7 +5,8 @@
 //!
 //! `cargo run --release -p profile --example merge_cost -- DIR [RUNS [plain|profile]]`
 //! (DIR holds raw/, as `examples/synth` of gputrace makes it; the last
-//! argument runs one of the two only, for a profiler).
+//! argument runs one of the two only, for a profiler). `JOBS=N` merges on
+//! N threads (default 1).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
