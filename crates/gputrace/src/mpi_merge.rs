@@ -8,9 +8,10 @@
 //! Every rank reads the same inputs, so an error in them (nothing to
 //! merge, an archive in the way, more ranks than processes) is the same
 //! on every rank: rank 0 says it, all finalize MPI and exit 2. Any other
-//! failure is one rank's: it says it, removes the half-written archive and
-//! ends the job (MPI_Abort), so that no rank waits forever in a collective
-//! operation for it.
+//! failure is one rank's: it says it and ends the job (MPI_Abort), so that
+//! no rank waits forever in a collective operation for it; the
+//! half-written archive is left for `--force` (after a run, gputrace
+//! removes it).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -108,7 +109,9 @@ pub fn run(dir: &Path, settings: &[(String, String)], force: bool, after: After)
     let observer: &dyn merge::Observer = if rank == 0 { &shown } else { &quiet };
     let mut profile = config.enable_profiling.then(profile::Profile::new);
     let shared: Arc<dyn otf2::Collectives> = Arc::clone(&comm) as Arc<dyn otf2::Collectives>;
+    let hook = std::env::var(config::hooks::MERGE_RANK_FAILS.name).ok().and_then(|v| v.parse::<u32>().ok());
     let merged = match profile.as_mut() {
+        _ if hook == Some(rank) => Err(merge::Error::Exchange { why: "a test hook made this rank fail".into() }),
         Some(p) => merge::merge_collective(&options, observer, p, shared),
         None => merge::merge_collective(&options, observer, &mut (), shared),
     };
@@ -122,9 +125,16 @@ pub fn run(dir: &Path, settings: &[(String, String)], force: bool, after: After)
             return Ok(2);
         }
         Err(e) => {
+            // No clean-up first: the others go on writing until the abort
+            // reaches them, and removing their files under them would only
+            // add their failures to this one.
             let e = anyhow::Error::from(e);
-            say!("gputrace: error: merge rank {rank} of {}: {e:#}; the merge job is ended", comm.0.size());
-            let _ = merge::remove_archive(&experiment.dir, ARCHIVE_NAME);
+            say!(
+                "gputrace: error: merge rank {rank} of {}: {e:#}; the merge job is ended (a half-written archive \
+                 in {} is replaced by `gputrace merge --force`)",
+                comm.0.size(),
+                experiment.dir.display()
+            );
             comm.0.abort(1);
         }
     };

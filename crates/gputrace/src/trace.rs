@@ -179,9 +179,15 @@ fn merge_as_job(
     let retry = format!("`gputrace merge {}` tries again", experiment.dir.display());
     match cmd.status() {
         Ok(s) if s.success() => {}
-        Ok(s) => say!(
-            "[gputrace] error: the merge as an MPI job of {ranks} ranks failed ({s}); the raw streams are kept: {retry}"
-        ),
+        Ok(s) => {
+            // A rank that failed ended the job as it was: what it wrote is
+            // of no use (the experiment directory is this run's own).
+            let _ = merge::remove_archive(&experiment.dir, crate::experiment::ARCHIVE_NAME);
+            say!(
+                "[gputrace] error: the merge as an MPI job of {ranks} ranks failed ({s}); the raw streams are kept: \
+                 {retry}"
+            )
+        }
         Err(e) => say!(
             "[gputrace] error: cannot start the merge as an MPI job ({}: {e}); the raw streams are kept: {retry}",
             job_launcher.to_string_lossy()

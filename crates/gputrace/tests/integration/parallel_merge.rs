@@ -285,3 +285,34 @@ fn merge_as_an_mpi_job_refuses_clearly() {
     assert!(stderr.contains("--merge-ranks 2") && stderr.lines().count() == 1, "{stderr}");
     assert!(!exp.exists(), "nothing ran, no experiment directory");
 }
+
+/// A merge rank that fails ends the whole job (MPI_Abort) with its one
+/// line, under both MPIs: the others, waiting for it in a collective call,
+/// do not wait for ever.
+#[test]
+fn a_failing_merge_rank_ends_the_job() {
+    let Some(launchers) = launchers() else { return };
+    let dir = synthetic("pmerge-mpi-fail", 3, 10);
+    for launcher in launchers {
+        let mut cmd = Command::new(launcher);
+        if launcher.contains("openmpi") {
+            cmd.arg("--oversubscribe");
+        }
+        cmd.args(["-np", "3"]).arg(gputrace()).args(["merge", "--mpi", "--force"]).arg(&dir);
+        cmd.env("_GPUTRACE_TEST_MERGE_RANK_FAILS", "1");
+        let out = run_within(&mut cmd, std::time::Duration::from_secs(60));
+        let stderr = text(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{launcher}: {stderr}");
+        let said: Vec<&str> = stderr.lines().filter(|l| l.starts_with("gputrace: error:")).collect();
+        assert_eq!(
+            said,
+            [format!(
+                "gputrace: error: merge rank 1 of 3: the merge ranks could not exchange their results: a test hook \
+                 made this rank fail; the merge job is ended (a half-written archive in {} is replaced by `gputrace \
+                 merge --force`)",
+                dir.display()
+            )],
+            "{launcher}: {stderr}"
+        );
+    }
+}
