@@ -57,7 +57,7 @@ impl Flavor {
     /// The library names tried, in order.
     pub fn libraries(self) -> &'static [&'static str] {
         match self {
-            Flavor::OpenMpi => &["libmpi.so.40", "libmpi.so.80", "libmpi.so"],
+            Flavor::OpenMpi => &["libmpi.so.40", "libmpi.so"],
             Flavor::Mpich => &["libmpich.so.12", "libmpi.so.12", "libmpich.so"],
         }
     }
