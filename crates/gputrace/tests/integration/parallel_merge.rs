@@ -316,3 +316,37 @@ fn a_failing_merge_rank_ends_the_job() {
         );
     }
 }
+
+/// Without an archive (GPUTRACE_ENABLE_TRACING=false) the merge ranks
+/// still count: rank 0's summary.txt and profile are the serial merge's.
+#[test]
+fn merge_as_an_mpi_job_without_an_archive_counts_as_the_serial_merge() {
+    let Some(launchers) = launchers() else { return };
+    let python = crate::profile::pycubexr();
+    let source = synthetic("pmerge-mpi-notrace", 5, 200);
+    let summary = |dir: &Path| -> Vec<String> {
+        let text = std::fs::read_to_string(dir.join("summary.txt")).unwrap();
+        text.lines().filter(|l| !l.contains("merged in") && !l.contains("profile:")).map(str::to_string).collect()
+    };
+    let profile = |dir: &Path| python.as_deref().map(|p| crate::profile::cube_facts(p, &dir.join("profile.cubex")));
+    let serial = copy_raw(&source, "pmerge-mpi-notrace-serial");
+    let mut cmd = Command::new(gputrace());
+    cmd.args(["merge", "--jobs", "1"]).arg(&serial).env("GPUTRACE_ENABLE_TRACING", "false");
+    let out = run(&mut cmd);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(!serial.join("traces.otf2").exists());
+    for launcher in launchers {
+        let dir = copy_raw(&source, "pmerge-mpi-notrace");
+        let mut cmd = Command::new(launcher);
+        if launcher.contains("openmpi") {
+            cmd.arg("--oversubscribe");
+        }
+        cmd.args(["-np", "2"]).arg(gputrace()).args(["merge", "--mpi"]).arg(&dir);
+        cmd.env("GPUTRACE_ENABLE_TRACING", "false");
+        let out = run_within(&mut cmd, std::time::Duration::from_secs(60));
+        assert_eq!(out.status.code(), Some(0), "{launcher}: {}", text(&out.stderr));
+        assert!(!dir.join("traces.otf2").exists(), "{launcher}: an archive");
+        assert_eq!(summary(&dir), summary(&serial), "{launcher}: summary.txt");
+        assert_eq!(profile(&dir), profile(&serial), "{launcher}: the profile");
+    }
+}
