@@ -5,7 +5,9 @@
 #     interleaved rounds, min and median; the TSC and clock_gettime timers),
 #     the recorder alone, and the bundled example's end-to-archive time;
 #  2. merge throughput and peak memory on synthetic traces of ~10 and ~20
-#     million events (bounded memory: the two peaks should be alike);
+#     million events (bounded memory: the two peaks should be alike), and
+#     on one of them the merge in parallel: --jobs 1, --jobs 2 and
+#     `mpirun -np 2 gputrace merge --mpi` (interleaved rounds, min and median);
 #  3. bytes per event in the raw streams and in the OTF2 archive, for the
 #     synthetic trace and for the bundled MPI example traced for real;
 #  4. merge time and peak memory for synthetic jobs of 64, 256 and 1,024
@@ -58,6 +60,41 @@ print(f'{e:>11,} events: merged in {s:.2f} s = {e/s/1e6:.1f} M events/s (target 
       f'raw {raw/e:.2f} B/event (target <= 16), OTF2 {otf/e:.2f} B/event')"
   rm -rf "$d"
 done
+rounds=5
+d="$work/psynth"
+events=$(./target/release/examples/synth "$d" 4 300000 | awk '{print $2}')
+echo "-- the merge in parallel: $events events, 4 processes, $rounds interleaved rounds (merge time from the summary)"
+"$gt" merge "$d" >/dev/null 2>&1 # the raw streams in the page cache, as for every round after
+times=(); peaks=()
+for r in $(seq "$rounds"); do
+  for mode in jobs1 jobs2 mpi2; do
+    case $mode in
+      jobs1) cmd=("$gt" merge --force --jobs 1 "$d") ;;
+      jobs2) cmd=("$gt" merge --force --jobs 2 "$d") ;;
+      mpi2) cmd=(mpirun.openmpi --oversubscribe -np 2 "$gt" merge --mpi --force --jobs 1 "$d") ;;
+    esac
+    read -r _ rss < <(measure "${cmd[@]}")
+    t=$(sed -n 's/.*merged in \([0-9.]*\) s.*/\1/p' "$d/summary.txt" | head -1)
+    times+=("$mode:$t"); peaks+=("$mode:$rss")
+  done
+done
+/usr/bin/python3 - "$events" "${times[*]}" "${peaks[*]}" <<'PY'
+import statistics, sys
+events = int(sys.argv[1])
+def by_mode(text):
+    out = {}
+    for item in text.split():
+        mode, v = item.split(":")
+        out.setdefault(mode, []).append(float(v))
+    return out
+times, peaks = by_mode(sys.argv[2]), by_mode(sys.argv[3])
+names = {"jobs1": "merge --jobs 1", "jobs2": "merge --jobs 2", "mpi2": "mpirun -np 2 merge --mpi"}
+for mode in ("jobs1", "jobs2", "mpi2"):
+    t, p = times[mode], peaks[mode]
+    print(f"{names[mode]:>25}: {events / min(t) / 1e6:5.1f} M events/s best, {events / statistics.median(t) / 1e6:5.1f} median "
+          f"({min(t):.2f} / {statistics.median(t):.2f} s); peak RSS per process {min(p) / 1024:.0f} / {statistics.median(p) / 1024:.0f} MiB (min / median)")
+PY
+rm -rf "$d"
 
 echo
 echo "== 3. the bundled MPI example traced for real (4 ranks, 2000 steps)"

@@ -42,5 +42,14 @@ pub const PANIC: Hook = Hook {
            program's stderr gets.",
 };
 
+/// Makes one rank of a merge run as an MPI job fail at its start, while
+/// the others wait for it in a collective call.
+pub const MERGE_RANK_FAILS: Hook = Hook {
+    name: "_GPUTRACE_TEST_MERGE_RANK_FAILS",
+    read_by: "gputrace merge --mpi (crates/gputrace/src/mpi_merge.rs)",
+    help: "The merge rank of this number fails as a rank whose writing failed does: one line, \
+           then MPI_Abort, which must end the whole job.",
+};
+
 /// Every test hook.
-pub const ALL: &[Hook] = &[CLOCK_DOMAIN, KILL_DIR, PANIC];
+pub const ALL: &[Hook] = &[CLOCK_DOMAIN, KILL_DIR, PANIC, MERGE_RANK_FAILS];

@@ -91,6 +91,10 @@ pub struct Config {
     pub timer: &'static str,
     pub verbose: bool,
     pub keep_raw: bool,
+    /// Threads of the merge; 0: one per available core.
+    pub merge_jobs: u64,
+    /// Ranks of an MPI merge after the run; 0: none (threads only).
+    pub merge_ranks: u64,
     /// Developer setting `GPUTRACE_CUDA_CAPTURE`.
     pub cuda_capture: Option<PathBuf>,
     /// Developer setting `GPUTRACE_NCCL_CAPTURE`.
@@ -159,6 +163,8 @@ impl Config {
             timer: get("GPUTRACE_TIMER").choice(),
             verbose: get("GPUTRACE_VERBOSE").bool(),
             keep_raw: get("GPUTRACE_KEEP_RAW").bool(),
+            merge_jobs: get("GPUTRACE_MERGE_JOBS").count(),
+            merge_ranks: get("GPUTRACE_MERGE_RANKS").count(),
             cuda_capture: get("GPUTRACE_CUDA_CAPTURE").path(),
             nccl_capture: get("GPUTRACE_NCCL_CAPTURE").path(),
         };
@@ -173,6 +179,7 @@ pub enum Value {
     Size(u64),
     Path(Option<PathBuf>),
     Duration(Duration),
+    Count(u64),
     /// The members' bits (see [`EnabledSet::bits`]).
     Set(u64),
     /// The chosen name of a [`VarType::Choice`].
@@ -188,6 +195,9 @@ impl Value {
     }
     fn choice(self) -> &'static str {
         if let Value::Choice(c) = self { c } else { "" }
+    }
+    fn count(self) -> u64 {
+        if let Value::Count(n) = self { n } else { 0 }
     }
     fn path(self) -> Option<PathBuf> {
         if let Value::Path(p) = self { p } else { None }
@@ -224,6 +234,12 @@ pub fn parse_value(var: &Var, raw: &str) -> Result<Value, ConfigError> {
             Some(n) => Ok(Value::Size(n)),
             None => Err(bad("not a size", "a number with an optional k, M or G suffix, e.g. 16M".into())),
         },
+        VarType::Count => text
+            .parse::<u64>()
+            .ok()
+            .filter(|&n| n <= 1 << 20)
+            .map(Value::Count)
+            .ok_or_else(|| bad("not a whole number", "0 to 1048576".into())),
         VarType::Path => Ok(Value::Path((!text.is_empty()).then(|| PathBuf::from(text)))),
         VarType::Duration => parse_duration(text).map(Value::Duration).ok_or_else(|| {
             bad("not a duration", "a number with an optional ns, us, ms or s suffix; 0 or no: off".into())

@@ -23,6 +23,8 @@ pub enum VarType {
     Set(SetSpec),
     /// One of named values: (name, meaning).
     Choice(&'static [(&'static str, &'static str)]),
+    /// A whole number.
+    Count,
 }
 
 /// One configuration variable.
@@ -311,6 +313,30 @@ pub const VARS: &[Var] = &[
                (docs/architecture.md).",
     },
     Var {
+        name: "GPUTRACE_MERGE_JOBS",
+        ty: VarType::Count,
+        default: "0",
+        flag: "--merge-jobs",
+        brief: "Threads of the merge after a run; 0: one per available core.",
+        help: "The merge writes the archive's locations on this many threads at once, each \
+               location (a thread's or GPU stream's events) whole on one thread, the locations \
+               balanced among the threads by their events; the archive is the same whatever the \
+               number. `gputrace merge --jobs N DIR` sets it for a merge run by hand.",
+    },
+    Var {
+        name: "GPUTRACE_MERGE_RANKS",
+        ty: VarType::Count,
+        default: "0",
+        flag: "--merge-ranks",
+        brief: "Merge as an MPI job of this many ranks, started with the run's launcher; 0: no.",
+        help: "After the program, gputrace runs `LAUNCHER -np K gputrace merge --mpi DIR` (srun: \
+               `srun -n K`) with the launcher the program was started with: K merge ranks each \
+               read and write the events of their share of the processes, into one archive, \
+               through OTF2's collective callbacks over MPI (docs/mpi.md, \"The merge as an MPI \
+               job\"). Needs an MPI launcher (mpirun, mpiexec, srun) and at most as many merge \
+               ranks as traced processes.",
+    },
+    Var {
         name: "GPUTRACE_VERBOSE",
         ty: VarType::Bool,
         default: "false",
@@ -362,6 +388,7 @@ impl VarType {
             VarType::Duration => "Duration",
             VarType::Set(_) => "Set",
             VarType::Choice(_) => "Choice",
+            VarType::Count => "Number",
         }
     }
 }

@@ -99,6 +99,16 @@ pub struct Cli {
     #[arg(long)]
     pub keep_raw: bool,
 
+    /// Threads of the merge after the run (GPUTRACE_MERGE_JOBS); 0: one
+    /// per available core.
+    #[arg(long, value_name = "N")]
+    pub merge_jobs: Option<OsString>,
+
+    /// Merge as an MPI job of K ranks, started with the program's launcher
+    /// (GPUTRACE_MERGE_RANKS): `mpirun -np K gputrace merge --mpi DIR`.
+    #[arg(long, value_name = "K")]
+    pub merge_ranks: Option<OsString>,
+
     /// Print gputrace's own diagnostics (GPUTRACE_VERBOSE=true).
     #[arg(short, long)]
     pub verbose: bool,
@@ -125,6 +135,22 @@ pub enum Command {
         /// Replace an existing archive in that directory.
         #[arg(long)]
         force: bool,
+        /// Threads that write the archive's locations at once (default:
+        /// GPUTRACE_MERGE_JOBS, else one per available core).
+        #[arg(long, value_name = "N")]
+        jobs: Option<usize>,
+        /// Be one rank of a merge run as an MPI job (`mpirun -np K gputrace
+        /// merge --mpi DIR`, or under srun): the K ranks write one archive
+        /// together, each its share of the processes.
+        #[arg(long)]
+        mpi: bool,
+        /// With --mpi after a traced run: when the program ended.
+        #[arg(long, hide = true, requires = "mpi")]
+        program_ended: Option<u64>,
+        /// With --mpi after a traced run: remove raw/ after a merge
+        /// without warnings.
+        #[arg(long, hide = true, requires = "mpi")]
+        remove_raw: bool,
     },
     /// Summary tables of an archive, as `nsys stats` prints them: CUDA
     /// API, kernels, memory operations, MPI, NCCL, NVLink, and the MPI and
@@ -338,6 +364,8 @@ impl Cli {
             ("GPUTRACE_NCCL_ENABLE", text(&self.nccl)),
             ("GPUTRACE_NVTX_ENABLE", switch(self.no_nvtx, "false")),
             ("GPUTRACE_KEEP_RAW", switch(self.keep_raw, "true")),
+            ("GPUTRACE_MERGE_JOBS", text(&self.merge_jobs)),
+            ("GPUTRACE_MERGE_RANKS", text(&self.merge_ranks)),
             ("GPUTRACE_VERBOSE", switch(self.verbose, "true")),
             ("GPUTRACE_CUDA_CAPTURE", text(&self.cuda_capture)),
             ("GPUTRACE_NCCL_CAPTURE", text(&self.nccl_capture)),
@@ -384,6 +412,7 @@ mod tests {
             VarType::Size => "48M",
             VarType::Path => "/some where/x",
             VarType::Duration => "3ms",
+            VarType::Count => "3",
             VarType::Set(spec) => spec.members[1].name,
             VarType::Choice(values) => values[1].0,
         }

@@ -265,6 +265,10 @@ pub fn worker(dir: &Path, force: bool, messages_fd: i32, not_traced: &[String], 
         mpi_complete: [MpiGroup::P2p, MpiGroup::Coll, MpiGroup::Xnonblock]
             .into_iter()
             .all(|g| config.mpi_groups.contains(g)),
+        jobs: match config.merge_jobs {
+            0 => merge::jobs(),
+            n => usize::try_from(n).unwrap_or(usize::MAX),
+        },
     };
     let observer = crate::progress::Shown::default();
     // The Cube profile is built in the merge's own pass.

@@ -17,6 +17,7 @@ mod info;
 mod isolate;
 mod launch;
 mod libs;
+mod mpi_merge;
 mod progress;
 mod trace;
 
@@ -94,10 +95,23 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             out.flush()?;
             Ok(0)
         }
-        Some(Command::Merge { dir, force }) => {
+        Some(Command::Merge { dir, force, jobs, mpi: false, .. }) => {
+            let mut settings = settings;
+            if let Some(n) = jobs {
+                settings.retain(|(k, _)| k != "GPUTRACE_MERGE_JOBS");
+                settings.push(("GPUTRACE_MERGE_JOBS".to_string(), n.to_string()));
+            }
             let config = trace::validate(&settings)?;
             trace::merge_again(&dir, &settings, &config, force)?;
             Ok(0)
+        }
+        Some(Command::Merge { dir, force, jobs, mpi: true, program_ended, remove_raw }) => {
+            let mut settings = settings;
+            if let Some(n) = jobs {
+                settings.retain(|(k, _)| k != "GPUTRACE_MERGE_JOBS");
+                settings.push(("GPUTRACE_MERGE_JOBS".to_string(), n.to_string()));
+            }
+            mpi_merge::run(&dir, &settings, force, mpi_merge::After { program_ended, remove_raw })
         }
         Some(Command::MergeWorker { dir, force, messages_fd, not_traced, program_ended, remove_raw }) => {
             let after_run = isolate::AfterRun { program_ended, remove_raw };

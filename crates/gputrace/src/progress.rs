@@ -3,9 +3,9 @@
 //! more than a second (hidden at first, drawn once a second has passed, so
 //! quick merges print nothing).
 
-use std::cell::OnceCell;
 use std::fs::File;
 use std::os::fd::FromRawFd;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -68,20 +68,20 @@ fn draw_target() -> ProgressDrawTarget {
 /// The command's [`merge::Observer`].
 #[derive(Default)]
 pub struct Shown {
-    bar: OnceCell<Progress>,
-    warned: std::cell::Cell<bool>,
+    bar: OnceLock<Progress>,
+    warned: AtomicBool,
 }
 
 impl Shown {
     /// Whether the merge warned about anything.
     pub fn warned(&self) -> bool {
-        self.warned.get()
+        self.warned.load(Ordering::Relaxed)
     }
 }
 
 impl merge::Observer for Shown {
     fn warning(&self, text: &str) {
-        self.warned.set(true);
+        self.warned.store(true, Ordering::Relaxed);
         say!("[gputrace] warning: {text}");
     }
 

@@ -35,6 +35,15 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
     // calibrated here, so they all read one clock.
     raw::clock::init_for_launcher();
     let launcher = Launcher::detect(&argv[0]);
+    if config.merge_ranks > 0 && !matches!(launcher, Launcher::OpenMpi | Launcher::Hydra | Launcher::Srun) {
+        return Err(UsageError(format!(
+            "--merge-ranks {} (GPUTRACE_MERGE_RANKS) runs the merge with the program's MPI launcher, and {} is none (mpirun, mpiexec or srun)",
+            config.merge_ranks,
+            argv[0].to_string_lossy()
+        ))
+        .into());
+    }
+    let job_launcher = argv[0].clone();
     let program = launcher.program_name(argv);
     let experiment = match &config.experiment_directory {
         Some(dir) => Experiment::create_requested(dir).map_err(|e| UsageError(format!("{e:#}")))?,
@@ -121,6 +130,10 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
     // program's exit code is ours: the merge only adds one line.
     let after_run =
         isolate::AfterRun { program_ended: Some(program_ended), remove_raw: !config.keep_raw && alive.is_empty() };
+    if config.merge_ranks > 0 {
+        merge_as_job(&job_launcher, launcher, &experiment, settings, config.merge_ranks, after_run);
+        return Ok(code);
+    }
     match isolate::merge(&experiment, settings, &config, false, &not_traced, after_run) {
         Ok(()) => {}
         Err(e) if matches!(e.downcast_ref(), Some(isolate::Refused::NothingRecorded(_))) => {
@@ -134,6 +147,58 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
         Err(e) => say!("[gputrace] error: {e:#}"),
     }
     Ok(code)
+}
+
+/// The merge after a run as an MPI job of `ranks` ranks, started with the
+/// program's own launcher: `mpirun -np K gputrace merge --mpi DIR` (srun:
+/// `srun -n K`). Its ranks print the summary; a failure is one line.
+fn merge_as_job(
+    job_launcher: &std::ffi::OsStr,
+    launcher: Launcher,
+    experiment: &Experiment,
+    settings: &[(String, String)],
+    ranks: u64,
+    after: isolate::AfterRun,
+) {
+    let Ok(exe) = std::env::current_exe() else {
+        say!("[gputrace] error: cannot find the gputrace binary for the MPI merge; the raw streams are kept");
+        return;
+    };
+    let mut cmd = std::process::Command::new(job_launcher);
+    match launcher {
+        Launcher::Srun => cmd.arg("-n"),
+        _ => cmd.arg("-np"),
+    };
+    cmd.arg(ranks.to_string()).arg(exe).args(["merge", "--mpi"]);
+    if let Some(t) = after.program_ended {
+        cmd.arg("--program-ended").arg(t.to_string());
+    }
+    if after.remove_raw {
+        cmd.arg("--remove-raw");
+    }
+    cmd.arg(&experiment.dir);
+    cmd.env_remove("LD_PRELOAD");
+    for (k, v) in settings {
+        cmd.env(k, v);
+    }
+    tracing::debug!(?cmd, "merging as an MPI job");
+    let retry = format!("`gputrace merge {}` tries again", experiment.dir.display());
+    match cmd.status() {
+        Ok(s) if s.success() => {}
+        Ok(s) => {
+            // A rank that failed ended the job as it was: what it wrote is
+            // of no use (the experiment directory is this run's own).
+            let _ = merge::remove_archive(&experiment.dir, crate::experiment::ARCHIVE_NAME);
+            say!(
+                "[gputrace] error: the merge as an MPI job of {ranks} ranks failed ({s}); the raw streams are kept: \
+                 {retry}"
+            )
+        }
+        Err(e) => say!(
+            "[gputrace] error: cannot start the merge as an MPI job ({}: {e}); the raw streams are kept: {retry}",
+            job_launcher.to_string_lossy()
+        ),
+    }
 }
 
 /// How long the merge after a run waits for ranks that outlived the

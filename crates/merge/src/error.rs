@@ -29,6 +29,16 @@ pub enum Error {
     Read { path: PathBuf, source: std::io::Error },
     #[error("cannot remove {}", path.display())]
     Remove { path: PathBuf, source: std::io::Error },
+    /// A merge as an MPI job with more merge ranks than processes.
+    #[error(
+        "{ranks} merge ranks for {processes} traced process{}: run the merge with at most {processes} rank{}",
+        if *processes == 1 { "" } else { "es" },
+        if *processes == 1 { "" } else { "s" }
+    )]
+    TooManyRanks { ranks: u32, processes: usize },
+    /// The merge ranks could not exchange their results.
+    #[error("the merge ranks could not exchange their results: {why}")]
+    Exchange { why: String },
     /// Writing the archive failed (a full disk, say).
     #[error("{what}")]
     Archive { what: &'static str, source: otf2::Error },
@@ -38,7 +48,13 @@ impl Error {
     /// Whether the input is what is wrong (nothing to merge, an archive
     /// in the way), as opposed to a failure while writing.
     pub fn is_bad_input(&self) -> bool {
-        matches!(self, Error::NothingRecorded { .. } | Error::NothingToMerge { .. } | Error::ArchiveExists(_))
+        matches!(
+            self,
+            Error::NothingRecorded { .. }
+                | Error::NothingToMerge { .. }
+                | Error::ArchiveExists(_)
+                | Error::TooManyRanks { .. }
+        )
     }
 }
 

@@ -26,7 +26,6 @@ pub mod timeline;
 pub mod write;
 pub mod writers;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -60,6 +59,15 @@ pub struct Options<'a> {
     /// archive's `OTF2::MPI_COMMUNICATION_COMPLETE`, false too when a
     /// process dropped events.
     pub mpi_complete: bool,
+    /// Threads that write locations at once ([`jobs`] for the default):
+    /// 1 writes them one after the other on the calling thread.
+    pub jobs: usize,
+}
+
+/// The number of threads a merge uses by default: the cores this process
+/// may run on.
+pub fn jobs() -> usize {
+    std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
 }
 
 /// The clock of the raw streams (CLOCK_MONOTONIC, ns): what
@@ -84,8 +92,8 @@ impl Target<'_> {
     }
 }
 
-/// Who hears of a merge as it goes.
-pub trait Observer {
+/// Who hears of a merge as it goes: from every thread of the merge.
+pub trait Observer: Sync {
     /// A problem in the input that the merge worked around (a damaged
     /// stream, a process numbered twice): one line.
     fn warning(&self, text: &str);
@@ -125,14 +133,53 @@ pub fn merge(options: &Options<'_>, observer: &dyn Observer) -> Result<Summary> 
 /// [`merge`], with `extra` fed the same events in the same pass (a
 /// profile): with the archive and the summary, or with the summary alone.
 pub fn merge_with<E: Extra>(options: &Options<'_>, observer: &dyn Observer, extra: &mut E) -> Result<Summary> {
+    let summary = run(options, observer, extra, None)?;
+    Ok(summary.expect("a merge on its own has the summary"))
+}
+
+/// [`merge_with`], as one of the `comm.size()` merge ranks of a merge run
+/// as an MPI job: each rank merges its share of the processes (balanced
+/// by their events) into the one archive the ranks write together
+/// ([`otf2::ArchiveWriter::create_collective`]); rank 0 gets every rank's
+/// counters and `extra` results and returns the summary (the others
+/// `None`). Every rank reads every stream's header and definitions, and
+/// defines the same archive.
+///
+/// A rank that gets an error must end the job (the others wait in a
+/// collective operation); the error is the same on every rank when the
+/// input is what is wrong ([`Error::is_bad_input`]).
+///
+/// # Errors
+///
+/// As [`merge_with`]; [`Error::TooManyRanks`] for more ranks than
+/// processes; [`Error::Exchange`] when the ranks could not exchange their
+/// results.
+pub fn merge_collective<E: Extra>(
+    options: &Options<'_>,
+    observer: &dyn Observer,
+    extra: &mut E,
+    comm: std::sync::Arc<dyn otf2::Collectives>,
+) -> Result<Option<Summary>> {
+    run(options, observer, extra, Some(comm))
+}
+
+fn run<E: Extra>(
+    options: &Options<'_>,
+    observer: &dyn Observer,
+    extra: &mut E,
+    comm: Option<std::sync::Arc<dyn otf2::Collectives>>,
+) -> Result<Option<Summary>> {
     let start = Instant::now();
+    let root = comm.as_ref().is_none_or(|c| c.rank() == 0);
     let mut not_traced = options.not_traced.to_vec();
     let loaded = match inputs::load(options.raw_dir) {
         Err(Error::NothingRecorded { dir, .. }) => return Err(Error::NothingRecorded { dir, not_traced }),
         loaded => loaded?,
     };
-    for w in &loaded.warnings {
-        observer.warning(w);
+    if root {
+        for w in &loaded.warnings {
+            observer.warning(w);
+        }
     }
     let said_by_streams = !loaded.not_traced.is_empty();
     for fact in loaded.not_traced {
@@ -150,11 +197,25 @@ pub fn merge_with<E: Extra>(options: &Options<'_>, observer: &dyn Observer, extr
             why: "none of its raw streams could be read",
         });
     }
+    let events_of = |p: &Process| -> u64 {
+        p.streams.iter().flat_map(|s| s.chunks.iter().map(|c| u64::from(c.header.event_count))).sum()
+    };
+    // The processes this merge writes: all, or a merge rank's share.
+    let mut mine = vec![true; processes.len()];
+    if let Some(c) = &comm {
+        if c.size() as usize > processes.len() {
+            return Err(Error::TooManyRanks { ranks: c.size(), processes: processes.len() });
+        }
+        let units: Vec<Unit> =
+            processes.iter().enumerate().map(|(i, p)| Unit { process: i, location: 0, events: events_of(p) }).collect();
+        let shares = balance(&units, c.size() as usize);
+        mine = vec![false; processes.len()];
+        for u in &shares[c.rank() as usize] {
+            mine[u.process] = true;
+        }
+    }
     let clocks = clock_maps(&processes);
-    let total: u64 = processes
-        .iter()
-        .flat_map(|p| p.streams.iter().flat_map(|s| s.chunks.iter().map(|c| u64::from(c.header.event_count))))
-        .sum();
+    let total: u64 = processes.iter().zip(&mine).filter(|m| *m.1).map(|(p, _)| events_of(p)).sum();
     observer.started(total);
     let mut summary = Summary {
         processes: processes.len(),
@@ -168,14 +229,26 @@ pub fn merge_with<E: Extra>(options: &Options<'_>, observer: &dyn Observer, extr
     let (first, last) = trace_bounds(&processes, &clocks);
     summary.trace_length = last.saturating_sub(first);
     let mpi_complete = options.mpi_complete;
-    let mut pass =
-        Passes { processes: &processes, raw_dir: options.raw_dir, observer, summary: &mut summary, mpi_complete };
+    let mut pass = Passes {
+        processes: &processes,
+        raw_dir: options.raw_dir,
+        observer,
+        summary: &mut summary,
+        mpi_complete,
+        jobs: options.jobs.max(1),
+        mine: &mine,
+        comm: comm.clone(),
+    };
     let merged = match options.archive {
         Some(target) => pass.archive(&target, &clocks, (first, last), extra),
         None => pass.count_only(extra),
     };
+    let merged = merged.and_then(|()| pass.exchange(extra));
     observer.finished();
     merged?;
+    if !root {
+        return Ok(None);
+    }
     summary.merge_time = start.elapsed();
     // From the program's end to the archive written. Without the
     // launcher's word, the last exit of a process of this host (another
@@ -186,7 +259,7 @@ pub fn merge_with<E: Extra>(options: &Options<'_>, observer: &dyn Observer, extr
     if ended > 0 && options.archive.is_some() {
         summary.exit_to_archive = Some(now().saturating_sub(ended));
     }
-    Ok(summary)
+    Ok(Some(summary))
 }
 
 /// The event passes over every location.
@@ -196,6 +269,28 @@ struct Passes<'a> {
     observer: &'a dyn Observer,
     summary: &'a mut Summary,
     mpi_complete: bool,
+    jobs: usize,
+    /// Whether this merge writes each process (a merge rank's share).
+    mine: &'a [bool],
+    /// The other merge ranks, in a merge run as an MPI job.
+    comm: Option<std::sync::Arc<dyn otf2::Collectives>>,
+}
+
+/// One location to write: its process, its place in the process's plan,
+/// and its events (from the chunk headers).
+#[derive(Debug, Clone, Copy)]
+struct Unit {
+    process: usize,
+    location: usize,
+    events: u64,
+}
+
+/// What one worker thread made: its counters, its extra sink, and the
+/// repairs of its locations.
+struct Made<E> {
+    counts: Counters,
+    extra: E,
+    repairs: Vec<Repairs>,
 }
 
 impl Passes<'_> {
@@ -234,12 +329,18 @@ impl Passes<'_> {
         bounds: (u64, u64),
         extra: &mut E,
     ) -> Result<()> {
-        if target.force {
+        // Rank 0 alone removes the archive there: the others would remove
+        // what it has begun to write (create_collective waits for it).
+        if target.force && self.comm.as_ref().is_none_or(|c| c.rank() == 0) {
             remove_archive(target.dir, target.name)?;
         }
         // Only what this merge created is removed when it fails: an archive
         // that was there before (merged without --force) is left alone.
-        let mut archive = ArchiveWriter::create(target.dir, target.name).map_err(|e| match e {
+        let created = match &self.comm {
+            None => ArchiveWriter::create(target.dir, target.name),
+            Some(c) => ArchiveWriter::create_collective(target.dir, target.name, std::sync::Arc::clone(c)),
+        };
+        let mut archive = created.map_err(|e| match e {
             otf2::Error::AlreadyExists { .. } => Error::ArchiveExists(target.dir.to_path_buf()),
             source => Error::Archive { what: "cannot create the archive", source },
         })?;
@@ -260,7 +361,48 @@ impl Passes<'_> {
             let _ = remove_archive(target.dir, target.name);
             return Err(e);
         }
-        self.summary.archive = Some((target.anchor(), archive_size(target.dir, target.name)));
+        if self.comm.as_ref().is_none_or(|c| c.rank() == 0) {
+            self.summary.archive = Some((target.anchor(), archive_size(target.dir, target.name)));
+        }
+        Ok(())
+    }
+
+    /// In a merge run as an MPI job, rank 0 adds every other rank's
+    /// counters, repairs and `extra` results to its own.
+    fn exchange<E: Extra>(&mut self, extra: &mut E) -> Result<()> {
+        let Some(comm) = self.comm.clone() else { return Ok(()) };
+        let bad = |why: &str| Error::Exchange { why: why.to_string() };
+        let s = &*self.summary;
+        let mut words = vec![s.locations as u64, s.raw_events, s.clamped, s.closed_open_regions, s.unmatched_leaves];
+        let counts = s.counts.encode();
+        words.push(counts.len() as u64);
+        words.extend(counts);
+        let mut bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let encoded = extra.encode().ok_or_else(|| bad("the profile cannot be sent to rank 0"))?;
+        bytes.extend_from_slice(&encoded);
+        let all = otf2::collective::gather_bytes(&*comm, &bytes, 0).map_err(|e| bad(&e.to_string()))?;
+        for bytes in all.iter().skip(1) {
+            let word = |i: usize| -> Option<u64> {
+                bytes.get(i * 8..i * 8 + 8).map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+            };
+            let head: Option<Vec<u64>> = (0..6).map(word).collect();
+            let head = head.ok_or_else(|| bad("a rank's results are cut short"))?;
+            let n = usize::try_from(head[5]).map_err(|_| bad("a rank's results are garbled"))?;
+            let counted: Option<Vec<u64>> = (6..6 + n).map(word).collect();
+            let counted = counted.ok_or_else(|| bad("a rank's results are cut short"))?;
+            let counts = Counters::decode(&counted).ok_or_else(|| bad("a rank's counters are garbled"))?;
+            let s = &mut *self.summary;
+            s.locations += head[0] as usize;
+            s.raw_events += head[1];
+            s.clamped += head[2];
+            s.closed_open_regions += head[3];
+            s.unmatched_leaves += head[4];
+            s.counts.add(&counts);
+            s.events = s.counts.events;
+            if !extra.join_encoded(&bytes[(6 + n) * 8..]) {
+                return Err(bad("a rank's profile is garbled"));
+            }
+        }
         Ok(())
     }
 
@@ -282,23 +424,14 @@ impl Passes<'_> {
         self.no_location_check(&layout)?;
         self.summary.region_names = layout.region_names.clone();
         extra.defined(&Defined { defs: archive.defs(), layout: &layout, processes: self.processes });
-        let mut attributes = HashMap::new();
-        let mut counts = std::mem::take(&mut self.summary.counts);
-        for (pi, ((p, plan), clock)) in self.processes.iter().zip(&layout.processes).zip(clocks).enumerate() {
+        for (plan, clock) in layout.processes.iter().zip(clocks) {
             for loc in &plan.locations {
                 write_clock_offsets(archive, loc.location, clock)?;
-                let mut writer = archive.event_writer(loc.location)?;
-                let cx = self.context(p, plan, &layout, &mut attributes);
-                extra.begin_location(pi, loc);
-                let repairs = write::location_events(cx, loc, (&mut writer, (&mut counts, &mut *extra)))?;
-                extra.end_location();
-                writer.close().map_err(|source| Error::Archive { what: "closing an event writer", source })?;
-                self.add(repairs);
             }
         }
-        self.summary.events = counts.events;
-        self.summary.counts = counts;
-        Ok(())
+        let own = layout.processes.iter().zip(self.mine).filter(|m| *m.1).flat_map(|(p, _)| &p.locations);
+        archive.write_only(own.map(|l| l.location));
+        archive.concurrent(|writers| self.locations(&layout, Some(writers), extra))
     }
 
     /// No archive: the same pass into the summary's counters (and `extra`).
@@ -308,30 +441,144 @@ impl Passes<'_> {
         self.no_location_check(&layout)?;
         self.summary.region_names = layout.region_names.clone();
         extra.defined(&Defined { defs: &defs, layout: &layout, processes: self.processes });
-        let mut attributes = HashMap::new();
-        let mut counts = std::mem::take(&mut self.summary.counts);
-        for (pi, (p, plan)) in self.processes.iter().zip(&layout.processes).enumerate() {
-            for loc in &plan.locations {
-                let cx = self.context(p, plan, &layout, &mut attributes);
-                extra.begin_location(pi, loc);
-                let repairs = write::location_events(cx, loc, (&mut counts, &mut *extra))?;
-                extra.end_location();
-                self.add(repairs);
+        self.locations(&layout, None, extra)
+    }
+
+    /// Every location's events, into the archive's `writers` when given,
+    /// the summary's counters and `extra`: on up to `jobs` threads, each
+    /// with its own counters and its own split of `extra`, one location at
+    /// a time; the locations balanced among the threads by their events
+    /// (the largest first, each to the least loaded thread), the threads'
+    /// results joined in thread order.
+    fn locations<E: Extra>(
+        &mut self,
+        layout: &layout::Layout,
+        writers: Option<&otf2::ConcurrentWriters<'_>>,
+        extra: &mut E,
+    ) -> Result<()> {
+        let units = self.units(layout);
+        let mut jobs = self.jobs.min(units.len()).max(1);
+        let mut parts = Vec::new();
+        while parts.len() + 1 < jobs {
+            match extra.split() {
+                Some(part) => parts.push(part),
+                None => {
+                    // An extra sink that cannot be split: one thread.
+                    tracing::debug!("the extra sink cannot be split: merging on one thread");
+                    parts.clear();
+                    jobs = 1;
+                }
             }
+        }
+        let shares = balance(&units, jobs);
+        let attributes = write::Attributes::default();
+        let mut counts = std::mem::take(&mut self.summary.counts);
+        let this = &*self;
+        let failed = std::sync::atomic::AtomicBool::new(false);
+        let run = |share: &[Unit], extra: &mut E, counts: &mut Counters| -> Result<Vec<Repairs>> {
+            let mut attributes = attributes.worker();
+            let mut repairs = Vec::with_capacity(share.len());
+            for u in share {
+                if failed.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                let written = this.location(layout, *u, writers, counts, extra, &mut attributes);
+                match written {
+                    Ok(r) => repairs.push(r),
+                    Err(e) => {
+                        failed.store(true, std::sync::atomic::Ordering::Relaxed);
+                        return Err(e);
+                    }
+                }
+            }
+            Ok(repairs)
+        };
+        let (first, rest) = shares.split_first().expect("at least one share");
+        let (mine, others) = std::thread::scope(|s| {
+            let handles: Vec<_> = rest
+                .iter()
+                .zip(parts)
+                .map(|(share, mut part)| {
+                    let run = &run;
+                    s.spawn(move || {
+                        let mut counts = Counters::default();
+                        run(share, &mut part, &mut counts).map(|repairs| Made { counts, extra: part, repairs })
+                    })
+                })
+                .collect();
+            let mine = run(first, extra, &mut counts);
+            let others: Vec<Result<Made<E>>> = handles
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+                .collect();
+            (mine, others)
+        });
+        let mut all = vec![mine?];
+        for made in others {
+            let made = made?;
+            counts.add(&made.counts);
+            extra.join(made.extra);
+            all.push(made.repairs);
+        }
+        for r in all.into_iter().flatten() {
+            self.add(r);
         }
         self.summary.events = counts.events;
         self.summary.counts = counts;
         Ok(())
     }
 
-    fn context<'c>(
-        &'c self,
-        process: &'c Process,
-        plan: &'c layout::ProcessPlan,
-        layout: &'c layout::Layout,
-        attributes: &'c mut HashMap<(String, bool), otf2::AttributeRef>,
-    ) -> write::Context<'c> {
-        write::Context { process, plan, layout, attributes, observer: self.observer }
+    /// The locations to write, in the layout's order.
+    fn units(&self, layout: &layout::Layout) -> Vec<Unit> {
+        let mut units = Vec::new();
+        for (pi, (p, plan)) in self.processes.iter().zip(&layout.processes).enumerate() {
+            for (li, loc) in plan.locations.iter().enumerate() {
+                let events = loc
+                    .feeds
+                    .iter()
+                    .flat_map(|&(stream, local)| {
+                        p.streams[stream]
+                            .chunks
+                            .iter()
+                            .filter(move |c| c.header.location == local)
+                            .map(|c| u64::from(c.header.event_count))
+                    })
+                    .sum();
+                if self.mine[pi] {
+                    units.push(Unit { process: pi, location: li, events });
+                }
+            }
+        }
+        units
+    }
+
+    /// One location's events, into its event writer (when the archive is
+    /// written), `counts` and `extra`.
+    fn location<E: Extra>(
+        &self,
+        layout: &layout::Layout,
+        u: Unit,
+        writers: Option<&otf2::ConcurrentWriters<'_>>,
+        counts: &mut Counters,
+        extra: &mut E,
+        attributes: &mut write::Attributes,
+    ) -> Result<Repairs> {
+        let p = &self.processes[u.process];
+        let plan = &layout.processes[u.process];
+        let loc = &plan.locations[u.location];
+        let cx = write::Context { process: p, plan, layout, attributes, observer: self.observer };
+        extra.begin_location(u.process, loc);
+        let repairs = match writers {
+            Some(writers) => {
+                let mut writer = writers.event_writer(loc.location)?;
+                let repairs = write::location_events(cx, loc, (&mut writer, (&mut *counts, &mut *extra)))?;
+                writer.close().map_err(|source| Error::Archive { what: "closing an event writer", source })?;
+                repairs
+            }
+            None => write::location_events(cx, loc, (&mut *counts, &mut *extra))?,
+        };
+        extra.end_location();
+        Ok(repairs)
     }
 
     fn add(&mut self, r: Repairs) {
@@ -355,6 +602,29 @@ impl Passes<'_> {
         }
         Ok(())
     }
+}
+
+/// Splits `units` into `jobs` shares of about equal events: the largest
+/// first, each to the share with the fewest events so far; each share in
+/// the layout's order.
+fn balance(units: &[Unit], jobs: usize) -> Vec<Vec<Unit>> {
+    let mut order: Vec<usize> = (0..units.len()).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(units[i].events));
+    let mut load = vec![0u64; jobs.max(1)];
+    let mut picked: Vec<Vec<usize>> = vec![Vec::new(); jobs.max(1)];
+    for i in order {
+        let least = (0..load.len()).min_by_key(|&w| (load[w], w)).unwrap_or(0);
+        // A location without events still costs its files.
+        load[least] += units[i].events.max(1);
+        picked[least].push(i);
+    }
+    picked
+        .into_iter()
+        .map(|mut share| {
+            share.sort_unstable();
+            share.into_iter().map(|i| units[i]).collect()
+        })
+        .collect()
 }
 
 /// ClockOffset definitions of a location: its process's clock map, which

@@ -9,7 +9,7 @@
 //! written.
 
 use otf2::{
-    AttributeRef, AttributeValue, Collective, CommRef, Definitions, EventWriter, MetricRef, MetricValue, RegionRef,
+    AttributeRef, AttributeValue, Collective, CommRef, DefsMut, EventWriter, MetricRef, MetricValue, RegionRef,
     RmaWinRef,
 };
 use raw::CopyKind;
@@ -109,7 +109,7 @@ pub struct Message {
 pub trait Sink {
     /// The archive's definitions, for those met while events are written
     /// (attribute names, string values); `None` when nothing is written.
-    fn defs(&mut self) -> Option<&mut Definitions> {
+    fn defs(&mut self) -> Option<DefsMut<'_>> {
         None
     }
 
@@ -166,9 +166,41 @@ pub trait Sink {
 /// the same pass (a profile, an analysis): a sink that is also told what
 /// the archive defines before the first event, and where each location's
 /// events begin and end. `()` is the one that takes nothing.
-pub trait Extra: Sink {
+///
+/// The merge runs the locations on several threads when the extra sink can
+/// be split: [`split`](Self::split) makes an empty sink for one worker
+/// (after [`defined`](Self::defined), knowing what it knows), and
+/// [`join`](Self::join) adds a worker's results back, in worker order, so
+/// that the joined sink holds what one sink fed every location would. An
+/// extra sink that cannot be split (`split` gives `None`, the default)
+/// keeps the merge on one thread.
+pub trait Extra: Sink + Send {
     /// The definitions are complete; events follow.
     fn defined(&mut self, _defined: &crate::Defined<'_>) {}
+    /// An empty sink for another thread's locations.
+    fn split(&self) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        None
+    }
+    /// Adds the results of a sink made by [`split`](Self::split).
+    fn join(&mut self, _part: Self)
+    where
+        Self: Sized,
+    {
+    }
+    /// The results as bytes, for a merge rank to send to rank 0 (a merge
+    /// run as an MPI job); `None`: it cannot.
+    fn encode(&self) -> Option<Vec<u8>> {
+        None
+    }
+    /// Adds results [`encode`](Self::encode)d by another merge rank's
+    /// sink (one told of the same definitions); false when the bytes make
+    /// no sense.
+    fn join_encoded(&mut self, _bytes: &[u8]) -> bool {
+        false
+    }
     /// The events that follow are `location`'s, a location of the
     /// `process`-th process.
     fn begin_location(&mut self, _process: usize, _location: &crate::layout::LocationPlan) {}
@@ -176,7 +208,17 @@ pub trait Extra: Sink {
     fn end_location(&mut self) {}
 }
 
-impl Extra for () {}
+impl Extra for () {
+    fn split(&self) -> Option<()> {
+        Some(())
+    }
+    fn encode(&self) -> Option<Vec<u8>> {
+        Some(Vec::new())
+    }
+    fn join_encoded(&mut self, bytes: &[u8]) -> bool {
+        bytes.is_empty()
+    }
+}
 
 /// Takes nothing: the sink of [`Extra`] `()`.
 impl Sink for () {
@@ -221,7 +263,7 @@ impl Sink for () {
 }
 
 impl Sink for EventWriter<'_> {
-    fn defs(&mut self) -> Option<&mut Definitions> {
+    fn defs(&mut self) -> Option<DefsMut<'_>> {
         Some(EventWriter::defs(self))
     }
 
@@ -344,8 +386,11 @@ pub fn written(r: &Record) -> bool {
 }
 
 impl<A: Sink, B: Sink> Sink for (A, B) {
-    fn defs(&mut self) -> Option<&mut Definitions> {
-        if self.0.defs().is_some() { self.0.defs() } else { self.1.defs() }
+    fn defs(&mut self) -> Option<DefsMut<'_>> {
+        match self.0.defs() {
+            Some(d) => Some(d),
+            None => self.1.defs(),
+        }
     }
 
     #[inline(always)]
@@ -404,7 +449,7 @@ impl<A: Sink, B: Sink> Sink for (A, B) {
 }
 
 impl<S: Sink + ?Sized> Sink for &mut S {
-    fn defs(&mut self) -> Option<&mut Definitions> {
+    fn defs(&mut self) -> Option<DefsMut<'_>> {
         (**self).defs()
     }
 

@@ -83,6 +83,89 @@ pub struct Counters {
 }
 
 impl Counters {
+    /// Adds what `other` counted (another thread's or merge rank's
+    /// locations): the same totals as one `Counters` fed both.
+    pub fn add(&mut self, other: &Counters) {
+        self.events += other.events;
+        if self.region_totals.len() < other.region_totals.len() {
+            self.region_totals.resize(other.region_totals.len(), RegionTotals { min: u64::MAX, ..Default::default() });
+        }
+        for (t, o) in self.region_totals.iter_mut().zip(&other.region_totals) {
+            t.calls += o.calls;
+            t.time += o.time;
+            t.min = t.min.min(o.min);
+            t.max = t.max.max(o.max);
+        }
+        self.p2p_messages += other.p2p_messages;
+        self.p2p_bytes += other.p2p_bytes;
+        self.collectives += other.collectives;
+        self.collective_bytes += other.collective_bytes;
+        self.nccl_collectives += other.nccl_collectives;
+        self.nccl_collective_bytes += other.nccl_collective_bytes;
+        self.nccl_messages += other.nccl_messages;
+        self.nccl_message_bytes += other.nccl_message_bytes;
+        self.kernels += other.kernels;
+        self.memsets += other.memsets;
+        self.memset_bytes += other.memset_bytes;
+        for (c, o) in self.copies.iter_mut().zip(&other.copies) {
+            c.0 += o.0;
+            c.1 += o.1;
+        }
+    }
+
+    /// The counters as little-endian words, for another merge rank.
+    pub fn encode(&self) -> Vec<u64> {
+        let mut w = vec![
+            self.events,
+            self.p2p_messages,
+            self.p2p_bytes,
+            self.collectives,
+            self.collective_bytes,
+            self.nccl_collectives,
+            self.nccl_collective_bytes,
+            self.nccl_messages,
+            self.nccl_message_bytes,
+            self.kernels,
+            self.memsets,
+            self.memset_bytes,
+        ];
+        w.extend(self.copies.iter().flat_map(|c| [c.0, c.1]));
+        w.push(self.region_totals.len() as u64);
+        w.extend(self.region_totals.iter().flat_map(|t| [t.calls, t.time, t.min, t.max]));
+        w
+    }
+
+    /// Counters from [`encode`](Self::encode)'s words; `None` for words
+    /// that are not.
+    pub fn decode(w: &[u64]) -> Option<Counters> {
+        let (head, rest) = w.split_at_checked(12 + 16 + 1)?;
+        let mut c = Counters {
+            events: head[0],
+            p2p_messages: head[1],
+            p2p_bytes: head[2],
+            collectives: head[3],
+            collective_bytes: head[4],
+            nccl_collectives: head[5],
+            nccl_collective_bytes: head[6],
+            nccl_messages: head[7],
+            nccl_message_bytes: head[8],
+            kernels: head[9],
+            memsets: head[10],
+            memset_bytes: head[11],
+            ..Counters::default()
+        };
+        for (i, pair) in head[12..28].chunks_exact(2).enumerate() {
+            c.copies[i] = (pair[0], pair[1]);
+        }
+        let regions = usize::try_from(head[28]).ok()?;
+        if rest.len() != regions.checked_mul(4)? {
+            return None;
+        }
+        c.region_totals =
+            rest.chunks_exact(4).map(|t| RegionTotals { calls: t[0], time: t[1], min: t[2], max: t[3] }).collect();
+        Some(c)
+    }
+
     pub fn copy(&mut self, kind: CopyKind, bytes: u64) {
         let c = &mut self.copies[kind as usize];
         c.0 += 1;
@@ -274,6 +357,28 @@ mod tests {
             ("MPI_Recv", 2, 400, 100, 300)
         );
         assert_eq!(mpi[1].0, "MPI_Send");
+    }
+
+    #[test]
+    fn counters_add_and_travel_as_words() {
+        let mut a = Counters::default();
+        a.region_done(1, 5);
+        a.copy(CopyKind::DeviceToHost, 10);
+        a.events = 3;
+        let mut b = Counters::default();
+        b.region_done(1, 2);
+        b.region_done(3, 7);
+        b.p2p_messages = 4;
+        let b = Counters::decode(&b.encode()).unwrap();
+        a.add(&b);
+        assert_eq!(a.events, 3);
+        assert_eq!(a.p2p_messages, 4);
+        assert_eq!(a.copies[CopyKind::DeviceToHost as usize], (1, 10));
+        let r = &a.region_totals[1];
+        assert_eq!((r.calls, r.time, r.min, r.max), (2, 7, 2, 5));
+        assert_eq!(a.region_totals[3].calls, 1);
+        assert_eq!(a.region_totals[2].calls, 0);
+        assert!(Counters::decode(&[1, 2, 3]).is_none());
     }
 
     #[test]

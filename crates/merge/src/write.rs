@@ -15,6 +15,7 @@
 //! from the source GPU), completed when the copy ends.
 
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use otf2::{AttributeRef, AttributeValue, Collective as OtfCollective, CollectiveOp as OtfOp, CommRef, RegionRef};
 use raw::{Collective, CopyKind, Event, KernelConfig};
@@ -39,7 +40,7 @@ struct Pass<'a, S: Sink> {
     process: &'a Process,
     /// Attributes of the next event, from attribute events.
     pending: Vec<(AttributeRef, AttributeValue)>,
-    attributes: &'a mut HashMap<(String, bool), AttributeRef>,
+    attributes: &'a mut Attributes,
     repairs: Repairs,
     /// The repeating attributes (launch configuration, memory kinds) last
     /// written for each region of this location: written again only when
@@ -68,10 +69,39 @@ pub struct Context<'a> {
     pub layout: &'a Layout,
     /// OTF2 attributes of attribute events, by (name, string-valued),
     /// shared by all locations.
-    pub attributes: &'a mut HashMap<(String, bool), AttributeRef>,
+    pub attributes: &'a mut Attributes,
     /// Told how many events were read, now and then, and of problems in
     /// the raw data.
     pub observer: &'a dyn crate::Observer,
+}
+
+/// The OTF2 attributes defined for attribute events and memory
+/// operations, by (name, string-valued): one definition per key in the
+/// archive, whichever thread meets it first. Each worker thread keeps its
+/// own copy of the map in front of the shared one.
+#[derive(Default)]
+pub struct Attributes {
+    local: HashMap<(String, bool), AttributeRef>,
+    shared: Arc<Mutex<HashMap<(String, bool), AttributeRef>>>,
+}
+
+impl Attributes {
+    /// Another worker's view of the same attributes.
+    pub fn worker(&self) -> Attributes {
+        Attributes { local: HashMap::new(), shared: Arc::clone(&self.shared) }
+    }
+
+    /// The attribute of `key`, defined by `define` the first time. The
+    /// caller holds the definitions (and their lock) while `define` runs,
+    /// so every path takes the definitions' lock before this one.
+    fn get(&mut self, key: (String, bool), define: impl FnOnce() -> AttributeRef) -> AttributeRef {
+        if let Some(&a) = self.local.get(&key) {
+            return a;
+        }
+        let a = *self.shared.lock().unwrap_or_else(PoisonError::into_inner).entry(key.clone()).or_insert_with(define);
+        self.local.insert(key, a);
+        a
+    }
 }
 
 /// Hands the events of one location to `sink`.
@@ -325,9 +355,9 @@ impl<S: Sink> Pass<'_, S> {
     /// An attribute the memory events carry, defined at its first use
     /// (archives without memory events do not get it).
     fn memory_attribute(&mut self, name: &str, description: &str, ty: otf2::Type) -> Option<AttributeRef> {
-        let defs = self.sink.defs()?;
+        let mut defs = self.sink.defs()?;
         let key = (name.to_string(), ty == otf2::Type::String);
-        Some(*self.attributes.entry(key).or_insert_with(|| defs.attribute(name, description, ty)))
+        Some(self.attributes.get(key, || defs.attribute(name, description, ty)))
     }
 
     /// An allocation or free: a zero-length region on the memory location
@@ -394,9 +424,9 @@ impl<S: Sink> Pass<'_, S> {
     fn attribute(&mut self, stream: usize, name: u32, value: Result<u64, u32>) {
         let strings = &self.process.defs[stream].strings;
         let Some(name) = strings.get(&name) else { return };
-        let Some(defs) = self.sink.defs() else { return };
+        let Some(mut defs) = self.sink.defs() else { return };
         let key = (name.clone(), value.is_err());
-        let attr = *self.attributes.entry(key).or_insert_with(|| {
+        let attr = self.attributes.get(key, || {
             let ty = if value.is_err() { otf2::Type::String } else { otf2::Type::U64 };
             defs.attribute(name, "", ty)
         });
@@ -416,7 +446,7 @@ impl<S: Sink> Pass<'_, S> {
 
     fn string(&mut self, s: &str) -> AttributeValue {
         match self.sink.defs() {
-            Some(defs) => AttributeValue::String(defs.string(s)),
+            Some(mut defs) => AttributeValue::String(defs.string(s)),
             None => AttributeValue::U32(0),
         }
     }

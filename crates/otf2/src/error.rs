@@ -16,6 +16,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
+    /// A collective operation among the processes writing one archive
+    /// failed, or what they exchanged did not fit.
+    #[error("the processes writing the archive together failed {what}")]
+    Collective { what: &'static str },
     /// An OTF2 call failed.
     #[error("{operation} failed: {name} ({description}){}", message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
     Otf2 {

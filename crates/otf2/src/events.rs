@@ -11,6 +11,9 @@
 //! communicator (or RMA window's communicator), not by location id; see
 //! [`Definitions::group`].
 
+use std::ops::{Deref, DerefMut};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
 use crate::defs::Definitions;
 use crate::defs::EventSummary;
 use crate::error::{Error, Result};
@@ -38,8 +41,7 @@ use crate::values::{AttributeValue, Collective, MetricValue};
 /// [`ArchiveWriter::close`](crate::ArchiveWriter::close) to report.
 pub struct EventWriter<'a> {
     raw: EvtWriter<'a>,
-    defs: &'a mut Definitions,
-    deferred: &'a mut Option<Error>,
+    home: Home<'a>,
     slot: usize,
     location: LocationRef,
     count: u64,
@@ -49,14 +51,8 @@ pub struct EventWriter<'a> {
 }
 
 impl<'a> EventWriter<'a> {
-    pub(crate) fn new(
-        raw: EvtWriter<'a>,
-        defs: &'a mut Definitions,
-        deferred: &'a mut Option<Error>,
-        slot: usize,
-        location: LocationRef,
-    ) -> Self {
-        Self { raw, defs, deferred, slot, location, count: 0, first_time: 0, last_time: 0, finished: false }
+    pub(crate) fn new(raw: EvtWriter<'a>, home: Home<'a>, slot: usize, location: LocationRef) -> Self {
+        Self { raw, home, slot, location, count: 0, first_time: 0, last_time: 0, finished: false }
     }
 
     /// The location being written.
@@ -70,9 +66,14 @@ impl<'a> EventWriter<'a> {
     }
 
     /// The definition builder, for definitions first met while writing
-    /// events (a new kernel name, a new communicator).
-    pub fn defs(&mut self) -> &mut Definitions {
-        self.defs
+    /// events (a new kernel name, a new communicator). A writer of
+    /// [`ConcurrentWriters`](crate::ConcurrentWriters) holds the lock on
+    /// the shared definitions while the returned value lives.
+    pub fn defs(&mut self) -> DefsMut<'_> {
+        match &mut self.home {
+            Home::Own { defs, .. } => DefsMut::Own(defs),
+            Home::Shared { defs, .. } => DefsMut::Locked(lock(defs)),
+        }
     }
 
     /// Attaches attributes to the next record (and only to it).
@@ -355,8 +356,9 @@ impl<'a> EventWriter<'a> {
         // call failed after counting it.
         let count = self.raw.number_of_events().unwrap_or(self.count);
         let closed = self.raw.close();
-        self.defs.location_record(self.slot).events =
-            Some(EventSummary { count, first_time: self.first_time, last_time: self.last_time });
+        let summary = EventSummary { count, first_time: self.first_time, last_time: self.last_time };
+        let slot = self.slot;
+        self.defs().location_record(slot).events = Some(summary);
         closed.map(|()| count)
     }
 }
@@ -364,7 +366,59 @@ impl<'a> EventWriter<'a> {
 impl Drop for EventWriter<'_> {
     fn drop(&mut self) {
         if let Err(err) = self.finish() {
-            self.deferred.get_or_insert(err);
+            match &mut self.home {
+                Home::Own { deferred, .. } => {
+                    deferred.get_or_insert(err);
+                }
+                Home::Shared { deferred, .. } => {
+                    lock(deferred).get_or_insert(err);
+                }
+            }
+        }
+    }
+}
+
+/// Where a writer's definitions and deferred error live: its archive's
+/// own (one writer at a time), or shared by the writers of several threads.
+pub(crate) enum Home<'a> {
+    Own { defs: &'a mut Definitions, deferred: &'a mut Option<Error> },
+    Shared { defs: &'a Mutex<Definitions>, deferred: &'a Mutex<Option<Error>> },
+}
+
+/// A lock that a panicking thread left poisoned still guards consistent
+/// data: every change under these locks is a single push or assignment.
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The definitions, from [`EventWriter::defs`]: borrowed, or locked while
+/// writers of several threads share them.
+pub enum DefsMut<'a> {
+    Own(&'a mut Definitions),
+    Locked(MutexGuard<'a, Definitions>),
+}
+
+impl<'a> From<&'a mut Definitions> for DefsMut<'a> {
+    fn from(defs: &'a mut Definitions) -> Self {
+        DefsMut::Own(defs)
+    }
+}
+
+impl Deref for DefsMut<'_> {
+    type Target = Definitions;
+    fn deref(&self) -> &Definitions {
+        match self {
+            DefsMut::Own(d) => d,
+            DefsMut::Locked(d) => d,
+        }
+    }
+}
+
+impl DerefMut for DefsMut<'_> {
+    fn deref_mut(&mut self) -> &mut Definitions {
+        match self {
+            DefsMut::Own(d) => d,
+            DefsMut::Locked(d) => d,
         }
     }
 }

@@ -31,6 +31,7 @@
 #![deny(unsafe_code)]
 
 mod archive;
+pub mod collective;
 mod defs;
 mod error;
 mod events;
@@ -41,10 +42,11 @@ mod refs;
 mod types;
 mod values;
 
-pub use archive::ArchiveWriter;
+pub use archive::{ArchiveWriter, ConcurrentWriters};
+pub use collective::Collectives;
 pub use defs::{Definitions, MetricMember, Region, SystemTree, TreeGroup, TreeLocation, TreeNode};
 pub use error::{Error, Result};
-pub use events::EventWriter;
+pub use events::{DefsMut, EventWriter};
 pub use refs::{
     AttributeRef, CommRef, GroupRef, LocationGroupRef, LocationRef, MetricMemberRef, MetricRef, RegionRef, RmaWinRef,
     StringRef, SystemTreeNodeRef,
@@ -63,5 +65,7 @@ mod tests {
         fn is_send<T: Send>() {}
         is_send::<crate::ArchiveWriter>();
         is_send::<crate::reader::TraceReader>();
+        fn is_sync<T: Sync>() {}
+        is_sync::<crate::ConcurrentWriters<'_>>();
     }
 }

@@ -5,7 +5,8 @@
 //!
 //! `cargo run --release -p profile --example merge_cost -- DIR [RUNS [plain|profile]]`
 //! (DIR holds raw/, as `examples/synth` of gputrace makes it; the last
-//! argument runs one of the two only, for a profiler).
+//! argument runs one of the two only, for a profiler). `JOBS=N` merges on
+//! N threads (default 1).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -47,6 +48,7 @@ fn main() {
                 not_traced: &[],
                 program_ended: None,
                 mpi_complete: true,
+                jobs: std::env::var("JOBS").ok().and_then(|j| j.parse().ok()).unwrap_or(1),
             };
             let start = Instant::now();
             if with_profile {

@@ -241,3 +241,57 @@ fn the_system_tree_and_root_are_the_archives() {
     // Regions never entered are not in the profile.
     assert!(!text.contains("MPI_Recv"));
 }
+
+/// Location 0 calls MPI_Send; location 1 << 32 calls MPI_Recv inside
+/// MPI_Allreduce, then MPI_Send.
+fn feed(p: &mut Profile, location: u64) {
+    at(p, location);
+    if location == 0 {
+        enter(p, 10, SEND, Work::Call);
+        p.send(11, &[], &message(64)).unwrap();
+        leave(p, 20, 10);
+    } else {
+        enter(p, 5, ALLREDUCE, Work::Call);
+        enter(p, 6, RECV, Work::Call);
+        p.recv(7, &[], &message(32)).unwrap();
+        leave(p, 9, 6);
+        leave(p, 12, 5);
+        enter(p, 13, SEND, Work::Call);
+        leave(p, 15, 13);
+    }
+    p.end_location();
+}
+
+fn totals(p: &mut Profile) -> Vec<u64> {
+    vec![
+        u(p, "visits", &[SEND], 0),
+        u(p, "bytes_sent", &[SEND], 0),
+        u(p, "visits", &[ALLREDUCE, RECV], 1 << 32),
+        u(p, "bytes_received", &[ALLREDUCE, RECV], 1 << 32),
+        u(p, "visits", &[SEND], 1 << 32),
+        secs(p, "time", &[ALLREDUCE], 1 << 32).to_bits(),
+    ]
+}
+
+#[test]
+fn a_split_profile_joined_or_sent_as_bytes_is_the_whole_one() {
+    let mut whole = profile();
+    feed(&mut whole, 0);
+    feed(&mut whole, 1 << 32);
+    let want = totals(&mut whole);
+
+    let mut joined = profile();
+    let mut part = joined.split().unwrap();
+    feed(&mut part, 1 << 32);
+    feed(&mut joined, 0);
+    joined.join(part);
+    assert_eq!(totals(&mut joined), want);
+
+    let mut received = profile();
+    let mut other = profile();
+    feed(&mut other, 1 << 32);
+    feed(&mut received, 0);
+    assert!(received.join_encoded(&other.encode().unwrap()));
+    assert_eq!(totals(&mut received), want);
+    assert!(!received.join_encoded(&[1, 2, 3]));
+}

@@ -26,6 +26,9 @@ fn every_flag_sets_its_variable_for_the_traced_program() {
         ("GPUTRACE_GPU_METRICS_INTERVAL", "no".into()),
         ("GPUTRACE_CUPTI_LIB", "/opt/nowhere/libcupti.so.13".into()),
         ("GPUTRACE_NCCL_ENABLE", "coll".into()),
+        ("GPUTRACE_MERGE_JOBS", "3".into()),
+        // Not 0 would refuse /usr/bin/env, which no MPI launcher starts.
+        ("GPUTRACE_MERGE_RANKS", "0".into()),
         ("GPUTRACE_CUDA_CAPTURE", capture.to_str().unwrap().to_string()),
         ("GPUTRACE_NCCL_CAPTURE", "/tmp/never-%p.txt".into()),
     ]

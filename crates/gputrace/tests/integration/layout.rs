@@ -13,6 +13,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("cupti-sys", &[]),
     ("nvml-sys", &[]),
     ("otf2-sys", &[]),
+    ("mpirt-sys", &[]),
     ("raw", &[]),
     ("config", &[]),
     ("runtime", &["raw", "config"]),
@@ -27,7 +28,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("cube", &[]),
     ("profile", &["merge", "cube", "otf2", "raw"]),
     ("report", &["otf2", "cube"]),
-    ("gputrace", &["config", "merge", "profile", "report"]),
+    ("gputrace", &["config", "merge", "profile", "report", "otf2", "mpirt-sys"]),
 ];
 
 /// Arrows that must never appear, whatever the table above says: the
@@ -57,6 +58,10 @@ const NEVER: &[(&str, &str)] = &[
     ("raw", "runtime"),
     ("config", "runtime"),
     ("runtime", "otf2"),
+    // The MPI merge's library is the command's alone.
+    ("merge", "mpirt-sys"),
+    ("otf2", "mpirt-sys"),
+    ("runtime", "mpirt-sys"),
     ("runtime", "otf2-sys"),
     ("gputrace-cuda", "otf2"),
     ("gputrace-mpi-core", "otf2"),

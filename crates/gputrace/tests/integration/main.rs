@@ -14,6 +14,7 @@ mod mpi;
 mod mpi4py;
 mod nccl;
 mod nvtx;
+mod parallel_merge;
 mod profile;
 mod scale;
 mod stops;

@@ -517,3 +517,36 @@ fn captured_memory_and_uvm_runs_check_out() {
     assert!(leak.is_some(), "the leaked pinned buffer was copied out of twice: {copies:?}");
     assert!(sum("Bytes In") + sum("Bytes Out") > 0);
 }
+
+/// The CUDA memory program's raw streams (copies, memsets, allocations:
+/// attributes and strings the merge defines as it meets them, on whichever
+/// thread meets them) merged on 1, 2 and 3 threads: the same archive.
+#[test]
+fn memory_archives_merged_on_threads_are_the_serial_one() {
+    let exp = fresh_dir("memory-jobs");
+    let program = cuda_memory(3);
+    let captures = [capture(28, 12, program.records)];
+    gputrace_cuda::replay::replay(&captures, &exp, gpu_node_header(4243, "memory-jobs"), enabled("default,memory"))
+        .unwrap();
+    crate::parallel_merge::jobs_agree(&exp, "memory-jobs");
+}
+
+/// Two processes of the CUDA memory program merged by two MPI merge
+/// ranks: rank 1 meets strings and attributes (copy kinds, memory kinds,
+/// allocation attributes) of its own, which rank 0 defines and rank 1's
+/// files map to (OTF2 mapping tables): the archive is the serial one.
+#[test]
+fn memory_archives_merged_as_an_mpi_job_are_the_serial_one() {
+    let exp = fresh_dir("memory-mpi");
+    // Two different programs: each process meets its strings in its own
+    // order, so the two ranks number them differently.
+    let program = cuda_memory(2);
+    let header = gpu_node_header(4251, "memory-mpi");
+    gputrace_cuda::replay::replay(&[capture(28, 12, program.records)], &exp, header, enabled("default,memory"))
+        .unwrap();
+    let (records, _, _) = cuda_managed();
+    let header = gpu_node_header(4252, "memory-mpi");
+    let uvm = enabled("default,memory,uvm");
+    gputrace_cuda::replay::replay(&[capture(130_001, 13, records)], &exp, header, uvm).unwrap();
+    crate::parallel_merge::mpi_agrees(&exp, "memory-mpi", &[2]);
+}

@@ -169,6 +169,23 @@ impl Definitions {
         self.strings.len()
     }
 
+    /// Number of attributes defined.
+    pub fn attribute_count(&self) -> usize {
+        self.attributes.len()
+    }
+
+    /// The strings from the `first`-th on, in id order.
+    pub(crate) fn strings_since(&self, first: usize) -> impl Iterator<Item = &str> {
+        self.strings.iter().skip(first).map(|s| s.to_str().unwrap_or(""))
+    }
+
+    /// The attributes from the `first`-th on, in id order: name,
+    /// description, type.
+    pub(crate) fn attributes_since(&self, first: usize) -> impl Iterator<Item = (&str, &str, Type)> {
+        let text = |r: StringRef| self.strings.get(r.0 as usize).map_or("", |s| s.to_str().unwrap_or(""));
+        self.attributes.iter().skip(first).map(move |a| (text(a.name), text(a.description), a.ty))
+    }
+
     /// Names a paradigm (a `Paradigm` definition). Defining the same
     /// paradigm again replaces the earlier name and class.
     pub fn paradigm(&mut self, paradigm: Paradigm, name: &str, class: ParadigmClass) {

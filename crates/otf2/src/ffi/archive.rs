@@ -46,11 +46,25 @@ static FLUSH_CALLBACKS: sys::OTF2_FlushCallbacks =
 pub(crate) struct Archive {
     raw: NonNull<sys::OTF2_Archive>,
     closed: bool,
+    /// Written by several processes together: closing is collective, so
+    /// an archive dropped unclosed (its process is about to abort the job)
+    /// is left as it is instead of waiting for the others.
+    collective: bool,
 }
 
 impl Archive {
     /// Opens `dir/name.otf2` for writing and prepares the event files.
     pub(crate) fn create(dir: &Path, name: &CStr) -> Result<Self> {
+        Self::create_with(dir, name, None)
+    }
+
+    /// [`create`](Self::create), for one of the processes that write the
+    /// archive together through `comm` when it is given.
+    pub(crate) fn create_with(
+        dir: &Path,
+        name: &CStr,
+        comm: Option<std::sync::Arc<dyn crate::Collectives>>,
+    ) -> Result<Self> {
         install_error_callback();
         let dir = path_cstring(dir)?;
         clear_reports();
@@ -69,7 +83,7 @@ impl Archive {
         };
         let raw = NonNull::new(raw).ok_or_else(|| null_error("OTF2_Archive_Open"))?;
         // From here on, Drop closes the archive if a step fails.
-        let archive = Self { raw, closed: false };
+        let mut archive = Self { raw, closed: false, collective: false };
         check(
             "OTF2_Archive_SetFlushCallbacks",
             // SAFETY: live archive; the callbacks are a static and ignore
@@ -83,10 +97,26 @@ impl Archive {
             unsafe { sys::OTF2_Archive_SetMemoryCallbacks(archive.ptr(), &MEMORY_CALLBACKS, ptr::null_mut()) },
         )?;
         check(
-            "OTF2_Archive_SetSerialCollectiveCallbacks",
-            // SAFETY: live archive.
-            unsafe { sys::OTF2_Archive_SetSerialCollectiveCallbacks(archive.ptr()) },
+            "OTF2_Archive_SetLockingCallbacks",
+            // SAFETY: live archive; a null attribute gives default mutexes,
+            // and the callbacks' user data is released by OTF2 at close.
+            unsafe { sys::pthread_locks::OTF2_Pthread_Archive_SetLockingCallbacks(archive.ptr(), ptr::null()) },
         )?;
+        match comm {
+            None => check(
+                "OTF2_Archive_SetSerialCollectiveCallbacks",
+                // SAFETY: live archive.
+                unsafe { sys::OTF2_Archive_SetSerialCollectiveCallbacks(archive.ptr()) },
+            )?,
+            Some(comm) => {
+                check(
+                    "OTF2_Archive_SetCollectiveCallbacks",
+                    // SAFETY: live archive without collective callbacks.
+                    unsafe { super::collectives::register(archive.ptr(), comm) },
+                )?;
+                archive.collective = true;
+            }
+        }
         check(
             "OTF2_Archive_OpenEvtFiles",
             // SAFETY: live archive with collective callbacks set.
@@ -155,9 +185,16 @@ impl Archive {
         )
     }
 
-    /// Writes the local definition file of `location`: its clock offsets,
-    /// or nothing, which still creates the file readers expect.
-    pub(crate) fn write_local_defs(&mut self, location: LocationRef, offsets: &[ClockOffset]) -> Result<()> {
+    /// Writes the local definition file of `location`: its mapping tables
+    /// (local to global string and attribute ids; dense arrays, identity
+    /// ones left out), its clock offsets, or nothing, which still creates
+    /// the file readers expect.
+    pub(crate) fn write_local_defs(
+        &mut self,
+        location: LocationRef,
+        offsets: &[ClockOffset],
+        mappings: &[(sys::OTF2_MappingType, &[u64])],
+    ) -> Result<()> {
         clear_reports();
         // SAFETY: live archive with definition files open.
         let writer = unsafe { sys::OTF2_Archive_GetDefWriter(self.ptr(), location.0) };
@@ -165,7 +202,28 @@ impl Archive {
             return Err(null_error("OTF2_Archive_GetDefWriter"));
         }
         let mut result = Ok(());
+        for &(kind, map) in mappings {
+            // SAFETY: `map` is a live array of `map.len()` ids; OTF2 copies it.
+            let id_map = unsafe { sys::OTF2_IdMap_CreateFromUint64Array(map.len() as u64, map.as_ptr(), true) };
+            if id_map.is_null() {
+                // The identity: nothing to map.
+                continue;
+            }
+            result = check(
+                "OTF2_DefWriter_WriteMappingTable",
+                // SAFETY: `writer` is live; `id_map` is ours until freed below.
+                unsafe { sys::OTF2_DefWriter_WriteMappingTable(writer, kind, id_map) },
+            );
+            // SAFETY: made above, freed once.
+            unsafe { sys::OTF2_IdMap_Free(id_map) };
+            if result.is_err() {
+                break;
+            }
+        }
         for offset in offsets {
+            if result.is_err() {
+                break;
+            }
             result = check(
                 "OTF2_DefWriter_WriteClockOffset",
                 // SAFETY: `writer` is live until closed below.
@@ -173,9 +231,6 @@ impl Archive {
                     sys::OTF2_DefWriter_WriteClockOffset(writer, offset.time, offset.offset, offset.standard_deviation)
                 },
             );
-            if result.is_err() {
-                break;
-            }
         }
         let closed = check(
             "OTF2_Archive_CloseDefWriter",
@@ -183,6 +238,18 @@ impl Archive {
             unsafe { sys::OTF2_Archive_CloseDefWriter(self.ptr(), writer) },
         );
         result.and(closed)
+    }
+
+    /// Whether this process writes the anchor file and the global
+    /// definitions (the first rank of a collective archive; always, alone).
+    pub(crate) fn is_primary(&self) -> Result<bool> {
+        let mut primary = false;
+        check(
+            "OTF2_Archive_IsPrimary",
+            // SAFETY: live archive; `primary` is a live local.
+            unsafe { sys::OTF2_Archive_IsPrimary(self.ptr(), &mut primary) },
+        )?;
+        Ok(primary)
     }
 
     /// The global definition writer; OTF2 closes it with the archive, but
@@ -214,8 +281,42 @@ impl Archive {
 // what they need is serial use, which `&mut self` on every call provides.
 unsafe impl Send for Archive {}
 
+/// An archive shared by threads that write the events of different
+/// locations at once: it offers only [`Archive::evt_writer`], whose OTF2
+/// call locks the archive (the pthread locking callbacks registered in
+/// [`Archive::create`]); each writer is then used by one thread only
+/// (`EvtWriter` is neither `Send` nor `Sync`), and OTF2 keeps one buffer
+/// and one file per location, so writers of different locations share
+/// nothing unlocked.
+pub(crate) struct SharedArchive<'a>(&'a Archive);
+
+impl<'a> SharedArchive<'a> {
+    pub(crate) fn new(archive: &'a mut Archive) -> Self {
+        // `&mut`: no other call on the archive can run while it is shared.
+        Self(archive)
+    }
+
+    pub(crate) fn evt_writer(&self, location: LocationRef) -> Result<super::events::EvtWriter<'a>> {
+        self.0.evt_writer(location)
+    }
+}
+
+// SAFETY: see the type's documentation: the only call made through a
+// shared archive is OTF2_Archive_GetEvtWriter (and, by the writers it
+// returns, OTF2_Archive_CloseEvtWriter), both of which OTF2 serializes with
+// the archive's lock; the `&mut` borrow taken in `new` keeps every other
+// call out for as long as it is shared.
+unsafe impl Sync for SharedArchive<'_> {}
+// SAFETY: as for Sync; the archive itself is Send.
+unsafe impl Send for SharedArchive<'_> {}
+
 impl Drop for Archive {
     fn drop(&mut self) {
+        if self.collective && !self.closed {
+            // Closing would wait for the other processes, which are not
+            // closing: the process that drops it aborts the job instead.
+            return;
+        }
         // Errors cannot be reported from drop; ArchiveWriter::close is the
         // path that reports them.
         let _ = self.close();

@@ -30,14 +30,20 @@ pub(crate) struct EvtWriter<'a> {
     metric_types: Vec<sys::OTF2_Type>,
     metric_values: Vec<sys::OTF2_MetricValue>,
     closed: bool,
-    _archive: PhantomData<&'a mut Archive>,
+    _archive: PhantomData<&'a Archive>,
 }
 
 impl Archive {
     /// The event writer of `location`. OTF2 creates its event file.
-    pub(crate) fn evt_writer(&mut self, location: LocationRef) -> Result<EvtWriter<'_>> {
+    ///
+    /// Takes `&self`: the archive's locking callbacks (registered at
+    /// [`Archive::create`]) serialize OTF2's bookkeeping of its writers, so
+    /// writers of different locations may be made, used and closed on
+    /// different threads (see [`SharedArchive`](super::archive::SharedArchive)).
+    pub(crate) fn evt_writer(&self, location: LocationRef) -> Result<EvtWriter<'_>> {
         clear_reports();
-        // SAFETY: live archive with event files open.
+        // SAFETY: live archive with event files open; OTF2 takes the
+        // archive's lock (our pthread callbacks) around its writer list.
         let raw = unsafe { sys::OTF2_Archive_GetEvtWriter(self.ptr(), location.0) };
         let raw = NonNull::new(raw).ok_or_else(|| null_error("OTF2_Archive_GetEvtWriter"))?;
         Ok(EvtWriter {

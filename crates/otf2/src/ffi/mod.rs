@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 
 pub(crate) mod archive;
 pub(crate) mod attributes;
+pub(crate) mod collectives;
 pub(crate) mod events;
 pub(crate) mod global_defs;
 mod memory;

@@ -8,3 +8,4 @@ mod otf2_print;
 mod python;
 mod read_back;
 mod streaming;
+mod together;
