@@ -13,24 +13,12 @@
 //! second of events.
 //!
 //! The other parties that may touch a buffer — that flusher, and the
-//! flush of all buffers at MPI_Finalize, exit or a fatal signal — must
-//! exclude its owner. Where the kernel has `membarrier` (Linux 4.14), the
-//! exclusion is asymmetric, as the owner appends millions of times for
-//! each time another party looks: the owner marks itself `busy` with a
-//! plain store and reads the others' `claimed` mark, with no atomic
-//! read-modify-write and no fence on its path (an `xchg` is a sizeable
-//! part of an MPI call's cost); another party sets `claimed`, then makes
-//! every thread of the process execute a full barrier
-//! (`MEMBARRIER_CMD_PRIVATE_EXPEDITED`), then reads `busy`. Either the
-//! owner's `busy` is visible to it, or the owner's later read sees
-//! `claimed`: they never both go on (Dekker's protocol, its heavy fence
-//! paid by the rare side). Without `membarrier` both sides swap a `busy`
-//! flag. The owner waits in the rare case someone else holds the buffer,
-//! which is never for longer than a seal or a memory swap.
+//! flush of all buffers at MPI_Finalize, exit or a fatal signal — take a
+//! single `busy` flag; the owner spins for it in the rare case someone
+//! else holds it, which is never for longer than a seal or a memory swap.
 
 use std::cell::UnsafeCell;
-use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering, compiler_fence};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use raw::Event;
@@ -115,51 +103,12 @@ pub const FIRST_SLOT: usize = 64 << 10;
 #[derive(Debug)]
 pub(crate) struct ThreadBuffer {
     pub location: u32,
-    /// The owner is appending (asymmetric mode), or anyone holds the
-    /// buffer (swap mode).
     busy: AtomicBool,
-    /// Another party holds, or is about to hold, the buffer (asymmetric
-    /// mode only).
-    claimed: AtomicBool,
-    /// The store keeps events in memory: only then has the flusher
-    /// anything to take.
-    in_memory: AtomicBool,
     inner: UnsafeCell<Inner>,
 }
 
-/// Whether the process registered for `MEMBARRIER_CMD_PRIVATE_EXPEDITED`:
-/// decided before the first buffer is made, never changed after.
-static ASYMMETRIC: OnceLock<bool> = OnceLock::new();
-
-const MEMBARRIER_CMD_QUERY: libc::c_int = 0;
-const MEMBARRIER_CMD_PRIVATE_EXPEDITED: libc::c_int = 1 << 3;
-const MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED: libc::c_int = 1 << 4;
-
-fn membarrier(cmd: libc::c_int) -> libc::c_long {
-    // SAFETY: membarrier takes two ints and touches no memory of ours.
-    unsafe { libc::syscall(libc::SYS_membarrier, cmd, 0 as libc::c_int) }
-}
-
-/// Whether buffers use the asymmetric protocol (registering the process
-/// for it on first call).
-#[inline]
-fn asymmetric() -> bool {
-    *ASYMMETRIC.get_or_init(|| {
-        let supported = membarrier(MEMBARRIER_CMD_QUERY);
-        supported > 0
-            && supported & libc::c_long::from(MEMBARRIER_CMD_PRIVATE_EXPEDITED) != 0
-            && membarrier(MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED) == 0
-    })
-}
-
-/// A full barrier on every running thread of the process.
-fn heavy_fence() -> bool {
-    membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) == 0
-}
-
-// SAFETY: `inner` is only accessed by a party that excluded all others
-// (see the module's protocol: `push_many` for the owner, `with_inner` for
-// anyone).
+// SAFETY: `inner` is only accessed while holding the `busy` flag (see
+// `with_inner`), which gives exclusive access across threads.
 unsafe impl Sync for ThreadBuffer {}
 // SAFETY: as above; the buffer holds no thread-bound state.
 unsafe impl Send for ThreadBuffer {}
@@ -175,15 +124,7 @@ pub(crate) enum Pushed {
 impl ThreadBuffer {
     pub fn new(location: u32, capacity: usize) -> Self {
         let inner = Inner { store: Store::Empty, next_len: FIRST_SLOT.min(capacity), capacity };
-        // Decided now, before the buffer can be used.
-        let _ = asymmetric();
-        ThreadBuffer {
-            location,
-            busy: AtomicBool::new(false),
-            claimed: AtomicBool::new(false),
-            in_memory: AtomicBool::new(false),
-            inner: UnsafeCell::new(inner),
-        }
+        ThreadBuffer { location, busy: AtomicBool::new(false), inner: UnsafeCell::new(inner) }
     }
 
     /// A buffer that keeps its events in memory from the start.
@@ -209,10 +150,19 @@ impl ThreadBuffer {
         mut roll: impl FnMut(&mut Inner) -> bool,
         mut write: impl FnMut(&mut Pending),
     ) -> Pushed {
-        if !self.owner_acquire() {
-            return Pushed::Lost;
+        let mut spins = 0u32;
+        while self.busy.swap(true, Ordering::Acquire) {
+            // Held by a flush, which lets go after a seal or a memory
+            // swap; a holder that never lets go (a flush interrupted by a
+            // signal handler that records, say) costs these events, not a
+            // hang.
+            spins += 1;
+            if spins > 1 << 20 {
+                return Pushed::Lost;
+            }
+            std::hint::spin_loop();
         }
-        // SAFETY: the owner holds the buffer until the store below.
+        // SAFETY: the busy flag is ours until the store below.
         let inner = unsafe { &mut *self.inner.get() };
         // The common case, kept inline: an open slot with room.
         let pushed = match &mut inner.store {
@@ -222,43 +172,8 @@ impl ThreadBuffer {
             }
             _ => Self::push_locked(inner, events, &mut roll, &mut write),
         };
-        self.in_memory.store(matches!(inner.store, Store::Heap(_)), Ordering::Relaxed);
         self.busy.store(false, Ordering::Release);
         pushed
-    }
-
-    /// The owner's side of the exclusion: true when it holds the buffer.
-    #[inline]
-    fn owner_acquire(&self) -> bool {
-        let mut spins = 0u32;
-        loop {
-            if asymmetric() {
-                // Already busy: a signal handler interrupted its own
-                // thread's append (only the owner sets it in this mode).
-                if self.busy.load(Ordering::Relaxed) {
-                    return false;
-                }
-                self.busy.store(true, Ordering::Relaxed);
-                // The other side's membarrier orders this store before
-                // the load below, or runs after both.
-                compiler_fence(Ordering::SeqCst);
-                if !self.claimed.load(Ordering::Acquire) {
-                    return true;
-                }
-                self.busy.store(false, Ordering::Release);
-            } else if !self.busy.swap(true, Ordering::Acquire) {
-                return true;
-            }
-            // Held by a flush, which lets go after a seal or a memory
-            // swap; a holder that never lets go (a flush interrupted by a
-            // signal handler that records, say) costs these events, not a
-            // hang.
-            spins += 1;
-            if spins > 1 << 20 {
-                return false;
-            }
-            std::hint::spin_loop();
-        }
     }
 
     #[inline(never)]
@@ -309,11 +224,6 @@ impl ThreadBuffer {
     /// owner is busy, unless `patience` allows waiting. A slot has nothing
     /// to take: its events are in the file already.
     pub fn take(&self, patience: Duration, wanted: impl Fn(&Pending) -> bool) -> Option<Pending> {
-        if !self.in_memory.load(Ordering::Relaxed) {
-            // A slot's events are in the file already (and a store about
-            // to become a heap one has nothing old).
-            return None;
-        }
         self.with_inner_waiting(patience, |i| match &mut i.store {
             Store::Heap(p) if p.events.count > 0 && wanted(p) => Some(std::mem::replace(p, Pending::new(p.capacity))),
             _ => None,
@@ -325,35 +235,13 @@ impl ThreadBuffer {
     /// once if another party holds it.
     #[inline]
     pub fn with_inner<R>(&self, f: impl FnOnce(&mut Inner) -> R) -> Option<R> {
-        if !asymmetric() {
-            if self.busy.swap(true, Ordering::Acquire) {
-                return None;
-            }
-            // SAFETY: the busy flag was false and is now ours: no other
-            // thread accesses `inner` until we release it below.
-            let inner = unsafe { &mut *self.inner.get() };
-            let r = f(&mut *inner);
-            self.in_memory.store(matches!(inner.store, Store::Heap(_)), Ordering::Relaxed);
-            self.busy.store(false, Ordering::Release);
-            return Some(r);
-        }
-        // One other party at a time.
-        if self.claimed.swap(true, Ordering::Acquire) {
+        if self.busy.swap(true, Ordering::Acquire) {
             return None;
         }
-        if !heavy_fence() || self.busy.load(Ordering::Acquire) {
-            // The owner is appending (or the barrier failed, which the
-            // registration makes impossible): not now.
-            self.claimed.store(false, Ordering::Release);
-            return None;
-        }
-        // SAFETY: `claimed` is ours and, after the barrier, the owner saw
-        // it before appending or had finished appending (`busy` false):
-        // no one else accesses `inner` until we release it below.
-        let inner = unsafe { &mut *self.inner.get() };
-        let r = f(&mut *inner);
-        self.in_memory.store(matches!(inner.store, Store::Heap(_)), Ordering::Relaxed);
-        self.claimed.store(false, Ordering::Release);
+        // SAFETY: the busy flag was false and is now ours: no other thread
+        // accesses `inner` until we release it below.
+        let r = f(unsafe { &mut *self.inner.get() });
+        self.busy.store(false, Ordering::Release);
         Some(r)
     }
 
@@ -430,57 +318,6 @@ mod tests {
         let decoded: Vec<(u64, Event)> = raw::Events::of_payload(&p.data, p.events.count).collect();
         let expected: Vec<(u64, Event)> = times.iter().map(|&t| (t, Event::Enter { region: 2 })).collect();
         assert_eq!(decoded, expected);
-    }
-
-    #[test]
-    fn the_owner_and_a_taker_never_hold_the_buffer_together() {
-        // The owner appends while another thread takes its events as
-        // fast as it can: every event is either taken, written by the
-        // owner, or still there, once, in order (a torn exchange would
-        // lose, repeat or garble events).
-        const N: u64 = 300_000;
-        let b = std::sync::Arc::new(ThreadBuffer::new_heap(0, 4096));
-        let stop = std::sync::Arc::new(AtomicBool::new(false));
-        let taker = {
-            let (b, stop) = (b.clone(), stop.clone());
-            std::thread::spawn(move || {
-                let mut got: Vec<u64> = Vec::new();
-                while !stop.load(Ordering::Relaxed) {
-                    if let Some(p) = b.take(Duration::ZERO, |_| true) {
-                        got.extend(raw::Events::of_payload(&p.data, p.events.count).map(|(t, _)| t));
-                    }
-                }
-                got
-            })
-        };
-        let mut written: Vec<u64> = Vec::new();
-        let mut lost = 0;
-        for t in 1..=N {
-            let pushed = b.push_many(
-                &[(t, Event::Enter { region: 1 })],
-                |_| unreachable!(),
-                |p| {
-                    written.extend(raw::Events::of_payload(&p.data, p.events.count).map(|(t, _)| t));
-                    p.clear();
-                },
-            );
-            if let Pushed::Lost = pushed {
-                lost += 1;
-            }
-        }
-        stop.store(true, Ordering::Relaxed);
-        let mut all = taker.join().unwrap();
-        all.extend(written);
-        all.extend(
-            b.take(Duration::ZERO, |_| true)
-                .map_or(Vec::new(), |p| raw::Events::of_payload(&p.data, p.events.count).map(|(t, _)| t).collect()),
-        );
-        all.sort_unstable();
-        let n = all.len();
-        all.dedup();
-        assert_eq!(all.len(), n, "events repeated");
-        assert_eq!(all.len() as u64 + lost, N, "{lost} lost");
-        assert!(lost < N / 100, "{lost} of {N} events lost waiting for the taker");
     }
 
     #[test]
