@@ -395,7 +395,7 @@ pub fn env_settings() -> Vec<(String, String)> {
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.to_string_lossy().into_owned())))
         // The timer's map is gputrace's own hand-over to its processes,
         // not a setting (a gputrace run inside a traced program sees it).
-        .filter(|(k, _)| k.starts_with("GPUTRACE_") && k != raw::clock::CALIBRATION_VARIABLE)
+        .filter(|(k, _)| k.starts_with("GPUTRACE_") && k != merge::timer::CALIBRATION_VARIABLE)
         .collect()
 }
 

@@ -33,7 +33,7 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
     let config = validate(settings)?;
     // The timer first: every process started on this host reads the map
     // calibrated here, so they all read one clock.
-    raw::clock::init_for_launcher();
+    merge::timer::init_for_launcher();
     let launcher = Launcher::detect(&argv[0]);
     if config.merge_ranks > 0 && !matches!(launcher, Launcher::OpenMpi | Launcher::Hydra | Launcher::Srun) {
         return Err(UsageError(format!(
@@ -58,8 +58,8 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
         .map(|(k, v)| (k.clone(), OsString::from(v)))
         .collect();
     env.push(("GPUTRACE_EXPERIMENT_DIRECTORY".into(), dir.clone().into_os_string()));
-    if let Some(map) = raw::clock::calibration_for_children() {
-        env.push((raw::clock::CALIBRATION_VARIABLE.into(), map.into()));
+    if let Some(map) = merge::timer::calibration_for_children() {
+        env.push((merge::timer::CALIBRATION_VARIABLE.into(), map.into()));
     }
     // What gputrace knows will not be traced, for the summary (and for
     // the line that says nothing was recorded, which would otherwise

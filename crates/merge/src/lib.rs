@@ -70,7 +70,12 @@ pub fn jobs() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
 }
 
-/// The clock of the raw streams (CLOCK_MONOTONIC, ns): what
+/// The timer of the raw streams, for the command that starts the traced
+/// processes: it calibrates the TSC map it hands them (docs/architecture.md,
+/// "The clock").
+pub use raw::clock as timer;
+
+/// The clock of the raw streams ([`timer::now`], ns): what
 /// [`Options::program_ended`] is read on.
 pub fn now() -> u64 {
     raw::clock::now()

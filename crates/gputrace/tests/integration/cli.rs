@@ -27,6 +27,7 @@ fn every_flag_sets_its_variable_for_the_traced_program() {
         ("GPUTRACE_CUPTI_LIB", "/opt/nowhere/libcupti.so.13".into()),
         ("GPUTRACE_NCCL_ENABLE", "coll".into()),
         ("GPUTRACE_MERGE_JOBS", "3".into()),
+        ("GPUTRACE_TIMER", "clock_gettime".into()),
         // Not 0 would refuse /usr/bin/env, which no MPI launcher starts.
         ("GPUTRACE_MERGE_RANKS", "0".into()),
         ("GPUTRACE_CUDA_CAPTURE", capture.to_str().unwrap().to_string()),
@@ -67,6 +68,7 @@ fn a_bad_flag_value_is_refused_like_the_variable() {
         ("--cuda-buffer", "1G", "GPUTRACE_CUDA_BUFFER"),
         ("--nvlink-interval", "often", "GPUTRACE_NVLINK_INTERVAL"),
         ("--gpu-metrics-interval", "fast", "GPUTRACE_GPU_METRICS_INTERVAL"),
+        ("--timer", "hpet", "GPUTRACE_TIMER"),
     ] {
         let dir = fresh_dir("badflag");
         let out = trace(&dir, &[flag, value, "/bin/echo", "never"], &[]);
