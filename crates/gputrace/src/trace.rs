@@ -257,7 +257,7 @@ pub fn report(
         None => facts.render(10, true),
     };
     if let Some((anchor, _)) = &summary.archive {
-        text.push_str(&analysis_lines(anchor, summary.events, experiment));
+        text.push_str(&analysis_lines(anchor, (summary.events, summary.locations), experiment));
     }
     if let Err(e) = std::fs::write(experiment.summary(), &text) {
         say!("[gputrace] warning: cannot write {}: {e}", experiment.summary().display());
@@ -268,15 +268,23 @@ pub fn report(
 }
 
 /// The top findings of `gputrace analyze` for the summary; an archive of
-/// more than report::analyze::SUMMARY_MAX_EVENTS events is left to the
-/// command (its pass takes about a second per 10 million events).
-fn analysis_lines(anchor: &std::path::Path, events: u64, experiment: &Experiment) -> String {
+/// more than report::analyze::SUMMARY_MAX_EVENTS events (its pass takes
+/// about a second per 10 million events) or SUMMARY_MAX_LOCATIONS
+/// locations (its pass holds a chunk per location) is left to the command.
+fn analysis_lines(anchor: &std::path::Path, (events, locations): (u64, usize), experiment: &Experiment) -> String {
+    use report::analyze::{SUMMARY_MAX_EVENTS, SUMMARY_MAX_LOCATIONS};
     let dir = crate::experiment::show_path(&experiment.dir);
-    if events > report::analyze::SUMMARY_MAX_EVENTS {
+    if events > SUMMARY_MAX_EVENTS {
         return format!(
             "analysis: skipped for {} events (more than {}): gputrace analyze {dir}\n",
             report::numbers::thousands(events),
-            report::numbers::thousands(report::analyze::SUMMARY_MAX_EVENTS)
+            report::numbers::thousands(SUMMARY_MAX_EVENTS)
+        );
+    }
+    if locations > SUMMARY_MAX_LOCATIONS {
+        return format!(
+            "analysis: skipped for {} locations (more than {SUMMARY_MAX_LOCATIONS}): gputrace analyze {dir}\n",
+            report::numbers::thousands(locations as u64),
         );
     }
     match report::analyze::analyze(anchor, &report::analyze::Options::default()) {
@@ -418,9 +426,11 @@ mod tests {
         let exp = Experiment::at(Path::new("run1"));
         let events = report::analyze::SUMMARY_MAX_EVENTS + 1;
         // The archive is not opened: it does not even exist.
-        let text = analysis_lines(Path::new("/nonexistent/traces.otf2"), events, &exp);
+        let text = analysis_lines(Path::new("/nonexistent/traces.otf2"), (events, 2), &exp);
         assert_eq!(text, "analysis: skipped for 10,000,001 events (more than 10,000,000): gputrace analyze run1\n");
+        let text = analysis_lines(Path::new("/nonexistent/traces.otf2"), (10, 2048), &exp);
+        assert_eq!(text, "analysis: skipped for 2,048 locations (more than 256): gputrace analyze run1\n");
         // A small one is analysed; one that cannot be read adds nothing.
-        assert_eq!(analysis_lines(Path::new("/nonexistent/traces.otf2"), 10, &exp), "");
+        assert_eq!(analysis_lines(Path::new("/nonexistent/traces.otf2"), (10, 2), &exp), "");
     }
 }

@@ -262,21 +262,26 @@ pub fn tsc_usable() -> bool {
     has("constant_tsc") && has("nonstop_tsc") && kernel_keeps_it
 }
 
-/// A (tsc, CLOCK_MONOTONIC) pair read as close together as possible: the
-/// monotonic reading bracketed by two TSC readings, the narrowest of a few
-/// tries kept, the TSC taken at the bracket's middle.
-fn tsc_pair() -> (u64, u64) {
+/// A reading of `inner` and of `outer` at the same moment, as close as
+/// `tries` attempts get: `inner` bracketed by two `outer` readings, the
+/// narrowest bracket kept, `outer` taken at its middle.
+fn bracketed(tries: usize, outer: impl Fn() -> u64, inner: impl Fn() -> u64) -> (u64, u64) {
     let mut best = (u64::MAX, 0, 0);
-    for _ in 0..7 {
-        let a = rdtsc();
-        let m = monotonic();
-        let b = rdtsc();
+    for _ in 0..tries {
+        let a = outer();
+        let m = inner();
+        let b = outer();
         let width = b.wrapping_sub(a);
         if width < best.0 {
             best = (width, a + width / 2, m);
         }
     }
     (best.1, best.2)
+}
+
+/// A (tsc, CLOCK_MONOTONIC) pair read as close together as possible.
+fn tsc_pair() -> (u64, u64) {
+    bracketed(7, rdtsc, monotonic)
 }
 
 fn calibrate(span: Duration) -> Map {
@@ -297,21 +302,9 @@ pub fn realtime() -> u64 {
     read(libc::CLOCK_REALTIME)
 }
 
-/// A ([`now`], realtime) pair read as close together as possible: the
-/// realtime reading is bracketed by two [`now`] ones and the tightest of
-/// a few tries is kept.
+/// A ([`now`], realtime) pair read as close together as possible.
 pub fn paired_readings() -> (u64, u64) {
-    let mut best = (u64::MAX, 0, 0);
-    for _ in 0..5 {
-        let a = now();
-        let r = realtime();
-        let b = now();
-        let width = b.saturating_sub(a);
-        if width < best.0 {
-            best = (width, a + width / 2, r);
-        }
-    }
-    (best.1, best.2)
+    bracketed(5, now, realtime)
 }
 
 /// The clock domain of this host: a hash of the kernel's boot id, equal

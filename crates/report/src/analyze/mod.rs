@@ -45,6 +45,12 @@ pub use replay::Instance;
 /// second of the pass); larger ones say how to run `gputrace analyze`.
 pub const SUMMARY_MAX_EVENTS: u64 = 10_000_000;
 
+/// The run summary analyses archives of up to this many locations: the
+/// pass reads every location at once, holding an OTF2 event chunk (1 MiB)
+/// for each, so this bounds what the summary adds to the merge's memory
+/// (at most about 256 MiB); larger ones say how to run `gputrace analyze`.
+pub const SUMMARY_MAX_LOCATIONS: usize = 256;
+
 /// The top findings this many lines long in the run summary.
 pub const SUMMARY_FINDINGS: usize = 5;
 
