@@ -508,7 +508,12 @@ impl Recorder {
         let spare = if len == self.0.per_thread { self.take_spare() } else { None };
         let opened = match spare {
             Some(slot) => Ok(slot),
-            None => self.0.stream.prepare_slot(len),
+            None => self.0.stream.prepare_slot(len).or_else(|e| match e {
+                // A full disk, and the flusher may have taken the last of
+                // it for a spare slot: that slot, rather than nothing.
+                SlotError::NoSpace(_) => self.0.spare.lock().unwrap_or_else(|p| p.into_inner()).take().ok_or(e),
+                e => Err(e),
+            }),
         };
         match opened {
             Ok(mut slot) => {
