@@ -297,8 +297,8 @@ pub const VARS: &[Var] = &[
     Var {
         name: "GPUTRACE_TIMER",
         ty: VarType::Choice(&[
-            ("auto", "the TSC where it can stand in for CLOCK_MONOTONIC, else clock_gettime"),
-            ("tsc", "the TSC (as auto: clock_gettime where the TSC is not usable)"),
+            ("auto", "the TSC on the hosts where gputrace calibrated it (the host it runs on), else clock_gettime"),
+            ("tsc", "the TSC wherever usable, each process calibrating it on other hosts (clock_gettime where not usable)"),
             ("clock_gettime", "CLOCK_MONOTONIC through clock_gettime"),
         ]),
         default: "auto",
@@ -307,9 +307,10 @@ pub const VARS: &[Var] = &[
         help: "The TSC (rdtsc, an invariant counter: the CPU says constant_tsc and nonstop_tsc and \
                the kernel keeps it among its clock sources) costs a third of clock_gettime. It is \
                mapped to CLOCK_MONOTONIC's nanoseconds by a calibration: gputrace calibrates once and \
-               hands the map to every process it starts on its host, so that they read one clock; a \
-               process on another host calibrates for itself, and MPI's clock synchronization \
-               corrects the rest. The archive's GPUTRACE::TIMER property says which timer was read \
+               hands the map to every process it starts on its host, so that they read one clock. With \
+               `auto` a process on another host reads clock_gettime (its host's processes then share \
+               CLOCK_MONOTONIC); with `tsc` it calibrates for itself, and only MPI's clock \
+               synchronization of other hosts corrects the difference. The archive's GPUTRACE::TIMER property says which timer was read \
                (docs/architecture.md).",
     },
     Var {

@@ -16,8 +16,9 @@
 //!   calibrates once and hands the map to every process it starts on its
 //!   host (`GPUTRACE_TIMER_CALIBRATION`, with the host's clock domain), so
 //!   that all of them read exactly the same clock; a process on another
-//!   host (or started without the command) calibrates for itself, over
-//!   [`PROCESS_CALIBRATION`]. Usable means: an x86-64 CPU whose TSC is
+//!   host (or started without the command) reads clock_gettime under
+//!   `auto`, and calibrates for itself over [`PROCESS_CALIBRATION`] only
+//!   under `tsc`. Usable means: an x86-64 CPU whose TSC is
 //!   invariant (`constant_tsc` and `nonstop_tsc`) and that the kernel keeps
 //!   among its clock sources (it drops the TSC when its cores disagree).
 //! - **clock_gettime**: CLOCK_MONOTONIC through the vDSO, everywhere else.
@@ -170,21 +171,23 @@ fn hz_of(mult: u64) -> u64 {
 pub fn init() {
     INIT.call_once(|| {
         let wanted = std::env::var(TIMER_VARIABLE).unwrap_or_default();
-        let use_tsc = match wanted.trim() {
-            "clock_gettime" => false,
-            // `tsc` where it cannot be trusted falls back too: a wrong
-            // clock is worse than a slower one.
-            _ => tsc_usable(),
+        let handed = std::env::var(CALIBRATION_VARIABLE).ok().and_then(|v| parse_calibration(&v));
+        // `tsc` where it cannot be trusted falls back too: a wrong clock
+        // is worse than a slower one. `auto` reads the TSC only with the
+        // command's map for this host: processes of one host that each
+        // calibrated for themselves would differ by their calibrations'
+        // errors (µs, growing), and the merge takes processes of one host
+        // to share one clock.
+        let map = match wanted.trim() {
+            "clock_gettime" => None,
+            "tsc" if tsc_usable() => Some(handed.map_or_else(|| (calibrate(PROCESS_CALIBRATION), false), |m| (m, true))),
+            _ if tsc_usable() => handed.map(|m| (m, true)),
+            _ => None,
         };
-        if !use_tsc {
-            MODE.store(GETTIME, Ordering::Release);
-            return;
+        match map {
+            Some((map, shared)) => install(map, shared),
+            None => MODE.store(GETTIME, Ordering::Release),
         }
-        let (map, shared) = match std::env::var(CALIBRATION_VARIABLE).ok().and_then(|v| parse_calibration(&v)) {
-            Some(map) => (map, true),
-            None => (calibrate(PROCESS_CALIBRATION), false),
-        };
-        install(map, shared);
     });
 }
 
