@@ -298,7 +298,10 @@ pub const VARS: &[Var] = &[
         name: "GPUTRACE_TIMER",
         ty: VarType::Choice(&[
             ("auto", "the TSC on the hosts where gputrace calibrated it (the host it runs on), else clock_gettime"),
-            ("tsc", "the TSC wherever usable, each process calibrating it on other hosts (clock_gettime where not usable)"),
+            (
+                "tsc",
+                "the TSC wherever usable, each process calibrating it on other hosts (clock_gettime where not usable)",
+            ),
             ("clock_gettime", "CLOCK_MONOTONIC through clock_gettime"),
         ]),
         default: "auto",

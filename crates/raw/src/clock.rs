@@ -180,7 +180,9 @@ pub fn init() {
         // to share one clock.
         let map = match wanted.trim() {
             "clock_gettime" => None,
-            "tsc" if tsc_usable() => Some(handed.map_or_else(|| (calibrate(PROCESS_CALIBRATION), false), |m| (m, true))),
+            "tsc" if tsc_usable() => {
+                Some(handed.map_or_else(|| (calibrate(PROCESS_CALIBRATION), false), |m| (m, true)))
+            }
             _ if tsc_usable() => handed.map(|m| (m, true)),
             _ => None,
         };
