@@ -23,15 +23,7 @@ fn synthetic(name: &str, ranks: u32, iterations: u64) -> PathBuf {
 /// streams kept.
 fn traced_ring(name: &str, ranks: u32) -> PathBuf {
     let (mpicc, mpirun, _) = openmpi();
-    let exe = scratch().join(format!("{name}-mpi_ring"));
-    let built = Command::new(mpicc)
-        .arg("-O1")
-        .arg("-o")
-        .arg(&exe)
-        .arg(workspace().join("examples/mpi_ring.c"))
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", text(&built.stderr));
+    let exe = compile_file(mpicc, &workspace().join("examples/mpi_ring.c"));
     let dir = fresh_dir(name);
     let n = ranks.to_string();
     let out = trace(&dir, &[mpirun, "-np", &n, exe.to_str().unwrap(), "50"], &[KEEP_RAW]);
@@ -225,15 +217,7 @@ fn merge_ranks_run_the_merge_with_the_jobs_launcher() {
         return;
     }
     let (mpicc, mpirun, _) = openmpi();
-    let exe = scratch().join("pmerge-ranks-mpi_ring");
-    let built = Command::new(mpicc)
-        .arg("-O1")
-        .arg("-o")
-        .arg(&exe)
-        .arg(workspace().join("examples/mpi_ring.c"))
-        .output()
-        .unwrap();
-    assert!(built.status.success(), "{}", text(&built.stderr));
+    let exe = compile_file(mpicc, &workspace().join("examples/mpi_ring.c"));
     let dir = fresh_dir("pmerge-ranks");
     let out = trace(
         &dir,

@@ -66,14 +66,19 @@ pub fn have(cmd: &str) -> bool {
 
 /// Compiles `tests/programs/mpi/<source>` with `compiler`, once.
 pub fn compile(compiler: &str, source: &str) -> PathBuf {
-    let key = format!("{compiler}:{source}");
+    compile_file(compiler, &workspace().join("tests/programs/mpi").join(source))
+}
+
+/// Compiles the C file `src` with `compiler`, once.
+pub fn compile_file(compiler: &str, src: &Path) -> PathBuf {
+    let source = src.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let key = format!("{compiler}:{}", src.display());
     let mut done = COMPILED.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, p)) = done.iter().find(|(k, _)| *k == key) {
         return p.clone();
     }
-    let src = workspace().join("tests/programs/mpi").join(source);
     let exe = scratch().join(format!("{}-{}", compiler.replace('.', "_"), source.replace('.', "_")));
-    let out = Command::new(compiler).arg("-O1").arg("-o").arg(&exe).arg(&src).output().unwrap();
+    let out = Command::new(compiler).arg("-O1").arg("-o").arg(&exe).arg(src).output().unwrap();
     assert!(out.status.success(), "{compiler} {source}: {}", String::from_utf8_lossy(&out.stderr));
     done.push((key, exe.clone()));
     exe
