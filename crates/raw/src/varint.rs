@@ -16,7 +16,7 @@
 pub const MAX_LEN: usize = 10;
 
 /// Where encoded bytes go: a growing `Vec`, or a mapped slot's room
-/// ([`SliceSink`]), which events are encoded into directly.
+/// ([`RoomSink`]), which events are encoded into directly.
 pub trait Sink {
     fn push(&mut self, byte: u8);
 }
@@ -28,32 +28,57 @@ impl Sink for Vec<u8> {
     }
 }
 
-/// Bytes written into a slice from its start. The caller makes sure they
-/// fit (an events slot checks room for the longest events first); past
-/// the end is a bounds-check panic, never a write out of bounds.
+/// Bytes written through a raw cursor into room the caller has checked:
+/// the recording hot path's sink. A slice cursor would compare its
+/// position with the slice's end on every byte; an events slot already
+/// knows that its room holds the longest events it is given
+/// (`Slot::fits`), so this one does not (debug builds still check).
 #[derive(Debug)]
-pub struct SliceSink<'a> {
-    buf: &'a mut [u8],
-    pos: usize,
+pub struct RoomSink<'a> {
+    at: *mut u8,
+    start: *mut u8,
+    #[cfg(debug_assertions)]
+    end: *mut u8,
+    _room: std::marker::PhantomData<&'a mut [u8]>,
 }
 
-impl<'a> SliceSink<'a> {
-    pub fn new(buf: &'a mut [u8]) -> Self {
-        SliceSink { buf, pos: 0 }
+impl<'a> RoomSink<'a> {
+    /// A sink writing from the start of `room`.
+    ///
+    /// # Safety
+    /// The caller must not push more than `room.len()` bytes.
+    #[inline]
+    pub unsafe fn new(room: &'a mut [u8]) -> Self {
+        let start = room.as_mut_ptr();
+        RoomSink {
+            at: start,
+            start,
+            #[cfg(debug_assertions)]
+            // SAFETY: one past the end of `room`.
+            end: unsafe { start.add(room.len()) },
+            _room: std::marker::PhantomData,
+        }
     }
 
     /// Bytes written so far.
     #[allow(clippy::len_without_is_empty)] // a cursor, not a collection
+    #[inline]
     pub fn len(&self) -> usize {
-        self.pos
+        self.at as usize - self.start as usize
     }
 }
 
-impl Sink for SliceSink<'_> {
-    #[inline]
+impl Sink for RoomSink<'_> {
+    #[inline(always)]
     fn push(&mut self, byte: u8) {
-        self.buf[self.pos] = byte;
-        self.pos += 1;
+        #[cfg(debug_assertions)]
+        assert!(self.at < self.end, "RoomSink written past its room");
+        // SAFETY: `new`'s contract: fewer than `room.len()` bytes were
+        // written before this one.
+        unsafe {
+            self.at.write(byte);
+            self.at = self.at.add(1);
+        }
     }
 }
 
