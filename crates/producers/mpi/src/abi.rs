@@ -192,6 +192,11 @@ pub unsafe trait MpiAbi: Sized + 'static {
 
     fn status_source(s: &Self::Status) -> c_int;
     fn status_tag(s: &Self::Status) -> c_int;
+    /// The bytes a completed receive delivered, as the library keeps them
+    /// in the status (what `MPI_Get_count` with `MPI_BYTE` divides by 1):
+    /// read from the status rather than through a PMPI call on every
+    /// receive.
+    fn status_bytes(s: &Self::Status) -> u64;
 }
 
 /// The room reserved per substituted status; every known `MPI_Status` is

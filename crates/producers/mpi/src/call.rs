@@ -10,15 +10,18 @@
 //! own work before and after the PMPI call runs under `catch_unwind`: a
 //! bug in the tracer loses events, never the call or the program.
 
-use std::cell::{Cell, RefCell};
+use std::cell::{Cell, RefCell, UnsafeCell};
 use std::ffi::c_int;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::ptr::NonNull;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use raw::{Event, Paradigm, RegionRole};
 use runtime::{Recorder, ThisThread};
 
+use crate::abi::MAX_STATUS_BYTES;
+use crate::comms;
 use crate::state::{self, Group, Phase};
 
 /// Whether a function must be followed even when its group is off.
@@ -79,29 +82,74 @@ impl FnInfo {
     }
 }
 
-thread_local! {
-    static INSIDE: Cell<bool> = const { Cell::new(false) };
+/// What the wrappers keep per thread, in one thread-local. Reaching a
+/// thread-local of a library loaded into the program is a call into the
+/// dynamic linker (`__tls_get_addr`), so a call looks this up once, in
+/// [`enter_guard`], and reaches it through its [`Guard`] after that.
+#[derive(Debug)]
+pub struct PerThread {
+    /// Inside a wrapper: MPI's own MPI calls are not recorded.
+    inside: Cell<bool>,
+    /// The communicators used last ([`comms::lookup`]).
+    pub(crate) comms: RefCell<comms::Cache>,
+    /// The status handed to MPI in place of `MPI_STATUS_IGNORE`
+    /// ([`scratch::substitute_status`]).
+    pub(crate) status: UnsafeCell<[u64; MAX_STATUS_BYTES / 8]>,
 }
 
-/// Marks the thread as inside a wrapper; `None` if it already is (or its
-/// thread-locals are gone, at thread exit).
+thread_local! {
+    // Constant-initialized and without a destructor: it is never torn
+    // down before the thread ends, so a pointer to it stays good for as
+    // long as anything runs on the thread.
+    static THREAD: PerThread = const {
+        PerThread {
+            inside: Cell::new(false),
+            comms: RefCell::new(comms::Cache::EMPTY),
+            status: UnsafeCell::new([0; MAX_STATUS_BYTES / 8]),
+        }
+    };
+}
+
+const _: () = assert!(!std::mem::needs_drop::<PerThread>());
+
+/// Runs `f` on the calling thread's [`PerThread`] (`None` only if the
+/// thread's thread-locals are unreachable).
+#[inline]
+pub fn per_thread<R>(f: impl FnOnce(&PerThread) -> R) -> Option<R> {
+    THREAD.try_with(f).ok()
+}
+
+/// Marks the thread as inside a wrapper; `None` if it already is.
 #[inline]
 pub fn enter_guard() -> Option<Guard> {
-    INSIDE.try_with(|inside| (!inside.replace(true)).then_some(Guard(()))).ok().flatten()
+    per_thread(|t| (!t.inside.replace(true)).then(|| Guard(NonNull::from(t)))).flatten()
 }
 
 /// Whether the calling thread is inside a wrapper.
 pub fn inside_wrapper() -> bool {
-    INSIDE.try_with(Cell::get).unwrap_or(true)
+    per_thread(|t| t.inside.get()).unwrap_or(true)
 }
 
-/// The thread's mark of being inside a wrapper; cleared on drop.
+/// The thread's mark of being inside a wrapper; cleared on drop. Holds
+/// the thread's [`PerThread`], and (through the pointer) is neither
+/// `Send` nor `Sync`: it never leaves the thread.
 #[derive(Debug)]
-pub struct Guard(());
+pub struct Guard(NonNull<PerThread>);
+
+impl Guard {
+    /// The thread's [`PerThread`].
+    #[inline]
+    pub fn per_thread(&self) -> &PerThread {
+        // SAFETY: THREAD outlives everything that runs on its thread (see
+        // its declaration), and the guard never leaves the thread.
+        unsafe { self.0.as_ref() }
+    }
+}
 
 impl Drop for Guard {
+    #[inline]
     fn drop(&mut self) {
-        let _ = INSIDE.try_with(|inside| inside.set(false));
+        self.per_thread().inside.set(false);
     }
 }
 
@@ -170,7 +218,7 @@ pub struct Call {
     pub recording: bool,
     region: Option<u32>,
     leave: Cell<u64>,
-    staged: RefCell<Staged>,
+    staged: Staged,
     /// The thread's buffer, looked up once for the call's accesses.
     thread: Option<ThisThread>,
     _guard: Guard,
@@ -179,10 +227,17 @@ pub struct Call {
 /// Events of a call waiting to be recorded: those before the PMPI call go
 /// to the buffer together just before it, those after together with the
 /// Leave, so that a call costs two buffer accesses whatever it records.
+///
+/// A count in a `Cell` and the events in an `UnsafeCell` rather than a
+/// `RefCell`: every call of every wrapper passes here, and the borrow
+/// flag's checks were a tenth of a call's cost. Sound because a `Call` is
+/// neither `Send` nor `Sync` and no reference into the events outlives
+/// [`Call::record`] or [`Call::flush_staged`], which call nothing that
+/// could come back to the same call.
 #[derive(Debug)]
 struct Staged {
-    n: usize,
-    events: [(u64, Event); STAGED],
+    n: Cell<usize>,
+    events: UnsafeCell<[(u64, Event); STAGED]>,
 }
 
 /// Two: the most a common call stages at once (Enter and a send before
@@ -210,21 +265,14 @@ impl Call {
         let thread = if recording { rec.this_thread() } else { None };
         let enter = raw::clock::now();
         let region = if recording { shielded(|| info.region(rec)).flatten() } else { None };
-        let mut staged = Staged { n: 0, events: [(0, Event::MpiCollectiveBegin); STAGED] };
+        let mut events = [(0, Event::MpiCollectiveBegin); STAGED];
+        let mut n = 0;
         if let Some(region) = region {
-            staged.events[0] = (enter, Event::Enter { region });
-            staged.n = 1;
+            events[0] = (enter, Event::Enter { region });
+            n = 1;
         }
-        Some(Call {
-            rec,
-            enter,
-            recording,
-            region,
-            leave: Cell::new(0),
-            staged: RefCell::new(staged),
-            thread,
-            _guard: guard,
-        })
+        let staged = Staged { n: Cell::new(n), events: UnsafeCell::new(events) };
+        Some(Call { rec, enter, recording, region, leave: Cell::new(0), staged, thread, _guard: guard })
     }
 
     /// The time of Leave, read once: events that happen at the end
@@ -241,31 +289,43 @@ impl Call {
         }
     }
 
+    /// The thread's [`PerThread`].
+    #[inline]
+    pub fn per_thread(&self) -> &PerThread {
+        self._guard.per_thread()
+    }
+
     /// Records `event` at `time` (staged; see [`Staged`]).
     #[inline]
     pub fn record(&self, time: u64, event: &Event) {
-        let full = {
-            let mut s = self.staged.borrow_mut();
-            let n = s.n;
-            s.events[n] = (time, *event);
-            s.n += 1;
-            s.n == STAGED
-        };
-        if full {
-            self.flush();
+        let n = self.staged.n.get();
+        // SAFETY: see `Staged`; `n < STAGED` as a full stage is flushed
+        // at once.
+        unsafe { (*self.staged.events.get())[n] = (time, *event) };
+        self.staged.n.set(n + 1);
+        if n + 1 == STAGED {
+            self.flush_staged(n + 1);
         }
     }
 
     /// Records the staged events.
-    #[inline]
+    #[inline(always)]
     fn flush(&self) {
-        let mut s = self.staged.borrow_mut();
-        if s.n > 0 {
-            match &self.thread {
-                Some(thread) => self.rec.record_many_on(thread, &s.events[..s.n]),
-                None => self.rec.record_many(&s.events[..s.n]),
-            }
-            s.n = 0;
+        let n = self.staged.n.get();
+        if n > 0 {
+            self.flush_staged(n);
+        }
+    }
+
+    /// Records the `n` staged events (n > 0).
+    #[inline(never)]
+    fn flush_staged(&self, n: usize) {
+        self.staged.n.set(0);
+        // SAFETY: see `Staged`.
+        let events: &[(u64, Event)] = unsafe { &(&*self.staged.events.get())[..n] };
+        match &self.thread {
+            Some(thread) => self.rec.record_many_on(thread, events),
+            None => self.rec.record_many(events),
         }
     }
 

@@ -18,14 +18,15 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
-use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{OnceLock, RwLock};
 
 use raw::defs::rank_runs;
 use raw::{CommDef, Definition};
 use runtime::Recorder;
 
 use crate::abi::{Handle, MpiAbi};
+use crate::call::{self, Call, PerThread};
 use crate::pmpi;
 
 /// What events need to know about a communicator.
@@ -76,18 +77,23 @@ static GENERATION: AtomicU64 = AtomicU64::new(1);
 static NEXT_SEQ: AtomicU64 = AtomicU64::new(1);
 static WORLD_GROUP: AtomicUsize = AtomicUsize::new(0);
 static WORLD_RANK: AtomicUsize = AtomicUsize::new(0);
+/// `MPI_COMM_WORLD`'s handle and entry: most messages name it, and it is
+/// never freed, so its lookup skips the cache.
+static WORLD: OnceLock<(usize, CommInfo)> = OnceLock::new();
 
 const CACHE_SLOTS: usize = 4;
 
-#[derive(Default)]
-struct Cache {
+/// A thread's last used communicators, kept in its
+/// [`PerThread`](crate::call::PerThread).
+#[derive(Debug)]
+pub struct Cache {
     generation: u64,
     next: usize,
     slots: [Option<(usize, CommInfo)>; CACHE_SLOTS],
 }
 
-thread_local! {
-    static CACHE: RefCell<Cache> = RefCell::new(Cache::default());
+impl Cache {
+    pub const EMPTY: Cache = Cache { generation: 0, next: 0, slots: [None; CACHE_SLOTS] };
 }
 
 fn insert(key: usize, info: CommInfo) {
@@ -105,39 +111,46 @@ pub fn forget(key: usize) {
     GENERATION.fetch_add(1, Ordering::Release);
 }
 
-fn cached(key: usize) -> Option<CommInfo> {
+fn cached(cache: &RefCell<Cache>, key: usize) -> Option<CommInfo> {
     let generation = GENERATION.load(Ordering::Acquire);
-    CACHE
-        .try_with(|c| {
-            let mut c = c.try_borrow_mut().ok()?;
-            if c.generation != generation {
-                *c = Cache { generation, ..Cache::default() };
-                return None;
-            }
-            c.slots.iter().flatten().find(|(k, _)| *k == key).map(|(_, info)| *info)
-        })
-        .ok()
-        .flatten()
+    let mut c = cache.try_borrow_mut().ok()?;
+    if c.generation != generation {
+        *c = Cache { generation, ..Cache::EMPTY };
+        return None;
+    }
+    c.slots.iter().flatten().find(|(k, _)| *k == key).map(|(_, info)| *info)
 }
 
-fn remember(key: usize, info: CommInfo, generation: u64) {
-    let _ = CACHE.try_with(|c| {
-        if let Ok(mut c) = c.try_borrow_mut()
-            && c.generation == generation
-        {
-            let i = c.next;
-            c.slots[i] = Some((key, info));
-            c.next = (i + 1) % CACHE_SLOTS;
-        }
-    });
+fn remember(cache: &RefCell<Cache>, key: usize, info: CommInfo, generation: u64) {
+    if let Ok(mut c) = cache.try_borrow_mut()
+        && c.generation == generation
+    {
+        let i = c.next;
+        c.slots[i] = Some((key, info));
+        c.next = (i + 1) % CACHE_SLOTS;
+    }
 }
 
 /// The communicator behind `comm`, registering it on the spot (without
 /// a globally agreed key) if it was created behind our back.
 #[inline]
-pub fn lookup<A: MpiAbi>(rec: &Recorder, comm: A::Comm) -> Option<CommInfo> {
+pub fn lookup<A: MpiAbi>(call: &Call, comm: A::Comm) -> Option<CommInfo> {
+    lookup_with::<A>(call.per_thread(), call.rec, comm)
+}
+
+/// [`lookup`] outside a call's hooks.
+fn lookup_here<A: MpiAbi>(rec: &Recorder, comm: A::Comm) -> Option<CommInfo> {
+    call::per_thread(|t| lookup_with::<A>(t, rec, comm)).flatten()
+}
+
+fn lookup_with<A: MpiAbi>(thread: &PerThread, rec: &Recorder, comm: A::Comm) -> Option<CommInfo> {
     let key = comm.key();
-    if let Some(info) = cached(key) {
+    if let Some((world, info)) = WORLD.get()
+        && *world == key
+    {
+        return Some(*info);
+    }
+    if let Some(info) = cached(&thread.comms, key) {
         return Some(info);
     }
     let generation = GENERATION.load(Ordering::Acquire);
@@ -146,7 +159,7 @@ pub fn lookup<A: MpiAbi>(rec: &Recorder, comm: A::Comm) -> Option<CommInfo> {
         Some(info) => info,
         None => register_untracked::<A>(rec, comm)?,
     };
-    remember(key, info, generation);
+    remember(&thread.comms, key, info, generation);
     Some(info)
 }
 
@@ -196,6 +209,7 @@ pub fn register_predefined<A: MpiAbi>(rec: &Recorder) -> Option<(u32, u32)> {
     let all: Vec<u32> = (0..usize_).collect();
     let id = define(rec, (0, 0), "MPI_COMM_WORLD".into(), &all, None);
     insert(world.key(), CommInfo::intra(id, rank, size));
+    let _ = WORLD.set((world.key(), CommInfo::intra(id, rank, size)));
     let id = define(rec, (urank, u64::MAX), "MPI_COMM_SELF".into(), &[urank], None);
     insert(A::comm_self().key(), CommInfo::intra(id, 0, 1));
     Some((urank, usize_))
@@ -297,7 +311,7 @@ pub fn register_new<A: MpiAbi>(
         }
     };
     let root = *members.first()?;
-    let parent = parent.and_then(|p| lookup::<A>(rec, p)).map(|p| p.id);
+    let parent = parent.and_then(|p| lookup_here::<A>(rec, p)).map(|p| p.id);
     info.id = define(rec, (root, seq), format!("MPI_Comm {root}.{seq}"), &members, parent);
     insert(comm.key(), info);
     Some(info)
@@ -335,11 +349,12 @@ mod tests {
         let info = CommInfo::intra(7, 1, 4);
         insert(0xabc, info);
         assert_eq!(MAP.read().unwrap().as_ref().unwrap()[&0xabc], info);
+        let cache = RefCell::new(Cache::EMPTY);
         let g = GENERATION.load(Ordering::Acquire);
-        assert_eq!(cached(0xabc), None);
-        remember(0xabc, info, g);
-        assert_eq!(cached(0xabc), Some(info));
+        assert_eq!(cached(&cache, 0xabc), None);
+        remember(&cache, 0xabc, info, g);
+        assert_eq!(cached(&cache, 0xabc), Some(info));
         forget(0xabc);
-        assert_eq!(cached(0xabc), None, "a freed handle must not hit the cache");
+        assert_eq!(cached(&cache, 0xabc), None, "a freed handle must not hit the cache");
     }
 }

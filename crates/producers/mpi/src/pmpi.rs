@@ -245,10 +245,6 @@ pmpi! {
         a: A::Group, n: c_int, ranks: *const c_int, b: A::Group, out: *mut c_int
     );
     fn type_size_x = "PMPI_Type_size_x"(datatype: A::Datatype, size: *mut Count);
-    fn get_count = "PMPI_Get_count"(status: *const A::Status, datatype: A::Datatype, count: *mut c_int);
-    fn get_elements_x = "PMPI_Get_elements_x"(
-        status: *const A::Status, datatype: A::Datatype, count: *mut Count
-    );
     fn test_cancelled = "PMPI_Test_cancelled"(status: *const A::Status, flag: *mut c_int);
     fn bcast = "PMPI_Bcast"(buf: *mut c_void, count: c_int, datatype: A::Datatype, root: c_int, comm: A::Comm);
     fn ibcast = "PMPI_Ibcast"(
@@ -319,20 +315,11 @@ pub fn type_size<A: MpiAbi>(datatype: A::Datatype) -> u64 {
     if rc == A::SUCCESS { u64::try_from(size).unwrap_or(0) } else { 0 }
 }
 
-/// The bytes a completed receive delivered, from its status.
+/// The bytes a completed receive delivered, from its status (read from
+/// the status itself: see [`MpiAbi::status_bytes`]).
 #[inline]
 pub fn received_bytes<A: MpiAbi>(status: &A::Status) -> u64 {
-    let mut n: c_int = 0;
-    // SAFETY: `status` was filled by MPI for a completed receive.
-    let rc = unsafe { get_count::<A>(status, A::byte(), &mut n) };
-    if rc == A::SUCCESS && n != A::UNDEFINED {
-        return u64::try_from(n).unwrap_or(0);
-    }
-    // More than 2 GiB: the count does not fit an int.
-    let mut big: Count = 0;
-    // SAFETY: as above.
-    let rc = unsafe { get_elements_x::<A>(status, A::byte(), &mut big) };
-    if rc == A::SUCCESS { u64::try_from(big).unwrap_or(0) } else { 0 }
+    A::status_bytes(status)
 }
 
 /// Whether the request that filled `status` was cancelled.

@@ -10,23 +10,12 @@
 
 use std::cell::{RefCell, UnsafeCell};
 
-use crate::abi::{MAX_STATUS_BYTES, MpiAbi, assert_status_fits};
+use crate::abi::{MpiAbi, assert_status_fits};
+use crate::call::Call;
 
 thread_local! {
-    static ONE: UnsafeCell<[u64; MAX_STATUS_BYTES / 8]> =
-        const { UnsafeCell::new([0; MAX_STATUS_BYTES / 8]) };
     static MANY: UnsafeCell<Vec<u64>> = const { UnsafeCell::new(Vec::new()) };
     static KEYS: RefCell<Vec<usize>> = const { RefCell::new(Vec::new()) };
-}
-
-/// This thread's status slot, for a call that completes one request.
-///
-/// The pointer is valid until the thread exits; the re-entry guard makes
-/// the caller its only user while a wrapper runs.
-#[inline]
-pub fn status<A: MpiAbi>() -> *mut A::Status {
-    const { assert_status_fits::<A>() };
-    ONE.try_with(|s| s.get().cast::<A::Status>()).unwrap_or(std::ptr::null_mut())
 }
 
 /// This thread's array of `n` statuses, for the calls that complete
@@ -63,15 +52,15 @@ pub fn give_back_keys(v: Vec<usize>) {
     let _ = KEYS.try_with(|k| *k.borrow_mut() = v);
 }
 
-/// A status pointer the program passed, or ours if it passed
-/// `MPI_STATUS_IGNORE`.
+/// A status pointer the program passed, or, if it passed
+/// `MPI_STATUS_IGNORE`, the thread's own ([`PerThread`](crate::call::PerThread)),
+/// valid until the thread exits; the re-entry guard makes the call its
+/// only user while a wrapper runs.
 #[inline]
-pub fn substitute_status<A: MpiAbi>(status: &mut *mut A::Status) -> *mut A::Status {
+pub fn substitute_status<A: MpiAbi>(call: &Call, status: &mut *mut A::Status) -> *mut A::Status {
+    const { assert_status_fits::<A>() };
     if *status == A::status_ignore() || status.is_null() {
-        let ours = self::status::<A>();
-        if !ours.is_null() {
-            *status = ours;
-        }
+        *status = call.per_thread().status.get().cast::<A::Status>();
     }
     *status
 }

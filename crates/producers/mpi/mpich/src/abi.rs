@@ -112,6 +112,13 @@ unsafe impl MpiAbi for Mpich {
     fn status_tag(s: &Status) -> c_int {
         s.tag
     }
+    /// Bytes, split over `count_lo` and the upper 31 bits of
+    /// `count_hi_and_cancelled` (its lowest bit is the cancelled flag), as
+    /// MPICH's `MPIR_STATUS_GET_COUNT` reads them.
+    #[inline]
+    fn status_bytes(s: &Status) -> u64 {
+        u64::from(s.count_lo as u32) | (u64::from(s.count_hi_and_cancelled as u32 >> 1) << 32)
+    }
 }
 
 #[cfg(test)]

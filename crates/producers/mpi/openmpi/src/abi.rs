@@ -127,6 +127,11 @@ unsafe impl MpiAbi for OpenMpi {
     fn status_tag(s: &Status) -> c_int {
         s.tag
     }
+    /// `_ucount`: bytes (ompi_status_public_t, Open MPI 4 and 5).
+    #[inline]
+    fn status_bytes(s: &Status) -> u64 {
+        s.ucount as u64
+    }
 }
 
 #[cfg(test)]

@@ -145,7 +145,7 @@ impl Post for FortranRecv {
         if rc != 0 {
             return;
         }
-        if let Some(info) = comms::lookup::<OpenMpi>(call.rec, self.comm) {
+        if let Some(info) = comms::lookup::<OpenMpi>(call, self.comm) {
             p2p::record_recv::<OpenMpi>(call, &info, &status_f2c(self.status));
         }
     }

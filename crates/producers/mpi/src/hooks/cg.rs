@@ -70,7 +70,7 @@ impl<A: MpiAbi> Post for Named<A> {
     fn post(self, call: &Call, rc: c_int) {
         let Some(name) = self.name.filter(|n| !n.is_empty()) else { return };
         if rc == A::SUCCESS
-            && let Some(info) = comms::lookup::<A>(call.rec, self.comm)
+            && let Some(info) = comms::lookup::<A>(call, self.comm)
         {
             call.rec.define(&Definition::CommName { id: info.id, name });
         }
@@ -111,7 +111,7 @@ impl<A: MpiAbi> Post for IdupStarted<A> {
         if rc != A::SUCCESS || self.request.is_null() || self.newcomm.is_null() {
             return;
         }
-        let Some(info) = comms::lookup::<A>(call.rec, self.parent) else {
+        let Some(info) = comms::lookup::<A>(call, self.parent) else {
             return;
         };
         let mut idup = Idup::<A> {

@@ -39,7 +39,7 @@ impl Shape {
 /// own place when it is the root (`MPI_ROOT`), none for `MPI_PROC_NULL`,
 /// else the remote root's place.
 fn context<A: MpiAbi>(call: &Call, comm: A::Comm, root: Option<c_int>) -> Option<(u32, Ctx, Side, Option<u32>)> {
-    let info = comms::lookup::<A>(call.rec, comm)?;
+    let info = comms::lookup::<A>(call, comm)?;
     let ctx = Ctx {
         me: info.rank.max(0) as u64,
         n: info.size.max(1) as u64,

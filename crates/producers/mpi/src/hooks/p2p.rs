@@ -35,7 +35,7 @@ fn envelope<A: MpiAbi>(
     if dest == A::PROC_NULL || dest < 0 {
         return None;
     }
-    let info = comms::lookup::<A>(call.rec, comm)?;
+    let info = comms::lookup::<A>(call, comm)?;
     Some(Message { peer: info.peer(dest), comm: info.id, tag, bytes: pmpi::bytes_of::<A>(count, datatype) })
 }
 
@@ -85,7 +85,7 @@ impl<A: MpiAbi> Post for RecvPost<A> {
 /// `MPI_Recv`.
 #[inline]
 pub fn recv<A: MpiAbi>(call: &Call, comm: A::Comm, status: &mut *mut A::Status) -> RecvPost<A> {
-    RecvPost { status: scratch::substitute_status::<A>(status), comm: comms::lookup::<A>(call.rec, comm) }
+    RecvPost { status: scratch::substitute_status::<A>(call, status), comm: comms::lookup::<A>(call, comm) }
 }
 
 /// `MPI_Sendrecv`, `MPI_Sendrecv_replace`: both halves.
@@ -139,7 +139,7 @@ pub fn mprobe<A: MpiAbi>(call: &Call, comm: A::Comm, message: *mut A::Message) -
 
 /// `MPI_Improbe`.
 pub fn improbe<A: MpiAbi>(call: &Call, comm: A::Comm, flag: *const c_int, message: *mut A::Message) -> ProbePost<A> {
-    ProbePost { comm: comms::lookup::<A>(call.rec, comm), flag, message }
+    ProbePost { comm: comms::lookup::<A>(call, comm), flag, message }
 }
 
 fn take_message<A: MpiAbi>(message: *const A::Message) -> Option<CommInfo> {
@@ -152,8 +152,8 @@ fn take_message<A: MpiAbi>(message: *const A::Message) -> Option<CommInfo> {
 }
 
 /// `MPI_Mrecv`.
-pub fn mrecv<A: MpiAbi>(_: &Call, message: *mut A::Message, status: &mut *mut A::Status) -> RecvPost<A> {
-    RecvPost { comm: take_message::<A>(message), status: scratch::substitute_status::<A>(status) }
+pub fn mrecv<A: MpiAbi>(call: &Call, message: *mut A::Message, status: &mut *mut A::Status) -> RecvPost<A> {
+    RecvPost { comm: take_message::<A>(message), status: scratch::substitute_status::<A>(call, status) }
 }
 
 /// After the start of a non-blocking operation: track its request.
@@ -236,7 +236,7 @@ pub fn irecv<A: MpiAbi>(call: &Call, source: c_int, comm: A::Comm, request: *mut
     if !state::enabled(Group::Xnonblock) || source == A::PROC_NULL {
         return Track::none();
     }
-    match comms::lookup::<A>(call.rec, comm) {
+    match comms::lookup::<A>(call, comm) {
         Some(info) => recv_entry(&info, request, false),
         None => Track::none(),
     }
@@ -270,7 +270,7 @@ pub fn recv_init<A: MpiAbi>(call: &Call, source: c_int, comm: A::Comm, request: 
     if !state::enabled(Group::Xnonblock) || source == A::PROC_NULL {
         return Track::none();
     }
-    match comms::lookup::<A>(call.rec, comm) {
+    match comms::lookup::<A>(call, comm) {
         Some(info) => recv_entry(&info, request, true),
         None => Track::none(),
     }

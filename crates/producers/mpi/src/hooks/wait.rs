@@ -169,21 +169,22 @@ impl<A: MpiAbi> Post for Completion<A> {
 }
 
 /// `MPI_Wait`.
-pub fn wait<A: MpiAbi>(_: &Call, request: *mut A::Request, status: &mut *mut A::Status) -> Option<Completion<A>> {
-    one::<A>(request, std::ptr::null(), status, false)
+pub fn wait<A: MpiAbi>(call: &Call, request: *mut A::Request, status: &mut *mut A::Status) -> Option<Completion<A>> {
+    one::<A>(call, request, std::ptr::null(), status, false)
 }
 
 /// `MPI_Test`.
 pub fn test<A: MpiAbi>(
-    _: &Call,
+    call: &Call,
     request: *mut A::Request,
     flag: *mut c_int,
     status: &mut *mut A::Status,
 ) -> Option<Completion<A>> {
-    one::<A>(request, flag, status, true)
+    one::<A>(call, request, flag, status, true)
 }
 
 fn one<A: MpiAbi>(
+    call: &Call,
     request: *mut A::Request,
     flag: *const c_int,
     status: &mut *mut A::Status,
@@ -192,14 +193,14 @@ fn one<A: MpiAbi>(
     if !requests::any() {
         return None;
     }
-    let statuses = scratch::substitute_status::<A>(status);
+    let statuses = scratch::substitute_status::<A>(call, status);
     let outcome = Outcome::One { index: std::ptr::null(), flag };
     Some(Completion::new(1, request, statuses, outcome, is_test))
 }
 
 /// `MPI_Waitany` and `MPI_Testany` (`flag` null for the wait).
 pub fn any<A: MpiAbi>(
-    _: &Call,
+    call: &Call,
     count: c_int,
     requests: *mut A::Request,
     index: *mut c_int,
@@ -209,7 +210,7 @@ pub fn any<A: MpiAbi>(
     if !requests::any() {
         return None;
     }
-    let statuses = scratch::substitute_status::<A>(status);
+    let statuses = scratch::substitute_status::<A>(call, status);
     let outcome = Outcome::One { index, flag };
     Some(Completion::new(count, requests, statuses, outcome, !flag.is_null()))
 }
