@@ -19,7 +19,7 @@ pub fn heatmap(input: &Path, output: &Path, which: &str) -> Result<()> {
     let (labels, values, title): (Vec<String>, Vec<u128>, &str) = match which {
         "mpi" => (
             (0..c.mpi.n).map(|i| c.model.process_label(i)).collect(),
-            c.mpi.bytes.clone(),
+            (0..c.mpi.n * c.mpi.n).map(|k| c.mpi.cell(k / c.mpi.n, k % c.mpi.n).bytes).collect(),
             "MPI point-to-point bytes (row: sender, column: receiver)",
         ),
         _ => (
