@@ -91,11 +91,6 @@ pub enum MapSource {
 }
 
 impl MapSource {
-    /// Whether every process of the host reads this map.
-    pub fn shared(self) -> bool {
-        self != MapSource::Process
-    }
-
     /// Its code in a stream's Timer definition (1 to 3; 0 is clock_gettime).
     pub fn code(self) -> u8 {
         match self {
