@@ -10,7 +10,9 @@
 # environment with that mpi4py built against MPICH, and the libcupti of
 # NVIDIA's CUPTI wheels for CUDA 12 and 13 (cupti-sys's test of real
 # libraries; no GPU needed), and pycubexr (the reader the Cube profile
-# tests use) in a virtual environment there. Safe to run again.
+# tests use) in a virtual environment there, and a one-node Slurm
+# (munge, slurmctld, slurmd, started by scripts/slurm.sh) for the tests
+# under srun. Safe to run again.
 set -euo pipefail
 
 packages=(
@@ -19,6 +21,7 @@ packages=(
   libopenmpi-dev openmpi-bin mpich libmpich-dev gfortran
   binutils vite
   python3-mpi4py python3-venv python3-dev
+  munge slurmctld slurmd slurm-client
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -149,3 +152,7 @@ if ! "$pycubexr_venv/bin/python" -c "import importlib.metadata as m, sys; sys.ex
   /usr/bin/python3 -m venv "$pycubexr_venv"
   "$pycubexr_venv/bin/pip" install -q --only-binary :all: "pycubexr==2.1.1"
 fi
+
+# A one-node Slurm for crates/gputrace/tests/integration/slurm.rs (the
+# tests start it too, where it is installed but not running).
+./scripts/slurm.sh || echo "[setup] Slurm was not started: the tests under srun fail under CI=true" >&2

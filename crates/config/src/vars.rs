@@ -297,10 +297,15 @@ pub const VARS: &[Var] = &[
     Var {
         name: "GPUTRACE_TIMER",
         ty: VarType::Choice(&[
-            ("auto", "the TSC on the hosts where gputrace calibrated it (the host it runs on), else clock_gettime"),
+            (
+                "auto",
+                "the TSC with one map per host (gputrace's on its host, the host's map file in the experiment \
+                 directory on others), else clock_gettime",
+            ),
             (
                 "tsc",
-                "the TSC wherever usable, each process calibrating it on other hosts (clock_gettime where not usable)",
+                "the TSC wherever usable, a process calibrating it for itself where it finds no map of its host \
+                 (clock_gettime where not usable)",
             ),
             ("clock_gettime", "CLOCK_MONOTONIC through clock_gettime"),
         ]),
@@ -309,11 +314,13 @@ pub const VARS: &[Var] = &[
         brief: "The clock of every host timestamp: the TSC or clock_gettime.",
         help: "The TSC (rdtsc, an invariant counter: the CPU says constant_tsc and nonstop_tsc and \
                the kernel keeps it among its clock sources) costs a third of clock_gettime. It is \
-               mapped to CLOCK_MONOTONIC's nanoseconds by a calibration: gputrace calibrates once and \
-               hands the map to every process it starts on its host, so that they read one clock. With \
-               `auto` a process on another host reads clock_gettime (its host's processes then share \
-               CLOCK_MONOTONIC); with `tsc` it calibrates for itself, and only MPI's clock \
-               synchronization of other hosts corrects the difference. The archive's GPUTRACE::TIMER property says which timer was read \
+               mapped to CLOCK_MONOTONIC's nanoseconds by a calibration, one per host, so that a host's \
+               processes read one clock: gputrace calibrates once and hands the map to every process it \
+               starts on its host; on another host (a cluster's nodes) the first process calibrates and \
+               publishes the map in the experiment directory (raw/timer-<domain>.tsc), where the host's \
+               other processes read it. With `auto` a process that finds no map it can trust reads \
+               clock_gettime (after one warning, for a bad map file); with `tsc` it calibrates for itself, \
+               and only MPI's clock synchronization corrects the difference. The archive's GPUTRACE::TIMER property says which timer was read \
                (docs/architecture.md).",
     },
     Var {

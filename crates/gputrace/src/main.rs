@@ -83,6 +83,12 @@ fn exit_code_of(e: &anyhow::Error) -> u8 {
 
 fn run(cli: Cli) -> anyhow::Result<i32> {
     let settings = cli.settings();
+    if !matches!(cli.command, Some(Command::Run(_))) {
+        // A tool, not a traced run (which calibrates the map it hands
+        // on): it reads its host's map file never, and so never writes
+        // one into the experiment it merges.
+        merge::timer::init_for_tool();
+    }
     match cli.command {
         None => {
             let mut cmd = <Cli as clap::CommandFactory>::command();

@@ -44,6 +44,7 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
         .into());
     }
     let job_launcher = argv[0].clone();
+    let job_options = launcher.merge_job_options(argv);
     let program = launcher.program_name(argv);
     let experiment = match &config.experiment_directory {
         Some(dir) => Experiment::create_requested(dir).map_err(|e| UsageError(format!("{e:#}")))?,
@@ -131,7 +132,8 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
     let after_run =
         isolate::AfterRun { program_ended: Some(program_ended), remove_raw: !config.keep_raw && alive.is_empty() };
     if config.merge_ranks > 0 {
-        merge_as_job(&job_launcher, launcher, &experiment, settings, config.merge_ranks, after_run);
+        let job = Job { launcher_path: &job_launcher, launcher, options: &job_options };
+        merge_as_job(&job, &experiment, settings, config.merge_ranks, after_run);
         return Ok(code);
     }
     match isolate::merge(&experiment, settings, &config, false, &not_traced, after_run) {
@@ -149,12 +151,20 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
     Ok(code)
 }
 
+/// The program's launcher, for the merge as an MPI job.
+struct Job<'a> {
+    launcher_path: &'a std::ffi::OsStr,
+    launcher: Launcher,
+    /// Its options the merge's job needs too ([`Launcher::merge_job_options`]).
+    options: &'a [OsString],
+}
+
 /// The merge after a run as an MPI job of `ranks` ranks, started with the
 /// program's own launcher: `mpirun -np K gputrace merge --mpi DIR` (srun:
-/// `srun -n K`). Its ranks print the summary; a failure is one line.
+/// `srun -n K`, with the job's `--mpi` and where it ran). Its ranks print
+/// the summary; a failure is one line.
 fn merge_as_job(
-    job_launcher: &std::ffi::OsStr,
-    launcher: Launcher,
+    job: &Job<'_>,
     experiment: &Experiment,
     settings: &[(String, String)],
     ranks: u64,
@@ -164,8 +174,9 @@ fn merge_as_job(
         say!("[gputrace] error: cannot find the gputrace binary for the MPI merge; the raw streams are kept");
         return;
     };
-    let mut cmd = std::process::Command::new(job_launcher);
-    match launcher {
+    let mut cmd = std::process::Command::new(job.launcher_path);
+    cmd.args(job.options);
+    match job.launcher {
         Launcher::Srun => cmd.arg("-n"),
         _ => cmd.arg("-np"),
     };
@@ -196,7 +207,7 @@ fn merge_as_job(
         }
         Err(e) => say!(
             "[gputrace] error: cannot start the merge as an MPI job ({}: {e}); the raw streams are kept: {retry}",
-            job_launcher.to_string_lossy()
+            job.launcher_path.to_string_lossy()
         ),
     }
 }

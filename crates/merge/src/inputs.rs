@@ -227,11 +227,18 @@ pub fn load(raw_dir: &Path) -> Result<Loaded> {
 /// Removes the streams in `raw_dir` that hold nothing but why their
 /// producer recorded nothing (an Untraced record; no location, no event
 /// chunk, no damage), once that has been said: for the caller that
-/// removes an experiment directory where nothing was recorded. Anything
-/// else is left as it is.
+/// removes an experiment directory where nothing was recorded. The TSC
+/// maps of hosts (`raw::clock::host_map`) go too: they were only for the
+/// streams. Anything else is left as it is.
 pub fn remove_untraced_only(raw_dir: &Path) {
     let Ok(entries) = std::fs::read_dir(raw_dir) else { return };
     for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
+        if path.file_name().and_then(|n| n.to_str()).is_some_and(raw::clock::host_map::is_map_file)
+            && not_a_regular_file(&path).is_none()
+        {
+            let _ = std::fs::remove_file(&path);
+            continue;
+        }
         if path.extension().is_none_or(|x| x != "gtr") || not_a_regular_file(&path).is_some() {
             continue;
         }
@@ -647,6 +654,8 @@ mod tests {
         Definition::StreamEnd { time: 2, exit_started: 1 }.encode(&mut defs);
         file.write_chunk(raw::ChunkKind::Definitions, None, &defs).unwrap();
         drop(file);
+        // A host's TSC map beside the streams: not a stream, not a warning.
+        std::fs::write(raw.join(raw::clock::host_map::file_name(7)), "gputrace-tsc-map\n").unwrap();
         let Loaded { processes, not_traced, warnings } = load(&raw).unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(processes.len(), 2, "the ring's two processes, no third");
@@ -655,6 +664,6 @@ mod tests {
             [NotTraced { what: Part::Cuda, why: "CUPTI could not be loaded: x".into(), processes: 1 }]
         );
         remove_untraced_only(&raw);
-        assert_eq!(std::fs::read_dir(&raw).unwrap().count(), 2, "the ring's streams stay, the fact goes");
+        assert_eq!(std::fs::read_dir(&raw).unwrap().count(), 2, "the ring's streams stay, the fact and the map go");
     }
 }

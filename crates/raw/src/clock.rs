@@ -12,13 +12,16 @@
 //! - **tsc** (the default where usable): the invariant TSC (`rdtsc`, about
 //!   11 ns against `clock_gettime`'s 29 ns on the development machine),
 //!   converted to ns by a linear map calibrated against CLOCK_MONOTONIC:
-//!   `ns = ns0 + (tsc − tsc0) × mult / 2³²`. The `gputrace` command
-//!   calibrates once and hands the map to every process it starts on its
-//!   host (`GPUTRACE_TIMER_CALIBRATION`, with the host's clock domain), so
-//!   that all of them read exactly the same clock; a process on another
-//!   host (or started without the command) reads clock_gettime under
-//!   `auto`, and calibrates for itself over [`PROCESS_CALIBRATION`] only
-//!   under `tsc`. Usable means: an x86-64 CPU whose TSC is
+//!   `ns = ns0 + (tsc − tsc0) × mult / 2³²`. Every process of one host
+//!   reads one map, so that they all read exactly the same clock: the
+//!   `gputrace` command calibrates once and hands its map to every process
+//!   it starts on its host (`GPUTRACE_TIMER_CALIBRATION`, with the host's
+//!   clock domain); on another host the first process to look calibrates
+//!   and publishes the map in the experiment directory, where the host's
+//!   other processes find it ([`host_map`]). A process that has neither
+//!   (no experiment directory, a map file it cannot trust) reads
+//!   clock_gettime under `auto`, and calibrates for itself over
+//!   [`PROCESS_CALIBRATION`] only under `tsc`. Usable means: an x86-64 CPU whose TSC is
 //!   invariant (`constant_tsc` and `nonstop_tsc`) and that the kernel keeps
 //!   among its clock sources (it drops the TSC when its cores disagree).
 //! - **clock_gettime**: CLOCK_MONOTONIC through the vDSO, everywhere else.
@@ -34,8 +37,12 @@
 //! CLOCK_REALTIME is read only beside [`now`], once per stream, to align
 //! hosts that had no MPI clock synchronization.
 
+use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::time::Duration;
+
+pub mod host_map;
 
 /// Nanoseconds per second: the timer resolution written to OTF2.
 pub const TICKS_PER_SECOND: u64 = 1_000_000_000;
@@ -54,6 +61,10 @@ pub const TIMER_VARIABLE: &str = "GPUTRACE_TIMER";
 /// `domain:tsc0:ns0:mult` (decimal).
 pub const CALIBRATION_VARIABLE: &str = "GPUTRACE_TIMER_CALIBRATION";
 
+/// The experiment directory, whose `raw/` holds the TSC maps of the hosts
+/// the command did not calibrate ([`host_map`]).
+pub const DIRECTORY_VARIABLE: &str = "GPUTRACE_EXPERIMENT_DIRECTORY";
+
 /// The timer a process reads, as its stream header records it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Timer {
@@ -61,9 +72,43 @@ pub enum Timer {
     #[default]
     ClockGettime,
     /// The TSC, mapped to CLOCK_MONOTONIC ns; `hz` is the calibrated
-    /// frequency, `shared` whether the map came from the `gputrace`
-    /// command (the same for every process it started on this host).
-    Tsc { hz: u64, shared: bool },
+    /// frequency, `source` where the map came from.
+    Tsc { hz: u64, source: MapSource },
+}
+
+/// Where a process's TSC map came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MapSource {
+    /// The process calibrated it for itself (`GPUTRACE_TIMER=tsc` with no
+    /// shared map): no other process reads it.
+    Process,
+    /// The `gputrace` command, for every process it started on its host.
+    Command,
+    /// The host's map file in the experiment directory, calibrated by the
+    /// host's first process ([`host_map`]): the same for every process of
+    /// the host.
+    HostFile,
+}
+
+impl MapSource {
+    /// Its code in a stream's Timer definition (1 to 3; 0 is clock_gettime).
+    pub fn code(self) -> u8 {
+        match self {
+            MapSource::Process => 1,
+            MapSource::Command => 2,
+            MapSource::HostFile => 3,
+        }
+    }
+
+    /// The source a Timer definition's code names, if any.
+    pub fn from_code(code: u8) -> Option<MapSource> {
+        match code {
+            1 => Some(MapSource::Process),
+            2 => Some(MapSource::Command),
+            3 => Some(MapSource::HostFile),
+            _ => None,
+        }
+    }
 }
 
 impl Timer {
@@ -80,11 +125,15 @@ impl std::fmt::Display for Timer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match *self {
             Timer::ClockGettime => f.write_str("clock_gettime (CLOCK_MONOTONIC)"),
-            Timer::Tsc { hz, shared } => write!(
+            Timer::Tsc { hz, source } => write!(
                 f,
                 "tsc ({:.3} MHz, calibrated against CLOCK_MONOTONIC {})",
                 hz as f64 / 1e6,
-                if shared { "by gputrace" } else { "by the process" }
+                match source {
+                    MapSource::Process => "by the process",
+                    MapSource::Command => "by gputrace",
+                    MapSource::HostFile => "by the host's first process, shared through the experiment directory",
+                }
             ),
         }
     }
@@ -100,8 +149,11 @@ static MODE: AtomicU8 = AtomicU8::new(UNSET);
 static TSC0: AtomicU64 = AtomicU64::new(0);
 static NS0: AtomicU64 = AtomicU64::new(0);
 static MULT: AtomicU64 = AtomicU64::new(0);
-static SHARED: AtomicU8 = AtomicU8::new(0);
+static SOURCE: AtomicU8 = AtomicU8::new(0);
 static INIT: std::sync::Once = std::sync::Once::new();
+// Why the host's map was not read, when it was not: for the runtime's
+// one warning line (this crate prints nothing).
+static PROBLEM: OnceLock<String> = OnceLock::new();
 
 fn read(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
@@ -157,7 +209,10 @@ pub fn now() -> u64 {
 pub fn timer() -> Timer {
     init();
     match MODE.load(Ordering::Acquire) {
-        TSC => Timer::Tsc { hz: hz_of(MULT.load(Ordering::Relaxed)), shared: SHARED.load(Ordering::Relaxed) == 1 },
+        TSC => Timer::Tsc {
+            hz: hz_of(MULT.load(Ordering::Relaxed)),
+            source: MapSource::from_code(SOURCE.load(Ordering::Relaxed)).unwrap_or(MapSource::Process),
+        },
         _ => Timer::ClockGettime,
     }
 }
@@ -167,33 +222,62 @@ fn hz_of(mult: u64) -> u64 {
 }
 
 /// Chooses the timer once: from `GPUTRACE_TIMER` (default `auto`) and, for
-/// the TSC, from the command's calibration when it is this host's.
+/// the TSC, from the command's calibration when it is this host's, else
+/// from this host's map file in the experiment directory.
 pub fn init() {
     INIT.call_once(|| {
         let wanted = std::env::var(TIMER_VARIABLE).unwrap_or_default();
-        let handed = std::env::var(CALIBRATION_VARIABLE).ok().and_then(|v| parse_calibration(&v));
+        let wanted = wanted.trim();
         // `tsc` where it cannot be trusted falls back too: a wrong clock
-        // is worse than a slower one. `auto` reads the TSC only with the
-        // command's map for this host: processes of one host that each
-        // calibrated for themselves would differ by their calibrations'
-        // errors (µs, growing), and the merge takes processes of one host
-        // to share one clock.
-        let map = match wanted.trim() {
-            "clock_gettime" => None,
-            "tsc" if tsc_usable() => {
-                Some(handed.map_or_else(|| (calibrate(PROCESS_CALIBRATION), false), |m| (m, true)))
-            }
-            _ if tsc_usable() => handed.map(|m| (m, true)),
-            _ => None,
-        };
-        match map {
-            Some((map, shared)) => install(map, shared),
-            None => MODE.store(GETTIME, Ordering::Release),
+        // is worse than a slower one.
+        if wanted == "clock_gettime" || !tsc_usable() {
+            MODE.store(GETTIME, Ordering::Release);
+            return;
+        }
+        if let Some(map) = std::env::var(CALIBRATION_VARIABLE).ok().and_then(|v| parse_calibration(&v)) {
+            install(map, MapSource::Command);
+            return;
+        }
+        // No map from the command for this host: the host's own, shared
+        // through the experiment directory. `auto` reads the TSC only with
+        // a shared map: processes of one host that each calibrated for
+        // themselves would differ by their calibrations' errors (hundreds
+        // of ns, growing), and the merge takes processes of one host to
+        // share one clock.
+        let shared = host_map_directory().map(|dir| {
+            host_map::load_or_publish(&dir, domain(), || calibrate(LAUNCHER_CALIBRATION))
+                .map_err(|e| PROBLEM.get_or_init(|| describe_problem(&e, wanted == "tsc")).clone())
+        });
+        match (shared, wanted) {
+            (Some(Ok(map)), _) => install(map, MapSource::HostFile),
+            (_, "tsc") => install(calibrate(PROCESS_CALIBRATION), MapSource::Process),
+            _ => MODE.store(GETTIME, Ordering::Release),
         }
     });
 }
 
-fn install(map: Map, shared: bool) {
+fn describe_problem(e: &host_map::Error, tsc: bool) -> String {
+    if tsc {
+        format!("{e}; this process calibrates the TSC for itself (GPUTRACE_TIMER=tsc)")
+    } else {
+        format!("{e}; this process reads clock_gettime instead of the TSC")
+    }
+}
+
+/// Where this host's map file is looked for: `raw/` of the experiment
+/// directory, when the environment names one.
+fn host_map_directory() -> Option<PathBuf> {
+    std::env::var_os(DIRECTORY_VARIABLE).filter(|d| !d.is_empty()).map(|d| PathBuf::from(d).join("raw"))
+}
+
+/// Why this process does not read its host's shared TSC map, when it has
+/// an experiment directory and does not (a map file it cannot trust, a
+/// directory it cannot write): for one warning line.
+pub fn problem() -> Option<&'static str> {
+    PROBLEM.get().map(String::as_str)
+}
+
+fn install(map: Map, source: MapSource) {
     if map.mult == 0 {
         MODE.store(GETTIME, Ordering::Release);
         return;
@@ -201,13 +285,13 @@ fn install(map: Map, shared: bool) {
     TSC0.store(map.tsc0, Ordering::Relaxed);
     NS0.store(map.ns0, Ordering::Relaxed);
     MULT.store(map.mult, Ordering::Relaxed);
-    SHARED.store(u8::from(shared), Ordering::Relaxed);
+    SOURCE.store(source.code(), Ordering::Relaxed);
     MODE.store(TSC, Ordering::Release);
 }
 
 /// A TSC → ns map.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Map {
+pub struct Map {
     tsc0: u64,
     ns0: u64,
     /// ns per tick × 2³².
@@ -250,7 +334,23 @@ pub fn init_for_launcher() {
             MODE.store(GETTIME, Ordering::Release);
             return;
         }
-        install(calibrate(LAUNCHER_CALIBRATION), true);
+        install(calibrate(LAUNCHER_CALIBRATION), MapSource::Command);
+    });
+}
+
+/// For gputrace's own tools (the merge, the reports): the command's map
+/// when it handed one for this host, else clock_gettime. Never the host's
+/// map file: a tool run with `GPUTRACE_EXPERIMENT_DIRECTORY` set (the merge
+/// the command starts) neither calibrates nor leaves a map file in the
+/// experiment it reads.
+pub fn init_for_tool() {
+    INIT.call_once(|| {
+        let wanted = std::env::var(TIMER_VARIABLE).unwrap_or_default();
+        let handed = std::env::var(CALIBRATION_VARIABLE).ok().and_then(|v| parse_calibration(&v));
+        match handed {
+            Some(map) if wanted.trim() != "clock_gettime" && tsc_usable() => install(map, MapSource::Command),
+            _ => MODE.store(GETTIME, Ordering::Release),
+        }
     });
 }
 

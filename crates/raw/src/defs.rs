@@ -564,8 +564,8 @@ impl Definition {
                 out.push(tag::TIMER);
                 match *timer {
                     crate::clock::Timer::ClockGettime => out.push(0),
-                    crate::clock::Timer::Tsc { hz, shared } => {
-                        out.push(if shared { 2 } else { 1 });
+                    crate::clock::Timer::Tsc { hz, source } => {
+                        out.push(source.code());
                         put_u64(out, hz);
                     }
                 }
@@ -674,8 +674,10 @@ impl Definition {
             tag::UNTRACED => Definition::Untraced { reason: c.string()? },
             tag::TIMER => Definition::Timer(match c.u8()? {
                 0 => crate::clock::Timer::ClockGettime,
-                k @ (1 | 2) => crate::clock::Timer::Tsc { hz: c.u64()?, shared: k == 2 },
-                _ => return Err(Malformed),
+                k => {
+                    let source = crate::clock::MapSource::from_code(k).ok_or(Malformed)?;
+                    crate::clock::Timer::Tsc { hz: c.u64()?, source }
+                }
             }),
             tag::CUDA_NAME => {
                 Definition::CudaName { kind: CudaObject::from_code(c.u8()?)?, handle: c.u64()?, name: c.string()? }
@@ -739,8 +741,12 @@ mod tests {
             Definition::Signal { signal: 15, time: 1300 },
             Definition::Untraced { reason: "CUPTI could not be loaded: no libcupti.so".into() },
             Definition::Timer(crate::clock::Timer::ClockGettime),
-            Definition::Timer(crate::clock::Timer::Tsc { hz: 2_445_406_000, shared: true }),
-            Definition::Timer(crate::clock::Timer::Tsc { hz: 3_000_000_000, shared: false }),
+            Definition::Timer(crate::clock::Timer::Tsc { hz: 2_445_406_000, source: crate::clock::MapSource::Command }),
+            Definition::Timer(crate::clock::Timer::Tsc { hz: 3_000_000_000, source: crate::clock::MapSource::Process }),
+            Definition::Timer(crate::clock::Timer::Tsc {
+                hz: 2_400_000_123,
+                source: crate::clock::MapSource::HostFile,
+            }),
             Definition::CommName { id: 1, name: "halo rows".into() },
             Definition::ThreadName { tid: 4243, name: "data loader".into() },
             Definition::CudaName { kind: CudaObject::Stream, handle: 0x7f00_1234_5600, name: "copies".into() },

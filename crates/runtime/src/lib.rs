@@ -136,6 +136,11 @@ impl Recorder {
     pub fn create(dir: &Path, producer: Producer, options: RecorderOptions) -> std::io::Result<Recorder> {
         let rec = Self::create_with_header(dir, identity::stream_header(producer), options)?;
         rec.define(&Definition::Timer(raw::clock::timer()));
+        if let Some(problem) = raw::clock::problem() {
+            // The host's shared TSC map could not be read or published:
+            // said once per process, by its first stream.
+            diag::warn_once(problem);
+        }
         Ok(rec)
     }
 

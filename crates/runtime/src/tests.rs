@@ -378,3 +378,86 @@ fn an_untraced_stream_holds_only_why_and_its_end() {
     assert!(raw.definitions.iter().any(|d| matches!(d, Definition::StreamEnd { .. })));
     assert!(!raw.definitions.iter().any(|d| matches!(d, Definition::Location { .. })));
 }
+
+/// The child's part of the host map tests: one stream in the experiment
+/// directory its environment names, with the timer the clock chose.
+#[test]
+fn host_map_child_records() {
+    let Some(dir) = std::env::var_os("GPUTRACE_TEST_HOST_MAP") else { return };
+    let rec = recorder(Path::new(&dir), 256 << 10);
+    rec.finish();
+}
+
+/// A process started without the `gputrace` command but with an
+/// experiment directory (a rank on another host) reads the TSC through
+/// its host's map file: the first publishes it, the next reads the same;
+/// a map file it cannot trust is one warning line and clock_gettime.
+#[test]
+fn processes_without_the_command_share_the_hosts_map() {
+    let dir = tempfile::tempdir().unwrap();
+    let exp = dir.path().join("exp");
+    let run = |exp: &Path| {
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", "tests::host_map_child_records", "--nocapture", "--test-threads=1"])
+            .env("GPUTRACE_TEST_HOST_MAP", exp)
+            .env("GPUTRACE_EXPERIMENT_DIRECTORY", exp)
+            .env_remove(raw::clock::CALIBRATION_VARIABLE)
+            .env_remove(raw::clock::TIMER_VARIABLE)
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Never a hang, whatever the map file is.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while child.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                child.kill().unwrap();
+                panic!("the child hung");
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
+        let mut timers = Vec::new();
+        for e in std::fs::read_dir(exp.join("raw")).unwrap() {
+            let path = e.unwrap().path();
+            if path.extension().is_some_and(|x| x == "gtr") {
+                let raw = RawFile::open(&path).unwrap();
+                let timer = raw.definitions.iter().find_map(|d| match d {
+                    Definition::Timer(t) => Some(*t),
+                    _ => None,
+                });
+                timers.push(timer.unwrap());
+                std::fs::remove_file(&path).unwrap();
+            }
+        }
+        assert_eq!(timers.len(), 1, "{err}");
+        (timers[0], err)
+    };
+    let map_file = exp.join("raw").join(raw::clock::host_map::file_name(raw::clock::domain()));
+    let (first, err) = run(&exp);
+    assert!(!err.contains("[gputrace]"), "{err}");
+    if !raw::clock::tsc_usable() {
+        assert_eq!(first, raw::clock::Timer::ClockGettime);
+        return;
+    }
+    assert!(matches!(first, raw::clock::Timer::Tsc { source: raw::clock::MapSource::HostFile, .. }), "{first:?}");
+    assert!(map_file.is_file());
+    let (second, err) = run(&exp);
+    assert!(!err.contains("[gputrace]"), "{err}");
+    assert_eq!(second, first, "the second process read the first's map");
+
+    // A FIFO where the map should be: one line, clock_gettime, no hang.
+    let exp = dir.path().join("exp-fifo");
+    std::fs::create_dir_all(exp.join("raw")).unwrap();
+    let fifo = exp.join("raw").join(raw::clock::host_map::file_name(raw::clock::domain()));
+    let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    let (timer, err) = run(&exp);
+    assert_eq!(timer, raw::clock::Timer::ClockGettime);
+    let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("[gputrace]")).collect();
+    assert_eq!(ours.len(), 1, "{err}");
+    assert!(ours[0].contains("is a FIFO") && ours[0].contains("reads clock_gettime"), "{err}");
+}

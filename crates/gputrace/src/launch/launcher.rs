@@ -190,6 +190,8 @@ impl Launcher {
                     "--gres",
                     "--mem",
                     "--export",
+                    "--mpi",
+                    "--qos",
                 ],
                 &[],
             ),
@@ -259,6 +261,42 @@ impl Launcher {
             }
         }
         None
+    }
+
+    /// The launcher's options of the job that the merge as an MPI job
+    /// (`--merge-ranks`) must be started with too: for srun, the PMI
+    /// (`--mpi`: Open MPI's ranks need `pmix`, MPICH's `pmi2`, and the
+    /// merge's library is chosen from it) and where the job may run
+    /// (partition, account, QOS). None for the other launchers: the MPI of
+    /// their ranks is the launcher's own.
+    pub fn merge_job_options(self, argv: &[OsString]) -> Vec<OsString> {
+        if self != Launcher::Srun {
+            return Vec::new();
+        }
+        const CARRIED: [(&str, &str); 4] = [("--mpi", ""), ("--partition", "-p"), ("--account", "-A"), ("--qos", "-q")];
+        let end = self.program_index(argv).unwrap_or(argv.len());
+        let mut out = Vec::new();
+        let mut i = 1;
+        while i < end {
+            let a = argv[i].to_string_lossy();
+            if a == "--" {
+                break;
+            }
+            let (name, inline) = match a.split_once('=') {
+                Some((n, _)) if n.starts_with("--") => (n, true),
+                _ => (a.as_ref(), false),
+            };
+            let carried = CARRIED.iter().any(|(long, short)| name == *long || (!short.is_empty() && name == *short));
+            let takes_value = !inline && self.options_with_values().0.contains(&name);
+            if carried {
+                out.push(argv[i].clone());
+                if takes_value && let Some(v) = argv.get(i + 1) {
+                    out.push(v.clone());
+                }
+            }
+            i += if takes_value { 2 } else { 1 };
+        }
+        out
     }
 
     /// The name to put in the experiment directory: the program, or for
@@ -387,6 +425,17 @@ mod tests {
         assert_eq!(Launcher::Srun.program_name(&a), "solver");
         assert_eq!(Launcher::None.program_name(&argv("/bin/echo hi")), "echo");
         assert_eq!(Launcher::Hydra.program_name(&argv("mpiexec -n 2 python -m mypkg.run")), "mypkg.run");
+    }
+
+    #[test]
+    fn the_merge_job_gets_the_programs_pmi_and_partition() {
+        let a = argv("srun --mpi=pmix -p debug -n 8 --account proj -q high --export=ALL ./app --mpi=no -p x");
+        assert_eq!(Launcher::Srun.merge_job_options(&a), argv("--mpi=pmix -p debug --account proj -q high"));
+        let a = argv("srun --mpi pmi2 -n 2 ./app");
+        assert_eq!(Launcher::Srun.program_name(&a), "app");
+        assert_eq!(Launcher::Srun.merge_job_options(&a), argv("--mpi pmi2"));
+        assert!(Launcher::Srun.merge_job_options(&argv("srun -n 2 ./a")).is_empty());
+        assert!(Launcher::OpenMpi.merge_job_options(&argv("mpirun --mca pml ob1 -np 2 ./a")).is_empty());
     }
 
     #[test]

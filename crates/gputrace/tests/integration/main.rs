@@ -17,5 +17,6 @@ mod nvtx;
 mod parallel_merge;
 mod profile;
 mod scale;
+mod slurm;
 mod stops;
 mod util;

@@ -362,6 +362,11 @@ fn archives_follow_score_p_conventions() {
 /// send by more than the clock measurement's error (half the best round
 /// trip at each end: microseconds here when the machine is quiet, up to
 /// about a millisecond when the whole suite runs beside it).
+///
+/// Where the TSC is usable, the processes of a node read it through the
+/// node's own map, calibrated inside the node's time namespace by its
+/// first process and published in the experiment directory: one map file
+/// per node, and both ranks of a node with the identical map.
 #[test]
 fn simulated_nodes_share_one_clock() {
     let can = Command::new("unshare")
@@ -380,11 +385,57 @@ fn simulated_nodes_share_one_clock() {
     let out = trace(
         &exp,
         &[mpirun, "-np", "8", node.to_str().unwrap(), exe.to_str().unwrap(), "-n", "2"],
-        &[("NODE_DIR", dir.to_str().unwrap()), ("RANKS_PER_NODE", "2"), ("NODE_SECONDS", "7")],
+        &[("NODE_DIR", dir.to_str().unwrap()), ("RANKS_PER_NODE", "2"), ("NODE_SECONDS", "7"), KEEP_RAW],
     );
     let err = text(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("8 processes (8 MPI ranks) on 4 hosts"), "{err}");
+    assert!(!err.contains("TSC map"), "no map file was refused: {err}");
+    if tsc_usable() {
+        assert_eq!(timer_property(&exp.join("traces.otf2")), "tsc", "the nodes' processes read the TSC");
+        let raw_dir = exp.join("raw");
+        // One map per node: tagged with the node's clock domain.
+        let mut map_hz = std::collections::BTreeSet::new();
+        let mut domains = std::collections::BTreeSet::new();
+        for entry in std::fs::read_dir(&raw_dir).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            if name.ends_with(".gtr") {
+                continue;
+            }
+            assert!(name.starts_with("timer-") && name.ends_with(".tsc"), "{name} in raw/");
+            let line = std::fs::read_to_string(raw_dir.join(&name)).unwrap();
+            let words: Vec<&str> = line.trim_end().split(' ').collect();
+            assert_eq!((words.len(), words[0], words[1]), (6, "gputrace-tsc-map", "1"), "{name}: {line}");
+            assert_eq!(format!("timer-{}.tsc", words[2]), name, "the file is named by its domain");
+            domains.insert(words[2].to_string());
+            let mult: u128 = words[5].parse().unwrap();
+            map_hz.insert(((1u128 << 32) * 1_000_000_000 / mult) as u64);
+        }
+        assert_eq!(domains.len(), 4, "a map per node: {domains:?}");
+        // Each rank read its node's map: the same frequency for both ranks
+        // of a node, and one of the published maps'.
+        let mut hz_of_host: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+        for entry in std::fs::read_dir(&raw_dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|x| x != "gtr") {
+                continue;
+            }
+            let stream = raw::RawFile::open(&path).unwrap();
+            let timer = stream.definitions.iter().find_map(|d| match d {
+                raw::Definition::Timer(t) => Some(*t),
+                _ => None,
+            });
+            let Some(raw::clock::Timer::Tsc { hz, source: raw::clock::MapSource::HostFile }) = timer else {
+                panic!("{}: {timer:?}, not the node's map", path.display());
+            };
+            assert!(map_hz.contains(&hz), "{}: {hz} Hz is no published map's ({map_hz:?})", path.display());
+            hz_of_host.entry(stream.header.host.clone()).or_default().push(hz);
+        }
+        assert_eq!(hz_of_host.len(), 4, "{hz_of_host:?}");
+        for (host, hz) in &hz_of_host {
+            assert!(hz.len() == 2 && hz[0] == hz[1], "{host}: its ranks read different maps: {hz:?}");
+        }
+    }
     let check = Command::new("/usr/bin/python3")
         .arg(workspace().join("tests/scripts/message_order.py"))
         .arg(exp.join("traces.otf2"))
@@ -416,6 +467,19 @@ fn simulated_nodes_share_one_clock() {
     }
 }
 
+/// Whether the TSC can stand in for CLOCK_MONOTONIC here (x86-64, an
+/// invariant TSC the kernel keeps as a clock source), read as the tests'
+/// own check of what raw::clock decides.
+fn tsc_usable() -> bool {
+    let flags = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let sources = std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/available_clocksource")
+        .unwrap_or_default();
+    cfg!(target_arch = "x86_64")
+        && flags.split_whitespace().any(|f| f == "constant_tsc")
+        && flags.split_whitespace().any(|f| f == "nonstop_tsc")
+        && sources.split_whitespace().any(|c| c == "tsc")
+}
+
 /// The archive's `GPUTRACE::TIMER` property, as `otf2-print` shows it.
 fn timer_property(anchor: &std::path::Path) -> String {
     let out = Command::new("otf2-print").arg("--show-info").arg(anchor).output().unwrap();
@@ -431,13 +495,7 @@ fn the_timer_is_chosen_and_named_in_the_archive() {
     // TSC the kernel keeps as a clock source) it is the default; every
     // rank reads the map gputrace calibrated, so messages stay in order
     // on one host without any correction.
-    let flags = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let sources = std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/available_clocksource")
-        .unwrap_or_default();
-    let usable = cfg!(target_arch = "x86_64")
-        && flags.split_whitespace().any(|f| f == "constant_tsc")
-        && flags.split_whitespace().any(|f| f == "nonstop_tsc")
-        && sources.split_whitespace().any(|c| c == "tsc");
+    let usable = tsc_usable();
     let (mpicc, mpirun, _) = openmpi();
     let exe = compile(mpicc, "p2p.c");
     for (option, want) in

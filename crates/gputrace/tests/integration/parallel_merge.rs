@@ -32,14 +32,14 @@ fn traced_ring(name: &str, ranks: u32) -> PathBuf {
 }
 
 /// A copy of the experiment's raw streams in a fresh directory.
-fn copy_raw(from: &Path, name: &str) -> PathBuf {
+pub(crate) fn copy_raw(from: &Path, name: &str) -> PathBuf {
     let dir = fresh_dir(name);
     copy_dir(&from.join("raw"), &dir.join("raw"));
     dir
 }
 
 /// `gputrace merge ARGS DIR`.
-fn merge_with(dir: &Path, args: &[&str]) -> Output {
+pub(crate) fn merge_with(dir: &Path, args: &[&str]) -> Output {
     let mut cmd = Command::new(gputrace());
     cmd.arg("merge").args(args).arg(dir);
     run(&mut cmd)
@@ -48,7 +48,7 @@ fn merge_with(dir: &Path, args: &[&str]) -> Output {
 /// Every event `otf2-print` lists, in its order, with the definitions'
 /// numbers (`<12>`) left out: strings and attributes met while events are
 /// written are numbered in the order the threads meet them.
-fn printed_events(anchor: &Path) -> Vec<String> {
+pub(crate) fn printed_events(anchor: &Path) -> Vec<String> {
     let out = Command::new("otf2-print").arg(anchor).output().unwrap();
     assert!(out.status.success(), "otf2-print failed on {}: {}", anchor.display(), text(&out.stderr));
     text(&out.stdout).lines().map(without_refs).collect()
@@ -74,7 +74,7 @@ fn without_refs(line: &str) -> String {
 
 /// The summary's first line (processes, locations, events) and its
 /// messages line.
-fn summary_lines(stderr: &str) -> Vec<String> {
+pub(crate) fn summary_lines(stderr: &str) -> Vec<String> {
     stderr
         .lines()
         .filter(|l| l.contains(" locations, ") || l.starts_with("[gputrace] messages:"))
@@ -83,14 +83,14 @@ fn summary_lines(stderr: &str) -> Vec<String> {
 }
 
 /// What a merged directory holds, for comparing merges.
-struct Merged {
-    facts: serde_json::Value,
-    events: Vec<String>,
-    summary: Vec<String>,
-    profile: Option<serde_json::Value>,
+pub(crate) struct Merged {
+    pub facts: serde_json::Value,
+    pub events: Vec<String>,
+    pub summary: Vec<String>,
+    pub profile: Option<serde_json::Value>,
 }
 
-fn merged(dir: &Path, out: &Output, python: Option<&Path>) -> Merged {
+pub(crate) fn merged(dir: &Path, out: &Output, python: Option<&Path>) -> Merged {
     let stderr = text(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "the merge failed: {stderr}");
     let anchor = dir.join("traces.otf2");
@@ -104,7 +104,7 @@ fn merged(dir: &Path, out: &Output, python: Option<&Path>) -> Merged {
     }
 }
 
-fn assert_same(what: &str, a: &Merged, b: &Merged) {
+pub(crate) fn assert_same(what: &str, a: &Merged, b: &Merged) {
     assert_eq!(a.facts, b.facts, "{what}: the archive's facts differ");
     assert_eq!(a.events.len(), b.events.len(), "{what}: otf2-print lists another number of lines");
     if let Some(i) = (0..a.events.len()).find(|&i| a.events[i] != b.events[i]) {

@@ -270,7 +270,13 @@ fn exported_entry_points_record_and_capture() {
 
     // The live stream.
     let raw_dir = dir.path().join("exp/raw");
-    let path = std::fs::read_dir(&raw_dir).unwrap().next().unwrap().unwrap().path();
+    // The stream (beside it, this host's TSC map: the test ran without
+    // the command's).
+    let path = std::fs::read_dir(&raw_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "gtr"))
+        .expect("the live stream");
     let live = Stream::open(&path);
     live.check_nesting();
     let mut comms = live.nccl_comms();
