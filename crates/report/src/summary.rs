@@ -99,6 +99,26 @@ pub struct RunSummary {
     pub merge_time: Duration,
     /// From the program's last process finishing to the archive written.
     pub exit_to_archive: Option<u64>,
+    /// What the message-based clock correction did, for a job on several
+    /// hosts.
+    pub clocks: Option<Clocks>,
+}
+
+/// The message-based clock correction of a job on several hosts.
+#[derive(Debug, Clone, Default)]
+pub struct Clocks {
+    pub hosts: usize,
+    /// Point-to-point messages paired.
+    pub messages: u64,
+    /// Received before their send on the measured clocks, and after the
+    /// correction.
+    pub before: u64,
+    pub after: u64,
+    /// Receives moved (true), or hosts' clocks shifted by a constant.
+    pub moved_receives: bool,
+    /// Hosts shifted or receives moved, and by how much at most (ns).
+    pub moved: u64,
+    pub max_shift: u64,
 }
 
 impl RunSummary {
@@ -112,6 +132,7 @@ impl RunSummary {
             self.mpi_table(&mut s, top);
         }
         self.messages(&mut s, tables);
+        self.clocks(&mut s);
         self.gpu_work(&mut s, tables);
         self.losses(&mut s);
         self.archive_line(&mut s);
@@ -194,6 +215,37 @@ impl RunSummary {
                 let _ = writeln!(s, "  {:<24} {:>12} {:>12}", r.name, thousands(r.calls), human_ns(r.time));
             }
         }
+    }
+
+    fn clocks(&self, s: &mut String) {
+        let Some(c) = &self.clocks else { return };
+        if c.before == 0 {
+            let _ = writeln!(
+                s,
+                "clocks: {} hosts; each of {} messages received after its send on the measured clocks",
+                c.hosts,
+                thousands(c.messages)
+            );
+            return;
+        }
+        let how = if c.moved_receives {
+            format!(
+                "no constant per host orders them: {} receive{} moved later, by up to {}",
+                thousands(c.moved),
+                plural(c.moved, "s"),
+                human_ns(c.max_shift)
+            )
+        } else {
+            format!("{} host clock{} shifted by up to {}", c.moved, plural(c.moved, "s"), human_ns(c.max_shift))
+        };
+        let _ = writeln!(
+            s,
+            "clocks: {} hosts; {} of {} messages received before their send on the measured clocks; {how}; {} now",
+            c.hosts,
+            thousands(c.before),
+            thousands(c.messages),
+            thousands(c.after)
+        );
     }
 
     fn gpu_work(&self, s: &mut String, tables: bool) {
