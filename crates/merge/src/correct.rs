@@ -53,7 +53,8 @@ pub const MIN_LATENCY: u64 = 1;
 pub struct Report {
     /// Clock domains (hosts) of the job.
     pub domains: usize,
-    /// Point-to-point messages paired.
+    /// Point-to-point messages paired between processes on different
+    /// clocks (hosts).
     pub messages: u64,
     /// Receives before their send on the measured clocks.
     pub before: u64,
@@ -184,8 +185,22 @@ pub fn correct(processes: &[Process], clocks: &mut [ClockMap], jobs: usize) -> O
     let dom: Vec<usize> =
         processes.iter().map(|p| domains.binary_search(&p.clock_domain).expect("a domain of the list")).collect();
     let reference = processes.iter().position(|p| p.mpi.is_some_and(|(r, _)| r == 0)).unwrap_or(0);
-    let all = read_all(processes, jobs);
-    let pairs = pair(processes, &all);
+    // Processes of one clock map (one host's, as its ranks all get the
+    // measurement of the one that was measured) cannot disagree: only the
+    // messages between maps are read.
+    let class = map_classes(&dom, clocks);
+    let mut class_of_rank = Vec::new();
+    for (p, c) in processes.iter().zip(&class) {
+        if let Some((r, _)) = p.mpi {
+            let r = r as usize;
+            if class_of_rank.len() <= r {
+                class_of_rank.resize(r + 1, u32::MAX);
+            }
+            class_of_rank[r] = *c;
+        }
+    }
+    let mut all = read_all(processes, jobs, Some((&class_of_rank, &class)));
+    let mut pairs = pair(processes, &all);
     let mut report = Report { domains: domains.len(), messages: pairs.len() as u64, ..Report::default() };
     let global = |clocks: &[ClockMap], (p, i): (usize, usize)| clocks[p].global(all[p].msgs[i].t);
     // Each message asks δ_b − δ_a ≥ w; the largest w per pair of domains.
@@ -216,7 +231,11 @@ pub fn correct(processes: &[Process], clocks: &mut [ClockMap], jobs: usize) -> O
         report.moved = shift.iter().filter(|&&d| d != 0).count() as u64;
         report.max_shift = shift.iter().map(|d| d.unsigned_abs()).max().unwrap_or(0);
     } else {
+        // Moving a receive moves what follows it, and so every message
+        // matters: all are read again.
         report.method = Method::Timestamps;
+        all = read_all(processes, jobs, None);
+        pairs = pair(processes, &all);
         let moved = replay(&all, &pairs, clocks, &dom);
         report.moved = moved.moved;
         report.max_shift = moved.max_raise;
@@ -257,8 +276,33 @@ fn last_event_time(p: &Process) -> u64 {
     p.streams.iter().flat_map(|s| s.chunks.iter().map(|c| c.header.max_time)).max().unwrap_or(0)
 }
 
+/// For each process, which of the distinct clock maps of its domain it
+/// has (numbered across domains).
+fn map_classes(dom: &[usize], clocks: &[ClockMap]) -> Vec<u32> {
+    // Per domain, its maps so far: (class, process that has it).
+    let mut seen: HashMap<usize, Vec<(u32, usize)>> = HashMap::new();
+    let mut next = 0;
+    (0..dom.len())
+        .map(|p| {
+            let maps = seen.entry(dom[p]).or_default();
+            match maps.iter().find(|&&(_, q)| clocks[q] == clocks[p]) {
+                Some(&(c, _)) => c,
+                None => {
+                    maps.push((next, p));
+                    next += 1;
+                    next - 1
+                }
+            }
+        })
+        .collect()
+}
+
+/// What [`read_process`] keeps: the clock map class of each world rank
+/// and of each process (only messages between classes), or all.
+type Filter<'a> = Option<(&'a [u32], &'a [u32])>;
+
 /// Every process's MPI sends and receives, on up to `jobs` threads.
-fn read_all(processes: &[Process], jobs: usize) -> Vec<Messages> {
+fn read_all(processes: &[Process], jobs: usize, filter: Filter<'_>) -> Vec<Messages> {
     let jobs = jobs.clamp(1, processes.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut all: Vec<Messages> = std::iter::repeat_with(Messages::default).take(processes.len()).collect();
@@ -272,7 +316,8 @@ fn read_all(processes: &[Process], jobs: usize) -> Vec<Messages> {
                     if i >= processes.len() {
                         break;
                     }
-                    mine.push((i, read_process(&processes[i])));
+                    let only = filter.map(|(ranks, class)| (ranks, class[i]));
+                    mine.push((i, read_process(&processes[i], only)));
                 }
                 done.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(mine);
             });
@@ -284,8 +329,10 @@ fn read_all(processes: &[Process], jobs: usize) -> Vec<Messages> {
     all
 }
 
-/// The MPI messages of one process, by time (then location).
-fn read_process(p: &Process) -> Messages {
+/// The MPI messages of one process, by time (then location); with
+/// `only`, those with a peer whose clock map class (by world rank) is not
+/// this process's.
+fn read_process(p: &Process, only: Option<(&[u32], u32)>) -> Messages {
     let mut out = Messages::default();
     let Some((me, _)) = p.mpi else { return out };
     let mut payload = Vec::new();
@@ -318,7 +365,12 @@ fn read_process(p: &Process) -> Messages {
                     // MPI_COMM_SELF: to itself.
                     continue;
                 }
-                let Some(peer) = raw::defs::expand_runs(&c.members).nth(m.peer as usize) else { continue };
+                let Some(peer) = member(&c.members, m.peer) else { continue };
+                if let Some((ranks, mine)) = only
+                    && ranks.get(peer as usize).is_none_or(|&c| c == mine)
+                {
+                    continue;
+                }
                 let key = if send { (me, peer, c.key, m.tag) } else { (peer, me, c.key, m.tag) };
                 out.msgs.push(Msg { t, loc, send, key });
             }
@@ -326,6 +378,17 @@ fn read_process(p: &Process) -> Messages {
     }
     out.msgs.sort_by_key(|m| (m.t, m.loc));
     out
+}
+
+/// The world rank of rank `i` of a communicator of `runs`.
+fn member(runs: &[(u32, u32)], mut i: u32) -> Option<u32> {
+    for &(first, count) in runs {
+        if i < count {
+            return Some(first + i);
+        }
+        i -= count;
+    }
+    None
 }
 
 /// Sends paired with their receives, (process, index) each: per
@@ -593,6 +656,35 @@ mod tests {
         assert_eq!(solve(2, 0, &[(1, 1, 1)]), None);
         // A cycle of weight 0 is consistent (exactly tight).
         assert_eq!(solve(2, 0, &[(0, 1, 5000), (1, 0, -5000)]), Some(vec![0, 5000]));
+    }
+
+    #[test]
+    fn the_replay_moves_receives_after_their_sends_and_what_follows_them() {
+        let msg = |t, send| Msg { t, loc: 0, send, key: (0, 0, (0, 0), 0) };
+        // Process 0 sends at 100 and receives at 101; process 1 (another
+        // host) receives process 0's message at 90, 10 ns too early, and
+        // replies at 95.
+        let all = vec![
+            Messages { msgs: vec![msg(100, true), msg(101, false)], locs: vec![(0, 0)] },
+            Messages { msgs: vec![msg(90, false), msg(95, true)], locs: vec![(0, 7)] },
+        ];
+        let pairs = [((0, 0), (1, 0)), ((1, 1), (0, 1))];
+        let clocks = vec![ClockMap::identity(), ClockMap::identity()];
+        let moved = replay(&all, &pairs, &clocks, &[0, 1]);
+        // The receive to 101 (one minimum latency after its send), the
+        // reply with it, and the reply's receive to 102.
+        assert_eq!(moved.floors.map[&(1, 0, 7)], vec![(90, 101)]);
+        assert_eq!(moved.floors.map[&(0, 0, 0)], vec![(101, 102)]);
+        assert_eq!((moved.moved, moved.max_raise), (2, 11));
+        // Receives that wait for each other (a pairing that cannot be):
+        // the replay still ends.
+        let all = vec![
+            Messages { msgs: vec![msg(10, false), msg(20, true)], locs: vec![(0, 0)] },
+            Messages { msgs: vec![msg(10, false), msg(20, true)], locs: vec![(0, 0)] },
+        ];
+        let pairs = [((0, 1), (1, 0)), ((1, 1), (0, 0))];
+        let moved = replay(&all, &pairs, &clocks, &[0, 1]);
+        assert!(moved.moved <= 1);
     }
 
     #[test]

@@ -108,7 +108,7 @@ pub struct RunSummary {
 #[derive(Debug, Clone, Default)]
 pub struct Clocks {
     pub hosts: usize,
-    /// Point-to-point messages paired.
+    /// Point-to-point messages paired between hosts.
     pub messages: u64,
     /// Received before their send on the measured clocks, and after the
     /// correction.
@@ -218,11 +218,12 @@ impl RunSummary {
     }
 
     fn clocks(&self, s: &mut String) {
-        let Some(c) = &self.clocks else { return };
+        // (Nothing to say without messages between hosts.)
+        let Some(c) = self.clocks.as_ref().filter(|c| c.messages > 0) else { return };
         if c.before == 0 {
             let _ = writeln!(
                 s,
-                "clocks: {} hosts; each of {} messages received after its send on the measured clocks",
+                "clocks: {} hosts; each of {} messages between them received after its send on the measured clocks",
                 c.hosts,
                 thousands(c.messages)
             );
@@ -240,7 +241,8 @@ impl RunSummary {
         };
         let _ = writeln!(
             s,
-            "clocks: {} hosts; {} of {} messages received before their send on the measured clocks; {how}; {} now",
+            "clocks: {} hosts; {} of {} messages between them received before their send on the measured clocks; \
+             {how}; {} now",
             c.hosts,
             thousands(c.before),
             thousands(c.messages),
@@ -387,6 +389,32 @@ mod tests {
         assert!(lines[0].trim_start().starts_with("cutlass::Kernel2 "), "{text}");
         assert!(lines[1].trim_start().starts_with("at::native::vectorized_elementwise_kernel "), "{text}");
         assert!(!text.contains('<') && !text.contains("Params"), "{text}");
+    }
+
+    #[test]
+    fn the_clock_correction_is_said() {
+        let c =
+            Clocks { hosts: 4, messages: 784, before: 25, after: 0, moved_receives: false, moved: 2, max_shift: 5800 };
+        let text = RunSummary { clocks: Some(c.clone()), ..Default::default() }.render(10, true);
+        assert!(
+            text.contains(
+                "clocks: 4 hosts; 25 of 784 messages between them received before their send on the measured \
+                 clocks; 2 host clocks shifted by up to 5.8 us; 0 now\n"
+            ),
+            "{text}"
+        );
+        let moved = Clocks { moved_receives: true, moved: 1, ..c.clone() };
+        let text = RunSummary { clocks: Some(moved), ..Default::default() }.render(10, true);
+        assert!(
+            text.contains("no constant per host orders them: 1 receive moved later, by up to 5.8 us; 0 now"),
+            "{text}"
+        );
+        let none = Clocks { before: 0, moved: 0, max_shift: 0, ..c };
+        let text = RunSummary { clocks: Some(none.clone()), ..Default::default() }.render(10, true);
+        assert!(text.contains("clocks: 4 hosts; each of 784 messages between them received after its send"), "{text}");
+        // No messages between the hosts: nothing to say.
+        let text = RunSummary { clocks: Some(Clocks { messages: 0, ..none }), ..Default::default() }.render(10, true);
+        assert!(!text.contains("clocks:"), "{text}");
     }
 
     #[test]

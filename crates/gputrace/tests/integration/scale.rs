@@ -87,7 +87,9 @@ fn a_synthetic_job_of_1024_ranks_merges_on_one_clock() {
     assert!(err.contains("1024 processes (1024 MPI ranks) on 128 hosts, 2048 locations"), "{err}");
     // The offsets were right: the messages' check moved nothing.
     assert!(
-        err.contains("clocks: 128 hosts; each of 10,240 messages received after its send on the measured clocks"),
+        err.contains(
+            "clocks: 128 hosts; each of 1,280 messages between them received after its send on the measured clocks"
+        ),
         "{err}"
     );
     eprintln!("merge of 1,024 ranks ({} raw events): {took:.2?}", written.events);
