@@ -245,11 +245,14 @@ pub fn correct(processes: &[Process], clocks: &mut [ClockMap], jobs: usize) -> O
     let raised = |p: usize, i: usize| -> u64 {
         let m = all[p].msgs[i];
         let (stream, local) = all[p].locs[m.loc as usize];
-        let t = floors
-            .map
-            .get(&(p, stream, local))
-            .and_then(|v| v.iter().rev().find(|f| f.0 <= m.t))
-            .map_or(m.t, |f| m.t.max(f.1));
+        let t = match floors.map.get(&(p, stream, local)) {
+            // (By time, and rising.)
+            Some(v) => match v.partition_point(|f| f.0 <= m.t) {
+                0 => m.t,
+                k => m.t.max(v[k - 1].1),
+            },
+            None => m.t,
+        };
         clocks[p].global(t)
     };
     report.after = pairs.iter().filter(|&&(s, r)| raised(r.0, r.1) < raised(s.0, s.1)).count() as u64;
