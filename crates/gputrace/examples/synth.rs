@@ -35,7 +35,7 @@ fn main() -> std::io::Result<()> {
                 None => 8,
             };
             let gpu = !more.iter().any(|m| m == "nogpu");
-            let job = raw::synthetic::Job { ranks, ranks_per_node, iterations, gpu };
+            let job = raw::synthetic::Job { ranks, ranks_per_node, iterations, gpu, offset_error: (0, 0) };
             let c = raw::synthetic::write_job(&raw, &job)?;
             println!(
                 "events {} sends {} streams {} locations {} nodes {}",

@@ -367,6 +367,15 @@ fn run_summary(s: &merge::Summary) -> report::summary::RunSummary {
         profile: None,
         merge_time: s.merge_time,
         exit_to_archive: s.exit_to_archive,
+        clocks: s.clock_correction.as_ref().map(|c| report::summary::Clocks {
+            hosts: c.domains,
+            messages: c.messages,
+            before: c.before,
+            after: c.after,
+            moved_receives: c.method == merge::correct::Method::Timestamps,
+            moved: c.moved,
+            max_shift: c.max_shift,
+        }),
     }
 }
 

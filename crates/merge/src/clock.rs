@@ -11,6 +11,10 @@
 //! another host is aligned through the CLOCK_REALTIME/CLOCK_MONOTONIC pair
 //! its stream header recorded (NTP accuracy, better than nothing).
 //!
+//! Where the processes span several hosts, [`crate::correct`] then
+//! refines these maps by the MPI messages, so that every receive follows
+//! its send.
+//!
 //! The archive keeps each location's own timestamps and carries the
 //! corrections as OTF2 ClockOffset definitions, which every OTF2 reader
 //! applies; [`ClockMap::global`] computes the same function so that the
@@ -52,7 +56,20 @@ impl ClockMap {
         }
         let slope = (o2 - o1) as f64 / (t2 - t1) as f64;
         let diff = if t >= t1 { (t - t1) as f64 } else { -((t1 - t) as f64) };
-        o1 + (slope * diff).round() as i64
+        // Rounded half to even, as OTF2's readers (rint).
+        o1 + (slope * diff).round_ties_even() as i64
+    }
+
+    /// Shifts the whole map by `delta` ns; a map without points gets two,
+    /// at `first` and `last` (OTF2 ignores a lone one).
+    pub fn shift(&mut self, delta: i64, first: u64, last: u64) {
+        if self.points.is_empty() {
+            self.points = vec![(first, delta, 0.0), (last.max(first + 1), delta, 0.0)];
+        } else {
+            for p in &mut self.points {
+                p.1 += delta;
+            }
+        }
     }
 }
 

@@ -3,7 +3,8 @@
 //!
 //! 1. [`inputs`] reads every stream's header and definitions (event chunks
 //!    are only indexed) and joins the streams of each process;
-//! 2. [`clock`] puts every process on rank 0's clock;
+//! 2. [`clock`] puts every process on rank 0's clock, and [`correct`]
+//!    refines it by the MPI messages when the job spans several hosts;
 //! 3. [`layout`] defines the archive's system tree, locations, regions and
 //!    communicators;
 //! 4. [`write`] streams each location's events through its [`timeline`]
@@ -17,6 +18,7 @@
 //! in-process `runtime` or a producer).
 
 pub mod clock;
+pub mod correct;
 mod error;
 pub mod inputs;
 pub mod layout;
@@ -219,7 +221,11 @@ fn run<E: Extra>(
             mine[u.process] = true;
         }
     }
-    let clocks = clock_maps(&processes);
+    let mut clocks = clock_maps(&processes);
+    let (correction, floors) = match correct::correct(&processes, &mut clocks, options.jobs.max(1)) {
+        Some((report, floors)) => (Some(report), floors),
+        None => (None, correct::Floors::default()),
+    };
     let total: u64 = processes.iter().zip(&mine).filter(|m| *m.1).map(|(p, _)| events_of(p)).sum();
     observer.started(total);
     let mut summary = Summary {
@@ -229,9 +235,14 @@ fn run<E: Extra>(
         dropped: processes.iter().map(|p| p.dropped).sum(),
         endings: processes.iter().filter_map(Process::ending).collect(),
         not_traced,
+        clock_correction: correction,
         ..Summary::default()
     };
-    let (first, last) = trace_bounds(&processes, &clocks);
+    let (first, mut last) = trace_bounds(&processes, &clocks);
+    // Receives moved later may end a location.
+    for (p, floor) in floors.latest() {
+        last = last.max(clocks[p].global(floor));
+    }
     summary.trace_length = last.saturating_sub(first);
     let mpi_complete = options.mpi_complete;
     let mut pass = Passes {
@@ -243,6 +254,7 @@ fn run<E: Extra>(
         jobs: options.jobs.max(1),
         mine: &mine,
         comm: comm.clone(),
+        floors: &floors,
     };
     let merged = match options.archive {
         Some(target) => pass.archive(&target, &clocks, (first, last), extra),
@@ -279,6 +291,8 @@ struct Passes<'a> {
     mine: &'a [bool],
     /// The other merge ranks, in a merge run as an MPI job.
     comm: Option<std::sync::Arc<dyn otf2::Collectives>>,
+    /// Receives moved by the clock correction, and what follows them.
+    floors: &'a correct::Floors,
 }
 
 /// One location to write: its process, its place in the process's plan,
@@ -571,7 +585,8 @@ impl Passes<'_> {
         let p = &self.processes[u.process];
         let plan = &layout.processes[u.process];
         let loc = &plan.locations[u.location];
-        let cx = write::Context { process: p, plan, layout, attributes, observer: self.observer };
+        let floors = if self.floors.is_empty() { Vec::new() } else { self.floors.of(u.process, &loc.feeds) };
+        let cx = write::Context { process: p, plan, layout, attributes, observer: self.observer, floors };
         extra.begin_location(u.process, loc);
         let repairs = match writers {
             Some(writers) => {

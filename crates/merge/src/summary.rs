@@ -57,6 +57,9 @@ pub struct Summary {
     /// trace (its work done) to the archive written, when measurable.
     pub exit_to_archive: Option<u64>,
     pub trace_length: u64,
+    /// What the message-based clock correction did, when the processes
+    /// span several hosts.
+    pub clock_correction: Option<crate::correct::Report>,
 }
 
 /// The merged events, counted: a [`Sink`].

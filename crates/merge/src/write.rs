@@ -73,6 +73,9 @@ pub struct Context<'a> {
     /// Told how many events were read, now and then, and of problems in
     /// the raw data.
     pub observer: &'a dyn crate::Observer,
+    /// The location's raised timestamps ([`crate::correct::Floors::of`]):
+    /// usually none.
+    pub floors: Vec<(u64, u64)>,
 }
 
 /// The OTF2 attributes defined for attribute events and memory
@@ -133,7 +136,9 @@ pub fn location_events(cx: Context<'_>, loc: &LocationPlan, sink: impl Sink) -> 
     // and last event (Score-P's ProgramBegin, ProgramEnd).
     let program = if loc.main { cx.plan.program.as_ref() } else { None };
     let mut begun = false;
+    let mut raise = crate::correct::Raise::new(cx.floors);
     for (t, stream, ev) in &mut timeline {
+        let t = raise.at(t);
         if !begun && let Some(p) = program {
             begun = true;
             pass.program(t, Some(p))?;

@@ -99,6 +99,26 @@ pub struct RunSummary {
     pub merge_time: Duration,
     /// From the program's last process finishing to the archive written.
     pub exit_to_archive: Option<u64>,
+    /// What the message-based clock correction did, for a job on several
+    /// hosts.
+    pub clocks: Option<Clocks>,
+}
+
+/// The message-based clock correction of a job on several hosts.
+#[derive(Debug, Clone, Default)]
+pub struct Clocks {
+    pub hosts: usize,
+    /// Point-to-point messages paired between hosts.
+    pub messages: u64,
+    /// Received before their send on the measured clocks, and after the
+    /// correction.
+    pub before: u64,
+    pub after: u64,
+    /// Receives moved (true), or hosts' clocks shifted by a constant.
+    pub moved_receives: bool,
+    /// Hosts shifted or receives moved, and by how much at most (ns).
+    pub moved: u64,
+    pub max_shift: u64,
 }
 
 impl RunSummary {
@@ -112,6 +132,7 @@ impl RunSummary {
             self.mpi_table(&mut s, top);
         }
         self.messages(&mut s, tables);
+        self.clocks(&mut s);
         self.gpu_work(&mut s, tables);
         self.losses(&mut s);
         self.archive_line(&mut s);
@@ -194,6 +215,39 @@ impl RunSummary {
                 let _ = writeln!(s, "  {:<24} {:>12} {:>12}", r.name, thousands(r.calls), human_ns(r.time));
             }
         }
+    }
+
+    fn clocks(&self, s: &mut String) {
+        // (Nothing to say without messages between hosts.)
+        let Some(c) = self.clocks.as_ref().filter(|c| c.messages > 0) else { return };
+        if c.before == 0 {
+            let _ = writeln!(
+                s,
+                "clocks: {} hosts; each of {} messages between them received after its send on the measured clocks",
+                c.hosts,
+                thousands(c.messages)
+            );
+            return;
+        }
+        let how = if c.moved_receives {
+            format!(
+                "no constant per host orders them: {} receive{} moved later, by up to {}",
+                thousands(c.moved),
+                plural(c.moved, "s"),
+                human_ns(c.max_shift)
+            )
+        } else {
+            format!("{} host clock{} shifted by up to {}", c.moved, plural(c.moved, "s"), human_ns(c.max_shift))
+        };
+        let _ = writeln!(
+            s,
+            "clocks: {} hosts; {} of {} messages between them received before their send on the measured clocks; \
+             {how}; {} now",
+            c.hosts,
+            thousands(c.before),
+            thousands(c.messages),
+            thousands(c.after)
+        );
     }
 
     fn gpu_work(&self, s: &mut String, tables: bool) {
@@ -335,6 +389,32 @@ mod tests {
         assert!(lines[0].trim_start().starts_with("cutlass::Kernel2 "), "{text}");
         assert!(lines[1].trim_start().starts_with("at::native::vectorized_elementwise_kernel "), "{text}");
         assert!(!text.contains('<') && !text.contains("Params"), "{text}");
+    }
+
+    #[test]
+    fn the_clock_correction_is_said() {
+        let c =
+            Clocks { hosts: 4, messages: 784, before: 25, after: 0, moved_receives: false, moved: 2, max_shift: 5800 };
+        let text = RunSummary { clocks: Some(c.clone()), ..Default::default() }.render(10, true);
+        assert!(
+            text.contains(
+                "clocks: 4 hosts; 25 of 784 messages between them received before their send on the measured \
+                 clocks; 2 host clocks shifted by up to 5.8 us; 0 now\n"
+            ),
+            "{text}"
+        );
+        let moved = Clocks { moved_receives: true, moved: 1, ..c.clone() };
+        let text = RunSummary { clocks: Some(moved), ..Default::default() }.render(10, true);
+        assert!(
+            text.contains("no constant per host orders them: 1 receive moved later, by up to 5.8 us; 0 now"),
+            "{text}"
+        );
+        let none = Clocks { before: 0, moved: 0, max_shift: 0, ..c };
+        let text = RunSummary { clocks: Some(none.clone()), ..Default::default() }.render(10, true);
+        assert!(text.contains("clocks: 4 hosts; each of 784 messages between them received after its send"), "{text}");
+        // No messages between the hosts: nothing to say.
+        let text = RunSummary { clocks: Some(Clocks { messages: 0, ..none }), ..Default::default() }.render(10, true);
+        assert!(!text.contains("clocks:"), "{text}");
     }
 
     #[test]

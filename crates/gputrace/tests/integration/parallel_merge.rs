@@ -19,6 +19,18 @@ fn synthetic(name: &str, ranks: u32, iterations: u64) -> PathBuf {
     dir
 }
 
+/// A synthetic job on `ranks / 8` simulated nodes whose measured clock
+/// offsets are wrong by `offset_error` (raw streams only): the merge
+/// corrects the clocks by the messages.
+fn wrong_clocks(name: &str, ranks: u32, offset_error: (i64, i64)) -> PathBuf {
+    let dir = fresh_dir(name);
+    let raw = dir.join("raw");
+    std::fs::create_dir_all(&raw).unwrap();
+    let job = raw::synthetic::Job { ranks, ranks_per_node: 8, iterations: 40, gpu: true, offset_error };
+    raw::synthetic::write_job(&raw, &job).unwrap();
+    dir
+}
+
 /// examples/mpi_ring.c traced with Open MPI on `ranks` ranks, its raw
 /// streams kept.
 fn traced_ring(name: &str, ranks: u32) -> PathBuf {
@@ -77,7 +89,9 @@ fn without_refs(line: &str) -> String {
 pub(crate) fn summary_lines(stderr: &str) -> Vec<String> {
     stderr
         .lines()
-        .filter(|l| l.contains(" locations, ") || l.starts_with("[gputrace] messages:"))
+        .filter(|l| {
+            l.contains(" locations, ") || l.starts_with("[gputrace] messages:") || l.starts_with("[gputrace] clocks:")
+        })
         .map(|l| l.split(" traced").next().unwrap_or(l).to_string())
         .collect()
 }
@@ -206,6 +220,25 @@ fn merge_as_an_mpi_job_of_a_synthetic_ring_is_the_serial_merge() {
 fn merge_as_an_mpi_job_of_a_traced_ring_is_the_serial_merge() {
     let source = traced_ring("pmerge-mpi-ring", 5);
     mpi_agrees(&source, "pmerge-mpi-ring", &[2, 3]);
+}
+
+/// The message-based clock correction is the same on threads and on
+/// every merge rank: host clocks shifted (ClockOffsets), and receives
+/// moved (raised timestamps, on whichever merge rank writes the location).
+#[test]
+fn the_clock_correction_is_the_same_in_every_parallel_merge() {
+    for (name, ranks, error, how) in [
+        ("pmerge-clock-offsets", 32, (8_000, 8_000), "host clocks shifted"),
+        ("pmerge-clock-receives", 16, (8_000, -8_000), "receives moved later"),
+    ] {
+        let source = wrong_clocks(name, ranks, error);
+        let dir = copy_raw(&source, &format!("{name}-check"));
+        let out = merge_with(&dir, &[]);
+        let err = text(&out.stderr);
+        assert!(err.contains(how) && err.contains("; 0 now"), "{err}");
+        jobs_agree(&source, name);
+        mpi_agrees(&source, name, &[2, 3]);
+    }
 }
 
 /// `gputrace --merge-ranks 2 mpirun -np 4 ...`: the merge runs as an MPI

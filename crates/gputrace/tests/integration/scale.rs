@@ -75,7 +75,8 @@ fn a_synthetic_job_of_1024_ranks_merges_on_one_clock() {
     let raw_dir = dir.join("raw");
     std::fs::create_dir_all(&raw_dir).unwrap();
     let steps = 10;
-    let job = raw::synthetic::Job { ranks: 1024, ranks_per_node: 8, iterations: steps, gpu: true };
+    let job =
+        raw::synthetic::Job { ranks: 1024, ranks_per_node: 8, iterations: steps, gpu: true, offset_error: (0, 0) };
     let written = raw::synthetic::write_job(&raw_dir, &job).unwrap();
     assert_eq!(written.streams, 2048);
     let started = std::time::Instant::now();
@@ -84,6 +85,13 @@ fn a_synthetic_job_of_1024_ranks_merges_on_one_clock() {
     let err = text(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("1024 processes (1024 MPI ranks) on 128 hosts, 2048 locations"), "{err}");
+    // The offsets were right: the messages' check moved nothing.
+    assert!(
+        err.contains(
+            "clocks: 128 hosts; each of 1,280 messages between them received after its send on the measured clocks"
+        ),
+        "{err}"
+    );
     eprintln!("merge of 1,024 ranks ({} raw events): {took:.2?}", written.events);
     let anchor = dir.join("traces.otf2");
     let (facts, order, printed) = read_three_ways(&anchor);
@@ -117,6 +125,130 @@ fn a_synthetic_job_of_1024_ranks_merges_on_one_clock() {
     assert_eq!(printed.get("MPI_RECV").copied(), Some(10_240));
 }
 
+/// A job whose measured clock offsets are wrong by 8 µs (odd nodes ahead,
+/// even ones behind), more than its messages' 5 µs latency: on the
+/// measured clocks receives come before their sends. The merge shifts
+/// each node's offsets by a constant (written as ClockOffsets, the local
+/// timestamps untouched), the least that puts every receive after its
+/// send; the shifts stay within the measurements' error.
+#[test]
+fn wrong_clock_offsets_are_corrected_by_the_messages() {
+    let error = 8_000;
+    let dir = fresh_dir("clock-error-offsets");
+    let raw_dir = dir.join("raw");
+    std::fs::create_dir_all(&raw_dir).unwrap();
+    let steps = 50;
+    let job = raw::synthetic::Job {
+        ranks: 64,
+        ranks_per_node: 8,
+        iterations: steps,
+        gpu: true,
+        offset_error: (error, error),
+    };
+    raw::synthetic::write_job(&raw_dir, &job).unwrap();
+    let out = merge(&dir, false);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let line = err.lines().find_map(|l| l.split_once("clocks: ").map(|x| x.1)).unwrap_or_else(|| panic!("{err}"));
+    let (before, shift) = clocks_line(line);
+    // From odd nodes to even ones 7 ± 2 µs became 7 ± 2 − 16 µs (from node
+    // 7 to rank 0's node 7 ± 2 − 8 µs): at least three crossings of four
+    // each step went backwards.
+    assert!(before >= 3 * steps, "{line}");
+    assert!(line.contains("host clocks shifted by up to") && line.ends_with("; 0 now"), "{line}");
+    // Within the two ends' errors (and the job's 2 µs jitter).
+    assert!(shift > 0 && shift <= 2 * error as u64 + 2_000, "{line}");
+    let anchor = dir.join("traces.otf2");
+    let (facts, order, _) = read_three_ways(&anchor);
+    assert_ring_job(&facts, &order, 64, &ring_pairs(64, steps as i64, 0));
+    assert!(order["worst_ns"].as_i64().unwrap() < 0, "{order}");
+    // Each rank's offsets, as measured, moved by its node's constant (the
+    // measured drift kept), rank 0's node not at all.
+    let reader = otf2::reader::TraceReader::open(&anchor).unwrap();
+    let offsets = &reader.defs().clock_offsets;
+    let mut shifts = vec![None; 8];
+    for rank in 0..64u32 {
+        let host = format!("node{:04}", rank / 8);
+        let path = raw_dir.join(raw::stream_file_name(&host, 4000 + 13 * (rank % 8), raw::Producer::Mpi));
+        let stream = raw::RawFile::open(&path).unwrap();
+        let measured: Vec<i64> = stream
+            .definitions
+            .iter()
+            .filter_map(|d| if let raw::Definition::ClockSync { offset, .. } = d { Some(*offset) } else { None })
+            .collect();
+        let written: Vec<i64> = offsets
+            .iter()
+            .find(|(l, _)| l.id() == u64::from(rank))
+            .map(|(_, o)| o.iter().map(|o| o.offset).collect())
+            .unwrap_or_else(|| panic!("rank {rank} has no ClockOffsets"));
+        assert_eq!(measured.len(), 2, "rank {rank}");
+        assert_eq!(written.len(), 2, "rank {rank}");
+        let shift = written[0] - measured[0];
+        assert_eq!(written[1] - measured[1], shift, "rank {rank}: one constant");
+        let node = &mut shifts[(rank / 8) as usize];
+        assert_eq!(*node.get_or_insert(shift), shift, "rank {rank}: its node's constant");
+    }
+    assert_eq!(shifts[0], Some(0), "rank 0's node is the reference");
+    // (The summary rounds to 0.1 µs.)
+    assert!(shifts.iter().flatten().all(|s| s.unsigned_abs() <= shift + 50), "{shifts:?} {line}");
+}
+
+/// The measured offsets wrong by 8 µs one way at MPI_Init and the other
+/// way at MPI_Finalize, on two nodes: no constant per node orders every
+/// message (the constraints have a positive cycle), so the merge moves the
+/// receives instead, each to just after its send, and raises what follows
+/// on its location; timestamps still never go back.
+#[test]
+fn offsets_no_constant_can_fix_move_the_receives() {
+    let error = 8_000;
+    let dir = fresh_dir("clock-error-receives");
+    let raw_dir = dir.join("raw");
+    std::fs::create_dir_all(&raw_dir).unwrap();
+    let steps = 50;
+    let job = raw::synthetic::Job {
+        ranks: 16,
+        ranks_per_node: 8,
+        iterations: steps,
+        gpu: true,
+        offset_error: (error, -error),
+    };
+    raw::synthetic::write_job(&raw_dir, &job).unwrap();
+    let out = merge(&dir, false);
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    let line = err.lines().find_map(|l| l.split_once("clocks: ").map(|x| x.1)).unwrap_or_else(|| panic!("{err}"));
+    let (before, shift) = clocks_line(line);
+    assert!(before > 0, "{line}");
+    assert!(line.contains("no constant per host orders them") && line.ends_with("; 0 now"), "{line}");
+    assert!(shift > 0 && shift <= 2 * error as u64 + 2_000, "{line}");
+    let (facts, order, _) = read_three_ways(&dir.join("traces.otf2"));
+    assert_ring_job(&facts, &order, 16, &ring_pairs(16, steps as i64, 0));
+    assert!(order["worst_ns"].as_i64().unwrap() < 0, "{order}");
+}
+
+/// The receives before their send on the measured clocks and the largest
+/// shift (ns), from the summary's `clocks:` line.
+fn clocks_line(line: &str) -> (u64, u64) {
+    let number = |s: &str| -> u64 { s.replace(',', "").parse().unwrap_or_else(|_| panic!("{s:?} in {line}")) };
+    let before = line.split("; ").nth(1).and_then(|p| p.split(" of ").next()).map(number).unwrap();
+    let up_to = line.split("by up to ").nth(1).and_then(|p| p.split(';').next()).unwrap();
+    (before, human_ns(up_to))
+}
+
+/// ns of a duration as the summary writes it: `812 ns`, `4.2 µs`, `1.5 ms`.
+fn human_ns(s: &str) -> u64 {
+    let (n, unit) = s.trim().split_once(' ').unwrap_or_else(|| panic!("{s:?}"));
+    let n: f64 = n.parse().unwrap_or_else(|_| panic!("{s:?}"));
+    let scale = match unit {
+        "ns" => 1.0,
+        "µs" | "us" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        _ => panic!("{s:?}"),
+    };
+    (n * scale).round() as u64
+}
+
 /// 512 raw streams (256 ranks, an MPI and a CUDA stream each) merged with
 /// at most 256 open files: the merge opens a stream's file only while it
 /// reads it once more are indexed than a quarter of the limit.
@@ -126,7 +258,7 @@ fn a_merge_of_512_streams_keeps_under_an_open_file_limit_of_256() {
     let raw_dir = dir.join("raw");
     std::fs::create_dir_all(&raw_dir).unwrap();
     let steps = 20;
-    let job = raw::synthetic::Job { ranks: 256, ranks_per_node: 8, iterations: steps, gpu: true };
+    let job = raw::synthetic::Job { ranks: 256, ranks_per_node: 8, iterations: steps, gpu: true, offset_error: (0, 0) };
     assert_eq!(raw::synthetic::write_job(&raw_dir, &job).unwrap().streams, 512);
     let script = "ulimit -n 256 && ulimit -n && exec \"$0\" merge \"$1\"";
     let out = run(Command::new("bash").arg("-c").arg(script).arg(gputrace()).arg(&dir));

@@ -22,6 +22,10 @@ pub struct Job {
     /// Whether each rank also has a CUDA agent stream (a kernel and a
     /// copy per step on one GPU stream, their API calls on the main thread).
     pub gpu: bool,
+    /// How wrong (ns) the clock offsets measured at MPI_Init and at
+    /// MPI_Finalize are on every node but rank 0's: added on odd nodes,
+    /// subtracted on even ones. `(0, 0)`: the true offsets.
+    pub offset_error: (i64, i64),
 }
 
 /// What the job holds, for checking a merge against.
@@ -209,16 +213,18 @@ fn write_rank(raw_dir: &Path, job: &Job, rpn: u32, rank: u32) -> io::Result<JobC
     Definition::MpiRank { rank, size: job.ranks }.encode(&mut defs);
     // The clock measured in MPI_Init (see the MPI hooks' clocksync.rs):
     // offset = rank 0's clock − this one, error = half a round trip.
-    let sync = |global: u64, defs: &mut Vec<u8>| {
+    let sign = if node % 2 == 1 { 1 } else { -1 };
+    let sync = |global: u64, wrong: i64, defs: &mut Vec<u8>| {
         let local = clock.local(global);
         let (offset, error) = if node == 0 {
             (0, 0)
         } else {
-            ((i128::from(reference.local(global)) - i128::from(local)) as i64, 300 + mix(global) % 600)
+            let offset = (i128::from(reference.local(global)) - i128::from(local)) as i64;
+            (offset + sign * wrong, 300 + mix(global) % 600)
         };
         Definition::ClockSync { local, offset, error }.encode(defs);
     };
-    sync(INIT_DONE - 50_000, &mut defs);
+    sync(INIT_DONE - 50_000, job.offset_error.0, &mut defs);
     stream.write_chunk(ChunkKind::Definitions, None, &defs)?;
 
     let mut out = ChunkWriter::with_capacity(&stream, CHUNK);
@@ -268,7 +274,7 @@ fn write_rank(raw_dir: &Path, job: &Job, rpn: u32, rank: u32) -> io::Result<JobC
     ev(finalize_at + 200_000, Event::Leave { region: R_FINALIZE }, c)?;
     out.flush()?;
     let mut end = Vec::new();
-    sync(finalize_at + 100_000, &mut end);
+    sync(finalize_at + 100_000, job.offset_error.1, &mut end);
     let ended = clock.local(finalize_at + 300_000);
     Definition::StreamEnd { time: ended, exit_started: ended }.encode(&mut end);
     stream.write_chunk(ChunkKind::Definitions, None, &end)?;
@@ -410,7 +416,7 @@ mod tests {
     #[test]
     fn a_job_has_every_stream() {
         let dir = tempfile::tempdir().unwrap();
-        let job = Job { ranks: 10, ranks_per_node: 4, iterations: 20, gpu: true };
+        let job = Job { ranks: 10, ranks_per_node: 4, iterations: 20, gpu: true, offset_error: (0, 0) };
         let c = write_job(dir.path(), &job).unwrap();
         assert_eq!(c.streams, 20);
         assert_eq!(c.nodes, 3);
