@@ -253,6 +253,7 @@ pub fn worker(dir: &Path, force: bool, messages_fd: i32, not_traced: &[String], 
             return fail(&anyhow!(lines.join("; ")), status::USAGE);
         }
     };
+    crate::say::init_tracing(config.verbose);
     let experiment = Experiment::at(dir);
     let target = merge::Target { dir: &experiment.dir, name: ARCHIVE_NAME, force };
     let raw_dir = experiment.raw_dir();

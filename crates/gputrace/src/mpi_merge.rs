@@ -82,6 +82,7 @@ pub fn run(dir: &Path, settings: &[(String, String)], force: bool, after: After)
     };
     // Checked before MPI starts: the same on every rank.
     let config = crate::trace::validate(settings)?;
+    crate::say::init_tracing(config.verbose);
     let experiment = Experiment::at(dir);
     if !experiment.raw_dir().is_dir() {
         return Err(UsageError(format!("{} is not an experiment directory (it has no raw/)", dir.display())).into());

@@ -80,3 +80,36 @@ mod tests {
         write_all(std::os::fd::AsRawFd::as_raw_fd(&w), b"lost\n");
     }
 }
+
+/// A `tracing` writer onto the message descriptor, so that the
+/// diagnostics of `GPUTRACE_VERBOSE` reach the user from the merge worker
+/// too (its own stderr goes to the parent, which shows it only when the
+/// worker fails). Each event is one formatted buffer, written at once.
+struct Diagnostics;
+
+impl std::io::Write for Diagnostics {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let mut line = b"[gputrace] ".to_vec();
+        line.extend_from_slice(bytes);
+        write_all(fd(), &line);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Shows gputrace's own `tracing` diagnostics (debug and above, each line
+/// prefixed `[gputrace]`) when `verbose` is set (GPUTRACE_VERBOSE,
+/// `--verbose`); nothing otherwise.
+pub fn init_tracing(verbose: bool) {
+    if verbose {
+        let _ = tracing_subscriber::fmt()
+            .with_writer(|| Diagnostics)
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .event_format(tracing_subscriber::fmt::format().without_time().with_target(false).with_level(false))
+            .try_init();
+    }
+}
