@@ -109,12 +109,6 @@ pub enum SlotError {
     NoMapping(io::Error),
 }
 
-/// The length of a slot prepared for `len` bytes: whole pages.
-pub fn slot_len(len: usize) -> usize {
-    let page = page_size();
-    (len as u64).next_multiple_of(page).max(page) as usize
-}
-
 pub(crate) fn page_size() -> u64 {
     // SAFETY: sysconf has no preconditions.
     let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
@@ -246,7 +240,7 @@ impl StreamFile {
     /// ahead of time, so that appends never wait for a page fault.
     pub fn prepare_slot(&self, len: usize) -> Result<Slot, SlotError> {
         let page = page_size();
-        let len = slot_len(len);
+        let len = (len as u64).next_multiple_of(page).max(page) as usize;
         let at = self.allocate(len as u64, page, false).map_err(SlotError::NoSpace)?;
         // SAFETY: a fresh shared mapping of `len` bytes of our file at a
         // page-aligned offset that the allocator reserved for this slot

@@ -38,10 +38,6 @@ use raw::{Definition, Event, LocationKind, Paradigm, Producer, RegionRole, Slot,
 
 /// The largest buffer one thread gets.
 pub const MAX_THREAD_BUFFER: usize = 4 << 20;
-
-/// Full slots waiting for the flusher beyond which a roll seals its own
-/// (a flusher that gets no core does not make them pile up).
-const MAX_RETIRED: usize = 2;
 /// The smallest, for threads beyond the memory budget.
 pub const MIN_THREAD_BUFFER: usize = 16 << 10;
 
@@ -79,18 +75,11 @@ struct Shared {
     budget: AtomicU64,
     per_thread: usize,
     dropped: AtomicU64,
-    /// A slot prepared (mapped and its pages populated) by the flusher
-    /// thread, of the size the last roll said the next would want, for
-    /// the next thread whose slot of that size fills up; asked for from a
-    /// thread's first roll on, so processes that record nothing never get
-    /// one. A roll that finds none prepares its slot itself.
+    /// A full-size slot prepared by the flusher thread, for the next
+    /// thread whose slot fills up; asked for once a thread's slots reach
+    /// full size, so processes that record little never get one.
     spare: Mutex<Option<Slot>>,
-    /// The size of slot to prepare (0: none wanted).
-    wants_spare: AtomicUsize,
-    /// Full slots that rolls left for the flusher to seal and unmap:
-    /// sealing (a checksum of the slot) and unmapping a populated slot of
-    /// MiBs took the recording thread a millisecond.
-    retired: Mutex<Vec<Slot>>,
+    wants_spare: AtomicBool,
     /// The stream is closed: no more spares.
     closed: AtomicBool,
     flusher: std::sync::OnceLock<std::thread::Thread>,
@@ -180,8 +169,7 @@ impl Recorder {
             per_thread,
             dropped: AtomicU64::new(0),
             spare: Mutex::new(None),
-            wants_spare: AtomicUsize::new(0),
-            retired: Mutex::new(Vec::new()),
+            wants_spare: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             flusher: std::sync::OnceLock::new(),
             next_comm: AtomicU32::new(0),
@@ -200,18 +188,6 @@ impl Recorder {
         let weak = Arc::downgrade(&self.0);
         let spawned = std::thread::Builder::new().name("gputrace-flush".into()).spawn(move || {
             rescue::block_in_this_thread();
-            // Below the program's threads: woken by a roll to prepare the
-            // next slot, it must not take the core from the thread that
-            // woke it (the populating of a slot of MiBs, a millisecond or
-            // two, was charged to the roll when it did).
-            // SCHED_BATCH: no preemption of a running thread when woken,
-            // a normal share of the core otherwise (below the program's
-            // priority, a nice flusher often got no core before the slot
-            // it was to prepare was needed).
-            let batch = libc::sched_param { sched_priority: 0 };
-            // SAFETY: sched_setscheduler on this thread's id with a valid
-            // parameter; no memory is kept.
-            unsafe { libc::sched_setscheduler(libc::gettid(), libc::SCHED_BATCH, &batch) };
             loop {
                 std::thread::park_timeout(Duration::from_millis(100));
                 let Some(shared) = weak.upgrade() else { return };
@@ -219,7 +195,6 @@ impl Recorder {
                 if !rec.is_active() {
                     return;
                 }
-                rec.seal_retired();
                 rec.prepare_spare();
                 let now = raw::clock::now();
                 let buffers: Vec<Arc<ThreadBuffer>> = rec.0.buffers.lock().unwrap_or_else(|e| e.into_inner()).clone();
@@ -477,7 +452,6 @@ impl Recorder {
         for b in &buffers {
             self.flush_buffer(b, Duration::from_millis(50));
         }
-        self.seal_retired();
         self.flush_definitions();
     }
 
@@ -547,12 +521,6 @@ impl Recorder {
     /// where the file cannot be mapped. False when recording has stopped
     /// (a full disk).
     fn roll(&self, location: u32, inner: &mut Inner) -> bool {
-        if self.is_active()
-            && let Store::Slot(_) = inner.store
-            && let Store::Slot(full) = std::mem::replace(&mut inner.store, Store::Empty)
-        {
-            self.retire(full);
-        }
         self.close_store(location, inner);
         if matches!(inner.store, Store::Heap(_)) {
             return self.is_active();
@@ -562,7 +530,7 @@ impl Recorder {
         }
         let len = inner.next_len;
         inner.next_len = (len * 2).min(inner.capacity);
-        let spare = self.take_spare(len, inner.next_len);
+        let spare = if len == self.0.per_thread { self.take_spare() } else { None };
         let opened = match spare {
             Some(slot) => Ok(slot),
             None => self.0.stream.prepare_slot(len).or_else(|e| match e {
@@ -619,78 +587,26 @@ impl Recorder {
         self.0.buffers.lock().unwrap_or_else(|e| e.into_inner()).retain(|b| !Arc::ptr_eq(b, buf));
     }
 
-    /// The prepared slot if it is `len` bytes long; asks the flusher for
-    /// one of `next` bytes, the size this thread's roll after this one
-    /// will want.
-    fn take_spare(&self, len: usize, next: usize) -> Option<Slot> {
-        let taken = {
-            let mut spare = self.0.spare.lock().unwrap_or_else(|e| e.into_inner());
-            match spare.as_ref() {
-                Some(s) if s.len() == raw::writer::slot_len(len) => spare.take(),
-                _ => None,
-            }
-        };
-        self.0.wants_spare.store(next, Ordering::Relaxed);
+    /// The prepared full-size slot, if there is one; asks the flusher for
+    /// the next.
+    fn take_spare(&self) -> Option<Slot> {
+        self.0.wants_spare.store(true, Ordering::Relaxed);
+        let spare = self.0.spare.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(flusher) = self.0.flusher.get() {
             flusher.unpark();
         }
-        taken
+        spare
     }
 
-    /// On the flusher thread: prepares the slot that is wanted, unless one
-    /// is prepared already (one of another size waits for a roll that
-    /// wants it, or the end).
+    /// On the flusher thread: prepares a full-size slot if one is wanted.
     fn prepare_spare(&self) {
-        let want = self.0.wants_spare.load(Ordering::Relaxed);
-        if want == 0 || self.0.closed.load(Ordering::Relaxed) {
+        if !self.0.wants_spare.load(Ordering::Relaxed) || self.0.closed.load(Ordering::Relaxed) {
             return;
         }
-        if self.0.spare.lock().unwrap_or_else(|e| e.into_inner()).is_some() {
-            return;
-        }
-        // Prepared outside the lock: populating a slot's pages takes a
-        // while, and a roll must not wait for it. A full disk here is left
-        // for the recording thread to meet.
-        let Ok(slot) = self.0.stream.prepare_slot(want) else { return };
         let mut spare = self.0.spare.lock().unwrap_or_else(|e| e.into_inner());
         if spare.is_none() && !self.0.closed.load(Ordering::Relaxed) {
-            *spare = Some(slot);
-        } else {
-            drop(spare);
-            self.give_back(slot);
-        }
-    }
-
-    /// A prepared slot no one will use: an empty slot in the file.
-    fn give_back(&self, mut slot: Slot) {
-        self.0.stream.start_slot(&mut slot, 0);
-        self.0.stream.close_slot(slot);
-    }
-
-    /// Leaves a full slot for the flusher to seal (see `retired`).
-    fn retire(&self, slot: Slot) {
-        let mut retired = self.0.retired.lock().unwrap_or_else(|e| e.into_inner());
-        if retired.len() >= MAX_RETIRED {
-            drop(retired);
-            self.0.stream.close_slot(slot);
-            return;
-        }
-        retired.push(slot);
-        drop(retired);
-        if let Some(flusher) = self.0.flusher.get() {
-            flusher.unpark();
-        }
-    }
-
-    /// Seals and unmaps the slots rolls left (the flusher, and every
-    /// flush of the whole stream, before its closing records). Until then
-    /// a retired slot's events are committed in the file all the same.
-    fn seal_retired(&self) {
-        let slots = std::mem::take(&mut *self.0.retired.lock().unwrap_or_else(|e| e.into_inner()));
-        for slot in slots {
-            if self.is_active() {
-                self.0.stream.close_slot(slot);
-            }
+            // A full disk here is left for the recording thread to meet.
+            *spare = self.0.stream.prepare_slot(self.0.per_thread).ok();
         }
     }
 
@@ -698,8 +614,9 @@ impl Recorder {
     fn retire_spare(&self) {
         self.0.closed.store(true, Ordering::Relaxed);
         let spare = self.0.spare.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(slot) = spare {
-            self.give_back(slot);
+        if let Some(mut slot) = spare {
+            self.0.stream.start_slot(&mut slot, 0);
+            self.0.stream.close_slot(slot);
         }
     }
 
