@@ -65,22 +65,6 @@ pub fn write_all(fd: i32, mut bytes: &[u8]) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn writing_to_a_full_or_closed_descriptor_is_silent() {
-        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
-        write_all(std::os::fd::AsRawFd::as_raw_fd(&full), b"lost\n");
-        write_all(-1, b"lost\n");
-        let (r, w) = std::io::pipe().unwrap();
-        drop(r);
-        // Rust ignores SIGPIPE, so a closed pipe is EPIPE, ignored here.
-        write_all(std::os::fd::AsRawFd::as_raw_fd(&w), b"lost\n");
-    }
-}
-
 /// A `tracing` writer onto the message descriptor, so that the
 /// diagnostics of `GPUTRACE_VERBOSE` reach the user from the merge worker
 /// too (its own stderr goes to the parent, which shows it only when the
@@ -111,5 +95,21 @@ pub fn init_tracing(verbose: bool) {
             .with_ansi(false)
             .event_format(tracing_subscriber::fmt::format().without_time().with_target(false).with_level(false))
             .try_init();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writing_to_a_full_or_closed_descriptor_is_silent() {
+        let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        write_all(std::os::fd::AsRawFd::as_raw_fd(&full), b"lost\n");
+        write_all(-1, b"lost\n");
+        let (r, w) = std::io::pipe().unwrap();
+        drop(r);
+        // Rust ignores SIGPIPE, so a closed pipe is EPIPE, ignored here.
+        write_all(std::os::fd::AsRawFd::as_raw_fd(&w), b"lost\n");
     }
 }
