@@ -255,25 +255,14 @@ pub fn remove_untraced_only(raw_dir: &Path) {
 /// FIFO", "a directory", ... Checked before opening, because opening a
 /// FIFO for reading blocks until a writer comes.
 fn not_a_regular_file(path: &Path) -> Option<String> {
-    use std::os::unix::fs::FileTypeExt;
     let meta = match std::fs::metadata(path) {
         Ok(m) => m,
         Err(e) => return Some(format!("unreadable ({e})")),
     };
-    let t = meta.file_type();
-    let what = if t.is_file() {
+    if meta.file_type().is_file() {
         return None;
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_dir() {
-        "a directory"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() || t.is_block_device() {
-        "a device"
-    } else {
-        "not a regular file"
-    };
+    }
+    let what = raw::file_kind(&meta);
     let link = path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink());
     Some(if link { format!("a link to {what}") } else { what.to_string() })
 }

@@ -94,6 +94,24 @@ pub fn parse_stream_file_name(name: &str) -> Option<(String, u32, Producer)> {
     Some((parts.next()?.to_string(), pid, producer))
 }
 
+/// What a file that is not a regular file is, for an error line: "a
+/// FIFO", "a directory", ...
+pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

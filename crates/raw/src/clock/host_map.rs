@@ -99,7 +99,7 @@ pub fn read(path: &Path, domain: u64) -> Result<Map, Error> {
         })?;
     let meta = file.metadata().map_err(|source| Error::Read { path: path.to_path_buf(), source })?;
     if !meta.is_file() {
-        return Err(Error::NotRegular { path: path.to_path_buf(), what: kind_of(&meta) });
+        return Err(Error::NotRegular { path: path.to_path_buf(), what: crate::file_kind(&meta) });
     }
     let mut text = Vec::new();
     file.take(MAX_LEN + 1).read_to_end(&mut text).map_err(|source| Error::Read { path: path.to_path_buf(), source })?;
@@ -219,22 +219,6 @@ fn link_no_replace(from: &Path, to: &Path) -> std::io::Result<()> {
             if rc == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
         }
         other => other,
-    }
-}
-
-fn kind_of(meta: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let t = meta.file_type();
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() || t.is_block_device() {
-        "a device"
-    } else {
-        "not a regular file"
     }
 }
 
