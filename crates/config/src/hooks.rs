@@ -51,5 +51,13 @@ pub const MERGE_RANK_FAILS: Hook = Hook {
            then MPI_Abort, which must end the whole job.",
 };
 
+/// Lowers the number of messages between hosts the merge's clock
+/// correction reads, so that a test reaches the limit with a small job.
+pub const CORRECTION_LIMIT: Hook = Hook {
+    name: "_GPUTRACE_TEST_CORRECTION_LIMIT",
+    read_by: "the merge, through gputrace (crates/gputrace/src/trace.rs)",
+    help: "A number: the clock correction by the messages reads at most this many sends and            receives between hosts (by default 2,097,152) and leaves the measured offsets beyond it.",
+};
+
 /// Every test hook.
-pub const ALL: &[Hook] = &[CLOCK_DOMAIN, KILL_DIR, PANIC, MERGE_RANK_FAILS];
+pub const ALL: &[Hook] = &[CLOCK_DOMAIN, KILL_DIR, PANIC, MERGE_RANK_FAILS, CORRECTION_LIMIT];

@@ -266,6 +266,7 @@ pub fn worker(dir: &Path, force: bool, messages_fd: i32, not_traced: &[String], 
         mpi_complete: [MpiGroup::P2p, MpiGroup::Coll, MpiGroup::Xnonblock]
             .into_iter()
             .all(|g| config.mpi_groups.contains(g)),
+        max_correction_messages: crate::trace::correction_limit(),
         jobs: match config.merge_jobs {
             0 => merge::jobs(),
             n => usize::try_from(n).unwrap_or(usize::MAX),

@@ -100,6 +100,7 @@ pub fn run(dir: &Path, settings: &[(String, String)], force: bool, after: After)
         mpi_complete: [config::MpiGroup::P2p, config::MpiGroup::Coll, config::MpiGroup::Xnonblock]
             .into_iter()
             .all(|g| config.mpi_groups.contains(g)),
+        max_correction_messages: crate::trace::correction_limit(),
         jobs: match config.merge_jobs {
             0 => merge::jobs(),
             n => usize::try_from(n).unwrap_or(usize::MAX),

@@ -373,10 +373,20 @@ fn run_summary(s: &merge::Summary) -> report::summary::RunSummary {
             before: c.before,
             after: c.after,
             moved_receives: c.method == merge::correct::Method::Timestamps,
+            skipped: (c.method == merge::correct::Method::Skipped).then(correction_limit),
             moved: c.moved,
             max_shift: c.max_shift,
         }),
     }
+}
+
+/// The clock correction's limit of messages between hosts: its default,
+/// or a test's (`_GPUTRACE_TEST_CORRECTION_LIMIT`).
+pub fn correction_limit() -> u64 {
+    std::env::var(config::hooks::CORRECTION_LIMIT.name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(merge::correct::MAX_MESSAGES)
 }
 
 /// The LD_PRELOAD value for the ranks: the MPI hooks matching the

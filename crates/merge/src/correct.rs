@@ -48,6 +48,12 @@ use crate::inputs::Process;
 /// send's timestamp.
 pub const MIN_LATENCY: u64 = 1;
 
+/// The most sends and receives between hosts the correction reads by
+/// default (about 128 bytes each with their pairing, so some 256 MiB):
+/// beyond them it leaves the measured offsets as they are and says so,
+/// rather than let the merge's memory grow with the job's messages.
+pub const MAX_MESSAGES: u64 = 2 << 20;
+
 /// What the correction found and did, for the summary.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
@@ -81,6 +87,10 @@ pub enum Method {
     Offsets,
     /// Receives moved, their locations' timestamps raised.
     Timestamps,
+    /// More sends and receives between hosts than the merge's limit
+    /// ([`MAX_MESSAGES`] unless told otherwise): not corrected, the
+    /// measured offsets stand.
+    Skipped,
 }
 
 /// The raised timestamps of the timestamp correction: per (process, stream,
@@ -174,7 +184,9 @@ struct Messages {
 /// Corrects `clocks` (one per process) by the processes' messages when
 /// they span more than one clock domain, reading on up to `jobs` threads.
 /// Returns the report and, when receives had to be moved, their floors.
-pub fn correct(processes: &[Process], clocks: &mut [ClockMap], jobs: usize) -> Option<(Report, Floors)> {
+/// Reads at most `limit` sends and receives between hosts (else
+/// [`Method::Skipped`]).
+pub fn correct(processes: &[Process], clocks: &mut [ClockMap], jobs: usize, limit: u64) -> Option<(Report, Floors)> {
     let mut domains: Vec<u64> = processes.iter().map(|p| p.clock_domain).collect();
     domains.sort_unstable();
     domains.dedup();
@@ -199,7 +211,11 @@ pub fn correct(processes: &[Process], clocks: &mut [ClockMap], jobs: usize) -> O
             class_of_rank[r] = *c;
         }
     }
-    let mut all = read_all(processes, jobs, Some((&class_of_rank, &class)));
+    let Some(mut all) = read_all(processes, jobs, Some((&class_of_rank, &class)), limit) else {
+        let report = Report { domains: domains.len(), method: Method::Skipped, ..Report::default() };
+        tracing::info!(domains = report.domains, limit, "message-based clock correction skipped");
+        return Some((report, Floors::default()));
+    };
     let mut pairs = pair(processes, &all);
     let mut report = Report { domains: domains.len(), messages: pairs.len() as u64, ..Report::default() };
     let global = |clocks: &[ClockMap], (p, i): (usize, usize)| clocks[p].global(all[p].msgs[i].t);
@@ -233,8 +249,12 @@ pub fn correct(processes: &[Process], clocks: &mut [ClockMap], jobs: usize) -> O
     } else {
         // Moving a receive moves what follows it, and so every message
         // matters: all are read again.
+        let Some(every) = read_all(processes, jobs, None, limit) else {
+            report.method = Method::Skipped;
+            return Some((report, Floors::default()));
+        };
         report.method = Method::Timestamps;
-        all = read_all(processes, jobs, None);
+        all = every;
         pairs = pair(processes, &all);
         let moved = replay(&all, &pairs, clocks, &dom);
         report.moved = moved.moved;
@@ -304,10 +324,12 @@ fn map_classes(dom: &[usize], clocks: &[ClockMap]) -> Vec<u32> {
 /// and of each process (only messages between classes), or all.
 type Filter<'a> = Option<(&'a [u32], &'a [u32])>;
 
-/// Every process's MPI sends and receives, on up to `jobs` threads.
-fn read_all(processes: &[Process], jobs: usize, filter: Filter<'_>) -> Vec<Messages> {
+/// Every process's MPI sends and receives, on up to `jobs` threads;
+/// `None` beyond `limit` of them.
+fn read_all(processes: &[Process], jobs: usize, filter: Filter<'_>, limit: u64) -> Option<Vec<Messages>> {
     let jobs = jobs.clamp(1, processes.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
+    let read = std::sync::atomic::AtomicU64::new(0);
     let mut all: Vec<Messages> = std::iter::repeat_with(Messages::default).take(processes.len()).collect();
     let done = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|s| {
@@ -319,23 +341,32 @@ fn read_all(processes: &[Process], jobs: usize, filter: Filter<'_>) -> Vec<Messa
                     if i >= processes.len() {
                         break;
                     }
+                    if read.load(std::sync::atomic::Ordering::Relaxed) > limit {
+                        break;
+                    }
                     let only = filter.map(|(ranks, class)| (ranks, class[i]));
-                    mine.push((i, read_process(&processes[i], only)));
+                    mine.push((i, read_process(&processes[i], only, (&read, limit))));
                 }
                 done.lock().unwrap_or_else(std::sync::PoisonError::into_inner).extend(mine);
             });
         }
     });
+    if read.into_inner() > limit {
+        return None;
+    }
     for (i, m) in done.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner) {
         all[i] = m;
     }
-    all
+    Some(all)
 }
 
 /// The MPI messages of one process, by time (then location); with
 /// `only`, those with a peer whose clock map class (by world rank) is not
 /// this process's.
-fn read_process(p: &Process, only: Option<(&[u32], u32)>) -> Messages {
+/// Stops early once `read.0` (the count of every process's) passes
+/// `read.1`.
+fn read_process(p: &Process, only: Option<(&[u32], u32)>, read: (&std::sync::atomic::AtomicU64, u64)) -> Messages {
+    let (read, limit) = read;
     let mut out = Messages::default();
     let Some((me, _)) = p.mpi else { return out };
     let mut payload = Vec::new();
@@ -348,6 +379,9 @@ fn read_process(p: &Process, only: Option<(&[u32], u32)>) -> Messages {
             if file.read_payload(chunk, &mut payload).is_err() {
                 // The event pass reports it.
                 continue;
+            }
+            if read.load(std::sync::atomic::Ordering::Relaxed) > limit {
+                return out;
             }
             let local = chunk.header.location;
             let loc = match out.locs.iter().position(|&l| l == (s, local)) {
@@ -376,6 +410,7 @@ fn read_process(p: &Process, only: Option<(&[u32], u32)>) -> Messages {
                 }
                 let key = if send { (me, peer, c.key, m.tag) } else { (peer, me, c.key, m.tag) };
                 out.msgs.push(Msg { t, loc, send, key });
+                read.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
         }
     }

@@ -64,6 +64,9 @@ pub struct Options<'a> {
     /// Threads that write locations at once ([`jobs`] for the default):
     /// 1 writes them one after the other on the calling thread.
     pub jobs: usize,
+    /// The most sends and receives between hosts the clock correction
+    /// reads ([`correct::MAX_MESSAGES`] but in tests).
+    pub max_correction_messages: u64,
 }
 
 /// The number of threads a merge uses by default: the cores this process
@@ -222,10 +225,11 @@ fn run<E: Extra>(
         }
     }
     let mut clocks = clock_maps(&processes);
-    let (correction, floors) = match correct::correct(&processes, &mut clocks, options.jobs.max(1)) {
-        Some((report, floors)) => (Some(report), floors),
-        None => (None, correct::Floors::default()),
-    };
+    let (correction, floors) =
+        match correct::correct(&processes, &mut clocks, options.jobs.max(1), options.max_correction_messages) {
+            Some((report, floors)) => (Some(report), floors),
+            None => (None, correct::Floors::default()),
+        };
     let total: u64 = processes.iter().zip(&mine).filter(|m| *m.1).map(|(p, _)| events_of(p)).sum();
     observer.started(total);
     let mut summary = Summary {

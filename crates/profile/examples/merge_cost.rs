@@ -48,6 +48,7 @@ fn main() {
                 not_traced: &[],
                 program_ended: None,
                 mpi_complete: true,
+                max_correction_messages: merge::correct::MAX_MESSAGES,
                 jobs: std::env::var("JOBS").ok().and_then(|j| j.parse().ok()).unwrap_or(1),
             };
             let start = Instant::now();

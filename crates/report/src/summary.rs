@@ -116,6 +116,8 @@ pub struct Clocks {
     pub after: u64,
     /// Receives moved (true), or hosts' clocks shifted by a constant.
     pub moved_receives: bool,
+    /// Too many messages between hosts to correct by (the limit).
+    pub skipped: Option<u64>,
     /// Hosts shifted or receives moved, and by how much at most (ns).
     pub moved: u64,
     pub max_shift: u64,
@@ -218,6 +220,18 @@ impl RunSummary {
     }
 
     fn clocks(&self, s: &mut String) {
+        if let Some(c) = self.clocks.as_ref()
+            && let Some(limit) = c.skipped
+        {
+            let _ = writeln!(
+                s,
+                "clocks: {} hosts; more than {} sends and receives between them: not corrected by the messages, \
+                 the offsets measured at MPI_Init and MPI_Finalize stand",
+                c.hosts,
+                thousands(limit)
+            );
+            return;
+        }
         // (Nothing to say without messages between hosts.)
         let Some(c) = self.clocks.as_ref().filter(|c| c.messages > 0) else { return };
         if c.before == 0 {
@@ -393,8 +407,16 @@ mod tests {
 
     #[test]
     fn the_clock_correction_is_said() {
-        let c =
-            Clocks { hosts: 4, messages: 784, before: 25, after: 0, moved_receives: false, moved: 2, max_shift: 5800 };
+        let c = Clocks {
+            hosts: 4,
+            messages: 784,
+            before: 25,
+            after: 0,
+            moved_receives: false,
+            skipped: None,
+            moved: 2,
+            max_shift: 5800,
+        };
         let text = RunSummary { clocks: Some(c.clone()), ..Default::default() }.render(10, true);
         assert!(
             text.contains(
@@ -413,8 +435,15 @@ mod tests {
         let text = RunSummary { clocks: Some(none.clone()), ..Default::default() }.render(10, true);
         assert!(text.contains("clocks: 4 hosts; each of 784 messages between them received after its send"), "{text}");
         // No messages between the hosts: nothing to say.
-        let text = RunSummary { clocks: Some(Clocks { messages: 0, ..none }), ..Default::default() }.render(10, true);
+        let text =
+            RunSummary { clocks: Some(Clocks { messages: 0, ..none.clone() }), ..Default::default() }.render(10, true);
         assert!(!text.contains("clocks:"), "{text}");
+        let skipped = Clocks { messages: 0, skipped: Some(2 << 20), ..none };
+        let text = RunSummary { clocks: Some(skipped), ..Default::default() }.render(10, true);
+        assert!(
+            text.contains("clocks: 4 hosts; more than 2,097,152 sends and receives between them: not corrected"),
+            "{text}"
+        );
     }
 
     #[test]

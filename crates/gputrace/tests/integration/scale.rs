@@ -317,3 +317,39 @@ fn mpich_128_ranks_oversubscribed() {
     }
     real_ring("mpich-128", "mpicc.mpich", &["mpiexec.mpich", "-n", "128"]);
 }
+
+/// The same wrong offsets, with the correction's limit of messages
+/// between hosts (2 Mi sends and receives by default) lowered to 100 by
+/// the test hook: the merge reads no more than that, says that it did not
+/// correct, and leaves the measured offsets, so receives stay before
+/// their sends.
+#[test]
+fn beyond_its_limit_the_correction_says_so_and_leaves_the_offsets() {
+    let dir = fresh_dir("clock-error-limit");
+    let raw_dir = dir.join("raw");
+    std::fs::create_dir_all(&raw_dir).unwrap();
+    let steps = 50;
+    let job = raw::synthetic::Job {
+        ranks: 64,
+        ranks_per_node: 8,
+        iterations: steps,
+        gpu: true,
+        offset_error: (8_000, 8_000),
+    };
+    raw::synthetic::write_job(&raw_dir, &job).unwrap();
+    let out = run(Command::new(gputrace()).env("_GPUTRACE_TEST_CORRECTION_LIMIT", "100").arg("merge").arg(&dir));
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(
+        err.contains(
+            "clocks: 8 hosts; more than 100 sends and receives between them: not corrected by the messages, \
+             the offsets measured at MPI_Init and MPI_Finalize stand"
+        ),
+        "{err}"
+    );
+    let (facts, order, _) = read_three_ways(&dir.join("traces.otf2"));
+    assert_sends_match_receives(&facts);
+    let want: i64 = ring_pairs(64, steps as i64, 0).values().sum();
+    assert_eq!((order["pairs"].as_i64(), order["unpaired"].as_i64()), (Some(want), Some(0)), "{order}");
+    assert!(order["worst_ns"].as_i64().unwrap() > 0, "receives before their sends stay: {order}");
+}
