@@ -373,7 +373,10 @@ fn run_summary(s: &merge::Summary) -> report::summary::RunSummary {
             before: c.before,
             after: c.after,
             moved_receives: c.method == merge::correct::Method::Timestamps,
-            skipped: (c.method == merge::correct::Method::Skipped).then(correction_limit),
+            skipped: match c.method {
+                merge::correct::Method::Skipped { limit } => Some(limit),
+                _ => None,
+            },
             moved: c.moved,
             max_shift: c.max_shift,
         }),

@@ -84,7 +84,7 @@ pub fn clock_maps(processes: &[Process]) -> Vec<ClockMap> {
     processes
         .iter()
         .map(|p| {
-            let last = last_event_time(p);
+            let last = p.event_span().1;
             if !p.clock_points.is_empty() {
                 return ClockMap { points: measured(&p.clock_points, last) };
             }
@@ -98,10 +98,6 @@ pub fn clock_maps(processes: &[Process]) -> Vec<ClockMap> {
             ClockMap { points: vec![(mono, offset, 0.0), (last.max(mono + 1), offset, 0.0)] }
         })
         .collect()
-}
-
-fn last_event_time(p: &Process) -> u64 {
-    p.streams.iter().flat_map(|s| s.chunks.iter().map(|c| c.header.max_time)).max().unwrap_or(0)
 }
 
 /// The measurement points (the first per local time), a lone one repeated

@@ -87,10 +87,10 @@ pub enum Method {
     Offsets,
     /// Receives moved, their locations' timestamps raised.
     Timestamps,
-    /// More sends and receives between hosts than the merge's limit
+    /// More sends and receives between hosts than `limit`, the merge's
     /// ([`MAX_MESSAGES`] unless told otherwise): not corrected, the
     /// measured offsets stand.
-    Skipped,
+    Skipped { limit: u64 },
 }
 
 /// The raised timestamps of the timestamp correction: per (process, stream,
@@ -212,7 +212,7 @@ pub fn correct(processes: &[Process], clocks: &mut [ClockMap], jobs: usize, limi
         }
     }
     let Some(mut all) = read_all(processes, jobs, Some((&class_of_rank, &class)), limit) else {
-        let report = Report { domains: domains.len(), method: Method::Skipped, ..Report::default() };
+        let report = Report { domains: domains.len(), method: Method::Skipped { limit }, ..Report::default() };
         tracing::info!(domains = report.domains, limit, "message-based clock correction skipped");
         return Some((report, Floors::default()));
     };
@@ -241,7 +241,8 @@ pub fn correct(processes: &[Process], clocks: &mut [ClockMap], jobs: usize, limi
         for (p, clock) in clocks.iter_mut().enumerate() {
             let d = shift[dom[p]];
             if d != 0 {
-                clock.shift(d, first_event_time(&processes[p]), last_event_time(&processes[p]));
+                let (first, last) = processes[p].event_span();
+                clock.shift(d, first, last);
             }
         }
         report.moved = shift.iter().filter(|&&d| d != 0).count() as u64;
@@ -250,7 +251,7 @@ pub fn correct(processes: &[Process], clocks: &mut [ClockMap], jobs: usize, limi
         // Moving a receive moves what follows it, and so every message
         // matters: all are read again.
         let Some(every) = read_all(processes, jobs, None, limit) else {
-            report.method = Method::Skipped;
+            report.method = Method::Skipped { limit };
             return Some((report, Floors::default()));
         };
         report.method = Method::Timestamps;
@@ -288,15 +289,6 @@ pub fn correct(processes: &[Process], clocks: &mut [ClockMap], jobs: usize, limi
         "message-based clock correction"
     );
     Some((report, floors))
-}
-
-/// The first event time of `p` on its own clock.
-fn first_event_time(p: &Process) -> u64 {
-    p.streams.iter().flat_map(|s| s.chunks.iter().map(|c| c.header.min_time)).min().unwrap_or(0)
-}
-
-fn last_event_time(p: &Process) -> u64 {
-    p.streams.iter().flat_map(|s| s.chunks.iter().map(|c| c.header.max_time)).max().unwrap_or(0)
 }
 
 /// For each process, which of the distinct clock maps of its domain it

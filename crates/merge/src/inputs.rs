@@ -441,6 +441,13 @@ fn stream_defs(p: &mut Process, s: &RawFile) -> StreamDefs {
 }
 
 impl Process {
+    /// The local times of its first and last events (0 without any), from
+    /// the chunk headers.
+    pub fn event_span(&self) -> (u64, u64) {
+        let chunks = || self.streams.iter().flat_map(|s| s.chunks.iter());
+        (chunks().map(|c| c.header.min_time).min().unwrap_or(0), chunks().map(|c| c.header.max_time).max().unwrap_or(0))
+    }
+
     /// How the process ended, when not normally or with events lost: for
     /// the summary.
     pub fn ending(&self) -> Option<Ending> {
