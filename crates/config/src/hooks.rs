@@ -42,6 +42,14 @@ pub const PANIC: Hook = Hook {
            program's stderr gets.",
 };
 
+/// Makes a test binary of the runtime, run again as a child, record one
+/// stream in this experiment directory without the command's TSC map.
+pub const HOST_MAP: Hook = Hook {
+    name: "_GPUTRACE_TEST_HOST_MAP",
+    read_by: "the runtime's own tests (crates/runtime/src/tests.rs)",
+    help: "The child records one stream there, reading the TSC through the host's map file.",
+};
+
 /// Makes one rank of a merge run as an MPI job fail at its start, while
 /// the others wait for it in a collective call.
 pub const MERGE_RANK_FAILS: Hook = Hook {
@@ -59,5 +67,21 @@ pub const CORRECTION_LIMIT: Hook = Hook {
     help: "A number: the clock correction by the messages reads at most this many sends and            receives between hosts (by default 2,097,152) and leaves the measured offsets beyond it.",
 };
 
+/// Makes a test binary of the raw crate, run again as a child, publish a
+/// host's TSC map in this directory, racing its siblings.
+pub const RACE_DIR: Hook = Hook {
+    name: "_GPUTRACE_TEST_RACE_DIR",
+    read_by: "the raw crate's own tests (crates/raw/src/clock/host_map.rs)",
+    help: "The child publishes its TSC map in this directory and prints the map it got.",
+};
+
+/// When the children of [`RACE_DIR`] start publishing, all at once.
+pub const RACE_AT: Hook = Hook {
+    name: "_GPUTRACE_TEST_RACE_AT",
+    read_by: "the raw crate's own tests (crates/raw/src/clock/host_map.rs)",
+    help: "CLOCK_MONOTONIC ns: the children of _GPUTRACE_TEST_RACE_DIR wait until then.",
+};
+
 /// Every test hook.
-pub const ALL: &[Hook] = &[CLOCK_DOMAIN, KILL_DIR, PANIC, MERGE_RANK_FAILS, CORRECTION_LIMIT];
+pub const ALL: &[Hook] =
+    &[CLOCK_DOMAIN, KILL_DIR, PANIC, HOST_MAP, MERGE_RANK_FAILS, CORRECTION_LIMIT, RACE_DIR, RACE_AT];

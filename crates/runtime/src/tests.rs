@@ -383,7 +383,7 @@ fn an_untraced_stream_holds_only_why_and_its_end() {
 /// directory its environment names, with the timer the clock chose.
 #[test]
 fn host_map_child_records() {
-    let Some(dir) = std::env::var_os("GPUTRACE_TEST_HOST_MAP") else { return };
+    let Some(dir) = std::env::var_os(config::hooks::HOST_MAP.name) else { return };
     let rec = recorder(Path::new(&dir), 256 << 10);
     rec.finish();
 }
@@ -399,7 +399,7 @@ fn processes_without_the_command_share_the_hosts_map() {
     let run = |exp: &Path| {
         let mut child = std::process::Command::new(std::env::current_exe().unwrap())
             .args(["--exact", "tests::host_map_child_records", "--nocapture", "--test-threads=1"])
-            .env("GPUTRACE_TEST_HOST_MAP", exp)
+            .env(config::hooks::HOST_MAP.name, exp)
             .env("GPUTRACE_EXPERIMENT_DIRECTORY", exp)
             .env_remove(raw::clock::CALIBRATION_VARIABLE)
             .env_remove(raw::clock::TIMER_VARIABLE)

@@ -232,7 +232,7 @@ mod tests {
     }
 
     fn usable() -> bool {
-        super::super::tsc_usable()
+        super::super::tsc_for_tests()
     }
 
     const DOMAIN: u64 = 0x0123_4567_89ab_cdef;
@@ -297,10 +297,10 @@ mod tests {
     /// in the directory it is given and prints the map it got.
     #[test]
     fn racing_child() {
-        let Some(dir) = std::env::var_os("GPUTRACE_TEST_RACE_DIR") else { return };
+        let Some(dir) = std::env::var_os("_GPUTRACE_TEST_RACE_DIR") else { return };
         let mine = calibrated();
         // Start together: wait for the time the parent set.
-        let start: u64 = std::env::var("GPUTRACE_TEST_RACE_AT").unwrap().parse().unwrap();
+        let start: u64 = std::env::var("_GPUTRACE_TEST_RACE_AT").unwrap().parse().unwrap();
         while monotonic() < start {
             std::hint::spin_loop();
         }
@@ -321,8 +321,8 @@ mod tests {
             .map(|_| {
                 std::process::Command::new(std::env::current_exe().unwrap())
                     .args(["--exact", "clock::host_map::tests::racing_child", "--nocapture", "--test-threads=1"])
-                    .env("GPUTRACE_TEST_RACE_DIR", &raw)
-                    .env("GPUTRACE_TEST_RACE_AT", at.to_string())
+                    .env("_GPUTRACE_TEST_RACE_DIR", &raw)
+                    .env("_GPUTRACE_TEST_RACE_AT", at.to_string())
                     .stdout(std::process::Stdio::piped())
                     .spawn()
                     .unwrap()
