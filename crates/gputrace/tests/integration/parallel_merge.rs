@@ -23,12 +23,7 @@ fn synthetic(name: &str, ranks: u32, iterations: u64) -> PathBuf {
 /// offsets are wrong by `offset_error` (raw streams only): the merge
 /// corrects the clocks by the messages.
 fn wrong_clocks(name: &str, ranks: u32, offset_error: (i64, i64)) -> PathBuf {
-    let dir = fresh_dir(name);
-    let raw = dir.join("raw");
-    std::fs::create_dir_all(&raw).unwrap();
-    let job = raw::synthetic::Job { ranks, ranks_per_node: 8, iterations: 40, gpu: true, offset_error };
-    raw::synthetic::write_job(&raw, &job).unwrap();
-    dir
+    synthetic_job(name, ranks, 40, offset_error).0
 }
 
 /// examples/mpi_ring.c traced with Open MPI on `ranks` ranks, its raw

@@ -71,13 +71,8 @@ fn assert_ring_job(facts: &Value, order: &Value, ranks: u32, want: &BTreeMap<(i6
 /// MPI_Finalize puts every receive after its send (by 5 µs in the job).
 #[test]
 fn a_synthetic_job_of_1024_ranks_merges_on_one_clock() {
-    let dir = fresh_dir("scale-1024");
-    let raw_dir = dir.join("raw");
-    std::fs::create_dir_all(&raw_dir).unwrap();
     let steps = 10;
-    let job =
-        raw::synthetic::Job { ranks: 1024, ranks_per_node: 8, iterations: steps, gpu: true, offset_error: (0, 0) };
-    let written = raw::synthetic::write_job(&raw_dir, &job).unwrap();
+    let (dir, written) = synthetic_job("scale-1024", 1024, steps, (0, 0));
     assert_eq!(written.streams, 2048);
     let started = std::time::Instant::now();
     let out = merge(&dir, false);
@@ -134,18 +129,9 @@ fn a_synthetic_job_of_1024_ranks_merges_on_one_clock() {
 #[test]
 fn wrong_clock_offsets_are_corrected_by_the_messages() {
     let error = 8_000;
-    let dir = fresh_dir("clock-error-offsets");
-    let raw_dir = dir.join("raw");
-    std::fs::create_dir_all(&raw_dir).unwrap();
     let steps = 50;
-    let job = raw::synthetic::Job {
-        ranks: 64,
-        ranks_per_node: 8,
-        iterations: steps,
-        gpu: true,
-        offset_error: (error, error),
-    };
-    raw::synthetic::write_job(&raw_dir, &job).unwrap();
+    let (dir, _) = synthetic_job("clock-error-offsets", 64, steps, (error, error));
+    let raw_dir = dir.join("raw");
     let out = merge(&dir, false);
     let err = text(&out.stderr);
     assert!(out.status.success(), "{err}");
@@ -201,18 +187,8 @@ fn wrong_clock_offsets_are_corrected_by_the_messages() {
 #[test]
 fn offsets_no_constant_can_fix_move_the_receives() {
     let error = 8_000;
-    let dir = fresh_dir("clock-error-receives");
-    let raw_dir = dir.join("raw");
-    std::fs::create_dir_all(&raw_dir).unwrap();
     let steps = 50;
-    let job = raw::synthetic::Job {
-        ranks: 16,
-        ranks_per_node: 8,
-        iterations: steps,
-        gpu: true,
-        offset_error: (error, -error),
-    };
-    raw::synthetic::write_job(&raw_dir, &job).unwrap();
+    let (dir, _) = synthetic_job("clock-error-receives", 16, steps, (error, -error));
     let out = merge(&dir, false);
     let err = text(&out.stderr);
     assert!(out.status.success(), "{err}");
@@ -254,12 +230,9 @@ fn human_ns(s: &str) -> u64 {
 /// reads it once more are indexed than a quarter of the limit.
 #[test]
 fn a_merge_of_512_streams_keeps_under_an_open_file_limit_of_256() {
-    let dir = fresh_dir("nofile");
-    let raw_dir = dir.join("raw");
-    std::fs::create_dir_all(&raw_dir).unwrap();
     let steps = 20;
-    let job = raw::synthetic::Job { ranks: 256, ranks_per_node: 8, iterations: steps, gpu: true, offset_error: (0, 0) };
-    assert_eq!(raw::synthetic::write_job(&raw_dir, &job).unwrap().streams, 512);
+    let (dir, written) = synthetic_job("nofile", 256, steps, (0, 0));
+    assert_eq!(written.streams, 512);
     let script = "ulimit -n 256 && ulimit -n && exec \"$0\" merge \"$1\"";
     let out = run(Command::new("bash").arg("-c").arg(script).arg(gputrace()).arg(&dir));
     let (stdout, err) = (text(&out.stdout), text(&out.stderr));
@@ -325,18 +298,8 @@ fn mpich_128_ranks_oversubscribed() {
 /// their sends.
 #[test]
 fn beyond_its_limit_the_correction_says_so_and_leaves_the_offsets() {
-    let dir = fresh_dir("clock-error-limit");
-    let raw_dir = dir.join("raw");
-    std::fs::create_dir_all(&raw_dir).unwrap();
     let steps = 50;
-    let job = raw::synthetic::Job {
-        ranks: 64,
-        ranks_per_node: 8,
-        iterations: steps,
-        gpu: true,
-        offset_error: (8_000, 8_000),
-    };
-    raw::synthetic::write_job(&raw_dir, &job).unwrap();
+    let (dir, _) = synthetic_job("clock-error-limit", 64, steps, (8_000, 8_000));
     let out = run(Command::new(gputrace()).env("_GPUTRACE_TEST_CORRECTION_LIMIT", "100").arg("merge").arg(&dir));
     let err = text(&out.stderr);
     assert!(out.status.success(), "{err}");

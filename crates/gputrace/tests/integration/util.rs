@@ -59,6 +59,24 @@ pub fn fresh_dir(name: &str) -> PathBuf {
     d
 }
 
+/// An experiment directory holding the raw streams of a synthetic job
+/// (`raw::synthetic::write_job`) of `ranks` ranks, 8 to a simulated node,
+/// each with an MPI and a CUDA stream, `steps` steps, its measured clock
+/// offsets wrong by `offset_error`; and what the job holds.
+pub fn synthetic_job(
+    name: &str,
+    ranks: u32,
+    steps: u64,
+    offset_error: (i64, i64),
+) -> (PathBuf, raw::synthetic::JobCounts) {
+    let dir = fresh_dir(name);
+    let raw_dir = dir.join("raw");
+    std::fs::create_dir_all(&raw_dir).unwrap();
+    let job = raw::synthetic::Job { ranks, ranks_per_node: 8, iterations: steps, gpu: true, offset_error };
+    let counts = raw::synthetic::write_job(&raw_dir, &job).unwrap();
+    (dir, counts)
+}
+
 /// Whether a command exists (the MPI of a test may not be installed).
 pub fn have(cmd: &str) -> bool {
     Command::new("sh").arg("-c").arg(format!("command -v {cmd}")).output().is_ok_and(|o| o.status.success())
