@@ -8,7 +8,12 @@
 # Usage (on the GPU machine, from the repository root, with gputrace's
 # release binaries in $GT_BIN, default .device/bin):
 #   tests/gpu/run.sh [basic] [subset] [peer] [mpi] [torch] [nsys] [nocupti] [halo] [nvtx] [graphs] [memory] [uvm]
-# With no argument it runs them all. Each part prints "PART <name> rc=<n>".
+#                    [threads] [nccl4] [ddp4]
+# With no argument it runs them all (threads, nccl4 and ddp4 need 2 or
+# more GPUs, made for 4). Each part prints "PART <name> rc=<n>".
+# The four-GPU parts compare with an independent CUPTI counter
+# (programs/cupti_count.c, its files in count-<name>/) and NCCL's own log
+# of every call (NCCL_DEBUG_SUBSYS=COLL, in ncclcoll-<name>/).
 set -u
 root=$(cd "$(dirname "$0")/../.." && pwd)
 bin=${GT_BIN:-$root/.device/bin}
@@ -19,7 +24,7 @@ rm -rf "$work"
 mkdir -p "$work" "$out"
 export PATH=/usr/local/cuda/bin:$PATH
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
-parts=${*:-basic subset peer mpi torch nsys nocupti halo nvtx graphs memory uvm}
+parts=${*:-basic subset peer mpi torch nsys nocupti halo nvtx graphs memory uvm threads nccl4 ddp4}
 progs=$root/tests/gpu/programs
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 echo "GPUs: $ngpu; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
@@ -27,6 +32,29 @@ echo "GPUs: $ngpu; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noh
 build() { # name sources... -> $work/name
   local name=$1; shift
   nvcc -O2 -arch=native -o "$work/$name" "$@" >"$work/$name.build.log" 2>&1 || { cat "$work/$name.build.log"; return 1; }
+}
+
+counter() { # builds the independent CUPTI counter once: $work/libcupti_count.so
+  [ -f "$work/libcupti_count.so" ] && return 0
+  local cuda=/usr/local/cuda
+  gcc -O2 -shared -fPIC -o "$work/libcupti_count.so" "$progs/cupti_count.c" -I$cuda/include -I$cuda/extras/CUPTI/include \
+    -L$cuda/lib64 -L$cuda/extras/CUPTI/lib64 -lcupti -Wl,-rpath,$cuda/lib64:$cuda/extras/CUPTI/lib64 \
+    >"$work/cupti_count.build.log" 2>&1 || { cat "$work/cupti_count.build.log"; return 1; }
+}
+
+repeat() { # name runs command...: runs it `runs` times (with $work/rep removed before each: the
+  # experiment directory of a traced command), prints how many failed, keeps the first failure's stderr
+  local name=$1 runs=$2 failed=0 i; shift 2
+  for i in $(seq "$runs"); do
+    rm -rf "$work/rep"
+    if ! "$@" >"$work/$name.rep.out" 2>"$work/$name.rep.err"; then
+      failed=$((failed + 1))
+      [ -f "$work/$name.fail.err" ] || cp "$work/$name.rep.err" "$work/$name.fail.err"
+    fi
+  done
+  echo "  $name: $failed of $runs runs failed"
+  [ -f "$work/$name.fail.err" ] && grep -v '^\[gputrace\] *$' "$work/$name.fail.err" | head -5 | sed "s/^/  [$name first failure] /"
+  return 0
 }
 
 part() { # name command...: runs, logs to $work/<name>.log, prints the rc
@@ -137,6 +165,72 @@ for p in $parts; do
         "$gt" -o "$work/exp-uvm" "$work/cuda_managed" 64
       "$gt" stats --report cuda_uvm_sum --report cuda_mem_sum "$work/exp-uvm" 2>&1 | sed 's/^/  [uvm] /'
       ;;
+    threads)
+      # One host thread per GPU, halo rows pushed into the neighbours' GPUs
+      # with cudaMemcpyAsync: untraced, traced (the program checks its
+      # result), and once under the counter and once kept for the checker.
+      if [ "$ngpu" -lt 2 ]; then echo "PART threads skipped (1 GPU)"; continue; fi
+      build threads_peer "$progs/threads_peer.cu" -std=c++17 || continue
+      counter || continue
+      runs=${THREAD_RUNS:-20}
+      repeat threads.plain "$runs" "$work/threads_peer" 100
+      repeat threads.traced "$runs" "$gt" -o "$work/rep" "$work/threads_peer" 100
+      repeat threads.traced.x4 "$runs" "$gt" -o "$work/rep" "$work/threads_peer" 100 64 256 $((ngpu * 4))
+      mkdir -p "$work/count-threads"
+      CUDA_INJECTION64_PATH=$work/libcupti_count.so CUPTI_COUNT_DIR=$work/count-threads "$work/threads_peer" 100 \
+        >"$work/threads.count.out" 2>&1 || echo "  threads: the counted run failed"
+      part threads "$gt" -o "$work/exp-threads" "$work/threads_peer" 100
+      grep -h '^threads_peer' "$work/threads.out" | sed 's/^/  [threads] /'
+      ;;
+    nccl4)
+      # NCCL on every GPU: one rank per GPU (MPI) in each mode of
+      # nccl_four.cu, then one process driving every GPU; each under the
+      # counter and under gputrace with NCCL's log of every call.
+      if [ "$ngpu" -lt 2 ]; then echo "PART nccl4 skipped (1 GPU)"; continue; fi
+      counter || continue
+      nvcc -O2 -arch=native -o "$work/nccl_four" "$progs/nccl_four.cu" -lnccl >"$work/nccl_four.build.log" 2>&1 &&
+        nvcc -O2 -arch=native -DWITH_MPI -o "$work/nccl_four_mpi" "$progs/nccl_four.cu" -lnccl \
+          $(mpicc --showme:compile) $(mpicc --showme:link) >>"$work/nccl_four.build.log" 2>&1 ||
+        { cat "$work/nccl_four.build.log"; continue; }
+      k=${NCCL4_ITERS:-50}
+      for mode in ${NCCL4_MODES:-groups halo zero alltoall graph collectives single}; do
+        name=nccl4-$mode
+        mkdir -p "$work/count-$name" "$work/ncclcoll-$name"
+        counted=(env CUDA_INJECTION64_PATH="$work/libcupti_count.so" CUPTI_COUNT_DIR="$work/count-$name")
+        traced=(NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL NCCL_DEBUG_FILE="$work/ncclcoll-$name/%h.%p"
+          GPUTRACE_NCCL_CAPTURE="$work/ncclcap-$name-%p.ncclcap")
+        [ "$mode" = groups ] && traced+=(GPUTRACE_CUDA_CAPTURE="$work/capture-$name")
+        if [ "$mode" = single ]; then
+          prog=("$work/nccl_four" collectives "$k")
+          "${counted[@]}" "${prog[@]}" >"$work/$name.count.out" 2>&1 || echo "  $name: the counted run failed"
+          part "$name" env "${traced[@]}" "$gt" --keep-raw -o "$work/exp-$name" "${prog[@]}"
+        else
+          prog=("$work/nccl_four_mpi" "$mode" "$k")
+          mpi=(mpirun -np "$ngpu" --bind-to none -x NCCL_NVLS_ENABLE)
+          "${counted[@]}" "${mpi[@]}" -x CUDA_INJECTION64_PATH -x CUPTI_COUNT_DIR "${prog[@]}" \
+            >"$work/$name.count.out" 2>&1 || echo "  $name: the counted run failed"
+          xs=()
+          for a in "${traced[@]}"; do xs+=(-x "$a"); done
+          part "$name" "$gt" --keep-raw -o "$work/exp-$name" "${mpi[@]}" "${xs[@]}" "${prog[@]}"
+        fi
+        grep -h '^nccl_four' "$work/$name.out" | sed "s/^/  [$name] /"
+        grep -h 'repaired\|dropped\|lost' "$work/$name.err" | head -3 | sed "s/^/  [$name] /"
+      done
+      ;;
+    ddp4)
+      # PyTorch DDP with a rank per GPU: under the counter, then traced
+      # with NCCL's log of every call.
+      if [ "$ngpu" -lt 2 ] || ! python3 -c 'import torch' 2>/dev/null; then echo "PART ddp4 skipped"; continue; fi
+      counter || continue
+      mkdir -p "$work/count-ddp4" "$work/ncclcoll-ddp4"
+      CUDA_INJECTION64_PATH=$work/libcupti_count.so CUPTI_COUNT_DIR=$work/count-ddp4 STEPS=10 \
+        torchrun --standalone --nproc-per-node "$ngpu" "$progs/torch_ddp.py" >"$work/ddp4.count.out" 2>&1 ||
+        echo "  ddp4: the counted run failed"
+      part ddp4 env STEPS=10 NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=COLL NCCL_DEBUG_FILE="$work/ncclcoll-ddp4/%h.%p" \
+        GPUTRACE_NCCL_CAPTURE="$work/ncclcap-ddp4-%p.ncclcap" \
+        "$gt" --keep-raw -o "$work/exp-ddp4" torchrun --standalone --nproc-per-node "$ngpu" "$progs/torch_ddp.py"
+      grep -h 'repaired\|dropped\|lost' "$work/ddp4.err" | head -3 | sed "s/^/  [ddp4] /"
+      ;;
     nocupti)
       [ -x "$work/cuda_basic" ] || build cuda_basic "$progs/cuda_basic.cu" || continue
       part nocupti env GPUTRACE_CUPTI_LIB=/nonexistent/libcupti.so "$gt" -o "$work/exp-nocupti" "$work/cuda_basic" 5
@@ -145,5 +239,10 @@ for p in $parts; do
 done
 
 cd "$work"
-tar czf "$out/gpu-results.tgz" --exclude='*.build.log' exp-* capture-* *.out *.err 2>/dev/null
+tar czf "$out/gpu-results.tgz" --exclude='*.build.log' --exclude='exp-nccl4-*' --exclude='exp-ddp4' \
+  --exclude='capture-nccl4-*' exp-* capture-* *.out *.err count-* 2>/dev/null
+# The four-GPU NCCL runs apart (their raw streams are kept): under 16 MiB each.
+ls -d exp-nccl4-* exp-ddp4 >/dev/null 2>&1 &&
+  tar czf "$out/gpu-nccl4.tgz" exp-nccl4-* exp-ddp4 ncclcoll-* ncclcap-* count-nccl4-* count-ddp4 2>/dev/null
+ls -d capture-nccl4-* >/dev/null 2>&1 && tar czf "$out/gpu-nccl4-capture.tgz" capture-nccl4-* 2>/dev/null
 ls -la "$out"
