@@ -170,7 +170,7 @@ for p in $parts; do
       # with cudaMemcpyAsync: untraced, traced (the program checks its
       # result), and once under the counter and once kept for the checker.
       if [ "$ngpu" -lt 2 ]; then echo "PART threads skipped (1 GPU)"; continue; fi
-      build threads_peer "$progs/threads_peer.cu" -std=c++17 || continue
+      build threads_peer "$progs/threads_peer.cu" -std=c++17 -ldl || continue
       counter || continue
       runs=${THREAD_RUNS:-20}
       repeat threads.plain "$runs" "$work/threads_peer" 100

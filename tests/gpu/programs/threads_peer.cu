@@ -6,6 +6,8 @@
 // streams and events, and synchronizes with its neighbours' events; a
 // host barrier per iteration. The result is checked against the same
 // iteration on the host; a wrong result or a failed CUDA call exits 1.
+// Each thread marks its solve and every iteration with NVTX ranges
+// ("solve", "step"), as such solvers do.
 //
 // Usage: threads_peer [ITERATIONS] [ROWS_PER_THREAD] [COLUMNS] [THREADS]
 // (default 100 64 256, a thread per visible GPU; more threads than GPUs
@@ -14,6 +16,7 @@
 //   expect threads=N iterations=K peer_copies=C bytes=B
 // with the copies between GPUs the program made and their bytes.
 #include <cuda_runtime.h>
+#include <nvtx3/nvToolsExt.h>
 
 #include <cmath>
 #include <condition_variable>
@@ -135,7 +138,9 @@ int main(int argc, char** argv) {
     CUDA_OK(cudaDeviceSynchronize());
     barrier.wait();
     dim3 block(32, 8), grid((cols - 2 + 31) / 32, (rows + 7) / 8);
+    nvtxRangePushA("solve");
     for (int it = 0; it < iters; it++) {
+      nvtxRangePushA("step");
       int p = it & 1, q = p ^ 1;
       float* in = g.buf[p];
       float* out = g.buf[q];
@@ -157,8 +162,10 @@ int main(int argc, char** argv) {
       CUDA_OK(cudaMemcpyAsync(gpus[bottom].buf[q], out + size_t(rows) * cols, row_bytes, cudaMemcpyDeviceToDevice,
                               g.push_bottom));
       CUDA_OK(cudaEventRecord(g.pushed_bottom[p], g.push_bottom));
+      nvtxRangePop();
       barrier.wait();
     }
+    nvtxRangePop();
     CUDA_OK(cudaStreamSynchronize(g.push_top));
     CUDA_OK(cudaStreamSynchronize(g.push_bottom));
     CUDA_OK(cudaStreamSynchronize(g.compute));

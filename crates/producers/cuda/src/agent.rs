@@ -3,10 +3,14 @@
 //!
 //! Everything CUPTI calls lands here, in `extern "C"` functions that never
 //! unwind (each body runs under `catch_unwind`; a panic switches the agent
-//! off with one warning). Record processing runs on the thread that hands
-//! a buffer back (CUPTI's worker, or the exiting thread at the final
-//! flush), never on the application's threads, whose only cost is
-//! CUPTI's own record keeping.
+//! off with one warning). CUPTI's buffer callback only queues a completed
+//! buffer ([`crate::handoff`]); the agent's own thread `gputrace-cupti`
+//! converts it (and the exiting thread what is left at exit), never the
+//! application's threads, whose only cost is CUPTI's own record keeping.
+//!
+//! CUPTI's buffers are only ever flushed *forced* at exit: a forced flush
+//! hands over buffers with records of work still in flight, which CUPTI
+//! then never completes, and buffers other threads are still filling.
 
 use std::alloc::{Layout, alloc, dealloc};
 use std::collections::HashMap;
@@ -14,7 +18,9 @@ use std::ffi::{CStr, c_char, c_void};
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Sender};
 use std::sync::{Mutex, OnceLock};
+use std::time::Duration;
 
 use config::Config;
 use cupti_sys::{self as sys, Cupti, CuptiVersion};
@@ -25,6 +31,7 @@ use runtime::diag;
 use crate::capture::Capture;
 use crate::convert::{Converter, Enabled, Names};
 use crate::copies::{self, CopyAddresses};
+use crate::handoff::{self, Completed};
 use crate::nvlink::{Intervals, Sampler};
 use crate::records::{self, ApiDomain, Record, Strings};
 
@@ -347,12 +354,14 @@ unsafe extern "C" fn on_callback(_: *mut c_void, domain: sys::CUpti_CallbackDoma
             // handle) for nvtxNameCudaStream(0, ...).
             agent.note_handle(raw::CudaObject::Context, resource.context, std::ptr::null_mut());
             agent.note_handle(raw::CudaObject::Stream, resource.context, std::ptr::null_mut());
-            // Once, at the first context: a forced flush may hand over
-            // records of work still running, which a later context's
-            // creation could find in flight.
-            static FLUSHED: AtomicBool = AtomicBool::new(false);
-            if agent.nvml_intervals().any() && !FLUSHED.swap(true, Ordering::SeqCst) {
-                early_flush();
+            // GPU metrics from the context's creation on (see `early`).
+            if agent.nvml_intervals().any() {
+                let mut ordinal = 0u32;
+                // SAFETY: CUPTI's context handle from its callback; the
+                // output is ours.
+                if unsafe { (agent.cupti.get_device_id)(resource.context, &mut ordinal) } == sys::CUPTI_SUCCESS {
+                    early(ordinal);
+                }
             }
         }),
         sys::CUPTI_CBID_RESOURCE_STREAM_CREATED => guarded(|agent| {
@@ -390,27 +399,43 @@ unsafe fn copy_call(domain: ApiDomain, cbid: u32, data: &sys::CUpti_CallbackData
     agent.copies.note(data.correlationId, (src, dst));
 }
 
-/// Has CUPTI hand back what it holds — the first context's device
-/// records among it — so that GPU metrics are sampled from the context's
-/// creation on. Runs once (the caller sees to it), on a thread of its own:
-/// not inside CUPTI's callback, which must not call back into CUPTI's
-/// buffer handling, and not on the program's thread.
-fn early_flush() {
-    let spawned = std::thread::Builder::new().name("gputrace-flush".into()).spawn(|| {
-        // NVML's initialization takes tens of milliseconds: done here,
-        // while the context's creation finishes.
-        Sampler::open_early();
-        if let Some(agent) = AGENT.get() {
-            // SAFETY: a flush outside any CUPTI callback. Forced: an
-            // unforced one hands over full buffers only; this one also the
-            // partly filled buffer with the device records (it may carry
-            // records of work in flight, of which there is none at the
-            // first context).
-            unsafe { (agent.cupti.activity_flush_all)(sys::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) };
+/// Threads of the agent's own that call CUDA: their API records are not
+/// the program's and stay out of the trace.
+static OWN_THREADS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
+
+/// Starts sampling GPU `ordinal` (a context was created on it) from now
+/// on, not from the first buffer CUPTI completes (a second later, or only
+/// at exit for a program that records little). On the thread
+/// `gputrace-early`, started at the first context: not inside CUPTI's
+/// callback and not on the program's thread. It opens NVML (tens of
+/// milliseconds) and asks the driver for the GPU's UUID, which NVML
+/// knows it by; the device records would bring it only with a buffer.
+fn early(ordinal: u32) {
+    static EARLY: Mutex<Option<Sender<u32>>> = Mutex::new(None);
+    let mut sender = EARLY.lock().unwrap_or_else(|e| e.into_inner());
+    if sender.is_none() {
+        let (tx, rx) = mpsc::channel::<u32>();
+        let spawned = std::thread::Builder::new().name("gputrace-early".into()).spawn(move || {
+            if let Ok(mut own) = OWN_THREADS.lock() {
+                own.push(runtime::identity::thread_id());
+            }
+            Sampler::open_early();
+            for ordinal in rx {
+                if let Some(uuid) = cupti_sys::driver::device_uuid(ordinal) {
+                    guarded(|agent| agent.sample_early(ordinal, uuid));
+                }
+            }
+        });
+        match spawned {
+            Ok(_) => *sender = Some(tx),
+            Err(e) => {
+                tracing::debug!("GPU metrics start with the first buffer: {e}");
+                return;
+            }
         }
-    });
-    if let Err(e) = spawned {
-        tracing::debug!("no early flush: {e}");
+    }
+    if let Some(tx) = sender.as_ref() {
+        let _ = tx.send(ordinal);
     }
 }
 
@@ -429,12 +454,6 @@ unsafe extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, ma
 
 unsafe extern "C" fn buffer_completed(ctx: sys::CUcontext, stream: u32, buffer: *mut u8, size: usize, valid: usize) {
     guarded(|agent| {
-        if !buffer.is_null() && valid > 0 {
-            // SAFETY: CUPTI hands back the buffer we allocated, `valid`
-            // bytes of it filled.
-            let records = unsafe { agent.records(buffer, valid) };
-            agent.process(&records.0, &records.1);
-        }
         let mut dropped = 0usize;
         // SAFETY: `ctx`/`stream` are the ones CUPTI passed for this buffer.
         if unsafe { (agent.cupti.activity_get_num_dropped_records)(ctx, stream, &mut dropped) } == sys::CUPTI_SUCCESS
@@ -445,9 +464,36 @@ unsafe extern "C" fn buffer_completed(ctx: sys::CUcontext, stream: u32, buffer: 
             ));
         }
     });
-    if !buffer.is_null() && size > 0 {
-        // SAFETY: allocated in `buffer_requested` with this size and alignment.
-        unsafe { dealloc(buffer, Layout::from_size_align(size, ALIGN).expect("valid layout")) };
+    if buffer.is_null() {
+        return;
+    }
+    let done = Completed { buffer: buffer as usize, size, valid };
+    if OFF.load(Ordering::Relaxed) || AGENT.get().is_none() {
+        release(done);
+    } else if let Err(done) = handoff::queue(done, convert) {
+        convert(done);
+    }
+}
+
+/// Converts a completed buffer's records and frees it.
+fn convert(done: Completed) {
+    guarded(|agent| {
+        if done.valid > 0 {
+            // SAFETY: CUPTI handed back the buffer we allocated, `valid`
+            // bytes of it filled; nothing else uses it any more.
+            let records = unsafe { agent.records(done.buffer as *mut u8, done.valid) };
+            agent.process(&records.0, &records.1);
+        }
+    });
+    release(done);
+}
+
+/// Frees a buffer of `buffer_requested`'s.
+fn release(done: Completed) {
+    if done.size > 0 {
+        // SAFETY: allocated in `buffer_requested` with this size and
+        // alignment, and handed back by CUPTI once.
+        unsafe { dealloc(done.buffer as *mut u8, Layout::from_size_align(done.size, ALIGN).expect("valid layout")) };
     }
 }
 
@@ -456,6 +502,11 @@ extern "C" fn at_exit() {
     guarded(|agent| {
         // SAFETY: flushing runs buffer_completed for the remaining buffers.
         unsafe { (agent.cupti.activity_flush_all)(sys::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) };
+        // They were queued: converted here, after what the agent's thread
+        // is converting.
+        if !handoff::drain(convert, Duration::from_secs(10)) {
+            diag::warn_once("the CUDA agent's thread did not finish its last buffer in 10 s; its records are lost");
+        }
         let mut state = agent.lock();
         state.sampler = None;
         if let Some(rec) = state.recorder.clone() {
@@ -494,6 +545,10 @@ impl Names for LiveNames<'_> {
             return n.clone();
         }
         self.agent.api_name(domain, cbid)
+    }
+
+    fn own_thread(&self, tid: u32) -> bool {
+        OWN_THREADS.lock().map(|own| own.contains(&tid)).unwrap_or(false)
     }
 
     fn copy_ends(&self, correlation: u32) -> Option<crate::copies::Ends> {
@@ -602,6 +657,17 @@ impl Agent {
                 state.sample_nvml(self, d);
             }
         }
+    }
+
+    /// Samples GPU `ordinal` (whose UUID the driver gave) from now on:
+    /// the process's stream starts here if it has not yet.
+    fn sample_early(&self, ordinal: u32, uuid: [u8; 16]) {
+        let mut state = self.lock();
+        if state.ensure_recorder(self).is_none() {
+            return;
+        }
+        state.converter.device_uuids.entry(ordinal).or_insert(uuid);
+        state.sample_nvml(self, ordinal);
     }
 
     /// Keeps a created context's or stream's handle with CUPTI's ids for

@@ -36,6 +36,12 @@ pub trait Names: Strings {
     /// CUPTI's name of API callback `cbid` of `domain`.
     fn api(&self, domain: ApiDomain, cbid: u32) -> Option<String>;
 
+    /// Whether host thread `tid` is one of the agent's own (its CUDA calls
+    /// are not the program's).
+    fn own_thread(&self, _tid: u32) -> bool {
+        false
+    }
+
     /// The (source, destination) addresses of copy `correlation`, where
     /// its API call was seen (`memory`: see [`crate::copies`]).
     fn copy_ends(&self, _correlation: u32) -> Option<crate::copies::Ends> {
@@ -266,7 +272,7 @@ impl Converter {
                     ApiDomain::Driver => e.driver,
                     ApiDomain::Runtime => e.runtime,
                 };
-                if !on {
+                if !on || names.own_thread(thread) {
                     return;
                 }
                 let Some(region) = self.api_region(domain, cbid, names, rec) else {

@@ -33,6 +33,7 @@ pub mod convert;
 pub mod copies;
 pub mod gpu_metrics;
 pub mod graphs;
+mod handoff;
 pub mod memory;
 pub mod names;
 pub mod nvlink;

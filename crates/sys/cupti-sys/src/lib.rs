@@ -82,6 +82,7 @@ generated! {
 }
 
 pub mod discover;
+pub mod driver;
 mod elf;
 mod error;
 mod library;
