@@ -45,14 +45,22 @@ counter() { # builds the independent CUPTI counter once: $work/libcupti_count.so
 repeat() { # name runs command...: runs it `runs` times (with $work/rep removed before each: the
   # experiment directory of a traced command), prints how many failed, keeps the first failure's stderr
   local name=$1 runs=$2 failed=0 i; shift 2
+  rm -f "$work/$name.setup"
   for i in $(seq "$runs"); do
     rm -rf "$work/rep"
-    if ! "$@" >"$work/$name.rep.out" 2>"$work/$name.rep.err"; then
+    "$@" >"$work/$name.rep.out" 2>"$work/$name.rep.err"
+    local rc=$?
+    grep -h 'setup after a common start' "$work/$name.rep.out" >>"$work/$name.setup" 2>/dev/null
+    if [ $rc -ne 0 ]; then
       failed=$((failed + 1))
       [ -f "$work/$name.fail.err" ] || cp "$work/$name.rep.err" "$work/$name.fail.err"
     fi
   done
   echo "  $name: $failed of $runs runs failed"
+  echo "$runs $failed" >"$work/$name.result"
+  # threads_peer: the spread of its threads' setup times (slowest - fastest), min / median / max over the runs.
+  [ -s "$work/$name.setup" ] && sed -n 's/.*fastest \([0-9.]*\) ms, slowest \([0-9.]*\) ms/\1 \2/p' "$work/$name.setup" |
+    awk '{print $2 - $1}' | sort -g | awk '{v[NR]=$1} END {if (NR) printf "  %s: setup spread between threads, ms: min %.3f median %.3f max %.3f (%d runs)\n", n, v[1], v[int((NR+1)/2)], v[NR], NR}' n="$name"
   [ -f "$work/$name.fail.err" ] && grep -v '^\[gputrace\] *$' "$work/$name.fail.err" | head -5 | sed "s/^/  [$name first failure] /"
   return 0
 }
@@ -176,6 +184,7 @@ for p in $parts; do
       repeat threads.plain "$runs" "$work/threads_peer" 100
       repeat threads.traced "$runs" "$gt" -o "$work/rep" "$work/threads_peer" 100
       repeat threads.traced.x4 "$runs" "$gt" -o "$work/rep" "$work/threads_peer" 100 64 256 $((ngpu * 4))
+      repeat threads.traced.runtime "$runs" env GPUTRACE_CUDA_ENABLE=runtime "$gt" -o "$work/rep" "$work/threads_peer" 100
       mkdir -p "$work/count-threads"
       CUDA_INJECTION64_PATH=$work/libcupti_count.so CUPTI_COUNT_DIR=$work/count-threads "$work/threads_peer" 100 \
         >"$work/threads.count.out" 2>&1 || echo "  threads: the counted run failed"
@@ -240,7 +249,7 @@ done
 
 cd "$work"
 tar czf "$out/gpu-results.tgz" --exclude='*.build.log' --exclude='exp-nccl4-*' --exclude='exp-ddp4' \
-  --exclude='capture-nccl4-*' exp-* capture-* *.out *.err count-* 2>/dev/null
+  --exclude='capture-nccl4-*' exp-* capture-* *.out *.err *.result count-* 2>/dev/null
 # The four-GPU NCCL runs apart (their raw streams are kept): under 16 MiB each.
 ls -d exp-nccl4-* exp-ddp4 >/dev/null 2>&1 &&
   tar czf "$out/gpu-nccl4.tgz" exp-nccl4-* exp-ddp4 ncclcoll-* ncclcap-* count-nccl4-* count-ddp4 2>/dev/null

@@ -18,6 +18,7 @@
 #include <cuda_runtime.h>
 #include <nvtx3/nvToolsExt.h>
 
+#include <chrono>
 #include <cmath>
 #include <condition_variable>
 #include <cstdio>
@@ -98,6 +99,11 @@ int main(int argc, char** argv) {
   std::vector<Gpu> gpus(n);
   Barrier barrier(n);
   std::vector<std::vector<float>> results(n);
+  // How long each thread's setup (allocations, copies, streams, events,
+  // peer access) takes after a common start: what a tracer's stalls on
+  // some threads and not others show in (a program that reads what a
+  // neighbour set up without waiting for it fails when they are uneven).
+  std::vector<double> setup_ms(n);
   const size_t row_bytes = size_t(cols) * sizeof(float);
 
   auto device = [&](int t) { return t % ngpu; };
@@ -106,6 +112,8 @@ int main(int argc, char** argv) {
     int top = (d + n - 1) % n, bottom = (d + 1) % n;
     CUDA_OK(cudaSetDevice(device(d)));
     CUDA_OK(cudaFree(nullptr));
+    barrier.wait();
+    auto setup_start = std::chrono::steady_clock::now();
     for (int peer : {device(top), device(bottom)}) {
       int can = 0;
       if (peer == device(d)) continue;
@@ -136,6 +144,7 @@ int main(int argc, char** argv) {
       CUDA_OK(cudaEventCreateWithFlags(&g.pushed_bottom[p], cudaEventDisableTiming));
     }
     CUDA_OK(cudaDeviceSynchronize());
+    setup_ms[d] = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - setup_start).count();
     barrier.wait();
     dim3 block(32, 8), grid((cols - 2 + 31) / 32, (rows + 7) / 8);
     nvtxRangePushA("solve");
@@ -213,6 +222,12 @@ int main(int argc, char** argv) {
     copies += long(device((t + n - 1) % n) != device(t)) + long(device((t + 1) % n) != device(t));
   copies *= iters;
   printf("expect threads=%d iterations=%d peer_copies=%ld bytes=%ld\n", n, iters, copies, copies * long(row_bytes));
+  double fastest = setup_ms[0], slowest = setup_ms[0];
+  for (double t : setup_ms) {
+    fastest = t < fastest ? t : fastest;
+    slowest = t > slowest ? t : slowest;
+  }
+  printf("threads_peer: setup after a common start: fastest %.3f ms, slowest %.3f ms\n", fastest, slowest);
   printf("threads_peer: %d threads on %d GPUs, %d iterations, worst difference %.3g, %s\n", n, ngpu, iters, worst,
          wrong ? "WRONG" : "ok");
   return wrong ? 1 : 0;
