@@ -516,10 +516,17 @@ mod tests {
             assert_eq!(parsed, m.bit(), "{}={}", M::VARIABLE, m.name());
             assert_eq!(EnabledSet::<M>::of(&[m]).iter().collect::<Vec<_>>(), [m]);
         }
-        // Names: lower case, no separator, none twice (members and aliases).
+        // Names: lower case, no list separator (a hyphen inside joins
+        // words: `runtime-all`), none twice (members and aliases).
         let names: Vec<&str> = M::SPEC.values().map(|(name, _)| name).collect();
         for name in &names {
-            assert!(!name.is_empty() && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()), "{name}");
+            assert!(
+                !name.is_empty()
+                    && !name.starts_with('-')
+                    && !name.ends_with('-')
+                    && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+                "{name}"
+            );
             assert_eq!(names.iter().filter(|n| *n == name).count(), 1, "{name} twice");
         }
         // Every name is allowed, in the listing's order, in the message.
@@ -561,13 +568,16 @@ mod tests {
         );
         assert_eq!(
             allowed::<CudaSource>(),
-            "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink,graph,memory,uvm,default,yes,all,no,none"
+            "driver,runtime,runtime-all,kernel,memcpy,memset,peer,sync,nvlink,graph,memory,uvm,default,yes,all,no,none"
         );
         assert_eq!(names::<CudaSource>("default,graph"), "runtime,kernel,memcpy,memset,peer,sync,nvlink,graph");
         for default in ["default", "yes"] {
             assert_eq!(names::<CudaSource>(default), "runtime,kernel,memcpy,memset,peer,sync,nvlink");
         }
-        assert_eq!(names::<CudaSource>("all"), "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink,memory,uvm");
+        assert_eq!(
+            names::<CudaSource>("all"),
+            "driver,runtime,runtime-all,kernel,memcpy,memset,peer,sync,nvlink,memory,uvm"
+        );
         assert_eq!(names::<CudaSource>("default,driver"), "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink");
         assert_eq!(allowed::<NcclLevel>(), "group,coll,p2p,proxy,kernel,default,yes,all,no,none");
         assert_eq!(names::<NcclLevel>("default"), "group,coll,p2p");

@@ -76,7 +76,12 @@ crate::set_members! {
     /// What the CUDA agent records (`GPUTRACE_CUDA_ENABLE`).
     pub enum CudaSource for "GPUTRACE_CUDA_ENABLE" {
         Driver = "driver": "CUDA driver API calls (cu*), as regions on the calling thread",
-        Runtime = "runtime": "CUDA runtime API calls (cuda*), as regions on the calling thread",
+        Runtime = "runtime": "the CUDA runtime calls that create, order or wait for GPU work (launches, copies, \
+                              memsets, allocations and frees, synchronizations, event record and wait, graph \
+                              launches, stream creation and capture), as regions on the calling thread with their \
+                              correlation to the GPU work; not the getters and queries (runtime-all)",
+        RuntimeAll = "runtime-all": "every CUDA runtime API call (cuda*), getters and queries too \
+                                     (cudaGetDevice, cudaStreamIsCapturing, ...): what runtime was before",
         Kernel = "kernel": "kernels, on their stream, with grid, block, registers and shared memory",
         Memcpy = "memcpy": "copies host-to-device, device-to-host, device-to-device and host-to-host",
         Memset = "memset": "memsets, on their stream",
@@ -94,8 +99,9 @@ crate::set_members! {
                       fault group and migration)",
     }
     aliases {
-        "default": "runtime,kernel,memcpy,memset,peer,sync,nvlink (the runtime API and not the driver calls it \
-                     makes, as Score-P and nsys; memory and uvm cost per call, measured: docs/cuda.md)" => CUDA_DEFAULT,
+        "default": "runtime,kernel,memcpy,memset,peer,sync,nvlink (the runtime calls that make or wait for GPU \
+                     work, not the driver calls they make; memory and uvm cost per call, measured: \
+                     docs/cuda.md)" => CUDA_DEFAULT,
         "yes": "the same as default" => CUDA_DEFAULT,
         "all": "every member but graph (a choice, not more: add it by name)" => CUDA_ALL,
         "no": "no CUDA recording: the agent is not loaded" => &[],
@@ -116,7 +122,7 @@ const CUDA_DEFAULT: &[CudaSource] = {
 /// `GPUTRACE_CUDA_ENABLE=all`: every member but `graph`.
 const CUDA_ALL: &[CudaSource] = {
     use CudaSource::*;
-    &[Driver, Runtime, Kernel, Memcpy, Memset, Peer, Sync, Nvlink, Memory, Uvm]
+    &[Driver, Runtime, RuntimeAll, Kernel, Memcpy, Memset, Peer, Sync, Nvlink, Memory, Uvm]
 };
 
 crate::set_members! {

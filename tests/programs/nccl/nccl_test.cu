@@ -13,8 +13,9 @@
 //   mpirun -np N ./nccl_test_mpi  one rank per GPU (built with -DWITH_MPI;
 //                               the unique id goes out with MPI_Bcast)
 // Options: --iters K (default 3), --count C (elements per rank, default
-// 262144 floats = 1 MiB), --bench N (N all-reduces of 8 bytes, each
-// followed by a stream synchronization; prints ns per all-reduce).
+// 262144 floats = 1 MiB), --bench N (N all-reduces of 8 bytes, or
+// --bench-bytes B, each followed by a stream synchronization; prints ns
+// per all-reduce).
 //
 // Build:
 //   nvcc -O2 -o nccl_test nccl_test.cu -lnccl
@@ -31,6 +32,7 @@
 #include <mpi.h>
 #endif
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -69,6 +71,7 @@ struct Options {
   int iters = 3;
   size_t count = 262144;
   long bench = 0;
+  size_t bench_count = 2;  // floats per benchmark all-reduce
 };
 
 static Options parse(int argc, char** argv) {
@@ -80,8 +83,10 @@ static Options parse(int argc, char** argv) {
       o.count = strtoull(argv[++i], nullptr, 10);
     } else if (!strcmp(argv[i], "--bench") && i + 1 < argc) {
       o.bench = atol(argv[++i]);
+    } else if (!strcmp(argv[i], "--bench-bytes") && i + 1 < argc) {
+      o.bench_count = strtoull(argv[++i], nullptr, 10) / sizeof(float);
     } else {
-      fprintf(stderr, "usage: %s [--iters K] [--count C] [--bench N]\n", argv[0]);
+      fprintf(stderr, "usage: %s [--iters K] [--count C] [--bench N [--bench-bytes B]]\n", argv[0]);
       exit(2);
     }
   }
@@ -203,11 +208,11 @@ static void run_tests(std::vector<Rank>& ranks, int nranks, const Options& o) {
   }
 }
 
-static void bench(std::vector<Rank>& ranks, long n) {
-  // Warm up, then time n all-reduces of 2 floats, each synchronized.
+static void bench(std::vector<Rank>& ranks, long n, size_t count) {
+  // Warm up, then time n all-reduces of `count` floats, each synchronized.
   auto once = [&]() {
     each(ranks, [&](Rank& r) {
-      NCCL_OK(ncclAllReduce(r.send, r.recv, 2, ncclFloat32, ncclSum, r.comm, r.stream));
+      NCCL_OK(ncclAllReduce(r.send, r.recv, count, ncclFloat32, ncclSum, r.comm, r.stream));
     });
     sync_all(ranks);
   };
@@ -216,7 +221,8 @@ static void bench(std::vector<Rank>& ranks, long n) {
   for (long i = 0; i < n; i++) once();
   auto t1 = std::chrono::steady_clock::now();
   double ns = std::chrono::duration<double, std::nano>(t1 - t0).count() / double(n);
-  printf("bench rank=%d allreduce_bytes=8 iterations=%ld ns_per_allreduce=%.0f\n", ranks[0].rank, n, ns);
+  printf("bench rank=%d allreduce_bytes=%zu iterations=%ld ns_per_allreduce=%.0f\n", ranks[0].rank,
+         count * sizeof(float), n, ns);
 }
 
 int main(int argc, char** argv) {
@@ -264,7 +270,7 @@ int main(int argc, char** argv) {
     ranks.push_back(r);
   }
 #endif
-  size_t elems = (o.count > 2 ? o.count : 2) * size_t(nranks);
+  size_t elems = std::max(std::max(o.count, size_t(2)), o.bench_count) * size_t(nranks);
   for (auto& r : ranks) {
     CUDA_OK(cudaSetDevice(r.device));
     CUDA_OK(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
@@ -283,7 +289,7 @@ int main(int argc, char** argv) {
   fflush(stdout);
 
   if (o.bench > 0) {
-    bench(ranks, o.bench);
+    bench(ranks, o.bench, o.bench_count);
   } else {
     run_tests(ranks, nranks, o);
   }

@@ -141,7 +141,7 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
     }
     let wanted = [
         (enabled.driver, sys::CUPTI_ACTIVITY_KIND_DRIVER),
-        (enabled.runtime, sys::CUPTI_ACTIVITY_KIND_RUNTIME),
+        (enabled.runtime || enabled.runtime_all, sys::CUPTI_ACTIVITY_KIND_RUNTIME),
         (enabled.kernel, sys::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
         (enabled.memcpy, sys::CUPTI_ACTIVITY_KIND_MEMCPY),
         (enabled.peer, sys::CUPTI_ACTIVITY_KIND_MEMCPY2),
@@ -153,9 +153,10 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
     ];
     kinds.extend(wanted.iter().filter(|(on, _)| *on).map(|(_, k)| *k));
     // Synchronization records need the API call they belong to.
-    if enabled.sync && !enabled.runtime && !enabled.driver {
+    if enabled.sync && !enabled.runtime && !enabled.runtime_all && !enabled.driver {
         kinds.push(sys::CUPTI_ACTIVITY_KIND_RUNTIME);
     }
+    let runtime_records = kinds.contains(&sys::CUPTI_ACTIVITY_KIND_RUNTIME);
     // Unified memory: the counters are configured before the kind is
     // enabled, as CUPTI requires; where that fails (no UVM support, some
     // virtualized setups) one warning, and the rest is traced.
@@ -165,6 +166,11 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
         if rc != sys::CUPTI_SUCCESS {
             tracing::debug!(kind, result = %describe(&cupti, rc), "activity kind not enabled");
         }
+    }
+    // `runtime` without `runtime-all`: CUPTI records the calls that make or
+    // wait for GPU work only, and the getters and queries cost nothing.
+    if runtime_records && !enabled.runtime_all {
+        select_runtime_calls(&cupti);
     }
     // Unified memory: inside cuInit, where the agent starts, CUPTI answers
     // NOT_READY (the driver is not initialized yet); then it is set up
@@ -236,6 +242,44 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
     unsafe { libc::atexit(at_exit) };
     tracing::debug!(%version, "CUDA agent started");
     Ok(())
+}
+
+/// Has CUPTI record, of the runtime calls, those [`names::is_work_call`]
+/// names (`cuptiActivityEnableRuntimeApi`, CUDA 12.5 and later): every
+/// runtime callback id CUPTI names is switched on or off. Where CUPTI
+/// lacks the call every runtime call is recorded and the converter
+/// leaves the others out (the cost of `runtime-all`, the trace of
+/// `runtime`).
+fn select_runtime_calls(cupti: &Cupti) {
+    let Some(enable) = cupti.activity_enable_runtime_api else {
+        tracing::debug!("this CUPTI records every runtime call (no cuptiActivityEnableRuntimeApi)");
+        return;
+    };
+    let (mut kept, mut named, mut unnamed_in_a_row) = (0u32, 0u32, 0u32);
+    // Callback ids are dense from 1 (about 500 in CUDA 13); a run of
+    // unnamed ids is the end.
+    for cbid in 1..4096u32 {
+        let mut name: *const c_char = std::ptr::null();
+        // SAFETY: `name` is writable; CUPTI points it at a static string.
+        let rc = unsafe { (cupti.get_callback_name)(sys::CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &mut name) };
+        if rc != sys::CUPTI_SUCCESS || name.is_null() {
+            unnamed_in_a_row += 1;
+            if unnamed_in_a_row > 64 {
+                break;
+            }
+            continue;
+        }
+        unnamed_in_a_row = 0;
+        named += 1;
+        // SAFETY: on success `name` is a NUL-terminated static string.
+        let full = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+        let keep = crate::names::is_work_call(crate::names::api_name(&full));
+        // SAFETY: a callback id CUPTI named; no memory preconditions.
+        if unsafe { enable(cbid, u8::from(keep)) } == sys::CUPTI_SUCCESS && keep {
+            kept += 1;
+        }
+    }
+    tracing::debug!(kept, named, "runtime calls recorded by CUPTI");
 }
 
 /// Configures the unified-memory counters and enables their records;

@@ -53,7 +53,10 @@ pub trait Names: Strings {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Enabled {
     pub driver: bool,
+    /// The runtime calls that make or wait for GPU work ([`names::is_work_call`]).
     pub runtime: bool,
+    /// Every runtime call.
+    pub runtime_all: bool,
     pub kernel: bool,
     pub memcpy: bool,
     pub memset: bool,
@@ -71,6 +74,7 @@ impl Enabled {
         Enabled {
             driver: set.contains(CudaSource::Driver),
             runtime: set.contains(CudaSource::Runtime),
+            runtime_all: set.contains(CudaSource::RuntimeAll),
             kernel: set.contains(CudaSource::Kernel),
             memcpy: set.contains(CudaSource::Memcpy),
             memset: set.contains(CudaSource::Memset),
@@ -86,6 +90,7 @@ impl Enabled {
     pub fn any(&self) -> bool {
         self.driver
             || self.runtime
+            || self.runtime_all
             || self.kernel
             || self.memcpy
             || self.memset
@@ -153,6 +158,8 @@ pub struct Converter {
     threads: HashMap<u32, u32>,
     streams: HashMap<(u32, u32, u32), u32>,
     api_regions: HashMap<(ApiDomain, u32), Option<u32>>,
+    /// Runtime callback id → whether it is a work call.
+    work_calls: HashMap<u32, bool>,
     kernel_regions: HashMap<u64, Option<u32>>,
     named_regions: HashMap<&'static str, Option<u32>>,
     devices: HashSet<u32>,
@@ -185,6 +192,7 @@ impl Converter {
             threads: HashMap::new(),
             streams: HashMap::new(),
             api_regions: HashMap::new(),
+            work_calls: HashMap::new(),
             kernel_regions: HashMap::new(),
             named_regions: HashMap::new(),
             devices: HashSet::new(),
@@ -270,7 +278,7 @@ impl Converter {
             Record::Api { domain, cbid, start, end, thread, correlation } => {
                 let on = match domain {
                     ApiDomain::Driver => e.driver,
-                    ApiDomain::Runtime => e.runtime,
+                    ApiDomain::Runtime => e.runtime || e.runtime_all,
                 };
                 if !on || names.own_thread(thread) {
                     return;
@@ -278,6 +286,12 @@ impl Converter {
                 let Some(region) = self.api_region(domain, cbid, names, rec) else {
                     return;
                 };
+                // `runtime` alone: CUPTI records the work calls only where
+                // it can select them (12.5+); an older CUPTI records every
+                // call, and the others are left out here.
+                if domain == ApiDomain::Runtime && !e.runtime_all && !self.work_call(cbid, names) {
+                    return;
+                }
                 let loc = self.thread_location(thread, rec);
                 push(out, loc, start, end, Event::EnterCorrelated { region, correlation }, Event::Leave { region });
             }
@@ -465,6 +479,12 @@ impl Converter {
                 ApiDomain::Runtime => "CUDA runtime",
             };
             rec.region(names::api_name(&full), None, Paradigm::Cuda, RegionRole::Wrapper, group)
+        })
+    }
+
+    fn work_call(&mut self, cbid: u32, names: &dyn Names) -> bool {
+        *self.work_calls.entry(cbid).or_insert_with(|| {
+            names.api(ApiDomain::Runtime, cbid).is_some_and(|full| names::is_work_call(names::api_name(&full)))
         })
     }
 

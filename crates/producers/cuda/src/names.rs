@@ -30,6 +30,48 @@ pub fn api_name(callback_name: &str) -> &str {
     }
 }
 
+/// The runtime calls `GPUTRACE_CUDA_ENABLE=runtime` records (by name, as
+/// [`api_name`] gives it, without a `_ptds`/`_ptsz` suffix): those that
+/// create, order or wait for GPU work, and the few that make or capture
+/// streams. Matched by prefix: `cudaMemcpy` holds every copy
+/// (`cudaMemcpy2DAsync`, `cudaMemcpyPeer`, `cudaMemcpyToSymbol`, ...).
+/// Getters, queries, attribute calls and device selection are what
+/// PyTorch and NCCL make most of around every kernel
+/// (`cudaGetDevice`, `cudaStreamIsCapturing`, `cudaSetDevice`,
+/// `cudaEventQuery`...): `runtime-all` records those too.
+const WORK_CALLS: &[&str] = &[
+    "cudaLaunch",
+    "cudaMemcpy",
+    "cudaMemset",
+    "cudaMalloc",
+    "cudaFree",
+    "cudaHostAlloc",
+    "cudaHostRegister",
+    "cudaHostUnregister",
+    "cudaMemPrefetchAsync",
+    "cudaGraphLaunch",
+    "cudaGraphUpload",
+    "cudaDeviceSynchronize",
+    "cudaThreadSynchronize",
+    "cudaStreamSynchronize",
+    "cudaEventSynchronize",
+    "cudaStreamWaitEvent",
+    "cudaEventRecord",
+    "cudaStreamCreate",
+    "cudaStreamDestroy",
+    "cudaStreamBeginCapture",
+    "cudaStreamEndCapture",
+    "cudaSignalExternalSemaphoresAsync",
+    "cudaWaitExternalSemaphoresAsync",
+];
+
+/// Whether the runtime call `name` ([`api_name`]'s) is one `runtime`
+/// records (see [`WORK_CALLS`]).
+pub fn is_work_call(name: &str) -> bool {
+    let name = name.strip_suffix("_ptds").or_else(|| name.strip_suffix("_ptsz")).unwrap_or(name);
+    WORK_CALLS.iter().any(|p| name.starts_with(p))
+}
+
 /// The region of a copy of `kind`.
 pub fn copy_region(kind: CopyKind) -> &'static str {
     match kind {
@@ -70,6 +112,44 @@ pub fn copy_kind(cupti: u8) -> CopyKind {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn work_calls_are_those_that_make_or_wait_for_gpu_work() {
+        for name in [
+            "cudaLaunchKernel",
+            "cudaLaunchKernelExC",
+            "cudaMemcpyAsync",
+            "cudaMemcpy2DAsync_ptsz",
+            "cudaMemcpyPeerAsync",
+            "cudaMemsetAsync",
+            "cudaMalloc",
+            "cudaMallocAsync_ptsz",
+            "cudaFreeHost",
+            "cudaStreamSynchronize",
+            "cudaEventRecordWithFlags",
+            "cudaStreamWaitEvent_ptsz",
+            "cudaGraphLaunch",
+            "cudaStreamBeginCapture",
+        ] {
+            assert!(is_work_call(name), "{name}");
+        }
+        for name in [
+            "cudaGetDevice",
+            "cudaSetDevice",
+            "cudaStreamIsCapturing",
+            "cudaEventQuery",
+            "cudaStreamQuery",
+            "cudaGetLastError",
+            "cudaPeekAtLastError",
+            "cudaDeviceGetAttribute",
+            "cudaPointerGetAttributes",
+            "cudaEventCreateWithFlags",
+            "cudaFuncGetAttributes",
+            "cudaGetDeviceCount",
+        ] {
+            assert!(!is_work_call(name), "{name}");
+        }
+    }
 
     #[test]
     fn kernel_names_are_demangled() {
