@@ -22,11 +22,11 @@ pub fn describe(key: &str, count: u64) -> String {
 pub fn what(key: &str) -> String {
     match key {
         "CUPTI_DROPPED" => "CUDA activity records dropped by CUPTI (buffers full: raise GPUTRACE_CUDA_BUFFER)",
-        "CUPTI_UNDECODABLE" => "CUDA activity records the agent could not decode (a record CUPTI's release adds)",
+        "CUPTI_UNDECODABLE" => "CUDA activity records the agent could not decode (a CUPTI newer than the agent?)",
         "CUDA_EARLY_OVERFLOW" => "CUDA API records dropped before the first GPU work (more than a million held)",
         "CUDA_SYNC_WITHOUT_CALL" => "CUDA synchronizations dropped: their API call was never reported",
         "NCCL_THREAD_EXIT" => "NCCL calls lost in a group left open when its thread exited",
-        "NCCL_THREAD_GONE" => "NCCL events lost: reported on a thread being torn down",
+        "NCCL_THREAD_GONE" => "NCCL events lost (reported while their thread was being torn down)",
         other => return format!("records lost ({PROPERTY_PREFIX}{other})"),
     }
     .to_string()

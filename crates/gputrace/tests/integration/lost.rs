@@ -53,8 +53,8 @@ fn losses_of_every_kind_reach_the_summary_the_archive_and_stats() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let stderr = text(&out.stderr);
     let line = "lost: rank 0 (pid 468 on gpu-node): 1,234 CUDA activity records dropped by CUPTI (buffers full: \
-                raise GPUTRACE_CUDA_BUFFER); 5 CUDA activity records the agent could not decode (a record CUPTI's \
-                release adds); 1,048,577 CUDA API records dropped before the first GPU work (more than a million \
+                raise GPUTRACE_CUDA_BUFFER); 5 CUDA activity records the agent could not decode (a CUPTI newer \
+                than the agent?); 1,048,577 CUDA API records dropped before the first GPU work (more than a million \
                 held); 3 CUDA synchronizations dropped: their API call was never reported; 2 NCCL calls lost in \
                 a group left open when its thread exited; 7 NCCL events lost (reported while their thread was being torn down)\n";
     assert!(stderr.contains(line), "{stderr}");
