@@ -82,6 +82,17 @@ pub const RACE_AT: Hook = Hook {
     help: "CLOCK_MONOTONIC ns: the children of _GPUTRACE_TEST_RACE_DIR wait until then.",
 };
 
+/// Makes the CUDA agent refuse some of the buffers CUPTI asks for, so
+/// that CUPTI drops records for real (on a GPU machine) and the count of
+/// them can be checked: a small `GPUTRACE_CUDA_BUFFER` does not do it,
+/// CUPTI asks for more buffers.
+pub const CUPTI_REFUSE: Hook = Hook {
+    name: "_GPUTRACE_TEST_CUPTI_REFUSE",
+    read_by: "the CUDA agent (crates/producers/cuda/src/lost.rs)",
+    help: "A number N (at least 2): every N-th buffer CUPTI asks for is refused; CUPTI drops the records \
+           it had no room for, and the summary's `lost:` line counts them.",
+};
+
 /// Every test hook.
 pub const ALL: &[Hook] =
-    &[CLOCK_DOMAIN, KILL_DIR, PANIC, HOST_MAP, MERGE_RANK_FAILS, CORRECTION_LIMIT, RACE_DIR, RACE_AT];
+    &[CLOCK_DOMAIN, KILL_DIR, PANIC, HOST_MAP, MERGE_RANK_FAILS, CORRECTION_LIMIT, RACE_DIR, RACE_AT, CUPTI_REFUSE];

@@ -355,6 +355,16 @@ fn run_summary(s: &merge::Summary) -> report::summary::RunSummary {
                 dropped: e.dropped,
             })
             .collect(),
+        lost: s
+            .lost
+            .iter()
+            .map(|l| report::summary::Lost {
+                rank: l.rank,
+                pid: l.pid,
+                host: l.host.clone(),
+                counts: l.counts.iter().map(|(what, n)| (what.key(), *n)).collect(),
+            })
+            .collect(),
         not_traced: s
             .not_traced
             .iter()

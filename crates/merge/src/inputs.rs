@@ -11,7 +11,7 @@ use std::path::Path;
 use crate::{Error, Result};
 use raw::{
     CommDef, Definition, DeviceDef, LocationKind, MetricDef, NvLinkDef, Paradigm, Problem, Producer, RawFile,
-    RegionRole, stream_file_name,
+    RegionRole, SourceLoss, stream_file_name,
 };
 
 /// One stream's definitions, indexed.
@@ -135,6 +135,9 @@ pub struct Process {
     pub defs: Vec<StreamDefs>,
     pub clock_points: Vec<ClockPoint>,
     pub dropped: u64,
+    /// What the sources (CUPTI, NCCL) or the producers' pipelines lost
+    /// before it became events, by kind: the sum over its streams.
+    pub lost: BTreeMap<SourceLoss, u64>,
     /// Every stream closed (StreamEnd) and none damaged.
     pub complete: bool,
     /// Some stream has no StreamEnd: the process ended while recording.
@@ -331,6 +334,7 @@ fn build_process(mut streams: Vec<RawFile>) -> Process {
         defs: Vec::new(),
         clock_points: Vec::new(),
         dropped: 0,
+        lost: BTreeMap::new(),
         complete: true,
         unclosed: false,
         cut: 0,
@@ -356,6 +360,8 @@ fn stream_defs(p: &mut Process, s: &RawFile) -> StreamDefs {
     let mut ended = false;
     // Each Dropped record counts all that its stream lost so far.
     let mut dropped = 0;
+    // And each SourceLost record, what its kind lost so far.
+    let mut lost: BTreeMap<SourceLoss, u64> = BTreeMap::new();
     for def in &s.definitions {
         match def {
             Definition::String { id, value } => {
@@ -366,6 +372,10 @@ fn stream_defs(p: &mut Process, s: &RawFile) -> StreamDefs {
                 p.clock_points.push(ClockPoint { local: *local, offset: *offset, error: *error })
             }
             Definition::Dropped { count, .. } => dropped = dropped.max(*count),
+            Definition::SourceLost { what, count } => {
+                let n = lost.entry(*what).or_default();
+                *n = (*n).max(*count);
+            }
             Definition::StreamEnd { exit_started, .. } => {
                 ended = true;
                 p.exit_started = p.exit_started.max(*exit_started);
@@ -427,6 +437,9 @@ fn stream_defs(p: &mut Process, s: &RawFile) -> StreamDefs {
         }
     }
     p.dropped += dropped;
+    for (what, n) in lost.into_iter().filter(|(_, n)| *n > 0) {
+        *p.lost.entry(what).or_default() += n;
+    }
     p.unclosed |= !ended;
     p.complete &= ended && !s.problems.iter().any(Problem::is_damage);
     p.cut += s
@@ -661,5 +674,52 @@ mod tests {
         );
         remove_untraced_only(&raw);
         assert_eq!(std::fs::read_dir(&raw).unwrap().count(), 2, "the ring's streams stay, the fact and the map go");
+    }
+
+    #[test]
+    fn what_sources_lost_is_summed_per_process_and_kind() {
+        let (_tmp, raw) = ring(100);
+        let stream = |producer, records: &[Definition]| {
+            let header = raw::StreamHeader {
+                producer,
+                host: "synthetic".into(),
+                pid: 9,
+                process_start: 2000,
+                clock_domain: 42,
+                monotonic_ns: 1_000_000_000,
+                realtime_ns: 1_700_000_000_000_000_000,
+                rank_hint: None,
+                command: vec!["cuda-program".into()],
+            };
+            let path = raw.join(stream_file_name(&header.host, 9, producer));
+            let file = raw::StreamFile::create(&path, &header).unwrap();
+            let mut defs = Vec::new();
+            for r in records {
+                r.encode(&mut defs);
+            }
+            Definition::StreamEnd { time: 2, exit_started: 1 }.encode(&mut defs);
+            file.write_chunk(raw::ChunkKind::Definitions, None, &defs).unwrap();
+        };
+        let lost = |what, count| Definition::SourceLost { what, count };
+        // Running totals: the last (largest) of a stream counts.
+        stream(
+            raw::Producer::Cuda,
+            &[
+                lost(SourceLoss::CuptiDropped, 10),
+                lost(SourceLoss::CudaSyncWithoutCall, 0),
+                lost(SourceLoss::CuptiDropped, 25),
+            ],
+        );
+        stream(raw::Producer::Nccl, &[lost(SourceLoss::NcclThreadExit, 2), lost(SourceLoss::Other(77), 1)]);
+        let Loaded { processes, .. } = load(&raw).unwrap();
+        let p = processes.iter().find(|p| p.pid == 9).unwrap();
+        let expected = BTreeMap::from([
+            (SourceLoss::CuptiDropped, 25),
+            (SourceLoss::NcclThreadExit, 2),
+            (SourceLoss::Other(77), 1),
+        ]);
+        assert_eq!(p.lost, expected);
+        assert!(processes.iter().filter(|p| p.pid != 9).all(|p| p.lost.is_empty()));
+        assert_eq!(p.ending(), None, "losses of the sources are no way of ending");
     }
 }

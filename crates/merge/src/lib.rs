@@ -38,7 +38,7 @@ pub use error::{Error, Result};
 use inputs::Process;
 pub use inputs::{Ending, How, NotTraced, Part};
 pub use sink::{Extra, Record, Sink, Work};
-pub use summary::{Counters, RegionTotals, Summary};
+pub use summary::{Counters, Lost, RegionTotals, Summary};
 pub use write::Repairs;
 
 /// What to merge, and where to.
@@ -238,6 +238,7 @@ fn run<E: Extra>(
         hosts: processes.iter().map(|p| p.host.clone()).collect(),
         dropped: processes.iter().map(|p| p.dropped).sum(),
         endings: processes.iter().filter_map(Process::ending).collect(),
+        lost: lost_by_process(&processes),
         not_traced,
         clock_correction: correction,
         ..Summary::default()
@@ -696,6 +697,29 @@ pub fn timers(processes: &[Process]) -> String {
         [(one, _)] => (*one).to_string(),
         _ => names.iter().map(|(n, c)| format!("{n} ({c} processes)")).collect::<Vec<_>>().join(", "),
     }
+}
+
+/// What each process's sources lost, for the summary: the processes
+/// with losses, in rank order.
+fn lost_by_process(processes: &[Process]) -> Vec<summary::Lost> {
+    let mut lost: Vec<summary::Lost> = processes
+        .iter()
+        .filter(|p| !p.lost.is_empty())
+        .map(|p| summary::Lost {
+            rank: p.rank,
+            pid: p.pid,
+            host: p.host.clone(),
+            counts: p.lost.iter().map(|(k, n)| (*k, *n)).collect(),
+        })
+        .collect();
+    lost.sort_by_key(|l| l.rank);
+    lost
+}
+
+/// The name of the location-group property that carries a process's
+/// losses of kind `what`: `GPUTRACE::LOST::CUPTI_DROPPED`.
+pub fn lost_property(what: raw::SourceLoss) -> String {
+    format!("GPUTRACE::LOST::{}", what.key())
 }
 
 fn describe(processes: &[Process]) -> String {

@@ -47,6 +47,9 @@ pub struct Summary {
     pub unmatched_leaves: u64,
     /// The processes that did not end normally or lost events.
     pub endings: Vec<Ending>,
+    /// The processes whose sources (CUPTI, NCCL) lost records before they
+    /// became events, in rank order.
+    pub lost: Vec<Lost>,
     /// What was not traced, and why.
     pub not_traced: Vec<NotTraced>,
     /// The archive's anchor file and its size in bytes, when one was
@@ -60,6 +63,15 @@ pub struct Summary {
     /// What the message-based clock correction did, when the processes
     /// span several hosts.
     pub clock_correction: Option<crate::correct::Report>,
+}
+
+/// What one process's sources lost, by kind (none zero).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lost {
+    pub rank: u32,
+    pub pid: u32,
+    pub host: String,
+    pub counts: Vec<(raw::SourceLoss, u64)>,
 }
 
 /// The merged events, counted: a [`Sink`].

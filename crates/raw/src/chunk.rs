@@ -54,8 +54,9 @@ pub const MAGIC: [u8; 4] = *b"GTRC";
 /// Version of the raw format; bumped on any incompatible change (version
 /// 3 added the NVTX producer, its paradigm, the CODE region role and the
 /// ThreadName definition, which a version-2 reader would take for damage;
-/// version 4 the memory events MemAlloc, MemFree and MemPool).
-pub const FORMAT_VERSION: u8 = 4;
+/// version 4 the memory events MemAlloc, MemFree and MemPool; version 5
+/// the SourceLost definition).
+pub const FORMAT_VERSION: u8 = 5;
 /// The oldest version this reader still reads (version 1 had no slot
 /// chunks; its chunks are read as they are).
 pub const OLDEST_VERSION: u8 = 1;

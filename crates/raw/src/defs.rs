@@ -5,6 +5,7 @@
 //! header chunk says which process and producer wrote the file.
 
 use crate::Producer;
+use crate::lost::SourceLoss;
 use crate::varint::{self, Cursor, Malformed};
 
 /// Who wrote a stream: the identity the merge uses to join the streams of
@@ -288,6 +289,14 @@ pub enum Definition {
     /// The timer the process read its timestamps from (written when its
     /// stream opens): the archive says which.
     Timer(crate::clock::Timer),
+    /// `count` records of kind `what` the stream's source (CUPTI, NCCL)
+    /// or the producer's own pipeline lost before they became events, so
+    /// far: a later record of the same kind supersedes an earlier one
+    /// (format version 5).
+    SourceLost {
+        what: SourceLoss,
+        count: u64,
+    },
 }
 
 /// What a [`Definition::CudaName`] or [`Definition::CudaHandle`] is about.
@@ -338,6 +347,7 @@ mod tag {
     pub const CUDA_NAME: u8 = 18;
     pub const CUDA_HANDLE: u8 = 19;
     pub const TIMER: u8 = 20;
+    pub const SOURCE_LOST: u8 = 21;
 }
 
 fn put_end(out: &mut Vec<u8>, e: &LinkEnd) {
@@ -583,6 +593,11 @@ impl Definition {
                 put_u64(out, u64::from(*context));
                 put_u64(out, u64::from(*stream));
             }
+            Definition::SourceLost { what, count } => {
+                out.push(tag::SOURCE_LOST);
+                out.push(what.code());
+                put_u64(out, *count);
+            }
             Definition::Metric(m) => {
                 out.push(tag::METRIC);
                 put_u64(out, u64::from(m.id));
@@ -688,6 +703,7 @@ impl Definition {
                 context: c.u32()?,
                 stream: c.u32()?,
             },
+            tag::SOURCE_LOST => Definition::SourceLost { what: SourceLoss::from_code(c.u8()?), count: c.u64()? },
             _ => return Err(Malformed),
         })
     }
@@ -737,6 +753,9 @@ mod tests {
             }),
             Definition::ClockSync { local: 100, offset: -5, error: 2 },
             Definition::Dropped { location: 0, count: 9 },
+            Definition::SourceLost { what: SourceLoss::CuptiDropped, count: 1234 },
+            Definition::SourceLost { what: SourceLoss::NcclThreadExit, count: 0 },
+            Definition::SourceLost { what: SourceLoss::Other(99), count: u64::MAX },
             Definition::StreamEnd { time: 1234, exit_started: 1200 },
             Definition::Signal { signal: 15, time: 1300 },
             Definition::Untraced { reason: "CUPTI could not be loaded: no libcupti.so".into() },

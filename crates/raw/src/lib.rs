@@ -17,6 +17,7 @@ pub mod chunk;
 pub mod clock;
 pub mod defs;
 pub mod event;
+pub mod lost;
 pub mod reader;
 #[cfg(feature = "synthetic")]
 pub mod synthetic;
@@ -31,6 +32,7 @@ pub use defs::{
 pub use event::{
     Collective, CollectiveOp, CopyKind, Event, KernelConfig, MemCopy, MemoryKind, MemoryOp, Message, PeerEnds, PoolOp,
 };
+pub use lost::SourceLoss;
 pub use reader::{EventChunk, Events, OwnedEvents, Problem, RawFile};
 pub use writer::{EventSpan, EventsEncoder};
 pub use writer::{Slot, SlotError, StreamFile, writer_pid};

@@ -24,6 +24,7 @@ pub mod analyze;
 pub mod chrome;
 pub mod durations;
 mod error;
+pub mod lost;
 pub mod matrix;
 pub mod model;
 pub mod names;

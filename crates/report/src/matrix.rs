@@ -240,7 +240,13 @@ mod tests {
     fn model(processes: usize) -> Model {
         let mut m = Model::new(&otf2::reader::GlobalDefs::default());
         m.processes = (0..processes)
-            .map(|r| ProcessInfo { name: format!("p{r}"), rank: Some(r as u32), host: "h".into(), gpu: None })
+            .map(|r| ProcessInfo {
+                name: format!("p{r}"),
+                rank: Some(r as u32),
+                host: "h".into(),
+                gpu: None,
+                lost: Vec::new(),
+            })
             .collect();
         m
     }

@@ -52,6 +52,9 @@ pub struct ProcessInfo {
     pub host: String,
     /// The GPU its streams are on, when they are all on one.
     pub gpu: Option<usize>,
+    /// What its sources lost before it became events: (kind's key,
+    /// count), from its `GPUTRACE::LOST::<KIND>` properties.
+    pub lost: Vec<(String, u64)>,
 }
 
 /// A GPU of the archive.
@@ -256,13 +259,28 @@ impl Model {
                     .copied()
                     .or_else(|| name.strip_prefix("MPI Rank ").and_then(|r| r.trim().parse().ok()));
                 let host = host_of(defs, def.system_tree_parent, gpu_nodes);
-                self.processes.push(ProcessInfo { name, rank, host, gpu: None });
+                let lost = defs
+                    .location_group_properties
+                    .iter()
+                    .filter(|p| p.owner == g)
+                    .filter_map(|p| {
+                        let key = defs.string(p.name).strip_prefix(crate::lost::PROPERTY_PREFIX)?;
+                        Some((key.to_owned(), p.value.as_u64()?))
+                    })
+                    .collect();
+                self.processes.push(ProcessInfo { name, rank, host, gpu: None, lost });
             }
         }
         if self.processes.is_empty() {
             // Locations always have a group; this only keeps indices valid
             // for archives whose groups all name missing creators.
-            self.processes.push(ProcessInfo { name: "process".into(), rank: None, host: String::new(), gpu: None });
+            self.processes.push(ProcessInfo {
+                name: "process".into(),
+                rank: None,
+                host: String::new(),
+                gpu: None,
+                lost: Vec::new(),
+            });
         }
         for &(&g, def) in &groups {
             if let Some(creator) = def.creating_group

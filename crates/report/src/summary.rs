@@ -33,6 +33,17 @@ pub struct Ending {
     pub dropped: u64,
 }
 
+/// What one process's sources (CUPTI, NCCL) lost before it became
+/// events.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Lost {
+    pub rank: u32,
+    pub pid: u32,
+    pub host: String,
+    /// (kind's key, `CUPTI_DROPPED`; count), none zero.
+    pub counts: Vec<(String, u64)>,
+}
+
 /// A part of the program that was not traced, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotTraced {
@@ -87,6 +98,8 @@ pub struct RunSummary {
     pub copies: Vec<(String, u64, u64)>,
     pub dropped: u64,
     pub endings: Vec<Ending>,
+    /// Processes whose sources lost records, in rank order.
+    pub lost: Vec<Lost>,
     pub not_traced: Vec<NotTraced>,
     pub closed_open_regions: u64,
     pub clamped: u64,
@@ -299,6 +312,9 @@ impl RunSummary {
             let _ =
                 writeln!(s, "lost: {} events could not be written by the traced processes", thousands(self.dropped));
         }
+        for l in &self.lost {
+            let _ = writeln!(s, "lost: {}", l.describe());
+        }
         for ending in &self.endings {
             let _ = writeln!(s, "ending: {}", ending.describe());
         }
@@ -335,6 +351,16 @@ impl RunSummary {
                 );
             }
         }
+    }
+}
+
+impl Lost {
+    /// `rank 1 (pid 4242 on vm): 1,234 CUDA activity records dropped by
+    /// CUPTI (buffers full: raise GPUTRACE_CUDA_BUFFER)`, kinds joined by
+    /// `; `.
+    pub fn describe(&self) -> String {
+        let what: Vec<String> = self.counts.iter().map(|(key, n)| crate::lost::describe(key, *n)).collect();
+        format!("rank {} (pid {} on {}): {}", self.rank, self.pid, self.host, what.join("; "))
     }
 }
 
@@ -459,6 +485,33 @@ mod tests {
         let text = s.render(10, true);
         assert!(text.contains("\nnot traced: CUDA in 2 processes (CUPTI could not be loaded: x)\n"), "{text}");
         assert!(text.contains("\nnot traced: CUDA (the program ran under nsys)\n"), "{text}");
+    }
+
+    #[test]
+    fn what_the_sources_lost_is_one_line_per_process() {
+        let lost = |rank, counts: &[(&str, u64)]| Lost {
+            rank,
+            pid: 4240 + rank,
+            host: "vm".into(),
+            counts: counts.iter().map(|(k, n)| (k.to_string(), *n)).collect(),
+        };
+        let s = RunSummary {
+            processes: 2,
+            lost: vec![
+                lost(0, &[("CUDA_SYNC_WITHOUT_CALL", 3)]),
+                lost(1, &[("CUPTI_DROPPED", 1234), ("NCCL_THREAD_EXIT", 2)]),
+            ],
+            ..Default::default()
+        };
+        let text = s.render(10, true);
+        assert!(
+            text.contains(
+                "\nlost: rank 0 (pid 4240 on vm): 3 CUDA synchronizations dropped: their API call was never reported\n\
+                 lost: rank 1 (pid 4241 on vm): 1,234 CUDA activity records dropped by CUPTI (buffers full: raise \
+                 GPUTRACE_CUDA_BUFFER); 2 NCCL calls lost in a group left open when its thread exited\n"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

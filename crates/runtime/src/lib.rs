@@ -16,6 +16,7 @@
 mod buffer;
 pub mod diag;
 pub mod identity;
+pub mod lost;
 pub mod rescue;
 mod session;
 
@@ -85,6 +86,14 @@ struct Shared {
     flusher: std::sync::OnceLock<std::thread::Thread>,
     next_comm: AtomicU32,
     filter: Option<Filter>,
+    producer: Producer,
+    /// What the source lost, noted on this recorder ([`Recorder::note_lost`]).
+    lost: lost::Counts,
+    /// The totals last written (under the definitions' lock).
+    lost_written: lost::Counts,
+    /// The process's stream of its producer ([`start`]): it also writes
+    /// the process-wide counts of [`lost::note`].
+    process_losses: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -174,6 +183,10 @@ impl Recorder {
             flusher: std::sync::OnceLock::new(),
             next_comm: AtomicU32::new(0),
             filter: options.filter,
+            producer,
+            lost: Default::default(),
+            lost_written: Default::default(),
+            process_losses: AtomicBool::new(false),
         }));
         rec.start_flusher();
         Ok(rec)
@@ -196,6 +209,9 @@ impl Recorder {
                     return;
                 }
                 rec.prepare_spare();
+                if lost::changed(&rec.lost_totals(), &rec.0.lost_written) {
+                    rec.flush_definitions();
+                }
                 let now = raw::clock::now();
                 let buffers: Vec<Arc<ThreadBuffer>> = rec.0.buffers.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 for b in buffers {
@@ -235,6 +251,25 @@ impl Recorder {
     /// Events lost so far.
     pub fn dropped(&self) -> u64 {
         self.0.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Adds `count` records of kind `what` that the source lost before
+    /// they became events (see [`lost`]): written into the stream with the
+    /// next definitions, within the flusher's period, and at the close.
+    pub fn note_lost(&self, what: raw::SourceLoss, count: u64) {
+        lost::add(&self.0.lost, what, count);
+    }
+
+    /// Makes this the process's stream of its producer, which writes the
+    /// process-wide counts of [`lost::note`] too.
+    pub(crate) fn take_process_losses(&self) {
+        self.0.process_losses.store(true, Ordering::Relaxed);
+    }
+
+    /// The stream's loss totals now.
+    fn lost_totals(&self) -> [u64; lost::KINDS] {
+        let producer = self.0.process_losses.load(Ordering::Relaxed).then_some(self.0.producer);
+        lost::totals(&self.0.lost, producer)
     }
 
     /// The id of `s`, defining it on first use.
@@ -482,8 +517,14 @@ impl Recorder {
         if dropped > 0 {
             Definition::Dropped { location: u32::MAX, count: dropped }.encode(&mut closing);
         }
-        last().encode(&mut closing);
         let mut defs = self.defs();
+        // What the source lost since the last definitions; all of it when
+        // the stream stopped (what was taken as written may not have been).
+        if !self.is_active() {
+            self.0.lost_written.iter().for_each(|w| w.store(0, Ordering::Relaxed));
+        }
+        lost::encode_changed(&self.lost_totals(), &self.0.lost_written, &mut closing);
+        last().encode(&mut closing);
         if self.is_active() {
             defs.pending.extend_from_slice(&closing);
             self.write_definitions(&mut defs);
@@ -662,7 +703,14 @@ impl Recorder {
     }
 
     fn write_definitions(&self, defs: &mut Defs<'_>) {
-        if defs.pending.is_empty() || !self.is_active() {
+        if !self.is_active() {
+            return;
+        }
+        let totals = self.lost_totals();
+        if lost::changed(&totals, &self.0.lost_written) {
+            lost::encode_changed(&totals, &self.0.lost_written, &mut defs.pending);
+        }
+        if defs.pending.is_empty() {
             return;
         }
         match self.0.stream.write_chunk(ChunkKind::Definitions, None, &defs.pending) {

@@ -63,6 +63,7 @@ pub fn start_with(producer: Producer, config: &Config) -> Option<Recorder> {
                 // async-signal-safe as fork child handlers must be.
                 unsafe { libc::pthread_atfork(None, None, Some(mark_forked_child)) };
             });
+            rec.take_process_losses();
             super::rescue::protect(&rec);
             tracing::debug!(path = %rec.path().display(), "recording");
             Some(rec)

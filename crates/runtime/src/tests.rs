@@ -461,3 +461,43 @@ fn processes_without_the_command_share_the_hosts_map() {
     assert_eq!(ours.len(), 1, "{err}");
     assert!(ours[0].contains("is a FIFO") && ours[0].contains("reads clock_gettime"), "{err}");
 }
+
+/// The stream's SourceLost totals, the last record of each kind.
+fn source_lost(raw: &RawFile) -> Vec<(raw::SourceLoss, u64)> {
+    let mut last = std::collections::BTreeMap::new();
+    for d in &raw.definitions {
+        if let Definition::SourceLost { what, count } = d {
+            last.insert(*what, *count);
+        }
+    }
+    last.into_iter().collect()
+}
+
+/// What the source lost is in the stream: written with the next
+/// definitions (here the flusher's, within its period), as running
+/// totals, and the last total at the close.
+#[test]
+fn source_losses_are_written_as_running_totals() {
+    use raw::SourceLoss;
+    let dir = tempfile::tempdir().unwrap();
+    let rec = recorder(dir.path(), 256 << 10);
+    rec.note_lost(SourceLoss::CuptiDropped, 1000);
+    rec.note_lost(SourceLoss::CuptiDropped, 234);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let raw = RawFile::open(rec.path()).unwrap();
+        if source_lost(&raw) == [(SourceLoss::CuptiDropped, 1234)] {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "not written while recording: {:?}", source_lost(&raw));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    rec.note_lost(SourceLoss::CudaSyncWithoutCall, 3);
+    rec.note_lost(SourceLoss::CuptiDropped, 1);
+    rec.finish();
+    let raw = RawFile::open(rec.path()).unwrap();
+    assert_eq!(source_lost(&raw), [(SourceLoss::CuptiDropped, 1235), (SourceLoss::CudaSyncWithoutCall, 3)]);
+    // Unchanged totals are not written again.
+    let records = raw.definitions.iter().filter(|d| matches!(d, Definition::SourceLost { .. })).count();
+    assert_eq!(records, 3);
+}

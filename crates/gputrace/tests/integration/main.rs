@@ -9,6 +9,7 @@ mod cuda;
 mod full_disk;
 mod graphs;
 mod layout;
+mod lost;
 mod memory;
 mod mpi;
 mod mpi4py;

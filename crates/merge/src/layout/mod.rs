@@ -181,6 +181,10 @@ pub fn define(defs: &mut Definitions, processes: &[Process], warn: &dyn Fn(&str)
     for p in processes {
         let name = if p.mpi.is_some() { format!("MPI Rank {}", p.rank) } else { format!("Process {}", p.rank) };
         let group = defs.location_group(&name, LocationGroupType::Process, nodes[&p.host], None);
+        // What its sources lost, one property per kind (UINT64).
+        for (what, n) in &p.lost {
+            defs.location_group_property(group, &crate::lost_property(*what), AttributeValue::U64(*n));
+        }
         let mut plan =
             ProcessPlan { group: Some(group), program: program(defs, p, &mut programs), ..ProcessPlan::default() };
         let names: HashMap<u32, &str> =

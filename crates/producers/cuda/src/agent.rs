@@ -487,7 +487,7 @@ unsafe extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, ma
     let len = AGENT.get().map_or(1 << 20, |a| a.buffer_size);
     let layout = Layout::from_size_align(len, ALIGN).expect("valid layout");
     // SAFETY: `layout` has a non-zero size.
-    let ptr = unsafe { alloc(layout) };
+    let ptr = if crate::lost::refuse_buffer() { std::ptr::null_mut() } else { unsafe { alloc(layout) } };
     // SAFETY: CUPTI passes valid out-pointers.
     unsafe {
         *buffer = ptr;
@@ -503,9 +503,7 @@ unsafe extern "C" fn buffer_completed(ctx: sys::CUcontext, stream: u32, buffer: 
         if unsafe { (agent.cupti.activity_get_num_dropped_records)(ctx, stream, &mut dropped) } == sys::CUPTI_SUCCESS
             && dropped > 0
         {
-            diag::warn_once(&format!(
-                "CUPTI dropped {dropped} activity records (buffers full); raise GPUTRACE_CUDA_BUFFER"
-            ));
+            crate::lost::note(crate::lost::SourceLoss::CuptiDropped, dropped as u64);
         }
     });
     if buffer.is_null() {
@@ -645,6 +643,8 @@ impl Agent {
             let bytes = unsafe { std::slice::from_raw_parts(p as *const u8, len) };
             if let Some(r) = records::decode(self.version, bytes) {
                 records.push(r);
+            } else {
+                crate::lost::note(crate::lost::SourceLoss::CuptiUndecodable, 1);
             }
             if self.capture.is_some() {
                 raw.push(bytes.to_vec());
@@ -670,6 +670,7 @@ impl Agent {
             // a process that never does GPU work leaves no trace.
             if state.early.len() + records.len() > EARLY_LIMIT {
                 tracing::debug!(dropped = state.early.len(), "records before any GPU work dropped");
+                crate::lost::note(crate::lost::SourceLoss::CudaEarlyOverflow, state.early.len() as u64);
                 state.early.clear();
             }
             state.early.extend(records.iter().copied());

@@ -256,6 +256,7 @@ impl Converter {
     pub fn finish(&mut self, rec: &Recorder) {
         if !self.pending_syncs.is_empty() {
             tracing::debug!(count = self.pending_syncs.len(), "synchronizations without their API call dropped");
+            rec.note_lost(raw::SourceLoss::CudaSyncWithoutCall, self.pending_syncs.len() as u64);
             self.pending_syncs.clear();
         }
         rec.flush_definitions();
@@ -408,7 +409,9 @@ impl Converter {
                     self.memory.uvm(&u, rec);
                 }
             }
-            Record::Other(_) => {}
+            // A kind this CUPTI release writes in a struct the agent does
+            // not know: counted, not dropped silently.
+            Record::Other(_) => rec.note_lost(raw::SourceLoss::CuptiUndecodable, 1),
         }
     }
 

@@ -15,7 +15,8 @@
 //! - [`graphs`]: CUDA graph and node ids, graph executions;
 //! - [`capture`]: CUPTI buffers saved and replayed, for tests without a GPU;
 //! - [`synthetic`]: records built by hand from the bindings' structs, for tests;
-//! - [`names`]: kernel and API names.
+//! - [`names`]: kernel and API names;
+//! - [`lost`]: what could not become events, counted.
 //!
 //! A process that never creates a CUDA context leaves no trace; a process
 //! where CUPTI cannot be used (missing, too old, another profiler attached)
@@ -34,6 +35,7 @@ pub mod copies;
 pub mod gpu_metrics;
 pub mod graphs;
 mod handoff;
+pub mod lost;
 pub mod memory;
 pub mod names;
 pub mod nvlink;

@@ -46,7 +46,19 @@ static CONTEXTS: [AtomicUsize; MAX_CONTEXTS] = [const { AtomicUsize::new(0) }; M
 static N_CONTEXTS: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
-    static THREAD: RefCell<Option<ThreadState>> = const { RefCell::new(None) };
+    static THREAD: ThreadSlot = const { ThreadSlot(RefCell::new(None)) };
+}
+
+/// A thread's state; when the thread exits with a group still open, the
+/// calls in it are lost, and counted.
+struct ThreadSlot(RefCell<Option<ThreadState>>);
+
+impl Drop for ThreadSlot {
+    fn drop(&mut self) {
+        if let Some(th) = self.0.get_mut() {
+            runtime::lost::note(raw::SourceLoss::NcclThreadExit, th.open_calls() as u64);
+        }
+    }
 }
 
 fn start_once() -> Option<Live> {
@@ -102,12 +114,17 @@ fn guarded(what: &str, f: impl FnOnce(&Live)) {
 fn with_thread<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
     THREAD
         .try_with(|t| {
-            let mut t = t.try_borrow_mut().ok()?;
+            let mut t = t.0.try_borrow_mut().ok()?;
             let th = t.get_or_insert_with(|| ThreadState::live(identity::thread_id()));
             Some(f(th))
         })
         .ok()
         .flatten()
+        // A thread being torn down: the event is lost, and counted.
+        .or_else(|| {
+            runtime::lost::note(raw::SourceLoss::NcclThreadGone, 1);
+            None
+        })
 }
 
 fn register_context(ctx: &'static CommContext) {
@@ -272,6 +289,8 @@ extern "C" fn at_exit() {
     let exit_started = raw::clock::now();
     let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
         if let Some(Some(live)) = LIVE.get() {
+            // The exiting thread's group still open (its state is not dropped at exit).
+            with_thread(|th| runtime::lost::note(raw::SourceLoss::NcclThreadExit, th.open_calls() as u64));
             live.profiler.finish(exit_started);
             if let Some(c) = &live.capture {
                 c.flush();

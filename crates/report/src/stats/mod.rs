@@ -42,6 +42,10 @@ pub const REPORTS: &[(&str, &str)] = &[
     ("cuda_mem_copies", "GPU copies by the CUDA allocation they read or wrote: copies and bytes in and out, copy time"),
     ("cuda_uvm_sum", "unified memory: CPU and GPU page faults, bytes migrated HtoD and DtoH, per process and GPU"),
     ("gpu_metrics_sum", "GPU metrics sampled from NVML (utilization, memory, clock, power...): per GPU, min/mean/max"),
+    (
+        "lost_sum",
+        "records CUPTI or NCCL (or gputrace on their way) lost before they became events, per process and kind",
+    ),
     ("mpi_matrix", "MPI point-to-point messages, rank x rank: count, bytes, time in send regions"),
     ("gpu_matrix", "bytes between GPUs: peer copies and NCCL send/recv"),
 ];
@@ -96,6 +100,7 @@ pub fn run(input: &Path, request: &StatsRequest, out: &mut dyn Write) -> Result<
                 | "gpu_metrics_sum"
                 | "mpi_matrix"
                 | "gpu_matrix"
+                | "lost_sum"
         );
         if explicit || !optional || !t.rows.is_empty() {
             tables.push(t);
@@ -115,7 +120,8 @@ pub fn short_summary(anchor: &Path) -> Result<String> {
         // Lists of single allocations are for `gputrace stats`; the
         // summary's memory table has their counts (a caching allocator's
         // blocks, held to the end, would read as leaks there).
-        if matches!(*name, "cuda_mem_largest" | "cuda_mem_leaks" | "cuda_mem_copies") {
+        // Losses have their lines in the summary already.
+        if matches!(*name, "cuda_mem_largest" | "cuda_mem_leaks" | "cuda_mem_copies" | "lost_sum") {
             continue;
         }
         let mut t = build(&mut collected, name);
@@ -161,6 +167,7 @@ pub fn build(c: &mut Collected, name: &str) -> Table {
         "cuda_mem_leaks" => allocations_table(c, "cuda_mem_leaks", "CUDA Allocations Never Freed", true),
         "cuda_mem_copies" => copies_table(c),
         "cuda_uvm_sum" => uvm_table(c),
+        "lost_sum" => lost_table(c),
         "mpi_matrix" => c.mpi.table(&c.model),
         "gpu_matrix" => {
             let nv: Vec<(u64, u64)> = c.nvlink.iter().map(|n| (n.sent, n.received)).collect();
@@ -168,6 +175,24 @@ pub fn build(c: &mut Collected, name: &str) -> Table {
         }
         _ => Table::new(name, name, &[]),
     }
+}
+
+/// `lost_sum`: one row per process and kind of loss, from the processes'
+/// `GPUTRACE::LOST::<KIND>` properties.
+fn lost_table(c: &Collected) -> Table {
+    let mut t = Table::new("lost_sum", "Records Lost Before Tracing", &["Process", "Host", "Kind", "Count", "What"]);
+    for (p, info) in c.model.processes.iter().enumerate() {
+        for (key, n) in &info.lost {
+            t.rows.push(vec![
+                Cell::Text(c.model.process_label(p)),
+                Cell::Text(info.host.clone()),
+                Cell::Text(key.clone()),
+                Cell::Int(u128::from(*n)),
+                Cell::Text(crate::lost::what(key)),
+            ]);
+        }
+    }
+    t
 }
 
 /// The note that some medians are estimates, when one is.

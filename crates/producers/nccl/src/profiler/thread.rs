@@ -115,6 +115,11 @@ impl ThreadState {
         }
     }
 
+    /// The calls of the group still open (lost if the thread ends now).
+    pub fn open_calls(&self) -> usize {
+        self.group.as_ref().map_or(0, |g| g.calls.len())
+    }
+
     /// The events kept so far (replay).
     pub fn take_events(&mut self) -> Vec<(u64, Event)> {
         match &mut self.out {
