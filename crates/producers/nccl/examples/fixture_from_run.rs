@@ -141,9 +141,10 @@ fn main() {
     }
     let dropped = |t: u64| {
         !keep.is_empty()
-            && units.iter().enumerate().any(|(i, u)| {
-                t >= u.0 && t <= u.1 && !keep.iter().any(|&(a, b)| (a..b).contains(&i))
-            })
+            && units
+                .iter()
+                .enumerate()
+                .any(|(i, u)| t >= u.0 && t <= u.1 && !keep.iter().any(|&(a, b)| (a..b).contains(&i)))
     };
 
     // NVTX records by time, then merged into the capture's order.
@@ -197,8 +198,16 @@ fn main() {
         let n = name.strip_prefix("nccl").unwrap_or(name);
         matches!(
             n,
-            "AllReduce" | "AllGather" | "ReduceScatter" | "Broadcast" | "Reduce" | "AlltoAll" | "Gather" | "Scatter"
-                | "Send" | "Recv"
+            "AllReduce"
+                | "AllGather"
+                | "ReduceScatter"
+                | "Broadcast"
+                | "Reduce"
+                | "AlltoAll"
+                | "Gather"
+                | "Scatter"
+                | "Send"
+                | "Recv"
         )
         .then(|| n.to_string())
     };
