@@ -17,6 +17,12 @@
 //!   the user's call including the launch; an implicit group holding
 //!   several calls (`ncclAlltoAll` is sends and receives) is `ncclGroup`.
 //!
+//! Where NCCL's NVTX ranges are handed over ([`super::nvtx`]), the group
+//! is theirs (from `ncclGroupStart` to the end of `ncclGroupEnd`), the
+//! sends and receives of one `ncclAlltoAll` (`ncclGather`, `ncclScatter`)
+//! range are that one call, and each call goes where it ended among the
+//! events held meanwhile.
+//!
 //! Before v5 there are no API events: the launch's events are recorded as
 //! they come (`ncclGroup` per kernel plan, a region per collective).
 
