@@ -575,6 +575,23 @@ fn an_all_to_all_in_an_explicit_group_is_one_call_inside_the_group() {
 }
 
 #[test]
+fn a_range_that_never_ends_holds_a_bounded_number_of_events() {
+    let mut b = Builder::new(Levels::ALL);
+    b.init(0x10, v5_init(0)).nvtx_push("ncclCommInitRank", None);
+    let n = 20_000u64;
+    for i in 0..n {
+        let (g, c) = (0x1000 + 16 * i, 0x1008 + 16 * i);
+        b.start(MAIN, 0x10, g, 0, 0, Descr::GroupApi { depth: 1, graph_captured: false })
+            .start(MAIN, 0x10, c, g, 0, Descr::CollApi(api(Func::AllReduce, 8, 0, false)))
+            .stop(MAIN, c)
+            .stop(MAIN, g);
+    }
+    b.nvtx_pop();
+    let (_dir, s) = replay_capture(&b.c);
+    assert_eq!(collectives(&s).len() as u64, n);
+}
+
+#[test]
 fn implicit_group_of_several_calls_is_a_group() {
     // ncclAlltoAll in NCCL 2.28: sends and receives in one implicit group.
     let mut b = Builder::new(Levels::ALL);

@@ -533,7 +533,7 @@ impl Profiler {
                     && l.group
                     && let Some(region) = self.group_region()
                 {
-                    th.nvtx.insert(mark, &[(t0, Event::Enter { region })]);
+                    th.nvtx.insert(mark, t0, &[(t0, Event::Enter { region })]);
                     th.nvtx.held.push((t, Event::Leave { region }));
                 }
             }
@@ -563,7 +563,7 @@ impl Profiler {
         let Some(region) = region else { return };
         let mut enter: Vec<(u64, Event)> = before.to_vec();
         enter.push((r.start, Event::Enter { region }));
-        th.nvtx.insert(r.mark, &enter);
+        th.nvtx.insert(r.mark, r.start, &enter);
         th.nvtx.held.push((t, Event::Leave { region }));
     }
 
@@ -607,7 +607,7 @@ impl Profiler {
             after.push((t, Event::MpiCollectiveEnd(k)));
         }
         after.push((t, Event::Leave { region }));
-        th.nvtx.insert(r.mark, &attrs);
+        th.nvtx.insert(r.mark, r.start, &attrs);
         th.nvtx.held.extend_from_slice(&after);
     }
 

@@ -115,22 +115,34 @@ impl NvtxLayer {
         }
     }
 
-    /// Puts `events` at `at` in the held events: positions of open ranges
-    /// there or later move with what they follow.
-    pub fn insert(&mut self, at: usize, events: &[(u64, Event)]) {
+    /// Puts `events`, of something that began (a range) or ended (a
+    /// call) at `t`, at `at` in the held events. An open range that began
+    /// there moves behind them if it began after `t` (`ncclGroupEnd`
+    /// after the group's calls), and stays before them if not (a range
+    /// around them).
+    pub fn insert(&mut self, at: usize, t: u64, events: &[(u64, Event)]) {
         let at = at.min(self.held.len());
         self.held.splice(at..at, events.iter().copied());
         let n = events.len();
         for r in &mut self.stack {
-            if r.mark >= at {
+            if r.mark > at || (r.mark == at && r.start > t) {
                 r.mark += n;
             }
         }
-        if let Some((_, mark)) = &mut self.group
-            && *mark > at
+        if let Some((t0, mark)) = &mut self.group
+            && (*mark > at || (*mark == at && *t0 > t))
         {
             *mark += n;
         }
+    }
+
+    /// Forgets the open ranges and group (their regions are not written;
+    /// the held events, complete regions, can be): their ends, if they
+    /// come, find nothing open.
+    pub fn give_up(&mut self) {
+        self.stack.clear();
+        self.group_depth = 0;
+        self.group = None;
     }
 
     /// Merges the payload NCCL gave at the pop (`ncclCommInitRank` and the

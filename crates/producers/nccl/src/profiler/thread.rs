@@ -38,6 +38,10 @@ use crate::bytes;
 use crate::handle::{self, Handle, HandlePtr, Kind};
 use crate::model::{ApiCall, CollLaunch, Func, NvtxPayload, P2pLaunch, Sym};
 
+/// Events held for NCCL's NVTX ranges before the ranges still open are
+/// given up.
+const HELD_LIMIT: usize = 1 << 16;
+
 /// Where a thread's events go.
 #[derive(Debug)]
 enum Output {
@@ -159,9 +163,21 @@ impl ThreadState {
         }
         if self.nvtx.active() {
             self.nvtx.held.extend_from_slice(events);
+            self.bound_held(rec);
             return;
         }
         self.output(rec, events);
+    }
+
+    /// A range whose end never comes (an NVTX library that drops a pop)
+    /// must not hold the thread's events for ever: past [`HELD_LIMIT`] the
+    /// open ranges are given up and the held events, complete regions
+    /// without them, written.
+    fn bound_held(&mut self, rec: &Recorder) {
+        if self.nvtx.held.len() > HELD_LIMIT {
+            self.nvtx.give_up();
+            self.release_held(rec);
+        }
     }
 
     /// Writes the events held for NVTX ranges once none is open.
@@ -408,7 +424,7 @@ impl ThreadState {
             }
             let mark = unit.iter().filter_map(|&i| g.calls[i].mark).max();
             if let (true, Some(mark)) = (placed, mark) {
-                self.nvtx.insert(mark + offset, &ev[from..]);
+                self.nvtx.insert(mark + offset, stop, &ev[from..]);
                 offset += ev.len() - from;
                 ev.truncate(from);
             }
@@ -423,6 +439,7 @@ impl ThreadState {
             ev.push((now, Event::Leave { region }));
         }
         self.emit(&p.rec, &ev);
+        self.bound_held(&p.rec);
         self.scratch = ev;
         let mut calls = g.calls;
         for c in calls.drain(..) {
