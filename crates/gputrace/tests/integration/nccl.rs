@@ -84,3 +84,50 @@ fn nccl_stats_summarize_the_collectives() {
         assert!(row.contains(",2,"), "2 instances (one per rank) of {name}: {row}");
     }
 }
+
+/// The real runs of `tests/fixtures/nccl` (2 H200s, NCCL 2.28.3), both
+/// ranks replayed and merged: no repair (every location nests as the
+/// program's calls did), the sends pair with the receives, and each call
+/// is a region as many times as NCCL's log has it.
+#[test]
+fn nccl_real_runs_merge_without_repairs() {
+    for (name, ranks) in [
+        ("groups", &["0", "1"][..]),
+        ("halo", &["0", "1"]),
+        ("zero", &["0", "1"]),
+        ("alltoall", &["0", "1"]),
+        ("graph", &["0", "1"]),
+        ("collectives", &["0", "1"]),
+        ("single", &["01"]),
+        ("ddp4", &["0", "1"]),
+    ] {
+        let exp = fresh_dir(&format!("nccl-{name}"));
+        let mut log = String::new();
+        for r in ranks {
+            let path = workspace().join(format!("tests/fixtures/nccl/{name}_rank{r}.ncclcap"));
+            let capture = Capture::load(&path).unwrap();
+            gputrace_nccl::replay::replay(&capture, &exp, capture.header.clone()).unwrap();
+            log += &std::fs::read_to_string(path.with_extension("coll")).unwrap();
+        }
+        let mut cmd = Command::new(gputrace());
+        let out = run(cmd.arg("merge").arg(&exp));
+        let err = text(&out.stderr);
+        assert!(out.status.success(), "{name}: {err}");
+        assert!(!err.contains("repaired"), "{name}: {err}");
+        let facts = facts(&exp.join("traces.otf2"));
+        assert_well_formed(&facts);
+        assert_eq!(messages(&facts, "sends"), messages(&facts, "recvs"), "{name}");
+        let mut regions = 0;
+        for rank in facts["regions"].as_object().unwrap().values() {
+            for (region, n) in rank.as_object().unwrap() {
+                if region != "ncclGroup"
+                    && region.starts_with("nccl")
+                    && log.contains(&format!("INFO {}: ", &region[4..]))
+                {
+                    regions += n.as_i64().unwrap();
+                }
+            }
+        }
+        assert_eq!(regions as usize, log.lines().count(), "{name}: {}", facts["regions"]);
+    }
+}

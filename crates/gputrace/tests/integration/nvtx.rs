@@ -261,6 +261,60 @@ fn mpi_calls_nest_in_the_ranks_ranges() {
     assert_well_formed(&f);
 }
 
+/// NCCL's ranges (domain "NCCL") go to the NCCL plugin, which records
+/// them as NCCL regions, the group holding its calls; with
+/// `GPUTRACE_NCCL_ENABLE=no` they are NVTX ranges of domain NCCL.
+#[test]
+fn nccl_domain_ranges_go_to_the_nccl_plugin() {
+    let Some(headers) = headers() else { return };
+    if !required("gcc", have("gcc")) {
+        return;
+    }
+    let exe = build("gcc", "nccl_domain.c", &headers).display().to_string();
+    let dir = fresh_dir("nvtx-nccl-domain");
+    let out = trace(&dir, &[&exe, "3"], &[]);
+    let stderr = text(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("repaired") && !stderr.contains("[gputrace] warning"), "{stderr}");
+    let facts = nvtx_facts(&dir.join("traces.otf2"));
+    assert!(facts["regions"].as_object().unwrap().keys().all(|k| !k.starts_with("nccl")), "{}", facts["regions"]);
+    let f = crate::util::facts(&dir.join("traces.otf2"));
+    assert_well_formed(&f);
+    let regions = &f["regions"]["0"];
+    for name in ["ncclGroup", "ncclGroupStart", "ncclSend", "ncclGroupEnd", "ncclAllGather"] {
+        assert_eq!(regions[name], 3, "{name}: {regions}");
+    }
+    let mut cmd = Command::new("otf2-print");
+    let printed = text(&run(cmd.arg(dir.join("traces.otf2"))).stdout);
+    let enters: Vec<&str> = printed
+        .lines()
+        .filter(|l| l.starts_with("ENTER") || l.starts_with("LEAVE"))
+        .filter_map(|l| l.split('"').nth(1))
+        .take(10)
+        .collect();
+    assert_eq!(
+        enters,
+        [
+            "ncclGroup",
+            "ncclGroupStart",
+            "ncclGroupStart",
+            "ncclSend",
+            "ncclSend",
+            "ncclGroupEnd",
+            "ncclGroupEnd",
+            "ncclGroup",
+            "ncclAllGather",
+            "ncclAllGather"
+        ]
+    );
+
+    let off = fresh_dir("nvtx-nccl-domain-off");
+    let out = trace(&off, &[&exe, "3"], &[("GPUTRACE_NCCL_ENABLE", "no")]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let facts = nvtx_facts(&off.join("traces.otf2"));
+    assert_eq!(facts["regions"]["ncclSend"], serde_json::json!([["NCCL", "PushPop", "USER"]]), "{}", facts["regions"]);
+}
+
 /// Off is off: the library is not in the process, nothing is recorded.
 #[test]
 fn nvtx_off_records_nothing_and_loads_nothing() {

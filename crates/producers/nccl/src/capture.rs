@@ -14,12 +14,14 @@
 //! form of the types in [`model`](crate::model), tagged by `record`:
 //!
 //! ```text
-//! {"format":"gputrace-nccl-capture","version":2,"levels":"group,coll,p2p","process":{"pid":4711,"host":"node1","process_start":123,"clock_domain":24301,"monotonic_ns":5,"realtime_ns":6,"rank_hint":0,"command":["./app","-n","4"]}}
+//! {"format":"gputrace-nccl-capture","version":3,"levels":"group,coll,p2p","process":{"pid":4711,"host":"node1","process_start":123,"clock_domain":24301,"monotonic_ns":5,"realtime_ns":6,"rank_hint":0,"command":["./app","-n","4"]}}
 //! {"record":"thread","tid":4711,"name":"app"}
 //! {"record":"init","t":100,"tid":4711,"ctx":21968,"args":{"version":5,"comm_id":7982,"nnodes":1,"nranks":2,"rank":0}}
 //! {"record":"start","t":120,"tid":4711,"ctx":21968,"handle":32513,"start":{"descr":{"type":"GroupApi","depth":1,"graph_captured":false},"parent":0,"rank":0}}
 //! {"record":"state","t":126,"tid":4711,"handle":32513,"state":{"code":24}}
 //! {"record":"stop","t":140,"tid":4711,"handle":32513}
+//! {"record":"nvtx_push","t":950,"tid":4711,"range":{"name":"ncclAllGather","payload":{"comm":7982,"bytes":0}}}
+//! {"record":"nvtx_pop","t":960,"tid":4711}
 //! {"record":"finalize","t":900,"tid":4711,"ctx":21968}
 //! ```
 //!
@@ -40,12 +42,14 @@ use runtime::diag;
 use serde::{Deserialize, Serialize};
 
 use crate::levels::Levels;
-use crate::model::{InitArgs, Start, StateChange};
+use crate::model::{InitArgs, NvtxPayload, NvtxRange, Start, StateChange};
 
 /// The head's `format`.
 const FORMAT: &str = "gputrace-nccl-capture";
-/// The head's `version`.
-const VERSION: u32 = 2;
+/// The head's `version`: 3 added the `nvtx_push` and `nvtx_pop` records;
+/// version 2 files (without them) are read as well.
+const VERSION: u32 = 3;
+const OLDEST: u32 = 2;
 
 /// A capture that cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -93,6 +97,20 @@ pub enum Record {
         t: u64,
         tid: u32,
         ctx: u64,
+    },
+    /// One of NCCL's NVTX ranges begins (handed over by gputrace's NVTX
+    /// library).
+    NvtxPush {
+        t: u64,
+        tid: u32,
+        range: NvtxRange,
+    },
+    /// The innermost of NCCL's NVTX ranges on `tid` ends.
+    NvtxPop {
+        t: u64,
+        tid: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        payload: Option<NvtxPayload>,
     },
     /// A note for a person reading the file (hand-written fixtures say
     /// so); the replay passes over it.
@@ -155,7 +173,7 @@ fn read_head(text: &str) -> Result<(Levels, StreamHeader), String> {
         return Err("a capture in the text format of version 1; tests/fixtures/nccl/convert-v1.py converts it".into());
     }
     let head: Head = serde_json::from_str(text).map_err(|e| format!("not a capture's head line: {e}"))?;
-    if head.format != FORMAT || head.version != VERSION {
+    if head.format != FORMAT || !(OLDEST..=VERSION).contains(&head.version) {
         return Err(format!("'{}' version {}, expected '{FORMAT}' version {VERSION}", head.format, head.version));
     }
     Ok((Levels::parse(&head.levels)?, head.process))
@@ -240,7 +258,9 @@ impl CaptureWriter {
             | Record::Start { tid, .. }
             | Record::State { tid, .. }
             | Record::Stop { tid, .. }
-            | Record::Finalize { tid, .. } => Some(*tid),
+            | Record::Finalize { tid, .. }
+            | Record::NvtxPush { tid, .. }
+            | Record::NvtxPop { tid, .. } => Some(*tid),
             Record::Thread { .. } | Record::Comment { .. } => None,
         };
         self.with_file(|out, seen| {
@@ -423,7 +443,7 @@ mod tests {
         for bad_head in [
             "not a capture".to_owned(),
             "gputrace-nccl-capture 1".to_owned(),
-            head.replace("\"version\":2", "\"version\":9"),
+            head.replace("\"version\":3", "\"version\":9"),
             head.replace("\"levels\":\"coll\"", "\"levels\":\"colll\""),
             head.replace("\"pid\":4711,", ""),
         ] {

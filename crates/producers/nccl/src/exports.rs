@@ -14,7 +14,8 @@ use std::ffi::{CStr, c_char, c_int, c_void};
 use crate::abi::*;
 use crate::live;
 use crate::model::{
-    ApiCall, CollLaunch, CommTag, Descr, Func, InitArgs, P2pLaunch, ProxyOp, Start, StateChange, Sym, state,
+    ApiCall, CollLaunch, CommTag, Descr, Func, InitArgs, NvtxPayload, NvtxRange, P2pLaunch, ProxyOp, Start,
+    StateChange, Sym, state,
 };
 
 const NAME: &CStr = c"gputrace";
@@ -604,3 +605,75 @@ pub static ncclProfiler_v1: Profiler_v1 = Profiler_v1 {
     recordEventState: state_v1_fn,
     finalize,
 };
+
+// ---- NCCL's NVTX ranges, from gputrace's NVTX library ----
+//
+// NCCL annotates its API functions with NVTX ranges (domain "NCCL").
+// gputrace's NVTX library, which receives them, finds these three
+// functions (it opens this library by the path in NCCL_PROFILER_PLUGIN)
+// and hands the ranges over instead of recording them itself, so that
+// the plugin records each call once, as the user made it
+// (`docs/nccl.md`, *NCCL's NVTX ranges*).
+
+/// 1 when the plugin records: the NVTX library then hands NCCL's ranges
+/// over; 0 and it records them itself.
+#[unsafe(no_mangle)]
+pub extern "C" fn gputrace_nccl_nvtx_recording() -> c_int {
+    c_int::from(live::nvtx_recording())
+}
+
+/// Reads a payload: `schema_id` and `size` bytes at `data`.
+///
+/// # Safety
+///
+/// `data` is null or points to `size` readable bytes.
+unsafe fn nvtx_payload(schema_id: u64, data: *const c_void, size: usize) -> Option<NvtxPayload> {
+    if data.is_null() || size == 0 || size > 4096 {
+        return None;
+    }
+    // SAFETY: per the contract.
+    let bytes = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), size) };
+    NvtxPayload::decode(schema_id, bytes)
+}
+
+/// One of NCCL's NVTX ranges begins on the calling thread: its message
+/// (`len` bytes of UTF-8 at `name`) and its payload (`schema_id`, `size`
+/// bytes at `data`; null when it has none).
+///
+/// # Safety
+///
+/// `name` points to `len` readable bytes; `data` is null or points to
+/// `size` readable bytes; both for the duration of the call.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gputrace_nccl_nvtx_push(
+    name: *const c_char,
+    len: usize,
+    schema_id: u64,
+    data: *const c_void,
+    size: usize,
+) {
+    live::nvtx_push(|| {
+        let text: &[u8] = if name.is_null() {
+            &[]
+        } else {
+            // SAFETY: per the contract.
+            unsafe { std::slice::from_raw_parts(name.cast::<u8>(), len) }
+        };
+        // SAFETY: per the contract.
+        let payload = unsafe { nvtx_payload(schema_id, data, size) };
+        NvtxRange { name: Sym::from_bytes(text), payload }
+    });
+}
+
+/// The innermost of NCCL's NVTX ranges on the calling thread ends, with
+/// the payload NCCL gave at its end (null: none).
+///
+/// # Safety
+///
+/// `data` is null or points to `size` readable bytes for the duration of
+/// the call.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gputrace_nccl_nvtx_pop(schema_id: u64, data: *const c_void, size: usize) {
+    // SAFETY: per the contract.
+    live::nvtx_pop(|| unsafe { nvtx_payload(schema_id, data, size) });
+}

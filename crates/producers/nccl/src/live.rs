@@ -23,7 +23,7 @@ use crate::abi::{NCCL_SUCCESS, NcclResult};
 use crate::capture::{CaptureWriter, Record};
 use crate::handle::HandlePtr;
 use crate::levels::Levels;
-use crate::model::{Descr, InitArgs, Start, StateChange};
+use crate::model::{Descr, InitArgs, NvtxPayload, NvtxRange, Start, StateChange};
 use crate::profiler::{CommContext, Profiler, Stamp, ThreadState};
 
 /// The running plugin.
@@ -267,6 +267,36 @@ pub(crate) unsafe fn stop(handle: *mut c_void) -> NcclResult {
         capture(live, || Record::Stop { t: now.get(), tid: identity::thread_id(), handle: handle as u64 });
     });
     NCCL_SUCCESS
+}
+
+/// Whether the plugin records (started now if it was not): gputrace's
+/// NVTX library asks before handing NCCL's NVTX ranges over, which may be
+/// before NCCL's first `init` (`ncclCommInitRank`'s range comes first).
+pub(crate) fn nvtx_recording() -> bool {
+    if OFF.load(Ordering::Relaxed) {
+        return false;
+    }
+    std::panic::catch_unwind(|| LIVE.get_or_init(start_once).is_some()).unwrap_or(false)
+}
+
+/// One of NCCL's NVTX ranges begins on the calling thread.
+pub(crate) fn nvtx_push(range: impl FnOnce() -> NvtxRange) {
+    guarded("NVTX range", |live| {
+        let now = Stamp::lazy();
+        let range = range();
+        with_thread(|th| live.profiler.nvtx_push(th, &range, &now));
+        capture(live, || Record::NvtxPush { t: now.get(), tid: identity::thread_id(), range });
+    });
+}
+
+/// The innermost of NCCL's NVTX ranges on the calling thread ends.
+pub(crate) fn nvtx_pop(payload: impl FnOnce() -> Option<NvtxPayload>) {
+    guarded("NVTX range", |live| {
+        let now = Stamp::lazy();
+        let payload = payload();
+        with_thread(|th| live.profiler.nvtx_pop(th, payload, &now));
+        capture(live, || Record::NvtxPop { t: now.get(), tid: identity::thread_id(), payload });
+    });
 }
 
 /// `finalize`.

@@ -382,6 +382,72 @@ pub enum Descr {
     },
 }
 
+/// What NCCL's NVTX payload says about a call (NCCL's payload schemas in
+/// `src/include/nvtx_payload_schemas.h`): the communicator's hash (the
+/// `commId` of `init`), the bytes of one block (count × type size), and
+/// the root or peer where the call has one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NvtxPayload {
+    pub comm: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// The root (rooted collectives) or the peer (send, receive).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_or_peer: Option<i32>,
+}
+
+/// One of NCCL's own NVTX push/pop ranges (domain "NCCL"), which
+/// gputrace's NVTX library hands to the plugin: NCCL opens one around
+/// every API function it annotates ("ncclAllReduce", "ncclGroupStart",
+/// "ncclCommInitRank", ...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NvtxRange {
+    pub name: Sym,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<NvtxPayload>,
+}
+
+/// NCCL's static payload schema ids: `NVTX_PAYLOAD_ENTRY_TYPE_SCHEMA_ID_STATIC_START`
+/// (1 << 24) plus NCCL's `NVTX_SID_*` number.
+pub mod nvtx_schema {
+    pub const STATIC_START: u64 = 1 << 24;
+    pub const ALL_GATHER: u64 = 4;
+    pub const ALL_REDUCE: u64 = 5;
+    pub const BROADCAST: u64 = 6;
+    pub const REDUCE_SCATTER: u64 = 7;
+    pub const REDUCE: u64 = 8;
+    pub const SEND: u64 = 9;
+    pub const RECV: u64 = 10;
+    pub const ALL_TO_ALL: u64 = 16;
+    pub const GATHER: u64 = 17;
+    pub const SCATTER: u64 = 18;
+}
+
+impl NvtxPayload {
+    /// Reads NCCL's payload of schema `schema_id` (its bytes `data`):
+    /// the collective and send/receive schemas begin with the
+    /// communicator's hash (u64) and the bytes (size_t), followed by an
+    /// int root or peer in the rooted and point-to-point ones; the others
+    /// begin with a communicator hash. `None` for a schema that is not
+    /// NCCL's.
+    pub fn decode(schema_id: u64, data: &[u8]) -> Option<NvtxPayload> {
+        use nvtx_schema::*;
+        let sid = schema_id.checked_sub(STATIC_START)?;
+        let u64_at = |o: usize| data.get(o..o + 8).map(|b| u64::from_ne_bytes(b.try_into().unwrap_or([0; 8])));
+        let i32_at = |o: usize| data.get(o..o + 4).map(|b| i32::from_ne_bytes(b.try_into().unwrap_or([0; 4])));
+        let comm = u64_at(0)?;
+        let (bytes, root_or_peer) = match sid {
+            ALL_GATHER | ALL_REDUCE | REDUCE_SCATTER | ALL_TO_ALL => (u64_at(8), None),
+            BROADCAST | REDUCE | SEND | RECV | GATHER | SCATTER => (u64_at(8), i32_at(16)),
+            0..=18 => (None, None),
+            _ => return None,
+        };
+        Some(NvtxPayload { comm, bytes, root_or_peer })
+    }
+}
+
 /// A `startEvent`: the descriptor, its parent object (an address, used
 /// only as a key) and the rank NCCL gave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -87,6 +87,16 @@ pub fn replay(capture: &Capture, dir: &Path, header: StreamHeader) -> Result<Pat
                     unsafe { profiler.stop(th, ours, &Stamp::at(*t)) };
                 }
             }
+            Record::NvtxPush { t, tid, range } => {
+                last = last.max(*t);
+                let th = thread_of(&mut threads, &mut order, *tid);
+                profiler.nvtx_push(th, range, &Stamp::at(*t));
+            }
+            Record::NvtxPop { t, tid, payload } => {
+                last = last.max(*t);
+                let th = thread_of(&mut threads, &mut order, *tid);
+                profiler.nvtx_pop(th, *payload, &Stamp::at(*t));
+            }
             Record::Finalize { t, ctx, .. } => {
                 last = last.max(*t);
                 if let Some(c) = contexts.get(ctx) {

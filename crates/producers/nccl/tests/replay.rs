@@ -11,7 +11,8 @@ use common::{Attr, Stream};
 use gputrace_nccl::capture::{Capture, CaptureError, Record};
 use gputrace_nccl::levels::Levels;
 use gputrace_nccl::model::{
-    ApiCall, CollLaunch, CommTag, Descr, Func, InitArgs, P2pLaunch, ProxyOp, Start, StateChange, Sym,
+    ApiCall, CollLaunch, CommTag, Descr, Func, InitArgs, NvtxPayload, NvtxRange, P2pLaunch, ProxyOp, Start,
+    StateChange, Sym,
 };
 use gputrace_nccl::replay;
 use raw::{Collective, CollectiveOp, Event, Message, Producer, StreamHeader};
@@ -247,6 +248,18 @@ impl Builder {
     fn stop(&mut self, tid: u32, h: u64) -> &mut Self {
         let t = self.tick(100);
         self.c.records.push(Record::Stop { t, tid, handle: h });
+        self
+    }
+
+    fn nvtx_push(&mut self, name: &str, payload: Option<NvtxPayload>) -> &mut Self {
+        let t = self.tick(100);
+        self.c.records.push(Record::NvtxPush { t, tid: MAIN, range: NvtxRange { name: Sym::intern(name), payload } });
+        self
+    }
+
+    fn nvtx_pop(&mut self) -> &mut Self {
+        let t = self.tick(100);
+        self.c.records.push(Record::NvtxPop { t, tid: MAIN, payload: None });
         self
     }
 
@@ -509,6 +522,73 @@ fn levels_choose_what_is_recorded() {
     assert_eq!(run("p2p"), vec!["Enter:ncclRecv"]);
     assert_eq!(run("group"), vec!["Enter:ncclGroup"]);
     assert!(run("none").is_empty());
+}
+
+#[test]
+fn a_collective_of_count_zero_is_its_nvtx_range_with_the_payload_bytes() {
+    // NCCL 2.28 reports no profiler event for it: only its range.
+    let mut b = Builder::new(Levels::ALL);
+    let comm = v5_init(1).comm_id.unwrap();
+    b.init(0x10, v5_init(1))
+        .nvtx_push("ncclBroadcast", Some(NvtxPayload { comm, bytes: Some(0), root_or_peer: Some(0) }))
+        .nvtx_pop();
+    let (_dir, s) = replay_capture(&b.c);
+    assert_eq!(s.script(s.location("main"))[0], "Enter:ncclBroadcast");
+    let enter = s.with_attrs().into_iter().find(|e| matches!(e.event, Event::Enter { .. })).unwrap();
+    assert_eq!((num(&enter.attrs, "bytes"), num(&enter.attrs, "count"), num(&enter.attrs, "root")), (0, 0, 0));
+    assert_eq!(collectives(&s), [Collective { op: CollectiveOp::Bcast, comm: 0, root: Some(0), sent: 0, received: 0 }]);
+}
+
+#[test]
+fn an_all_to_all_in_an_explicit_group_is_one_call_inside_the_group() {
+    let mut b = Builder::new(Levels::ALL);
+    b.init(0x10, v5_init(0)).nvtx_push("ncclGroupStart", None).nvtx_pop().nvtx_push("ncclAlltoAll", None);
+    b.start(MAIN, 0x10, 0x100, 0, 0, Descr::GroupApi { depth: 2, graph_captured: false });
+    let funcs = [Func::Send, Func::Recv, Func::Send, Func::Recv];
+    for (i, f) in funcs.into_iter().enumerate() {
+        let h = 0x200 + 8 * i as u64;
+        b.start(MAIN, 0x10, h, 0x100, 0, Descr::P2pApi(api(f, 4, 0, false))).stop(MAIN, h);
+    }
+    b.nvtx_pop().nvtx_push("ncclGroupEnd", None).state(MAIN, 0x100, StateChange { code: 24, ..Default::default() });
+    for (i, f) in funcs.into_iter().enumerate() {
+        b.start(MAIN, 0x10, 0, 0x200 + 8 * i as u64, 0, Descr::P2p(p2p(f, 4, (i / 2) as i32)));
+    }
+    b.stop(MAIN, 0x100).nvtx_pop();
+    let (_dir, s) = replay_capture(&b.c);
+    let script = s.script(s.location("main"));
+    let k = Collective { op: CollectiveOp::Alltoall, comm: 0, root: None, sent: 32, received: 32 };
+    assert_eq!(
+        script,
+        [
+            "Enter:ncclGroup",
+            "Enter:ncclGroupStart",
+            "Leave:ncclGroupStart",
+            "Enter:ncclAlltoAll",
+            "MpiCollectiveBegin",
+            &format!("{:?}", Event::MpiCollectiveEnd(k)),
+            "Leave:ncclAlltoAll",
+            "Enter:ncclGroupEnd",
+            "Leave:ncclGroupEnd",
+            "Leave:ncclGroup",
+        ]
+    );
+}
+
+#[test]
+fn a_range_that_never_ends_holds_a_bounded_number_of_events() {
+    let mut b = Builder::new(Levels::ALL);
+    b.init(0x10, v5_init(0)).nvtx_push("ncclCommInitRank", None);
+    let n = 20_000u64;
+    for i in 0..n {
+        let (g, c) = (0x1000 + 16 * i, 0x1008 + 16 * i);
+        b.start(MAIN, 0x10, g, 0, 0, Descr::GroupApi { depth: 1, graph_captured: false })
+            .start(MAIN, 0x10, c, g, 0, Descr::CollApi(api(Func::AllReduce, 8, 0, false)))
+            .stop(MAIN, c)
+            .stop(MAIN, g);
+    }
+    b.nvtx_pop();
+    let (_dir, s) = replay_capture(&b.c);
+    assert_eq!(collectives(&s).len() as u64, n);
 }
 
 #[test]

@@ -167,6 +167,26 @@ pub const EXT_PAYLOAD_MODULE: u16 = 2;
 /// Its slot of `nvtxDomainIsEnabled` (`NVTX3EXT_CBID_nvtxDomainIsEnabled`).
 pub const EXT_PAYLOAD_DOMAIN_IS_ENABLED: usize = 7;
 
+/// Its slots of `nvtxRangePushPayload` and `nvtxRangePopPayload`
+/// (`NVTX3EXT_CBID_*`): NCCL ends `ncclCommInitRank` and the other
+/// functions that know their communicator only at the end with a pop that
+/// carries the payload, and a pop that is not answered leaves the range
+/// open.
+pub const EXT_PAYLOAD_RANGE_PUSH: usize = 3;
+pub const EXT_PAYLOAD_RANGE_POP: usize = 4;
+
+/// `NVTX_PAYLOAD_TYPE_EXT`: the attributes' payload is a pointer to
+/// `reserved0` `nvtxPayloadData_t`.
+pub const PAYLOAD_EXT: i32 = 0xDFBD_0009_u32 as i32;
+
+/// `nvtxPayloadData_t`: a schema id and `size` bytes at `payload`.
+#[repr(C)]
+pub struct PayloadData {
+    pub schema_id: u64,
+    pub size: usize,
+    pub payload: *const c_void,
+}
+
 /// `nvtxExtModuleSegment_t`.
 #[repr(C)]
 pub struct ExtModuleSegment {

@@ -37,6 +37,7 @@ use raw::{Definition, Event, LocationKind, Paradigm, RegionRole};
 use runtime::Recorder;
 
 use crate::handles::Handles;
+use crate::nccl::{Binary, NcclPlugin};
 
 /// A lane writes its events when it holds this many.
 pub const LANE_BATCH: usize = 4096;
@@ -91,12 +92,14 @@ pub struct Attributes<'a> {
     /// ARGB.
     pub color: Option<u32>,
     pub payload: Payload,
+    /// A payload of the payload extension (schema id, bytes): NCCL's.
+    pub binary: Binary<'a>,
 }
 
 impl<'a> Attributes<'a> {
     /// Only a message.
     pub fn message(message: Message<'a>) -> Self {
-        Attributes { message, category: 0, color: None, payload: Payload::None }
+        Attributes { message, category: 0, color: None, payload: Payload::None, binary: None }
     }
 
     /// Only a text message.
@@ -108,13 +111,16 @@ impl<'a> Attributes<'a> {
 struct Domain {
     /// The region group of its annotations.
     group: String,
+    /// NCCL's domain while gputrace's NCCL plugin records: its ranges go
+    /// to the plugin (see [`crate::nccl`]).
+    nccl: Option<NcclPlugin>,
     /// Category number → string id of its name.
     categories: Mutex<HashMap<u32, u32>>,
 }
 
 impl Domain {
     fn new(group: String) -> Self {
-        Domain { group, categories: Mutex::new(HashMap::new()) }
+        Domain { group, nccl: None, categories: Mutex::new(HashMap::new()) }
     }
 }
 
@@ -167,6 +173,8 @@ pub struct Annotations {
     next_range: AtomicU64,
     next_resource: AtomicUsize,
     names: AttributeNames,
+    /// gputrace's NCCL plugin, looked for when NCCL's domain is created.
+    nccl_plugin: OnceLock<Option<NcclPlugin>>,
 }
 
 /// FNV-1a: messages are short and not hostile, and SipHash (std's
@@ -297,6 +305,7 @@ impl Annotations {
             next_range: AtomicU64::new(0),
             next_resource: AtomicUsize::new(0),
             names,
+            nccl_plugin: OnceLock::new(),
         }
     }
 
@@ -307,11 +316,17 @@ impl Annotations {
     /// nvtxDomainCreate: a domain's handle (never 0); the same name gives
     /// the same handle.
     pub fn domain_create(&self, name: &str) -> usize {
+        // Looked for before the lock: opening a library takes the
+        // loader's lock.
+        let nccl = (name == "NCCL")
+            .then(|| *self.nccl_plugin.get_or_init(|| NcclPlugin::find(&config::Config::from_env_lenient().0)))
+            .flatten();
         let mut names = lock(&self.domain_names);
         if let Some(&h) = names.get(name) {
             return h;
         }
-        match self.domains.add(Domain::new(format!("NVTX domain {name}"))) {
+        let domain = Domain { nccl, ..Domain::new(format!("NVTX domain {name}")) };
+        match self.domains.add(domain) {
             Some(h) => {
                 names.insert(name.to_string(), h);
                 h
@@ -489,6 +504,9 @@ impl Annotations {
     /// thread (0 for the outermost).
     pub fn push(&self, domain: usize, a: &Attributes<'_>) -> i32 {
         let (id, d) = self.domain(domain);
+        if let Some(plugin) = d.nccl {
+            return self.push_to_plugin(id, plugin, a);
+        }
         let (region, level) = self.visit(id, Style::PushPop, a.message, |th, region| {
             let stack = th.stack(id);
             stack.push(region);
@@ -510,8 +528,22 @@ impl Annotations {
     /// nvtxRangePop: the level of the range ended, or -1 when the thread
     /// has none open in that domain.
     pub fn pop(&self, domain: usize) -> i32 {
+        self.pop_with(domain, None)
+    }
+
+    /// nvtxRangePopPayload: a pop that carries a payload (NCCL's, for
+    /// the functions that know their communicator only at the end).
+    pub fn pop_with(&self, domain: usize, binary: Binary<'_>) -> i32 {
         let t = raw::clock::now();
-        let (id, _) = self.domain(domain);
+        let (id, d) = self.domain(domain);
+        if let Some(plugin) = d.nccl {
+            let level = self.with_thread(|th| {
+                let stack = th.stack(id);
+                stack.pop().map(|_| stack.len() as i32)
+            });
+            plugin.pop(binary);
+            return level.flatten().unwrap_or(-1);
+        }
         let popped = self
             .with_thread(|th| {
                 let stack = th.stack(id);
@@ -528,6 +560,24 @@ impl Annotations {
             }
             None => -1,
         }
+    }
+
+    /// A push in NCCL's domain: handed to the plugin, nothing recorded
+    /// here; the thread's stack of the domain keeps the level.
+    fn push_to_plugin(&self, id: u32, plugin: NcclPlugin, a: &Attributes<'_>) -> i32 {
+        let level = self.with_thread(|th| {
+            let stack = th.stack(id);
+            stack.push(None);
+            stack.len() as i32 - 1
+        });
+        match a.message {
+            Message::Text(t) => plugin.push(t, a.binary),
+            Message::Registered(h) => {
+                plugin.push(self.strings.get(h).map_or(&b""[..], |r| r.text.as_bytes()), a.binary)
+            }
+            Message::None => plugin.push(b"", a.binary),
+        }
+        level.unwrap_or(0)
     }
 
     /// nvtxMark.

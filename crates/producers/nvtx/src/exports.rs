@@ -103,6 +103,11 @@ unsafe fn with_attributes<R>(p: *const EventAttributes, f: impl FnOnce(&Attribut
     if has(offset_of!(EventAttributes, payload) + 8) {
         let bits = a.payload;
         let low = bits as u32;
+        if a.payload_type == abi::PAYLOAD_EXT && a.reserved0 >= 1 {
+            // SAFETY: NVTX's payload extension: `payload` points to
+            // `reserved0` payload data entries (the first is used).
+            attrs.binary = unsafe { first_payload(bits as usize as *const abi::PayloadData, 1) };
+        }
         attrs.payload = match a.payload_type {
             abi::PAYLOAD_U64 => Payload::Unsigned(bits),
             abi::PAYLOAD_I64 => Payload::Signed(bits as i64),
@@ -118,6 +123,26 @@ unsafe fn with_attributes<R>(p: *const EventAttributes, f: impl FnOnce(&Attribut
         attrs.message = unsafe { message(a.message_type, a.message, &mut owned) };
     }
     f(&attrs)
+}
+
+/// The first of `count` payload data entries at `p`: its schema id and
+/// bytes.
+///
+/// # Safety
+///
+/// `p` is null or points to `count` valid `nvtxPayloadData_t`, each
+/// pointing to its `size` bytes.
+unsafe fn first_payload<'a>(p: *const abi::PayloadData, count: usize) -> Option<(u64, &'a [u8])> {
+    if p.is_null() || count == 0 {
+        return None;
+    }
+    // SAFETY: per the contract.
+    let d = unsafe { &*p };
+    if d.payload.is_null() || d.size == 0 || d.size > 4096 {
+        return None;
+    }
+    // SAFETY: per the contract.
+    Some((d.schema_id, unsafe { std::slice::from_raw_parts(d.payload.cast::<u8>(), d.size) }))
 }
 
 fn handle(h: usize) -> *mut c_void {
@@ -383,6 +408,26 @@ unsafe extern "C" fn domain_create_w(name: *const WChar) -> *mut c_void {
 
 extern "C" fn domain_destroy(_domain: *const c_void) {}
 
+/// `nvtxRangePushPayload` of the payload extension: a push/pop range
+/// without a message, with the payload.
+unsafe extern "C" fn range_push_payload(domain: *const c_void, data: *const abi::PayloadData, count: usize) -> c_int {
+    guarded(0, |a| {
+        let attrs = Attributes {
+            // SAFETY: NVTX passes `count` payload data entries.
+            binary: unsafe { first_payload(data, count) },
+            ..Attributes::message(Message::None)
+        };
+        a.push(domain as usize, &attrs)
+    })
+}
+
+/// `nvtxRangePopPayload` of the payload extension: a pop whose payload
+/// NCCL gives at the end of `ncclCommInitRank` and the like.
+unsafe extern "C" fn range_pop_payload(domain: *const c_void, data: *const abi::PayloadData, count: usize) -> c_int {
+    // SAFETY: NVTX passes `count` payload data entries.
+    guarded(-1, |a| a.pop_with(domain as usize, unsafe { first_payload(data, count) }))
+}
+
 /// `nvtxDomainIsEnabled` of the payload extension: whether annotations of
 /// the domain are recorded (the Python `nvtx` package records nothing in
 /// a domain that says no).
@@ -463,10 +508,13 @@ pub unsafe extern "C" fn InitializeInjectionNvtx2(get: Option<GetExportTable>) -
     c_int::from(filled.unwrap_or(false))
 }
 
-/// The entry point of NVTX extensions: of the payload extension, only
+/// The entry point of NVTX extensions: of the payload extension,
 /// `nvtxDomainIsEnabled` is answered (yes, while recording), so that
 /// tools that ask before annotating (the Python `nvtx` package) do
-/// annotate; the extensions' other functions are not recorded.
+/// annotate, and `nvtxRangePushPayload`/`nvtxRangePopPayload` are ranges
+/// like any push and pop (NCCL ends its `ncclCommInitRank` range with a
+/// pop that carries a payload: unanswered, the range stayed open); the
+/// extension's other functions are not recorded.
 ///
 /// # Safety
 ///
@@ -492,7 +540,10 @@ pub unsafe extern "C" fn InitializeInjectionNvtxExtension(info: *mut ExtModuleIn
             if segment.slot_count <= abi::EXT_PAYLOAD_DOMAIN_IS_ENABLED || segment.function_slots.is_null() {
                 return false;
             }
-            *segment.function_slots.add(abi::EXT_PAYLOAD_DOMAIN_IS_ENABLED) = domain_is_enabled as *const () as isize;
+            let slots = segment.function_slots;
+            *slots.add(abi::EXT_PAYLOAD_DOMAIN_IS_ENABLED) = domain_is_enabled as *const () as isize;
+            *slots.add(abi::EXT_PAYLOAD_RANGE_PUSH) = range_push_payload as *const () as isize;
+            *slots.add(abi::EXT_PAYLOAD_RANGE_POP) = range_pop_payload as *const () as isize;
             true
         }
     });

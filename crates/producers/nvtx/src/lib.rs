@@ -17,6 +17,7 @@
 //!   (ranges, marks, domains, categories, registered strings, thread
 //!   names), written once;
 //! - [`handles`]: the lock-free table behind domain and string handles;
+//! - [`nccl`]: NCCL's own ranges, handed to gputrace's NCCL plugin;
 //! - `live`: the process-wide state, the panic guard and the exit handler.
 //!
 //! `docs/nvtx.md` describes what is recorded and how.
@@ -29,5 +30,6 @@ pub mod annotations;
 pub mod exports;
 pub mod handles;
 mod live;
+pub mod nccl;
 
 pub use annotations::{Annotations, Attributes, Message, Payload, Style};

@@ -17,6 +17,12 @@
 //!   the user's call including the launch; an implicit group holding
 //!   several calls (`ncclAlltoAll` is sends and receives) is `ncclGroup`.
 //!
+//! Where NCCL's NVTX ranges are handed over ([`super::nvtx`]), the group
+//! is theirs (from `ncclGroupStart` to the end of `ncclGroupEnd`), the
+//! sends and receives of one `ncclAlltoAll` (`ncclGather`, `ncclScatter`)
+//! range are that one call, and each call goes where it ended among the
+//! events held meanwhile.
+//!
 //! Before v5 there are no API events: the launch's events are recorded as
 //! they come (`ncclGroup` per kernel plan, a region per collective).
 
@@ -26,10 +32,15 @@ use std::ptr::NonNull;
 use raw::{Collective, Event, Message};
 use runtime::Recorder;
 
+use super::nvtx::NvtxLayer;
 use super::{CommContext, Profiler};
 use crate::bytes;
 use crate::handle::{self, Handle, HandlePtr, Kind};
-use crate::model::{ApiCall, CollLaunch, Func, P2pLaunch, Sym};
+use crate::model::{ApiCall, CollLaunch, Func, NvtxPayload, P2pLaunch, Sym};
+
+/// Events held for NCCL's NVTX ranges before the ranges still open are
+/// given up.
+const HELD_LIMIT: usize = 1 << 16;
 
 /// Where a thread's events go.
 #[derive(Debug)]
@@ -47,6 +58,22 @@ enum Launch {
     P2p { peer: i32, channels: u8 },
 }
 
+/// The NVTX range of NCCL's a call was made in.
+#[derive(Debug, Clone, Copy)]
+struct Via {
+    serial: u64,
+    func: Func,
+    payload: Option<NvtxPayload>,
+}
+
+impl Via {
+    /// NCCL turns these collectives into sends and receives: the calls
+    /// made in one such range are that one collective.
+    fn is_p2p_collective(&self) -> bool {
+        matches!(self.func, Func::AlltoAll | Func::Gather | Func::Scatter)
+    }
+}
+
 /// A call in the open group.
 #[derive(Debug)]
 struct PendingCall {
@@ -58,6 +85,9 @@ struct PendingCall {
     start: u64,
     stop: Option<u64>,
     launch: Option<Launch>,
+    via: Option<Via>,
+    /// Where its region goes in the events held for NVTX ranges.
+    mark: Option<usize>,
 }
 
 /// The user's group in progress.
@@ -86,6 +116,8 @@ pub struct ThreadState {
     /// Buffers reused from group to group.
     spare_calls: Vec<PendingCall>,
     scratch: Vec<(u64, Event)>,
+    /// NCCL's NVTX ranges open on this thread.
+    pub(super) nvtx: NvtxLayer,
 }
 
 impl ThreadState {
@@ -99,6 +131,7 @@ impl ThreadState {
             last_task_end: 0,
             spare_calls: Vec::new(),
             scratch: Vec::new(),
+            nvtx: NvtxLayer::default(),
         }
     }
 
@@ -112,6 +145,7 @@ impl ThreadState {
             last_task_end: 0,
             spare_calls: Vec::new(),
             scratch: Vec::new(),
+            nvtx: NvtxLayer::default(),
         }
     }
 
@@ -132,6 +166,37 @@ impl ThreadState {
         if events.is_empty() {
             return;
         }
+        if self.nvtx.active() {
+            self.nvtx.held.extend_from_slice(events);
+            self.bound_held(rec);
+            return;
+        }
+        self.output(rec, events);
+    }
+
+    /// A range whose end never comes (an NVTX library that drops a pop)
+    /// must not hold the thread's events for ever: past [`HELD_LIMIT`] the
+    /// open ranges are given up and the held events, complete regions
+    /// without them, written.
+    fn bound_held(&mut self, rec: &Recorder) {
+        if self.nvtx.held.len() > HELD_LIMIT {
+            self.nvtx.give_up();
+            self.release_held(rec);
+        }
+    }
+
+    /// Writes the events held for NVTX ranges once none is open.
+    pub(super) fn release_held(&mut self, rec: &Recorder) {
+        if self.nvtx.active() || self.nvtx.held.is_empty() {
+            return;
+        }
+        let held = std::mem::take(&mut self.nvtx.held);
+        self.output(rec, &held);
+        self.nvtx.held = held;
+        self.nvtx.held.clear();
+    }
+
+    fn output(&mut self, rec: &Recorder, events: &[(u64, Event)]) {
         match &mut self.out {
             Output::Live => rec.record_many(events),
             Output::Buffer(b) => b.extend_from_slice(events),
@@ -185,8 +250,21 @@ impl ThreadState {
                 Some(OpenGroup { key: 0, start: now, depth: 1, end_called: None, synthetic: true, calls: Vec::new() });
         }
         let key = handle::key(h);
+        let via = self.nvtx.claim_call().map(|(serial, func, payload)| Via { serial, func, payload });
         if let Some(g) = self.group.as_mut() {
-            g.calls.push(PendingCall { key, handle: h, ctx, call, is_coll, start: now, stop: None, launch: None });
+            let c = PendingCall {
+                key,
+                handle: h,
+                ctx,
+                call,
+                is_coll,
+                start: now,
+                stop: None,
+                launch: None,
+                via,
+                mark: None,
+            };
+            g.calls.push(c);
         }
     }
 
@@ -195,6 +273,9 @@ impl ThreadState {
         let Some(g) = self.group.as_mut() else { return };
         let Some(c) = g.calls.iter_mut().find(|c| c.key == key) else { return };
         c.stop = Some(now);
+        if self.nvtx.active() {
+            c.mark = Some(self.nvtx.held.len());
+        }
         if g.synthetic {
             self.close_group(p, now);
         }
@@ -308,21 +389,50 @@ impl ThreadState {
     }
 
     /// Writes the open group and its calls, and lets go of their handles.
+    ///
+    /// The calls are written as units: a call, or the sends and receives
+    /// that one `ncclAlltoAll` (`ncclGather`, `ncclScatter`) range holds.
+    /// Where NCCL's NVTX ranges are recorded, the group is theirs (see
+    /// [`super::nvtx`]) and each unit goes where its call ended among the
+    /// held events; otherwise the group is written here, with its calls.
     fn close_group(&mut self, p: &Profiler, now: u64) {
         let Some(g) = self.group.take() else { return };
         let implicit = g.depth <= 1;
-        let folded = implicit && g.calls.len() == 1;
+        let units = units(&g.calls);
+        let folded = implicit && units.len() == 1;
         let empty_implicit = implicit && g.calls.is_empty();
-        let show_group = p.levels.group && !(g.synthetic || folded || empty_implicit);
+        let nvtx_group = self.nvtx.group_depth > 0;
+        let show_group = p.levels.group && !(g.synthetic || folded || empty_implicit || nvtx_group);
         let mut ev = std::mem::take(&mut self.scratch);
         ev.clear();
         let group_region = if show_group { p.group_region() } else { None };
         if let Some(region) = group_region {
             ev.push((g.start, Event::Enter { region }));
         }
-        for c in &g.calls {
-            let (start, stop) = if folded { (g.start, now) } else { (c.start, c.stop.unwrap_or(now).max(c.start)) };
-            self.write_call(p, c, start, stop, &mut ev);
+        let placed = !show_group && g.calls.iter().any(|c| c.mark.is_some());
+        let mut offset = 0;
+        for unit in &units {
+            let first = &g.calls[unit[0]];
+            let (start, stop) = if folded {
+                (g.start, now)
+            } else {
+                let stop = unit.iter().map(|&i| g.calls[i].stop.unwrap_or(now).max(g.calls[i].start)).max();
+                (first.start, stop.unwrap_or(now))
+            };
+            let from = ev.len();
+            match first.via.filter(|v| v.is_p2p_collective()) {
+                Some(via) => {
+                    let calls: Vec<&PendingCall> = unit.iter().map(|&i| &g.calls[i]).collect();
+                    self.write_p2p_collective(p, &calls, via, start, stop, &mut ev);
+                }
+                None => self.write_call(p, first, start, stop, &mut ev),
+            }
+            let mark = unit.iter().filter_map(|&i| g.calls[i].mark).max();
+            if let (true, Some(mark)) = (placed, mark) {
+                self.nvtx.insert(mark + offset, stop, &ev[from..]);
+                offset += ev.len() - from;
+                ev.truncate(from);
+            }
         }
         if let Some(region) = group_region {
             let end_region = if implicit { None } else { g.end_called.and_then(|_| p.group_end_region()) };
@@ -334,12 +444,81 @@ impl ThreadState {
             ev.push((now, Event::Leave { region }));
         }
         self.emit(&p.rec, &ev);
+        self.bound_held(&p.rec);
         self.scratch = ev;
         let mut calls = g.calls;
         for c in calls.drain(..) {
             release(c.handle);
         }
         self.spare_calls = calls;
+    }
+
+    /// One `ncclAlltoAll`, `ncclGather` or `ncclScatter` call, from the
+    /// sends and receives NCCL made of it: one region, one collective.
+    fn write_p2p_collective(
+        &self,
+        p: &Profiler,
+        calls: &[&PendingCall],
+        via: Via,
+        start: u64,
+        stop: u64,
+        ev: &mut Vec<(u64, Event)>,
+    ) {
+        let first = calls[0];
+        let ctx = first.ctx;
+        let call = &first.call;
+        let size = call.datatype.datatype_size();
+        // The root: the payload's, else the peer that all of a Gather's
+        // sends go to (a Scatter's receives come from).
+        let peer_of = |f: Func| {
+            calls.iter().find_map(|c| match c.launch {
+                Some(Launch::P2p { peer, .. }) if c.call.func == f => Some(peer),
+                _ => None,
+            })
+        };
+        let root = via.payload.and_then(|pl| pl.root_or_peer).or_else(|| match via.func {
+            Func::Gather => peer_of(Func::Send),
+            Func::Scatter => peer_of(Func::Recv),
+            _ => None,
+        });
+        let shape = bytes::shape(via.func, call.count, size, ctx.nranks, ctx.rank(), root.unwrap_or(-1));
+        let region = p.func_region(via.func);
+        let a = &p.attrs;
+        if region.is_some() {
+            ev.push(p.attr(a.bytes, call.count.saturating_mul(size), start));
+            ev.push(p.attr(a.count, call.count, start));
+            ev.push(p.attr_str(a.datatype, call.datatype, start));
+            if let Some(root) = shape.and_then(|s| s.root) {
+                ev.push(p.attr(a.root, u64::from(root), start));
+            }
+            let channels = calls
+                .iter()
+                .filter_map(|c| match c.launch {
+                    Some(Launch::P2p { channels, .. }) => Some(channels),
+                    _ => None,
+                })
+                .max();
+            if let Some(ch) = channels.filter(|&c| c > 0) {
+                ev.push(p.attr(a.channels, u64::from(ch), start));
+            }
+        }
+        let collective = shape.filter(|_| !call.graph_captured).map(|s| Collective {
+            op: s.op,
+            comm: ctx.id,
+            root: s.root,
+            sent: s.sent,
+            received: s.received,
+        });
+        if let Some(region) = region {
+            ev.push((start, Event::Enter { region }));
+        }
+        if let Some(k) = collective {
+            ev.push((start, Event::MpiCollectiveBegin));
+            ev.push((stop, Event::MpiCollectiveEnd(k)));
+        }
+        if let Some(region) = region {
+            ev.push((stop, Event::Leave { region }));
+        }
     }
 
     fn write_call(&self, p: &Profiler, c: &PendingCall, start: u64, stop: u64, ev: &mut Vec<(u64, Event)>) {
@@ -415,6 +594,22 @@ impl ThreadState {
             }
         }
     }
+}
+
+/// The group's calls as units, by index: each call alone, but the calls
+/// made in one `ncclAlltoAll` (`ncclGather`, `ncclScatter`) range together.
+fn units(calls: &[PendingCall]) -> Vec<Vec<usize>> {
+    let mut units: Vec<Vec<usize>> = Vec::with_capacity(calls.len());
+    for (i, c) in calls.iter().enumerate() {
+        let joined = c.via.filter(|v| v.is_p2p_collective()).and_then(|v| {
+            units.iter_mut().find(|u| calls[u[0]].via.is_some_and(|w| w.serial == v.serial && w.is_p2p_collective()))
+        });
+        match joined {
+            Some(u) => u.push(i),
+            None => units.push(vec![i]),
+        }
+    }
+    units
 }
 
 /// The group lets go of a call's handle: freed if NCCL has stopped it

@@ -161,6 +161,7 @@ fn a_mark_is_a_region_of_length_zero_with_its_attributes() {
         category: 7,
         color: Some(0xff00_ff00),
         payload: Payload::Unsigned(42),
+        binary: None,
     };
     a.mark(0, &attrs);
     a.mark(0, &Attributes { category: 9, payload: Payload::Float(2.5), ..Attributes::text("tick") });
