@@ -18,8 +18,9 @@ DTYPE_SIZE = {0: 1, 1: 1, 2: 4, 3: 4, 4: 8, 5: 8, 6: 2, 7: 4, 8: 8, 9: 2, 10: 1,
 API = {"AllReduce": "ncclAllReduce", "AllGather": "ncclAllGather", "ReduceScatter": "ncclReduceScatter",
        "Broadcast": "ncclBroadcast", "Reduce": "ncclReduce", "Send": "ncclSend", "Recv": "ncclRecv",
        "AlltoAll": "ncclAlltoAll", "Gather": "ncclGather", "Scatter": "ncclScatter"}
-# Plugin regions that are not a user's call with data.
-NOT_CALLS = {"ncclGroup", "ncclGroupEnd"}
+# The calls NCCL's log lists (the plugin also records ncclGroup,
+# ncclGroupStart/End, ncclCommInitRank, ... which it does not).
+CALLS = set(API.values())
 COLL_LINE = re.compile(r"\[(\d+)\] NCCL INFO (\w+): opCount \w+ .* count (\d+) datatype (\d+) .*\[nranks=(\d+)\]")
 
 
@@ -109,7 +110,7 @@ def nccl_facts(archive):
                 stack = stacks[loc]
                 if r.name.startswith("nccl") and user:
                     facts["nvtx_nccl"][(proc, r.name)] += 1
-                elif r.name.startswith("nccl") and r.name not in NOT_CALLS:
+                elif r.name in CALLS:
                     facts["calls"][proc][(r.name, attr(ev, "count"), attr(ev, "bytes"))] += 1
                     if r.name in ("ncclSend", "ncclRecv") and "ncclGroup" not in [n for n, _ in stack]:
                         facts["ungrouped"][proc] += 1
@@ -163,8 +164,33 @@ def check_nccl(check, results, part, mpi):
     return f
 
 
+def check_lost(check, results):
+    """The forced drops (tests/gpu/run.sh lost): CUPTI refused every
+    second buffer, so it dropped records; the summary says how many, and
+    the archive's process property holds the same count. With small
+    buffers alone nothing is lost and nothing is said."""
+    err = os.path.join(results, "lost.err")
+    if not os.path.exists(err):
+        return
+    text = open(err, errors="replace").read()
+    m = re.search(r"lost: .*?([\d,]+) CUDA activity records dropped by CUPTI", text)
+    check("lost: the summary counts the records CUPTI dropped", m is not None,
+          [l for l in text.splitlines() if "lost" in l][:2])
+    said = int(m.group(1).replace(",", "")) if m else None
+    with otf2.reader.open(os.path.join(results, "exp-lost", "traces.otf2")) as trace:
+        props = {p.name: p.value for p in trace.definitions.location_group_properties
+                 if p.name.startswith("GPUTRACE::LOST::")}
+    check("lost: the archive holds the same count (GPUTRACE::LOST::CUPTI_DROPPED)",
+          said is not None and props.get("GPUTRACE::LOST::CUPTI_DROPPED") == said, (props, said))
+    small = os.path.join(results, "small.err")
+    if os.path.exists(small):
+        check("lost: small buffers alone lose nothing and say nothing",
+              "lost:" not in open(small, errors="replace").read())
+
+
 def check_multi(check, read, expectations, results):
     """Every multi-GPU part found in results."""
+    check_lost(check, results)
     d = os.path.join(results, "exp-threads")
     if os.path.isdir(d):
         exp = {}

@@ -8,7 +8,7 @@
 # Usage (on the GPU machine, from the repository root, with gputrace's
 # release binaries in $GT_BIN, default .device/bin):
 #   tests/gpu/run.sh [basic] [subset] [peer] [mpi] [torch] [nsys] [nocupti] [halo] [nvtx] [graphs] [memory] [uvm]
-#                    [threads] [nccl4] [ddp4]
+#                    [lost] [threads] [nccl4] [ddp4]
 # With no argument it runs them all (threads, nccl4 and ddp4 need 2 or
 # more GPUs, made for 4). Each part prints "PART <name> rc=<n>".
 # The four-GPU parts compare with an independent CUPTI counter
@@ -24,7 +24,7 @@ rm -rf "$work"
 mkdir -p "$work" "$out"
 export PATH=/usr/local/cuda/bin:$PATH
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
-parts=${*:-basic subset peer mpi torch nsys nocupti halo nvtx graphs memory uvm threads nccl4 ddp4}
+parts=${*:-basic subset peer mpi torch nsys nocupti halo nvtx graphs memory uvm lost threads nccl4 ddp4}
 progs=$root/tests/gpu/programs
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 echo "GPUs: $ngpu; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
@@ -172,6 +172,15 @@ for p in $parts; do
       part uvm env GPUTRACE_CUDA_CAPTURE="$work/capture-uvm" GPUTRACE_CUDA_ENABLE=default,memory,uvm \
         "$gt" -o "$work/exp-uvm" "$work/cuda_managed" 64
       "$gt" stats --report cuda_uvm_sum --report cuda_mem_sum "$work/exp-uvm" 2>&1 | sed 's/^/  [uvm] /'
+      ;;
+    lost)
+      # Records CUPTI drops are counted: CUPTI gets no buffer for every
+      # second request (the test hook _GPUTRACE_TEST_CUPTI_REFUSE) and
+      # drops what it could not write; small buffers alone drop nothing.
+      [ -x "$work/cuda_basic" ] || build cuda_basic "$progs/cuda_basic.cu" || continue
+      part small env GPUTRACE_CUDA_BUFFER=64k "$gt" -o "$work/exp-small" "$work/cuda_basic" 2000
+      part lost env _GPUTRACE_TEST_CUPTI_REFUSE=2 GPUTRACE_CUDA_BUFFER=64k "$gt" -o "$work/exp-lost" "$work/cuda_basic" 2000
+      grep -h 'lost:' "$work/small.err" "$work/lost.err" | sed 's/^/  [lost] /'
       ;;
     threads)
       # One host thread per GPU, halo rows pushed into the neighbours' GPUs
