@@ -63,6 +63,12 @@ struct State {
 }
 
 static AGENT: OnceLock<Agent> = OnceLock::new();
+/// The process's CUDA stream: created by whichever comes first, the
+/// first recorded runtime call (on its thread) or the first buffer with
+/// GPU work; `None` when it could not be created.
+static RECORDER: OnceLock<Option<Recorder>> = OnceLock::new();
+/// The runtime API is recorded from callbacks ([`crate::api`]).
+static API_CALLBACKS: AtomicBool = AtomicBool::new(false);
 static STARTED: AtomicBool = AtomicBool::new(false);
 static OFF: AtomicBool = AtomicBool::new(false);
 /// Unified-memory counters wait for the first context (see `start_uvm`).
@@ -133,6 +139,10 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
             (cupti.activity_register_callbacks)(Some(buffer_requested), Some(buffer_completed)),
         )?;
     }
+    // `runtime` (not `runtime-all`): the work calls from callbacks, so that
+    // the other runtime calls cost nothing (see `api`).
+    let callbacks = enabled.runtime && !enabled.runtime_all && crate::api::enable(&cupti, handle);
+    API_CALLBACKS.store(callbacks, Ordering::SeqCst);
     let mut kinds = vec![sys::CUPTI_ACTIVITY_KIND_DEVICE, sys::CUPTI_ACTIVITY_KIND_CONTEXT];
     // Graph-level trace first: enabling it selects, for the whole session,
     // one record per graph execution instead of the records of its nodes.
@@ -141,7 +151,7 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
     }
     let wanted = [
         (enabled.driver, sys::CUPTI_ACTIVITY_KIND_DRIVER),
-        (enabled.runtime || enabled.runtime_all, sys::CUPTI_ACTIVITY_KIND_RUNTIME),
+        ((enabled.runtime && !callbacks) || enabled.runtime_all, sys::CUPTI_ACTIVITY_KIND_RUNTIME),
         (enabled.kernel, sys::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
         (enabled.memcpy, sys::CUPTI_ACTIVITY_KIND_MEMCPY),
         (enabled.peer, sys::CUPTI_ACTIVITY_KIND_MEMCPY2),
@@ -153,7 +163,7 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
     ];
     kinds.extend(wanted.iter().filter(|(on, _)| *on).map(|(_, k)| *k));
     // Synchronization records need the API call they belong to.
-    if enabled.sync && !enabled.runtime && !enabled.runtime_all && !enabled.driver {
+    if enabled.sync && !enabled.runtime && !enabled.runtime_all && !enabled.driver && !callbacks {
         kinds.push(sys::CUPTI_ACTIVITY_KIND_RUNTIME);
     }
     let runtime_records = kinds.contains(&sys::CUPTI_ACTIVITY_KIND_RUNTIME);
@@ -380,7 +390,16 @@ unsafe extern "C" fn on_callback(_: *mut c_void, domain: sys::CUpti_CallbackDoma
     if let Some(api) = api {
         // SAFETY: for the API domains CUPTI passes a CUpti_CallbackData,
         // valid during the callback.
-        unsafe { copy_call(api, cbid, &*(data as *const sys::CUpti_CallbackData)) };
+        let data = unsafe { &*(data as *const sys::CUpti_CallbackData) };
+        if api == ApiDomain::Runtime && API_CALLBACKS.load(Ordering::Relaxed) {
+            guarded(|agent| {
+                if let Some(rec) = recorder(&agent.config) {
+                    crate::api::call(&agent.cupti, &rec, cbid, data);
+                }
+            });
+        }
+        // SAFETY: as above.
+        unsafe { copy_call(api, cbid, data) };
         return;
     }
     if domain != sys::CUPTI_CB_DOMAIN_RESOURCE {
@@ -589,6 +608,10 @@ impl Names for LiveNames<'_> {
         self.agent.api_name(domain, cbid)
     }
 
+    fn sync_thread(&self, correlation: u32) -> Option<u32> {
+        crate::api::sync_thread(correlation)
+    }
+
     fn own_thread(&self, tid: u32) -> bool {
         OWN_THREADS.lock().map(|own| own.contains(&tid)).unwrap_or(false)
     }
@@ -795,6 +818,11 @@ impl Agent {
     }
 }
 
+/// The process's CUDA stream (see [`RECORDER`]).
+fn recorder(config: &Config) -> Option<Recorder> {
+    RECORDER.get_or_init(|| runtime::start_with(Producer::Cuda, config)).clone()
+}
+
 impl State {
     /// The process's CUDA stream, created at the first sign of GPU work.
     fn ensure_recorder(&mut self, agent: &Agent) -> Option<Recorder> {
@@ -804,7 +832,7 @@ impl State {
         if self.failed {
             return None;
         }
-        match runtime::start_with(Producer::Cuda, &agent.config) {
+        match recorder(&agent.config) {
             Some(rec) => {
                 self.recorder = Some(rec.clone());
                 Some(rec)

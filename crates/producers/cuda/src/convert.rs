@@ -36,6 +36,12 @@ pub trait Names: Strings {
     /// CUPTI's name of API callback `cbid` of `domain`.
     fn api(&self, domain: ApiDomain, cbid: u32) -> Option<String>;
 
+    /// The thread of synchronizing call `correlation` where the runtime
+    /// API is recorded from callbacks (no API record brings it).
+    fn sync_thread(&self, _correlation: u32) -> Option<u32> {
+        None
+    }
+
     /// Whether host thread `tid` is one of the agent's own (its CUDA calls
     /// are not the program's).
     fn own_thread(&self, _tid: u32) -> bool {
@@ -300,7 +306,8 @@ impl Converter {
                 if !e.sync {
                     return;
                 }
-                let Some(&thread) = self.correlation_threads.get(&correlation) else {
+                let known = self.correlation_threads.get(&correlation).copied();
+                let Some(thread) = known.or_else(|| names.sync_thread(correlation)) else {
                     self.pending_syncs.push(*r);
                     return;
                 };

@@ -29,6 +29,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod agent;
+mod api;
 pub mod capture;
 pub mod convert;
 pub mod copies;

@@ -1,0 +1,170 @@
+//! The runtime calls `GPUTRACE_CUDA_ENABLE=runtime` records, from CUPTI's
+//! callbacks on the calling thread rather than from its activity records.
+//!
+//! CUPTI's RUNTIME activity kind costs every runtime call — the getters
+//! and queries PyTorch and NCCL make around each kernel too — even when
+//! `cuptiActivityEnableRuntimeApi` leaves most of them out of the records
+//! (measured: a GPU-bound DDP step +48% with 136 of 522 calls selected,
+//! +41% with all of them). Callbacks are enabled per callback id, so only
+//! the calls that make or wait for GPU work ([`names::is_work_call`]) pay:
+//! at a call's entry its Enter (with the correlation id CUPTI gives the
+//! GPU work it starts), at its exit its Leave, each a clock read and an
+//! append to the thread's buffer in the process's CUDA stream.
+//! Synchronization records find their thread through the correlation ids
+//! noted here for the synchronizing calls.
+
+use std::collections::HashMap;
+use std::ffi::{CStr, c_char};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use cupti_sys::{self as sys, Cupti};
+use raw::{Event, Paradigm, RegionRole};
+use runtime::Recorder;
+
+use crate::names;
+
+/// Region ids by runtime callback id: 0 not yet defined, `FILTERED` left
+/// out by the filter, else id + 1. Callback ids are below 1024 in every
+/// CUDA release so far; a larger one is looked up under the lock.
+static REGIONS: [AtomicU32; 1024] = [const { AtomicU32::new(0) }; 1024];
+static MORE_REGIONS: Mutex<Vec<(u32, u32)>> = Mutex::new(Vec::new());
+const FILTERED: u32 = u32::MAX;
+
+/// Correlation id → thread of the synchronizing calls, for their
+/// synchronization records (converted later, on the agent's thread).
+static SYNC_THREADS: Mutex<Option<HashMap<u32, u32>>> = Mutex::new(None);
+/// At most this many wait for their record.
+const SYNC_MEMORY: usize = 1 << 16;
+
+/// Enables the callbacks of the work calls; false when CUPTI refused one
+/// (then the caller records the runtime API from activity records).
+pub fn enable(cupti: &Cupti, subscriber: sys::CUpti_SubscriberHandle) -> bool {
+    let mut enabled = 0u32;
+    let mut unnamed_in_a_row = 0u32;
+    for cbid in 1..4096u32 {
+        let Some(name) = callback_name(cupti, cbid) else {
+            unnamed_in_a_row += 1;
+            if unnamed_in_a_row > 64 {
+                break;
+            }
+            continue;
+        };
+        unnamed_in_a_row = 0;
+        if !names::is_work_call(names::api_name(&name)) {
+            continue;
+        }
+        // SAFETY: `subscriber` is the agent's subscriber; a callback id
+        // CUPTI named.
+        let rc = unsafe { (cupti.enable_callback)(1, subscriber, sys::CUPTI_CB_DOMAIN_RUNTIME_API, cbid) };
+        if rc != sys::CUPTI_SUCCESS {
+            tracing::debug!(
+                cbid,
+                rc,
+                "runtime callback not enabled: the runtime API is recorded from activity records"
+            );
+            return false;
+        }
+        enabled += 1;
+    }
+    tracing::debug!(enabled, "runtime calls recorded from callbacks");
+    enabled > 0
+}
+
+fn callback_name(cupti: &Cupti, cbid: u32) -> Option<String> {
+    let mut name: *const c_char = std::ptr::null();
+    // SAFETY: `name` is writable; CUPTI points it at a static string.
+    let rc = unsafe { (cupti.get_callback_name)(sys::CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &mut name) };
+    // SAFETY: on success `name` is a NUL-terminated static string.
+    (rc == sys::CUPTI_SUCCESS && !name.is_null())
+        .then(|| unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned())
+}
+
+/// A runtime call's entry or exit, on the calling thread: its Enter or
+/// Leave in that thread's buffer of `rec`.
+pub fn call(cupti: &Cupti, rec: &Recorder, cbid: u32, data: &sys::CUpti_CallbackData) {
+    let time = raw::clock::now();
+    let Some(region) = region(cupti, rec, cbid) else { return };
+    if data.callbackSite == sys::CUPTI_API_ENTER {
+        rec.record(time, &Event::EnterCorrelated { region, correlation: data.correlationId });
+        if is_sync(cupti, cbid) {
+            note_sync(data.correlationId);
+        }
+    } else {
+        rec.record(time, &Event::Leave { region });
+    }
+}
+
+/// The thread that made synchronizing call `correlation`, once.
+pub fn sync_thread(correlation: u32) -> Option<u32> {
+    SYNC_THREADS.lock().ok()?.as_mut()?.remove(&correlation)
+}
+
+fn note_sync(correlation: u32) {
+    if let Ok(mut map) = SYNC_THREADS.lock() {
+        let map = map.get_or_insert_with(HashMap::new);
+        if map.len() >= SYNC_MEMORY {
+            // Records that never came: forget them rather than grow.
+            map.clear();
+        }
+        map.insert(correlation, runtime::identity::thread_id());
+    }
+}
+
+/// Synchronizing calls: those whose synchronization record CUPTI writes.
+fn is_sync(cupti: &Cupti, cbid: u32) -> bool {
+    static SYNC: [AtomicU32; 1024] = [const { AtomicU32::new(0) }; 1024];
+    let slot = SYNC.get(cbid as usize);
+    if let Some(v) = slot.map(|s| s.load(Ordering::Relaxed))
+        && v != 0
+    {
+        return v == 2;
+    }
+    let yes = callback_name(cupti, cbid).is_some_and(|n| {
+        let n = names::api_name(&n);
+        [
+            "cudaStreamSynchronize",
+            "cudaEventSynchronize",
+            "cudaDeviceSynchronize",
+            "cudaThreadSynchronize",
+            "cudaStreamWaitEvent",
+        ]
+        .iter()
+        .any(|s| n.starts_with(s))
+    });
+    if let Some(s) = slot {
+        s.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
+    }
+    yes
+}
+
+fn region(cupti: &Cupti, rec: &Recorder, cbid: u32) -> Option<u32> {
+    let slot = REGIONS.get(cbid as usize);
+    let cached = match slot {
+        Some(s) => s.load(Ordering::Relaxed),
+        None => MORE_REGIONS.lock().ok()?.iter().find(|(c, _)| *c == cbid).map_or(0, |(_, r)| *r),
+    };
+    match cached {
+        FILTERED => return None,
+        0 => {}
+        id => return Some(id - 1),
+    }
+    let full = callback_name(cupti, cbid).unwrap_or_else(|| format!("CUDA API {cbid}"));
+    let id = rec.region(names::api_name(&full), None, Paradigm::Cuda, RegionRole::Wrapper, "CUDA runtime");
+    let value = id.map_or(FILTERED, |i| i + 1);
+    match slot {
+        Some(s) => {
+            // Two threads may define it at once: the first one's id stays
+            // (the other's definition is an unused duplicate).
+            if let Err(first) = s.compare_exchange(0, value, Ordering::Relaxed, Ordering::Relaxed) {
+                return (first != FILTERED).then(|| first - 1);
+            }
+        }
+        None => {
+            if let Ok(mut more) = MORE_REGIONS.lock() {
+                more.push((cbid, value));
+            }
+        }
+    }
+    id
+}
