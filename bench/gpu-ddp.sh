@@ -8,12 +8,14 @@
 #   - an all-reduce of 8 B and of 1 MiB over the ranks (tests/programs/nccl/
 #     nccl_test.cu --bench under mpirun), µs per all-reduce;
 # each untraced, under gputrace with the default, with every runtime call
-# (default,runtime-all), with the thinnest CUPTI client
+# (default,runtime-all), (with MODES naming them) the default without API
+# calls (noapi) and kernels alone (kernel), with the thinnest CUPTI client
 # (../shared/anchors/cupti_floor.c, when ANCHORS names its directory) and,
 # with NSYS=1 in the first round also under nsys (-t cuda,nvtx). Prints a table of
 # minima and medians with the cost against untraced.
 #
-# Usage: bench/gpu-ddp.sh [ROUNDS]   (gputrace's binaries in $GT_BIN, default
+# Usage: [MODES="plain default ..."] [WORKLOADS="ddp ar8 ar1m"] bench/gpu-ddp.sh [ROUNDS]
+#   (gputrace's binaries in $GT_BIN, default
 # .device/bin; the table also in $OUT/bench-ddp.txt when $OUT is set)
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -28,7 +30,7 @@ ngpu=$(nvidia-smi -L | wc -l)
 echo "GPUs: $ngpu x $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
 nvcc -O2 -arch=native -DWITH_MPI -o "$work/nccl_bench" "$root/tests/programs/nccl/nccl_test.cu" -lnccl \
   $(mpicc --showme:compile) $(mpicc --showme:link) || exit 1
-modes="plain default runtime-all"
+modes=${MODES:-plain default runtime-all}
 if [ -n "${ANCHORS:-}" ] && [ -f "$ANCHORS/cupti_floor.c" ]; then
   cupti_lib=$(dirname "$(find /usr/local/cuda/ -name 'libcupti.so*' | head -1)")
   gcc -O2 -shared -fPIC -o "$work/libfloor.so" "$ANCHORS/cupti_floor.c" -I/usr/local/cuda/include \
@@ -45,6 +47,8 @@ launch() {
     plain) "$@" >"$out" 2>&1 ;;
     default) "$gt" -o "$work/exp" "$@" >"$out" 2>&1 ;;
     runtime-all) GPUTRACE_CUDA_ENABLE=default,runtime-all "$gt" -o "$work/exp" "$@" >"$out" 2>&1 ;;
+    noapi) GPUTRACE_CUDA_ENABLE=kernel,memcpy,memset,peer,sync,nvlink "$gt" -o "$work/exp" "$@" >"$out" 2>&1 ;;
+    kernel) GPUTRACE_CUDA_ENABLE=kernel "$gt" -o "$work/exp" "$@" >"$out" 2>&1 ;;
     floor) CUDA_INJECTION64_PATH=$work/libfloor.so "$@" >"$out" 2>&1 ;;
     nsys) "$nsys" profile -t cuda,nvtx --force-overwrite true -o "$work/nsys-$tag" "$@" >"$out" 2>&1 ;;
   esac
@@ -54,11 +58,15 @@ for r in $(seq "$rounds"); do
   m=$modes
   [ "$r" = 1 ] && [ -n "$nsys" ] && [ "${NSYS:-0}" = 1 ] && m="$m nsys"
   for mode in $m; do
-    launch "$mode" "ddp.$r" torchrun --standalone --nproc-per-node "$ngpu" "$root/bench/programs/ddp_steps.py" both 30
     mpi=(mpirun -np "$ngpu" --bind-to none -x NCCL_NVLS_ENABLE)
     [ "$mode" = floor ] && mpi+=(-x CUDA_INJECTION64_PATH)
-    launch "$mode" "ar8.$r" "${mpi[@]}" "$work/nccl_bench" --bench 2000
-    launch "$mode" "ar1m.$r" "${mpi[@]}" "$work/nccl_bench" --bench 2000 --bench-bytes 1048576
+    for w in ${WORKLOADS:-ddp ar8 ar1m}; do
+      case $w in
+        ddp) launch "$mode" "ddp.$r" torchrun --standalone --nproc-per-node "$ngpu" "$root/bench/programs/ddp_steps.py" both 30 ;;
+        ar8) launch "$mode" "ar8.$r" "${mpi[@]}" "$work/nccl_bench" --bench 2000 ;;
+        ar1m) launch "$mode" "ar1m.$r" "${mpi[@]}" "$work/nccl_bench" --bench 2000 --bench-bytes 1048576 ;;
+      esac
+    done
   done
 done
 
