@@ -74,6 +74,26 @@ def check_counter(check, f, count_dir, label):
         check(f"{label}: {proc}: the counter dropped no record", c.get("dropped", 0) == 0, c.get("dropped"))
 
 
+def check_calls_have_records(check, f, label):
+    """Within the run itself (no second run to differ from it): every copy
+    and memset call recorded on a host thread has its copy or memset on
+    the GPU (same correlation id), and every copy and memset on the GPU
+    its call. NCCL sets up connections lazily, so the count of its setup
+    copies can differ between two runs of the same program; this check
+    does not depend on that."""
+    calls = defaultdict(set)
+    for a in f["api"]:
+        if a["corr"] is not None and (a["name"].startswith("cudaMemcpy") or a["name"].startswith("cudaMemset")):
+            calls[a["creator"] or a["group"]].add(a["corr"])
+    work = defaultdict(set)
+    for x in f["copies"] + f["memsets"]:
+        work[x["creator"] or x["group"]].add(x["corr"])
+    for proc in sorted(set(calls) | set(work)):
+        c, w = calls.get(proc, set()), work.get(proc, set())
+        check(f"{label}: {proc}: every copy and memset call has its GPU record and every record its call",
+              c == w and c, (len(c), len(w), len(c - w), len(w - c)))
+
+
 def coll_log(d):
     """NCCL's log of every call: {(file, cuda device index): Counter((API name, count, bytes))}."""
     out = defaultdict(Counter)
@@ -233,6 +253,7 @@ def check_multi(check, read, expectations, results):
             continue
         f = read(os.path.join(d, "traces.otf2"))
         check_counter(check, f, os.path.join(results, f"count-{part}"), part)
+        check_calls_have_records(check, f, part)
         if part == "ddp4":
             # torchrun's workers: one NCCL log file each, [k] their device.
             nf = check_nccl(check, results, part, mpi=True)
