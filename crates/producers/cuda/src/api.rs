@@ -83,15 +83,25 @@ fn callback_name(cupti: &Cupti, cbid: u32) -> Option<String> {
 /// A runtime call's entry or exit, on the calling thread: its Enter or
 /// Leave in that thread's buffer of `rec`.
 pub fn call(cupti: &Cupti, rec: &Recorder, cbid: u32, data: &sys::CUpti_CallbackData) {
+    let enter = data.callbackSite == sys::CUPTI_API_ENTER;
+    record(rec, cbid, enter, data.correlationId, |c| callback_name(cupti, c));
+}
+
+/// [`call`] with the callback names from `name_of` (CUPTI's, or a
+/// benchmark's): a clock read and an append; the names are asked once per
+/// callback id.
+pub fn record(rec: &Recorder, cbid: u32, enter: bool, correlation: u32, name_of: impl Fn(u32) -> Option<String>) {
     let time = raw::clock::now();
-    let Some(region) = region(cupti, rec, cbid) else { return };
-    if data.callbackSite == sys::CUPTI_API_ENTER {
-        rec.record(time, &Event::EnterCorrelated { region, correlation: data.correlationId });
-        if is_sync(cupti, cbid) {
-            note_sync(data.correlationId);
-        }
-    } else {
-        rec.record(time, &Event::Leave { region });
+    let Some(region) = region(rec, cbid, &name_of) else { return };
+    let event = if enter { Event::EnterCorrelated { region, correlation } } else { Event::Leave { region } };
+    // The thread's buffer through the recorder's per-thread cache (one
+    // thread-local read), as the MPI hooks do.
+    match rec.this_thread() {
+        Some(this) => rec.record_many_on(&this, &[(time, event)]),
+        None => rec.record(time, &event),
+    }
+    if enter && is_sync(cbid, &name_of) {
+        note_sync(correlation);
     }
 }
 
@@ -112,7 +122,7 @@ fn note_sync(correlation: u32) {
 }
 
 /// Synchronizing calls: those whose synchronization record CUPTI writes.
-fn is_sync(cupti: &Cupti, cbid: u32) -> bool {
+fn is_sync(cbid: u32, name_of: &impl Fn(u32) -> Option<String>) -> bool {
     static SYNC: [AtomicU32; 1024] = [const { AtomicU32::new(0) }; 1024];
     let slot = SYNC.get(cbid as usize);
     if let Some(v) = slot.map(|s| s.load(Ordering::Relaxed))
@@ -120,7 +130,7 @@ fn is_sync(cupti: &Cupti, cbid: u32) -> bool {
     {
         return v == 2;
     }
-    let yes = callback_name(cupti, cbid).is_some_and(|n| {
+    let yes = name_of(cbid).is_some_and(|n| {
         let n = names::api_name(&n);
         [
             "cudaStreamSynchronize",
@@ -138,7 +148,7 @@ fn is_sync(cupti: &Cupti, cbid: u32) -> bool {
     yes
 }
 
-fn region(cupti: &Cupti, rec: &Recorder, cbid: u32) -> Option<u32> {
+fn region(rec: &Recorder, cbid: u32, name_of: &impl Fn(u32) -> Option<String>) -> Option<u32> {
     let slot = REGIONS.get(cbid as usize);
     let cached = match slot {
         Some(s) => s.load(Ordering::Relaxed),
@@ -149,7 +159,7 @@ fn region(cupti: &Cupti, rec: &Recorder, cbid: u32) -> Option<u32> {
         0 => {}
         id => return Some(id - 1),
     }
-    let full = callback_name(cupti, cbid).unwrap_or_else(|| format!("CUDA API {cbid}"));
+    let full = name_of(cbid).unwrap_or_else(|| format!("CUDA API {cbid}"));
     let id = rec.region(names::api_name(&full), None, Paradigm::Cuda, RegionRole::Wrapper, "CUDA runtime");
     let value = id.map_or(FILTERED, |i| i + 1);
     match slot {

@@ -29,7 +29,8 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod agent;
-mod api;
+#[doc(hidden)]
+pub mod api;
 pub mod capture;
 pub mod convert;
 pub mod copies;
