@@ -39,7 +39,7 @@ const SYNC_MEMORY: usize = 1 << 16;
 
 /// Enables the callbacks of the work calls; false when CUPTI refused one
 /// (then the caller records the runtime API from activity records).
-pub fn enable(cupti: &Cupti, subscriber: sys::CUpti_SubscriberHandle) -> bool {
+pub(crate) fn enable(cupti: &Cupti, subscriber: sys::CUpti_SubscriberHandle) -> bool {
     let mut enabled = 0u32;
     let mut unnamed_in_a_row = 0u32;
     for cbid in 1..4096u32 {
@@ -82,7 +82,7 @@ fn callback_name(cupti: &Cupti, cbid: u32) -> Option<String> {
 
 /// A runtime call's entry or exit, on the calling thread: its Enter or
 /// Leave in that thread's buffer of `rec`.
-pub fn call(cupti: &Cupti, rec: &Recorder, cbid: u32, data: &sys::CUpti_CallbackData) {
+pub(crate) fn call(cupti: &Cupti, rec: &Recorder, cbid: u32, data: &sys::CUpti_CallbackData) {
     let enter = data.callbackSite == sys::CUPTI_API_ENTER;
     record(rec, cbid, enter, data.correlationId, |c| callback_name(cupti, c));
 }
@@ -106,7 +106,7 @@ pub fn record(rec: &Recorder, cbid: u32, enter: bool, correlation: u32, name_of:
 }
 
 /// The thread that made synchronizing call `correlation`, once.
-pub fn sync_thread(correlation: u32) -> Option<u32> {
+pub(crate) fn sync_thread(correlation: u32) -> Option<u32> {
     SYNC_THREADS.lock().ok()?.as_mut()?.remove(&correlation)
 }
 
