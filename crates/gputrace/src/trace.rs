@@ -192,6 +192,7 @@ fn merge_as_job(
     for (k, v) in settings {
         cmd.env(k, v);
     }
+    launch::end_with_gputrace(&mut cmd);
     tracing::debug!(?cmd, "merging as an MPI job");
     let retry = format!("`gputrace merge {}` tries again", experiment.dir.display());
     match cmd.status() {

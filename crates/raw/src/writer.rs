@@ -20,13 +20,20 @@
 //! long as it lives: the kernel drops it when the process ends, however
 //! it ends, so [`writer_pid`] tells a merge whether the stream may still
 //! grow (a rank that outlived its launcher).
+//!
+//! The file's descriptor is checked before every use, since the program
+//! may have closed it and given its number to a file of its own
+//! ([`descriptor`]).
 
-use std::fs::{File, OpenOptions};
+mod descriptor;
+
+use std::fs::File;
 use std::io;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+
+use descriptor::Descriptor;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 use crate::chunk::{ChunkHeader, ChunkKind, HEADER_LEN, SEAL_LEN, SLOT_PREFIX, Seal, commit_word};
@@ -40,13 +47,76 @@ pub const CLOSING_SLOT_LEN: usize = 4096;
 /// An open stream file.
 #[derive(Debug)]
 pub struct StreamFile {
+    /// Absolute, so that the file can be opened again after the program
+    /// changed its working directory.
     path: PathBuf,
     producer: Producer,
-    file: File,
+    /// Taken for each use of the descriptor, innermost (after `end`).
+    fd: Mutex<Descriptor>,
     /// The end of the space handed out so far.
     end: Mutex<u64>,
-    /// Where the closing slot is, until it is used.
-    closing: Mutex<Option<u64>>,
+    /// The closing slot, until it is used.
+    closing: Mutex<Option<ClosingSlot>>,
+}
+
+/// The slot reserved for the closing records: where it is, and its pages
+/// mapped when the stream was made, so that the records can be written
+/// without the descriptor (one the program took and that cannot be
+/// opened again).
+#[derive(Debug)]
+struct ClosingSlot {
+    at: u64,
+    map: Option<Mapping>,
+}
+
+/// A shared mapping of part of the stream file.
+#[derive(Debug)]
+struct Mapping {
+    base: *mut u8,
+    len: usize,
+    /// The offset in the file of its first byte.
+    from: u64,
+}
+
+// SAFETY: the mapping is owned by its `ClosingSlot` alone; the raw
+// pointer carries no thread affinity.
+unsafe impl Send for Mapping {}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `Mapping::new`, unmapped once.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}
+
+impl Mapping {
+    /// Maps the pages of `fd` that cover `at..at + len` (bytes the file
+    /// holds: reserved, so no access faults).
+    fn new(fd: RawFd, at: u64, len: usize) -> Option<Mapping> {
+        let from = at - at % page_size();
+        let map_len = (at + len as u64 - from).next_multiple_of(page_size()) as usize;
+        // SAFETY: a fresh shared mapping of bytes the file holds, at a
+        // page-aligned offset.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                from as libc::off_t,
+            )
+        };
+        (base != libc::MAP_FAILED).then_some(Mapping { base: base.cast(), len: map_len, from })
+    }
+
+    /// The mapped bytes of the file at `at..at + n`.
+    fn bytes_mut(&mut self, at: u64, n: usize) -> &mut [u8] {
+        let off = (at - self.from) as usize;
+        assert!(off + n <= self.len, "mapping access out of bounds");
+        // SAFETY: in bounds of the mapping, which `&mut self` owns.
+        unsafe { std::slice::from_raw_parts_mut(self.base.add(off), n) }
+    }
 }
 
 /// Where a chunk of events belongs and what it spans.
@@ -119,32 +189,46 @@ impl StreamFile {
     /// Creates `path` (which must not exist), writes the stream header and
     /// reserves the closing slot.
     pub fn create(path: &Path, header: &StreamHeader) -> io::Result<StreamFile> {
-        let file =
-            OpenOptions::new().read(true).write(true).create_new(true).custom_flags(libc::O_CLOEXEC).open(path)?;
+        let path = std::path::absolute(path)?;
+        let fd = Descriptor::open(&path, true)?;
         let stream = StreamFile {
-            path: path.to_path_buf(),
+            path,
             producer: header.producer,
-            file,
+            fd: Mutex::new(fd),
             end: Mutex::new(0),
             closing: Mutex::new(None),
         };
         // Best effort: a file system without locks only loses the wait
         // for a rank that outlives its launcher.
-        let _ = lock(&stream.file, libc::F_SETLK, libc::F_RDLCK as libc::c_short);
+        let _ = stream.with_fd(|fd| lock(fd, libc::F_SETLK, libc::F_RDLCK as libc::c_short));
         let mut payload = Vec::new();
         header.encode(&mut payload);
         stream.write_chunk(ChunkKind::StreamHeader, None, &payload)?;
-        // The closing slot follows the stream header. Its commit word is
-        // stored with one `pwrite`, which a kill can tear only where it
-        // crosses a page: such a slot starts 8-aligned instead (zeros
-        // before it, which a reader skips).
-        let word_at = (2 * HEADER_LEN + payload.len()) as u64;
-        let align = if word_at % page_size() > page_size() - 8 { 8 } else { 1 };
-        let at = stream.allocate(CLOSING_SLOT_LEN as u64, align, true)?;
+        // The closing slot follows the stream header, 8-aligned (zeros
+        // before it, which a reader skips): its commit word is one aligned
+        // store, which a kill cannot tear.
+        let at = stream.allocate(CLOSING_SLOT_LEN as u64, 8, true)?;
         let head = ChunkHeader::for_slot(ChunkKind::Definitions, stream.producer, 0, CLOSING_SLOT_LEN).encode();
         stream.write_header_at(&head, at)?;
-        *stream.closing.lock().unwrap_or_else(|e| e.into_inner()) = Some(at);
+        // Where the file system maps no files, the records go out with
+        // `pwrite` (and need the descriptor).
+        let map = stream.with_fd(|fd| Ok(Mapping::new(fd, at, CLOSING_SLOT_LEN)))?;
+        *stream.closing.lock().unwrap_or_else(|e| e.into_inner()) = Some(ClosingSlot { at, map });
         Ok(stream)
+    }
+
+    /// Runs `op` on the stream file's descriptor, checked to still be the
+    /// stream file's (opened again if the program took its number).
+    fn with_fd<R>(&self, op: impl FnOnce(RawFd) -> io::Result<R>) -> io::Result<R> {
+        let mut fd = self.fd.lock().unwrap_or_else(|e| e.into_inner());
+        let raw = fd.get(&self.path)?;
+        op(raw)
+    }
+
+    /// How many times the file was opened again because the program had
+    /// closed its descriptor.
+    pub fn reopened(&self) -> u32 {
+        self.fd.lock().unwrap_or_else(|e| e.into_inner()).reopened
     }
 
     pub fn path(&self) -> &Path {
@@ -162,24 +246,47 @@ impl StreamFile {
     fn allocate(&self, len: u64, align: u64, reserve: bool) -> io::Result<u64> {
         let mut end = self.end.lock().unwrap_or_else(|e| e.into_inner());
         let at = end.next_multiple_of(align);
-        let fd = self.file.as_raw_fd();
-        if reserve {
-            // SAFETY: a valid descriptor; offsets and lengths are checked
-            // by the kernel. Reserving from the old end also covers the
-            // alignment gap, which the reader skips as zeros.
-            let rc = unsafe { libc::posix_fallocate(fd, *end as libc::off_t, (at + len - *end) as libc::off_t) };
-            if rc != 0 {
-                return Err(io::Error::from_raw_os_error(rc));
+        self.with_fd(|fd| {
+            if reserve {
+                // SAFETY: a valid descriptor; offsets and lengths are
+                // checked by the kernel. Reserving from the old end also
+                // covers the alignment gap, which the reader skips as zeros.
+                let rc = unsafe { libc::posix_fallocate(fd, *end as libc::off_t, (at + len - *end) as libc::off_t) };
+                if rc != 0 {
+                    return Err(io::Error::from_raw_os_error(rc));
+                }
+            } else if file_len(fd)? < at + len {
+                // SAFETY: a valid descriptor; the kernel checks the length.
+                if unsafe { libc::ftruncate(fd, (at + len) as libc::off_t) } != 0 {
+                    return Err(io::Error::last_os_error());
+                }
             }
-        } else if self.file.metadata()?.len() < at + len {
-            self.file.set_len(at + len)?;
-        }
+            Ok(())
+        })?;
         *end = at + len;
         Ok(at)
     }
 
-    fn write_all_at(&self, bytes: &[u8], at: u64) -> io::Result<()> {
-        self.file.write_all_at(bytes, at)
+    fn write_all_at(&self, mut bytes: &[u8], mut at: u64) -> io::Result<()> {
+        self.with_fd(|fd| {
+            while !bytes.is_empty() {
+                // SAFETY: a valid descriptor and a buffer of `len` bytes.
+                let n = unsafe { libc::pwrite(fd, bytes.as_ptr().cast(), bytes.len(), at as libc::off_t) };
+                if n < 0 {
+                    let e = io::Error::last_os_error();
+                    if e.kind() == io::ErrorKind::Interrupted {
+                        continue;
+                    }
+                    return Err(e);
+                }
+                if n == 0 {
+                    return Err(io::ErrorKind::WriteZero.into());
+                }
+                bytes = &bytes[n as usize..];
+                at += n as u64;
+            }
+            Ok(())
+        })
     }
 
     /// Writes a chunk header at `at`, its first byte last: a process
@@ -215,16 +322,28 @@ impl StreamFile {
         if payload.len() > room {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "closing records exceed their slot"));
         }
-        let Some(at) = self.closing.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+        let Some(ClosingSlot { at, map }) = self.closing.lock().unwrap_or_else(|e| e.into_inner()).take() else {
             return Err(io::Error::new(io::ErrorKind::AlreadyExists, "closing slot already used"));
         };
         let bytes = payload.len() as u32;
         let seal = Seal { bytes, events: 0, min_time: 0, max_time: 0, payload_crc: crc32fast::hash(payload) };
         let payload_at = at + SLOT_PREFIX as u64;
-        self.write_all_at(payload, payload_at)?;
-        self.write_all_at(&seal.encode(), payload_at + u64::from(bytes))?;
-        // The commit word last: until it is there, the slot reads empty.
-        self.write_all_at(&commit_word(bytes, 0).to_le_bytes(), at + HEADER_LEN as u64)
+        let seal_at = payload_at + u64::from(bytes);
+        let word = commit_word(bytes, 0).to_le();
+        let Some(mut map) = map else {
+            self.write_all_at(payload, payload_at)?;
+            self.write_all_at(&seal.encode(), seal_at)?;
+            // The commit word last: until it is there, the slot reads empty.
+            return self.write_all_at(&word.to_ne_bytes(), at + HEADER_LEN as u64);
+        };
+        map.bytes_mut(payload_at, payload.len()).copy_from_slice(payload);
+        map.bytes_mut(seal_at, SEAL_LEN).copy_from_slice(&seal.encode());
+        let word_at = map.bytes_mut(at + HEADER_LEN as u64, 8).as_mut_ptr();
+        // SAFETY: the slot is 8-aligned (see `create`) and so is its
+        // commit word, in bounds of the mapping; the word is accessed only
+        // here. The store is ordered after the bytes it covers.
+        unsafe { &*word_at.cast::<AtomicU64>() }.store(word, Ordering::Release);
+        Ok(())
     }
 
     /// Opens a slot of `len` bytes (a multiple of the page size) for the
@@ -242,19 +361,25 @@ impl StreamFile {
         let page = page_size();
         let len = (len as u64).next_multiple_of(page).max(page) as usize;
         let at = self.allocate(len as u64, page, false).map_err(SlotError::NoSpace)?;
-        // SAFETY: a fresh shared mapping of `len` bytes of our file at a
-        // page-aligned offset that the allocator reserved for this slot
-        // alone; nothing else in this process maps or writes it.
-        let map = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                self.file.as_raw_fd(),
-                at as libc::off_t,
-            )
-        };
+        let map = self
+            .with_fd(|fd| {
+                // SAFETY: a fresh shared mapping of `len` bytes of our file
+                // at a page-aligned offset that the allocator reserved for
+                // this slot alone; nothing else in this process maps or
+                // writes it.
+                let map = unsafe {
+                    libc::mmap(
+                        std::ptr::null_mut(),
+                        len,
+                        libc::PROT_READ | libc::PROT_WRITE,
+                        libc::MAP_SHARED,
+                        fd,
+                        at as libc::off_t,
+                    )
+                };
+                Ok(map)
+            })
+            .map_err(SlotError::NoSpace)?;
         if map == libc::MAP_FAILED {
             return Err(SlotError::NoMapping(io::Error::last_os_error()));
         }
@@ -269,11 +394,13 @@ impl StreamFile {
         if unsafe { libc::madvise(map, len, libc::MADV_POPULATE_WRITE) } != 0 {
             let e = io::Error::last_os_error();
             let reserved = if e.raw_os_error() == Some(libc::EINVAL) {
-                // SAFETY: a valid descriptor and this slot's range.
-                match unsafe { libc::posix_fallocate(self.file.as_raw_fd(), at as libc::off_t, len as libc::off_t) } {
-                    0 => Ok(()),
-                    rc => Err(io::Error::from_raw_os_error(rc)),
-                }
+                self.with_fd(|fd| {
+                    // SAFETY: a valid descriptor and this slot's range.
+                    match unsafe { libc::posix_fallocate(fd, at as libc::off_t, len as libc::off_t) } {
+                        0 => Ok(()),
+                        rc => Err(io::Error::from_raw_os_error(rc)),
+                    }
+                })
             } else {
                 // EFAULT: a page could not be given room (a full disk).
                 Err(io::Error::from_raw_os_error(libc::ENOSPC))
@@ -318,32 +445,46 @@ impl StreamFile {
             // header still claims its whole length (headers are written
             // once), and the allocator goes on from the slot's end; a
             // reader clips the slot to the file.
-            let _ = self.file.set_len(keep);
+            // SAFETY: a valid descriptor; failure only costs space.
+            let _ = self.with_fd(|fd| Ok(unsafe { libc::ftruncate(fd, keep as libc::off_t) }));
             return;
         }
         drop(file_end);
-        // SAFETY: a valid descriptor; the range is this slot's unused
-        // tail, which nothing maps any more. Failure only costs space.
-        unsafe {
-            libc::fallocate(
-                self.file.as_raw_fd(),
-                libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                keep as libc::off_t,
-                (slot_end - keep) as libc::off_t,
-            )
-        };
+        let _ = self.with_fd(|fd| {
+            // SAFETY: a valid descriptor; the range is this slot's unused
+            // tail, which nothing maps any more. Failure only costs space.
+            Ok(unsafe {
+                libc::fallocate(
+                    fd,
+                    libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                    keep as libc::off_t,
+                    (slot_end - keep) as libc::off_t,
+                )
+            })
+        });
     }
+}
+
+/// The length of the file open as `fd`.
+fn file_len(fd: RawFd) -> io::Result<u64> {
+    // SAFETY: a zeroed stat is a valid value; fstat only writes into it.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: as above.
+    if unsafe { libc::fstat(fd, &mut st) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(st.st_size as u64)
 }
 
 /// `fcntl` with a lock of `kind` over the whole file; the lock as the
 /// kernel answered (for `F_GETLK`).
-fn lock(file: &File, cmd: libc::c_int, kind: libc::c_short) -> io::Result<libc::flock> {
+fn lock(fd: RawFd, cmd: libc::c_int, kind: libc::c_short) -> io::Result<libc::flock> {
     // SAFETY: a zeroed flock is a valid value of this plain C struct.
     let mut fl: libc::flock = unsafe { std::mem::zeroed() };
     fl.l_type = kind;
     fl.l_whence = libc::SEEK_SET as libc::c_short;
     // SAFETY: a valid descriptor and a flock the call may write to.
-    if unsafe { libc::fcntl(file.as_raw_fd(), cmd, &mut fl) } == -1 {
+    if unsafe { libc::fcntl(fd, cmd, &mut fl) } == -1 {
         return Err(io::Error::last_os_error());
     }
     Ok(fl)
@@ -354,7 +495,7 @@ fn lock(file: &File, cmd: libc::c_int, kind: libc::c_short) -> io::Result<libc::
 /// keeps no locks.
 pub fn writer_pid(path: &Path) -> io::Result<Option<u32>> {
     let file = File::open(path)?;
-    let fl = lock(&file, libc::F_GETLK, libc::F_WRLCK as libc::c_short)?;
+    let fl = lock(file.as_raw_fd(), libc::F_GETLK, libc::F_WRLCK as libc::c_short)?;
     Ok((fl.l_type != libc::F_UNLCK as libc::c_short).then_some(fl.l_pid as u32))
 }
 

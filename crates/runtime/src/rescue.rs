@@ -22,15 +22,18 @@
 //! default (Open MPI does) must still find it: the MPI hooks call
 //! [`step_aside`] before the library's init and [`step_in`] after it.
 //!
-//! The handler only does async-signal-safe things: atomics, `write` to a
-//! pipe, `nanosleep`, `sigaction`, `raise`. The writing happens on a
+//! The handler only does async-signal-safe things: atomics, a futex wake,
+//! `nanosleep`, `sigaction`, `raise`. It wakes the guardian with a futex
+//! rather than a pipe: the program may close every descriptor it did not
+//! open (and open its own files under their numbers), and a pipe's write
+//! end would then be one of the program's files. The writing happens on a
 //! thread of the guardian's, whose threads block the stop signals; should
 //! it block on a lock that a crashed thread holds, the wait simply ends and
 //! the process dies with what was written before.
 
 use std::cell::UnsafeCell;
 use std::mem::MaybeUninit;
-use std::sync::atomic::{AtomicI32, AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, Once, Weak};
 use std::time::Duration;
 
@@ -54,7 +57,10 @@ const DONE: u8 = 2;
 
 static INSTALL: Once = Once::new();
 static STATE: AtomicU8 = AtomicU8::new(IDLE);
-static PIPE_WRITE: AtomicI32 = AtomicI32::new(-1);
+/// The signal the guardian is asked to act on (0: none yet); a futex.
+static REQUEST: AtomicU32 = AtomicU32::new(0);
+/// The guardian runs.
+static GUARDED: AtomicBool = AtomicBool::new(false);
 static OWNER_PID: AtomicI32 = AtomicI32::new(0);
 static RECORDERS: Mutex<Vec<Weak<Shared>>> = Mutex::new(Vec::new());
 /// Bit `n` set: our handler is installed for signal `n`, and `PREVIOUS`
@@ -96,23 +102,12 @@ pub(crate) fn protect(rec: &Recorder) {
 }
 
 fn install() {
-    let mut fds = [-1; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        tracing::debug!("no pipe for the signal guardian; a killed process loses its buffered events");
-        return;
-    }
-    let [read_fd, write_fd] = fds;
-    let spawned = std::thread::Builder::new().name("gputrace-guard".into()).spawn(move || guard(read_fd));
+    let spawned = std::thread::Builder::new().name("gputrace-guard".into()).spawn(guard);
     if spawned.is_err() {
-        // SAFETY: both descriptors are ours and used nowhere else.
-        unsafe {
-            libc::close(read_fd);
-            libc::close(write_fd);
-        }
+        tracing::debug!("no signal guardian; a killed process loses its buffered events");
         return;
     }
-    PIPE_WRITE.store(write_fd, Ordering::Relaxed);
+    GUARDED.store(true, Ordering::Relaxed);
     // SAFETY: getpid has no preconditions.
     OWNER_PID.store(unsafe { libc::getpid() }, Ordering::Relaxed);
     for sig in all_signals() {
@@ -140,7 +135,7 @@ pub fn step_aside() {
 /// the runtime installed meanwhile. Does nothing in a process that never
 /// recorded.
 pub fn step_in() {
-    if INSTALL.is_completed() && PIPE_WRITE.load(Ordering::Relaxed) >= 0 {
+    if INSTALL.is_completed() && GUARDED.load(Ordering::Relaxed) {
         for sig in all_signals() {
             install_handler(sig);
         }
@@ -193,17 +188,17 @@ pub(crate) fn block_in_this_thread() {
 }
 
 extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, _context: *mut libc::c_void) {
-    // SAFETY: every call below is async-signal-safe (getpid, write,
+    // SAFETY: every call below is async-signal-safe (getpid, futex,
     // nanosleep, sigaction, raise); errno is saved and restored; `info` is
     // the kernel's siginfo for this delivery (checked for null).
     unsafe {
         let errno = *libc::__errno_location();
-        // A forked child shares the pipe but not the guardian.
+        // A forked child has the handlers but not the guardian.
         let owner = libc::getpid() == OWNER_PID.load(Ordering::Relaxed);
         let first = owner && STATE.compare_exchange(IDLE, REQUESTED, Ordering::AcqRel, Ordering::Acquire).is_ok();
         if first {
-            let byte = sig as u8;
-            libc::write(PIPE_WRITE.load(Ordering::Relaxed), (&byte as *const u8).cast(), 1);
+            REQUEST.store(sig as u32, Ordering::Release);
+            libc::syscall(libc::SYS_futex, REQUEST.as_ptr(), libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG, 1);
         }
         if STOP_SIGNALS.contains(&sig) {
             if first {
@@ -251,21 +246,25 @@ fn hand_back(sig: libc::c_int) -> libc::sighandler_t {
 /// (on a thread of its own, so that a lock held by a stopped thread costs
 /// at most [`PATIENCE`]), and then ends the process with a stop signal
 /// that its handler let through.
-fn guard(read_fd: libc::c_int) {
+fn guard() {
     block_in_this_thread();
-    let mut byte = 0u8;
-    loop {
-        // SAFETY: reads one byte into `byte`, which outlives the call.
-        let n = unsafe { libc::read(read_fd, (&mut byte as *mut u8).cast(), 1) };
-        if n == 1 {
-            break;
+    let sig = loop {
+        let sig = REQUEST.load(Ordering::Acquire);
+        if sig != 0 {
+            break sig as libc::c_int;
         }
-        if n < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-            continue;
-        }
-        return;
-    }
-    let sig = libc::c_int::from(byte);
+        // SAFETY: waits while the word still reads 0; returns on a wake,
+        // a change, or an interruption, and the loop looks again.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                REQUEST.as_ptr(),
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                0u32,
+                std::ptr::null::<libc::timespec>(),
+            )
+        };
+    };
     let (done, finished) = std::sync::mpsc::channel();
     let worker = std::thread::Builder::new().name("gputrace-rescue".into()).spawn(move || {
         rescue_all(sig);

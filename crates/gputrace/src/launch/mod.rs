@@ -1,10 +1,18 @@
 //! Running the traced command: the launcher (or program) with the ranks'
 //! environment, stdin/stdout/stderr passed through, signals forwarded, and
 //! its exit status turned into ours.
+//!
+//! The command ends with gputrace: it is started with a parent-death
+//! signal (SIGTERM), so that gputrace killed outright (`kill -9`, the OOM
+//! killer) stops the job as Ctrl-C would. The launcher's SIGTERM is what
+//! `timeout` or Slurm send it: mpirun and Hydra stop their ranks with it,
+//! and the ranks write out their buffers before they end; what they
+//! recorded is then merged with `gputrace merge DIR`.
 
 pub mod launcher;
 
 use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus};
 
 use anyhow::{Context, Result};
@@ -44,6 +52,7 @@ pub fn run(plan: &Plan) -> Result<i32> {
     for (k, v) in &plan.env {
         cmd.env(k, v);
     }
+    end_with_gputrace(&mut cmd);
     // Installed before the child starts so that no signal slips by.
     let mut signals = SignalsInfo::<WithOrigin>::new([SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2])
         .context("cannot install signal handlers")?;
@@ -68,6 +77,31 @@ pub fn run(plan: &Plan) -> Result<i32> {
     handle.close();
     let _ = forwarder.join();
     Ok(exit_code(status))
+}
+
+/// Has the process `cmd` starts receive SIGTERM when gputrace ends without
+/// waiting for it (killed by SIGKILL, say). The parent-death signal is
+/// sent when the *thread* that forked the child ends: gputrace starts its
+/// commands from the main thread, which lives as long as the process.
+pub fn end_with_gputrace(cmd: &mut Command) {
+    // SAFETY: getpid has no preconditions.
+    let gputrace = unsafe { libc::getpid() };
+    // SAFETY: the closure runs in the child between fork and exec and
+    // calls only async-signal-safe functions (prctl, getppid), allocating
+    // nothing.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM as libc::c_ulong) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // gputrace ended before the signal was asked for: nobody
+            // would send it, and nobody waits for the command.
+            if libc::getppid() != gputrace {
+                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            }
+            Ok(())
+        })
+    };
 }
 
 fn exit_code(status: ExitStatus) -> i32 {

@@ -17,6 +17,7 @@ mod nccl;
 mod nvtx;
 mod parallel_merge;
 mod profile;
+mod program_fds;
 mod scale;
 mod slurm;
 mod stops;

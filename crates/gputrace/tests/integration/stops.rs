@@ -7,6 +7,11 @@
 //! hold every one of them (the call in flight may be there or not), and
 //! the summary must say how each rank ended. Loss is a race, so every
 //! scenario runs 5 times ([`runs`]) and reports every run before it fails.
+//!
+//! gputrace itself killed with SIGKILL (under each MPI) must take the job
+//! with it: no process of the job (launcher, Hydra's proxy, ranks) left
+//! 5 s later, and `gputrace merge` of what the ranks recorded holds every
+//! call they published.
 
 use std::fmt::Write as _;
 use std::fs::File;
@@ -33,6 +38,8 @@ const PACE: u32 = 4000;
 const HANG: Duration = Duration::from_secs(90);
 /// Runs stopped before the ping-pong began that may be made again.
 const VOID_RUNS: usize = 3;
+/// How long the job may outlive gputrace killed with SIGKILL.
+const OUTLIVES: Duration = Duration::from_secs(5);
 /// Written by the program once MPI_Init returned ("STOPPED").
 const MAGIC: i64 = 0x53544f50504544;
 
@@ -194,6 +201,8 @@ fn one_run(mpi: Mpi, stop: Stop) -> Run {
         Run { counts: Vec::new(), endings: Vec::new(), failures: Vec::new(), void: None, job: 0.0, checked: 0.0 };
     let begun = Instant::now();
     let mut child = start(mpi, stop, &dir, &counters);
+    // The job's processes as they were before a SIGKILL of gputrace.
+    let mut job = Vec::new();
     if let Stop::Signal(sig) = stop {
         // Once both ranks completed a call, PING_PONG seconds more.
         let going = loop {
@@ -205,6 +214,7 @@ fn one_run(mpi: Mpi, stop: Stop) -> Run {
         };
         if going {
             std::thread::sleep(Duration::from_secs_f64(PING_PONG));
+            job = descendants(child.id() as libc::pid_t);
             // SAFETY: kill has no memory-safety preconditions.
             unsafe { libc::kill(child.id() as libc::pid_t, sig) };
         } else {
@@ -219,6 +229,9 @@ fn one_run(mpi: Mpi, stop: Stop) -> Run {
         }
     };
     run.job = begun.elapsed().as_secs_f64();
+    if stop == Stop::Signal(libc::SIGKILL) {
+        return killed_gputrace(run, &dir, &counters, &job);
+    }
     // gputrace merges once the launcher is gone; a rank still running
     // then (a launcher that died without waiting for its ranks) goes on
     // recording what no archive will hold. The counts are read once every
@@ -270,6 +283,82 @@ fn one_run(mpi: Mpi, stop: Stop) -> Run {
     check_well_formed(&facts, &mut run);
     check_endings(&stderr, stop, mpi, &mut run);
     run.checked = begun.elapsed().as_secs_f64();
+    run
+}
+
+/// The processes below `root` (its children, theirs, ...), from /proc.
+fn descendants(root: libc::pid_t) -> Vec<(libc::pid_t, String)> {
+    let mut all = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<libc::pid_t>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        let Some((head, rest)) = stat.rsplit_once(')') else { continue };
+        let ppid = rest.split_whitespace().nth(1).and_then(|p| p.parse::<libc::pid_t>().ok()).unwrap_or(0);
+        let comm = head.split_once('(').map_or("", |(_, c)| c).to_string();
+        all.push((pid, ppid, comm));
+    }
+    let mut found: Vec<(libc::pid_t, String)> = Vec::new();
+    let mut parents = vec![root];
+    while let Some(parent) = parents.pop() {
+        for (pid, ppid, comm) in &all {
+            if *ppid == parent && !found.iter().any(|(p, _)| p == pid) {
+                found.push((*pid, comm.clone()));
+                parents.push(*pid);
+            }
+        }
+    }
+    found
+}
+
+/// After gputrace was killed with SIGKILL: no process of the job (`job`,
+/// seen just before the kill, and the ranks) is left after [`OUTLIVES`],
+/// and `gputrace merge` keeps every call the ranks published.
+fn killed_gputrace(mut run: Run, dir: &Path, counters: &Path, job: &[(libc::pid_t, String)]) -> Run {
+    let killed = Instant::now();
+    let mut watched: Vec<(libc::pid_t, String)> = job.to_vec();
+    for rank in 0..2 {
+        if let Some(p) = published(counters, rank) {
+            let pid = p.pid as libc::pid_t;
+            if !watched.iter().any(|&(w, _)| w == pid) {
+                run.failures.push(format!("rank {rank} (pid {pid}) is not among gputrace's descendants: {job:?}"));
+                watched.push((pid, format!("rank {rank}")));
+            }
+        }
+    }
+    while watched.iter().any(|&(pid, _)| alive(pid)) && killed.elapsed() < OUTLIVES {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let left: Vec<&(libc::pid_t, String)> = watched.iter().filter(|&&(pid, _)| alive(pid)).collect();
+    if !left.is_empty() {
+        run.failures.push(format!("{} s after gputrace was killed, the job still runs: {left:?}", OUTLIVES.as_secs()));
+        for &&(pid, _) in &left {
+            // SAFETY: kill has no memory-safety preconditions; a process
+            // of the job this test started.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    run.job = killed.elapsed().as_secs_f64();
+    if let Some(r) = (0..2).find(|&r| published(counters, r).is_none_or(|p| p.sends == 0)) {
+        run.void = Some(format!("stopped before rank {r} completed a call"));
+        return run;
+    }
+    let out = merge(dir, false);
+    let stderr = text(&out.stderr);
+    if !out.status.success() || !stderr.contains("[gputrace] archive:") {
+        run.failures.push(format!("gputrace merge failed ({}): {}", out.status, last_lines(&stderr, 8)));
+        return run;
+    }
+    let anchor = dir.join("traces.otf2");
+    let read = std::panic::catch_unwind(|| (facts(&anchor), otf2_print_counts(&anchor)));
+    let Ok((facts, printed)) = read else {
+        run.failures.push("an archive reader failed (its message is above)".into());
+        return run;
+    };
+    check_counts(&facts, &printed, counters, &mut run);
+    check_well_formed(&facts, &mut run);
+    check_endings(&stderr, Stop::Signal(libc::SIGKILL), Mpi::Open, &mut run);
+    run.checked = run.job;
     run
 }
 
@@ -479,6 +568,18 @@ fn sigint_to_gputrace_loses_no_completed_call() {
 #[test]
 fn sigterm_to_gputrace_loses_no_completed_call() {
     scenario("sigterm", Mpi::Open, Stop::Signal(libc::SIGTERM));
+}
+
+/// `kill -9` of gputrace (or the OOM killer) ends the job: the launcher
+/// gets its parent-death signal.
+#[test]
+fn sigkill_to_gputrace_ends_the_open_mpi_job_and_merge_keeps_every_call() {
+    scenario("sigkill-openmpi", Mpi::Open, Stop::Signal(libc::SIGKILL));
+}
+
+#[test]
+fn sigkill_to_gputrace_ends_the_mpich_job_and_merge_keeps_every_call() {
+    scenario("sigkill-mpich", Mpi::Mpich, Stop::Signal(libc::SIGKILL));
 }
 
 #[test]
