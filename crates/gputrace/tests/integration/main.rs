@@ -6,6 +6,7 @@ mod analyze;
 mod bad_input;
 mod cli;
 mod cuda;
+mod cut_archive;
 mod full_disk;
 mod graphs;
 mod layout;
