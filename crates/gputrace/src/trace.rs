@@ -270,7 +270,9 @@ pub fn report(
     if let Some((anchor, _)) = &summary.archive {
         text.push_str(&analysis_lines(anchor, (summary.events, summary.locations), experiment));
     }
-    if let Err(e) = std::fs::write(experiment.summary(), &text) {
+    // Replaced, never written through: a link at summary.txt may point at
+    // any file the user can write.
+    if let Err(e) = report::output::replace(&experiment.summary(), text.as_bytes()) {
         say!("[gputrace] warning: cannot write {}: {e}", experiment.summary().display());
     }
     for line in text.lines() {

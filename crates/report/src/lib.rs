@@ -29,6 +29,7 @@ pub mod matrix;
 pub mod model;
 pub mod names;
 pub mod numbers;
+pub mod output;
 pub mod plot;
 pub mod regions;
 pub mod stats;

@@ -10,6 +10,7 @@ mod cut_archive;
 mod full_disk;
 mod graphs;
 mod layout;
+mod links;
 mod lost;
 mod memory;
 mod mpi;
