@@ -255,10 +255,19 @@ pub struct Tmpfs(pub PathBuf);
 
 impl Tmpfs {
     pub fn mount(kib: u64) -> Option<Tmpfs> {
+        Self::mount_with(&format!("size={kib}k"))
+    }
+
+    /// A tmpfs of `kib` KiB that holds at most `inodes` files and folders,
+    /// its root included.
+    pub fn mount_inodes(kib: u64, inodes: u64) -> Option<Tmpfs> {
+        Self::mount_with(&format!("size={kib}k,nr_inodes={inodes}"))
+    }
+
+    fn mount_with(options: &str) -> Option<Tmpfs> {
         let dir = fresh_dir("tmpfs");
         std::fs::create_dir_all(&dir).unwrap();
-        let out =
-            Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"]).arg(&dir).output();
+        let out = Command::new("mount").args(["-t", "tmpfs", "-o", options, "tmpfs"]).arg(&dir).output();
         match out {
             Ok(o) if o.status.success() => Some(Tmpfs(dir)),
             other => {
