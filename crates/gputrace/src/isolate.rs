@@ -130,25 +130,19 @@ pub fn merge(
     // the disk before removing anything: the half-written files are what
     // filled it.
     let disk = disk_of(&experiment.dir);
-    let full = code == Some(status::NO_SPACE) || disk.as_ref().is_some_and(|d| d.avail < FULL_BELOW);
+    let full =
+        code == Some(status::NO_SPACE) || disk.as_ref().is_some_and(|d| d.avail < FULL_BELOW || d.out_of_inodes());
     if !archive_existed || force {
         let _ = merge::remove_archive(&experiment.dir, ARCHIVE_NAME);
     }
     let retry = format!("`gputrace merge {}` tries again", experiment.dir.display());
     if full {
-        let (mount, space) = match &disk {
-            Some(d) => (
-                d.mount.display().to_string(),
-                format!(
-                    " ({} free of {})",
-                    report::numbers::human_bytes(d.avail),
-                    report::numbers::human_bytes(d.total)
-                ),
-            ),
-            None => (experiment.dir.display().to_string(), String::new()),
+        let (mount, why) = match &disk {
+            Some(d) => (d.mount.display().to_string(), d.why_full()),
+            None => (experiment.dir.display().to_string(), "is full".to_string()),
         };
         return Err(DiskFull(format!(
-            "the archive could not be written: the disk mounted at {mount} is full{space}; the half-written \
+            "the archive could not be written: the disk mounted at {mount} {why}; the half-written \
              archive was removed and the raw streams are kept in {}: free some space, then {retry}",
             experiment.raw_dir().display()
         ))
@@ -364,13 +358,76 @@ fn archive_exists(dir: &Path) -> bool {
         .any(|n| dir.join(n).symlink_metadata().is_ok())
 }
 
-/// The file system a path is on: where it is mounted, and its space.
+/// The file system a path is on: where it is mounted, its space and its
+/// inodes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Disk {
     pub mount: PathBuf,
     /// Bytes an unprivileged writer may still use.
     pub avail: u64,
     pub total: u64,
+    /// Inodes (files) an unprivileged writer may still create, and all of
+    /// them; `inodes` is 0 where the file system does not count them.
+    pub inodes_avail: u64,
+    pub inodes: u64,
+}
+
+impl Disk {
+    /// Whether the disk can take no new file: no inode left (of a file
+    /// system that counts them).
+    pub fn out_of_inodes(&self) -> bool {
+        self.inodes > 0 && self.inodes_avail == 0
+    }
+
+    /// What is wrong with it, after "the disk mounted at M", for a write
+    /// that failed for lack of room: `has no free inodes left (all 3 are
+    /// used)`, `is full (1.2 MiB free of 64 MiB)`. Where there is room of
+    /// both kinds now (the merge removes its half-written files before it
+    /// is looked at), the scarcer of the two is blamed: inodes where fewer
+    /// than 65,536 are free and a smaller share of them than of the space.
+    pub fn why_full(&self) -> String {
+        let space = || {
+            format!("{} free of {}", report::numbers::human_bytes(self.avail), report::numbers::human_bytes(self.total))
+        };
+        let share = |free: u64, all: u64| free as f64 / all.max(1) as f64;
+        let inodes_scarcer = self.inodes > 0
+            && self.inodes_avail < 65_536
+            && share(self.inodes_avail, self.inodes) < share(self.avail, self.total);
+        if self.out_of_inodes() {
+            format!("has no free inodes left (all {} are used)", self.inodes)
+        } else if self.avail < FULL_BELOW || !inodes_scarcer {
+            format!("is full ({})", space())
+        } else {
+            format!(
+                "has no free inodes left ({} of {} are free once the half-written files are removed; {})",
+                self.inodes_avail,
+                self.inodes,
+                space()
+            )
+        }
+    }
+}
+
+/// Why no file can be created in `dir` now, if none can: a probe file is
+/// created and removed. For a run that recorded nothing: the processes'
+/// streams may simply have found no room.
+pub fn cannot_create_in(dir: &Path) -> Option<String> {
+    let probe = dir.join(format!(".gputrace-probe.{}", std::process::id()));
+    match std::fs::OpenOptions::new().write(true).create_new(true).open(&probe) {
+        Ok(_) => {
+            let _ = std::fs::remove_file(&probe);
+            None
+        }
+        Err(e) => {
+            let why = match disk_of(dir) {
+                Some(d) if d.out_of_inodes() || d.avail == 0 => {
+                    format!("the disk mounted at {} {}", d.mount.display(), d.why_full())
+                }
+                _ => e.to_string(),
+            };
+            Some(why)
+        }
+    }
 }
 
 /// The disk holding `path` (which must exist).
@@ -396,7 +453,13 @@ pub fn disk_of(path: &Path) -> Option<Disk> {
         st
     };
     let frsize = st.f_frsize as u64;
-    Some(Disk { mount, avail: st.f_bavail as u64 * frsize, total: st.f_blocks as u64 * frsize })
+    Some(Disk {
+        mount,
+        avail: st.f_bavail as u64 * frsize,
+        total: st.f_blocks as u64 * frsize,
+        inodes_avail: st.f_favail as u64,
+        inodes: st.f_files as u64,
+    })
 }
 
 #[cfg(test)]
@@ -410,6 +473,21 @@ mod tests {
         let root = disk_of(Path::new("/")).unwrap();
         assert_eq!(root.mount, Path::new("/"));
         assert!(root.total > 0);
+    }
+
+    #[test]
+    fn a_disk_out_of_room_blames_the_scarcer_of_space_and_inodes() {
+        let disk = |avail: u64, inodes_avail: u64, inodes: u64| {
+            Disk { mount: "/d".into(), avail: avail << 20, total: 64 << 20, inodes_avail, inodes }.why_full()
+        };
+        assert_eq!(disk(64, 0, 3), "has no free inodes left (all 3 are used)");
+        assert_eq!(disk(1, 2, 7), "is full (1.0 MiB free of 64.0 MiB)");
+        assert!(disk(64, 2, 7).starts_with("has no free inodes left (2 of 7 are free once"));
+        // Space freed by the removed archive, inodes plenty: the space.
+        assert_eq!(disk(20, 1_000_000, 1_000_010), "is full (20.0 MiB free of 64.0 MiB)");
+        assert_eq!(disk(20, 100, 1_000_000).split(" (").next(), Some("has no free inodes left"));
+        // A file system that does not count inodes.
+        assert_eq!(disk(20, 0, 0), "is full (20.0 MiB free of 64.0 MiB)");
     }
 
     #[test]

@@ -139,7 +139,17 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
     match isolate::merge(&experiment, settings, &config, false, &not_traced, after_run) {
         Ok(()) => {}
         Err(e) if matches!(e.downcast_ref(), Some(isolate::Refused::NothingRecorded(_))) => {
-            say!("[gputrace] warning: {e}");
+            // Nothing recorded, on a disk that takes no new file: the
+            // processes could not create their streams (each said so), which
+            // is not that the program did nothing.
+            match isolate::cannot_create_in(&experiment.raw_dir()) {
+                Some(why) => say!(
+                    "[gputrace] error: the trace could not be written: no raw stream could be created in {}: {why}; \
+                     free some room there or trace into another directory (-o)",
+                    experiment.raw_dir().display()
+                ),
+                None => say!("[gputrace] warning: {e}"),
+            }
             // An experiment directory with nothing in it helps nobody (the
             // streams that only said why they recorded nothing have been
             // heard).
@@ -271,7 +281,9 @@ pub fn report(
     if let Some((anchor, _)) = &summary.archive {
         text.push_str(&analysis_lines(anchor, (summary.events, summary.locations), experiment));
     }
-    if let Err(e) = std::fs::write(experiment.summary(), &text) {
+    // Replaced, never written through: a link at summary.txt may point at
+    // any file the user can write.
+    if let Err(e) = report::output::replace(&experiment.summary(), text.as_bytes()) {
         say!("[gputrace] warning: cannot write {}: {e}", experiment.summary().display());
     }
     for line in text.lines() {

@@ -115,6 +115,29 @@ pub enum Error {
         read: u64,
     },
 
+    /// A location's event file does not end as OTF2 ends one: it was cut
+    /// inside its last chunk or at the end of a chunk (a copy interrupted,
+    /// a disk that filled). Found when the archive is opened, because
+    /// libotf2 would read such a file for ever (see `reader::chunks`).
+    #[error(
+        "{} is cut short at byte {at} of its last chunk (chunk {chunk}, of {chunk_size} bytes: {why}): the event file of location {location} was not written or copied whole; copy the archive again from where it was written",
+        path.display()
+    )]
+    CutEvents {
+        /// The event file.
+        path: PathBuf,
+        /// The location id.
+        location: u64,
+        /// How many bytes of its last chunk the file holds.
+        at: u64,
+        /// The last chunk's number, from 1.
+        chunk: u64,
+        /// The archive's event chunk size.
+        chunk_size: u64,
+        /// What was found instead of OTF2's end-of-file record.
+        why: String,
+    },
+
     /// The events were already read by time
     /// ([`TraceReader::read_by_time`](crate::reader::TraceReader::read_by_time)),
     /// which uses OTF2's readers up.

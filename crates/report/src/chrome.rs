@@ -20,8 +20,8 @@
 //! correlation ids that GPU work carries (a bitmap in 8 KiB pages) lets a
 //! launch start a flow only when something on a stream will end it.
 
+use crate::output::OutputFile;
 use std::collections::HashMap;
-use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
@@ -52,37 +52,37 @@ pub struct ExportSummary {
 /// Writes the Chrome JSON of `input` to `output` (gzipped when it ends in `.gz`).
 pub fn export(input: &Path, output: &Path) -> Result<ExportSummary> {
     let mut reader = super::open(input)?;
-    let result = export_to(&mut reader, output);
-    if result.is_err() {
-        // A half-written file would look like a valid, short trace.
-        let _ = std::fs::remove_file(output);
-    }
-    result
+    export_to(&mut reader, output)
 }
 
 fn export_to(reader: &mut otf2::reader::TraceReader, output: &Path) -> Result<ExportSummary> {
-    let file = File::create(output).map_err(|source| Error::Create { path: output.to_path_buf(), source })?;
+    // A new file renamed into place when complete: a failed export leaves
+    // no half-written file (it would look like a valid, short trace) and
+    // an existing one as it was; a link at `output` is replaced, never
+    // written through.
+    let mut file = OutputFile::create(output).map_err(|source| Error::Create { path: output.to_path_buf(), source })?;
     let context = Error::writing(output);
-    if output.extension().is_some_and(|e| e == "gz") {
+    let written = if output.extension().is_some_and(|e| e == "gz") {
         // The buffer in front matters: the encoder compresses each write
         // as it comes, and events are written a few bytes at a time. Fast
         // compression: the default level would cap the export well below
         // a million events per second.
-        let mut sink = BufWriter::with_capacity(1 << 20, GzEncoder::new(file, Compression::fast()));
-        let written = write(reader, &mut sink).and_then(|summary| {
+        let mut sink = BufWriter::with_capacity(1 << 20, GzEncoder::new(&mut file, Compression::fast()));
+        write(reader, &mut sink).and_then(|summary| {
             let encoder = sink.into_inner().map_err(|e| e.into_error())?;
             encoder.finish()?;
             Ok(summary)
-        });
-        written.map_err(context)
+        })
     } else {
-        let mut sink = BufWriter::with_capacity(1 << 20, file);
-        let written = write(reader, &mut sink).and_then(|summary| {
+        let mut sink = BufWriter::with_capacity(1 << 20, &mut file);
+        write(reader, &mut sink).and_then(|summary| {
             sink.flush()?;
             Ok(summary)
-        });
-        written.map_err(context)
-    }
+        })
+    };
+    let summary = written.map_err(context)?;
+    file.commit().map_err(|e| Error::writing(output)(e.into()))?;
+    Ok(summary)
 }
 
 /// Where a location's events go.

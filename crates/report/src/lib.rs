@@ -29,6 +29,7 @@ pub mod matrix;
 pub mod model;
 pub mod names;
 pub mod numbers;
+pub mod output;
 pub mod plot;
 pub mod regions;
 pub mod stats;
@@ -84,7 +85,7 @@ pub fn open(input: &Path) -> Result<TraceReader> {
     // Not an archive is bad input (exit 2), as a directory without one is.
     TraceReader::open(&anchor).map_err(|e| match e {
         // Already names the file and what is wrong with it.
-        otf2::Error::NotAnArchive { .. } => Error::BadInput(e.to_string()),
+        otf2::Error::NotAnArchive { .. } | otf2::Error::CutEvents { .. } => Error::BadInput(e.to_string()),
         e => Error::BadInput(format!("{}: not a readable OTF2 archive: {e}", anchor.display())),
     })
 }

@@ -2,6 +2,8 @@
 //! one line naming the disk, never a crash (libotf2 itself crashes on a
 //! failed write, hence the merge in a worker process), the half-written
 //! archive removed, the raw streams intact and merging later elsewhere.
+//! A disk with no inode left: the run's last line says the trace could
+//! not be written and why, not that the program did nothing.
 
 use std::path::Path;
 
@@ -121,4 +123,42 @@ fn a_disk_full_at_the_merge_after_a_run_keeps_the_programs_exit_code() {
         let recvs = messages(&f, "recvs");
         assert_eq!(recvs.len(), ITERATIONS.parse::<usize>().unwrap());
     }
+}
+
+#[test]
+fn no_inode_left_says_the_trace_could_not_be_written() {
+    let (mpicc, mpirun, _) = openmpi();
+    let exe = compile_file(mpicc, &workspace().join("examples/mpi_ring.c"));
+    // Three inodes: the disk's root, the experiment directory and its
+    // raw/; no rank can create its stream.
+    let Some(disk) = Tmpfs::mount_inodes(64 << 10, 3) else { return };
+    let exp = disk.0.join("exp");
+    let out = trace(&exp, &[mpirun, "-np", "2", exe.to_str().unwrap(), "10"], &[]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "the program's exit code: {err}");
+    assert!(text(&out.stdout).contains("ring: 2 ranks"), "the program ran: {}", text(&out.stdout));
+    let warnings: Vec<&str> = err.lines().filter(|l| l.contains("cannot create a mpi stream")).collect();
+    assert_eq!(warnings.len(), 2, "each rank says it: {err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(!err.contains("made no MPI call"), "{err}");
+    assert!(
+        last.starts_with("[gputrace] error: the trace could not be written: no raw stream could be created in ")
+            && last.contains(&format!("the disk mounted at {} has no free inodes left", disk.0.display())),
+        "{err}"
+    );
+
+    // The merge on a disk whose inodes run out while it writes the archive
+    // says so too (not "is full" with all its space free): libotf2's cause
+    // (ENOSPC, under INTEGRITY_FAULT) is kept in its error.
+    let (job, _) = synthetic_job("inodes", 2, 20, (0, 0));
+    let streams = std::fs::read_dir(job.join("raw")).unwrap().count() as u64;
+    // Root, exp, raw, the streams, and two more: the archive needs more.
+    let Some(disk) = Tmpfs::mount_inodes(64 << 10, 3 + streams + 2) else { return };
+    let exp = disk.0.join("exp");
+    copy_dir(&job.join("raw"), &exp.join("raw"));
+    let out = merge(&exp, false);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&format!("the disk mounted at {} has no free inodes left", disk.0.display())), "{err}");
+    assert_no_archive(&exp);
 }

@@ -255,10 +255,19 @@ pub struct Tmpfs(pub PathBuf);
 
 impl Tmpfs {
     pub fn mount(kib: u64) -> Option<Tmpfs> {
+        Self::mount_with(&format!("size={kib}k"))
+    }
+
+    /// A tmpfs of `kib` KiB that holds at most `inodes` files and folders,
+    /// its root included.
+    pub fn mount_inodes(kib: u64, inodes: u64) -> Option<Tmpfs> {
+        Self::mount_with(&format!("size={kib}k,nr_inodes={inodes}"))
+    }
+
+    fn mount_with(options: &str) -> Option<Tmpfs> {
         let dir = fresh_dir("tmpfs");
         std::fs::create_dir_all(&dir).unwrap();
-        let out =
-            Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={kib}k"), "tmpfs"]).arg(&dir).output();
+        let out = Command::new("mount").args(["-t", "tmpfs", "-o", options, "tmpfs"]).arg(&dir).output();
         match out {
             Ok(o) if o.status.success() => Some(Tmpfs(dir)),
             other => {
@@ -330,6 +339,71 @@ pub fn run_within(cmd: &mut Command, limit: std::time::Duration) -> Output {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     child.wait_with_output().unwrap()
+}
+
+/// What [`run_measured`] saw of a command: its output, wall time and
+/// peak resident memory.
+pub struct Measured {
+    pub out: Output,
+    pub wall: std::time::Duration,
+    pub peak_kib: u64,
+}
+
+/// Runs `cmd` like [`run_within`], and measures its wall time and peak
+/// RSS (the kernel's `ru_maxrss`, from `wait4`); past `limit` it is killed
+/// and the test fails, saying how far its memory had grown.
+// The child is reaped by `wait4` (for its rusage), which `Child` cannot see.
+#[allow(clippy::zombie_processes)]
+pub fn run_measured(cmd: &mut Command, limit: std::time::Duration) -> Measured {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1").env_remove("LD_PRELOAD");
+    for (k, _) in std::env::vars() {
+        if k.starts_with("GPUTRACE_") {
+            cmd.env_remove(k);
+        }
+    }
+    let start = std::time::Instant::now();
+    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let drain = |mut pipe: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = drain(Box::new(child.stdout.take().unwrap()));
+    let stderr = drain(Box::new(child.stderr.take().unwrap()));
+    let pid = child.id() as libc::pid_t;
+    let (status, usage) = loop {
+        let mut status = 0;
+        // SAFETY: a zeroed rusage is valid; wait4 fills it.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: our own child's pid; live locals for the results.
+        let reaped = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if reaped == pid {
+            break (status, usage);
+        }
+        assert_eq!(reaped, 0, "wait4: {}", std::io::Error::last_os_error());
+        if start.elapsed() > limit {
+            let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
+                .ok()
+                .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(str::to_owned))
+                .unwrap_or_default();
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("still running after {limit:?} ({}): {}", rss.trim(), text(&stderr.join().unwrap()));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    };
+    let wall = start.elapsed();
+    let out = Output {
+        status: std::process::ExitStatus::from_raw(status),
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    };
+    Measured { out, wall, peak_kib: usage.ru_maxrss as u64 }
 }
 
 /// `gputrace merge [--force] dir`.

@@ -117,11 +117,23 @@ pub(crate) fn error(operation: &'static str, code: sys::OTF2_ErrorCode) -> Error
         Some((last, _)) if *last == code => {
             // The innermost report (the cause) and the outermost (what it
             // broke); the layers in between repeat them.
-            let texts: Vec<&str> =
-                reports.iter().map(|(_, text)| text.as_str()).filter(|text| !text.is_empty()).collect();
+            let mut texts: Vec<String> = reports.iter().map(|(_, text)| text.clone()).collect();
+            // The cause's own code, where it is not the call's (a POSIX
+            // failure's errno, ENOSPC say, under INTEGRITY_FAULT): the text
+            // alone often names only the file.
+            if let (Some((cause, _)), Some(text)) = (reports.first(), texts.first_mut())
+                && *cause != code
+            {
+                // SAFETY: accepts any code; returns a static string.
+                let name = static_str(unsafe { sys::OTF2_Error_GetName(*cause) });
+                // SAFETY: as above.
+                let description = static_str(unsafe { sys::OTF2_Error_GetDescription(*cause) });
+                text.push_str(&format!(" ({name}: {description})"));
+            }
+            texts.retain(|text| !text.is_empty());
             match texts.as_slice() {
                 [] => None,
-                [only] => Some((*only).to_owned()),
+                [only] => Some(only.clone()),
                 [first, .., last] => Some(format!("{first} ... {last}")),
             }
         }

@@ -70,6 +70,33 @@ impl Reader {
         Ok(count)
     }
 
+    /// The size of the event files' chunks, when they are plain files of
+    /// chunks (the POSIX substrate, uncompressed), the only layout
+    /// [`chunks`](crate::reader::chunks) can check; `None` otherwise.
+    pub(crate) fn plain_event_chunk_size(&mut self) -> Result<Option<u64>> {
+        let (mut substrate, mut compression) = (0, 0);
+        let (mut events, mut defs) = (0, 0);
+        check(
+            "OTF2_Reader_GetFileSubstrate",
+            // SAFETY: live reader; `substrate` is a live local.
+            unsafe { sys::OTF2_Reader_GetFileSubstrate(self.ptr(), &mut substrate) },
+        )?;
+        check(
+            "OTF2_Reader_GetCompression",
+            // SAFETY: live reader; `compression` is a live local.
+            unsafe { sys::OTF2_Reader_GetCompression(self.ptr(), &mut compression) },
+        )?;
+        check(
+            "OTF2_Reader_GetChunkSize",
+            // SAFETY: live reader; both are live locals.
+            unsafe { sys::OTF2_Reader_GetChunkSize(self.ptr(), &mut events, &mut defs) },
+        )?;
+        let plain = u32::from(substrate) == sys::OTF2_SUBSTRATE_POSIX
+            && u32::from(compression) == sys::OTF2_COMPRESSION_NONE
+            && events > 0;
+        Ok(plain.then_some(events))
+    }
+
     /// Reads every global definition into `defs`; returns how many.
     pub(crate) fn read_global_defs(&mut self, defs: &mut GlobalDefs) -> Result<u64> {
         let callbacks = GlobalDefCallbacks::new()?;

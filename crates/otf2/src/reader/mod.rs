@@ -19,6 +19,7 @@ use crate::ffi::reader::Reader;
 use crate::ffi::reader_events::{EvtCallbacks, GlobalEvtCallbacks};
 use crate::refs::LocationRef;
 
+pub(crate) mod chunks;
 pub(crate) mod defs;
 mod visitor;
 
@@ -75,9 +76,10 @@ impl TraceReader {
     ///
     /// # Errors
     ///
-    /// [`Error::Io`] if the file cannot be read, [`Error::NotAnArchive`]
+    /// [`Error::Io`] if a file cannot be read, [`Error::NotAnArchive`]
     /// for a file that is empty, not an OTF2 anchor, or whose definitions
-    /// are incomplete, [`Error::Otf2`] for what OTF2 rejects.
+    /// are incomplete, [`Error::CutEvents`] for an event file cut short,
+    /// [`Error::Otf2`] for what OTF2 rejects.
     pub fn open(anchor: &Path) -> Result<Self> {
         let not_an_archive = |reason: String| Error::NotAnArchive { path: anchor.to_owned(), reason };
         let metadata = std::fs::metadata(anchor).map_err(|source| Error::Io { path: anchor.to_owned(), source })?;
@@ -111,6 +113,9 @@ impl TraceReader {
         }
         if defs.clock_properties.is_none() {
             return Err(not_an_archive("the global definitions lack clock properties".into()));
+        }
+        if let Some(chunk_size) = raw.plain_event_chunk_size()? {
+            check_event_files(anchor, &defs, chunk_size)?;
         }
         raw.prepare_locations(&mut defs)?;
         Ok(Self { callbacks: EvtCallbacks::new()?, raw, defs, anchor: anchor.to_owned(), read_by_time: false })
@@ -208,6 +213,27 @@ impl TraceReader {
         }
         Ok(total)
     }
+}
+
+/// Checks that every location's event file ends as OTF2 ends one, before
+/// libotf2 reads any (it would read a cut one for ever: [`chunks`]). Reads
+/// at most one chunk per file.
+fn check_event_files(anchor: &Path, defs: &GlobalDefs, chunk_size: u64) -> Result<()> {
+    // `<dir>/<name>.otf2` keeps its events in `<dir>/<name>/<location>.evt`.
+    let folder = anchor.with_extension("");
+    let mut buf = Vec::new();
+    for location in defs.locations.keys() {
+        let path = folder.join(format!("{}.evt", location.id()));
+        match chunks::check_event_file(&path, chunk_size, &mut buf) {
+            Ok(None) => {}
+            Ok(Some(cut)) => {
+                let chunks::Cut { at, chunk, why } = cut;
+                return Err(Error::CutEvents { path, location: location.id(), at, chunk, chunk_size, why });
+            }
+            Err(source) => return Err(Error::Io { path, source }),
+        }
+    }
+    Ok(())
 }
 
 impl std::fmt::Debug for TraceReader {

@@ -10,7 +10,7 @@ mod heatmap;
 mod metrics;
 mod timeline;
 
-use std::fs::File;
+use crate::output::OutputFile;
 use std::io::BufWriter;
 use std::path::Path;
 use std::sync::Once;
@@ -39,8 +39,10 @@ fn register_font() {
 
 /// Writes an RGB buffer as a PNG file.
 fn write_png(path: &Path, width: u32, height: u32, rgb: &[u8]) -> Result<()> {
-    let file = File::create(path).map_err(|source| Error::Create { path: path.to_path_buf(), source })?;
-    let mut encoder = png::Encoder::new(BufWriter::new(file), width, height);
+    // Renamed into place when complete: a link at `path` is replaced,
+    // never written through (see `output`).
+    let mut file = OutputFile::create(path).map_err(|source| Error::Create { path: path.to_path_buf(), source })?;
+    let mut encoder = png::Encoder::new(BufWriter::new(&mut file), width, height);
     encoder.set_color(png::ColorType::Rgb);
     encoder.set_depth(png::BitDepth::Eight);
     let written = (|| {
@@ -48,7 +50,8 @@ fn write_png(path: &Path, width: u32, height: u32, rgb: &[u8]) -> Result<()> {
         writer.write_image_data(rgb)?;
         writer.finish()
     })();
-    written.map_err(|e| Error::writing(path)(e.into()))
+    written.map_err(|e| Error::writing(path)(e.into()))?;
+    file.commit().map_err(|e| Error::writing(path)(e.into()))
 }
 
 /// What a timeline pixel shows: the kinds of work, by colour.
