@@ -9,8 +9,9 @@
 //! replaced whole, so a write that fails leaves it as it was, and never a
 //! half-written one. The one exception is an output the user named that is
 //! a stream — a FIFO or a character device (`-o /dev/stdout` to a pipe or
-//! a terminal, `/dev/null`), named directly or through a link: there is
-//! nothing to replace, so it is written to ([`OutputFile::create`]).
+//! a terminal, `/dev/null`), named directly or through a link — or a path
+//! under `/dev` or `/proc` (`-o /dev/stdout` redirected to a file): there
+//! is nothing to replace, so it is written to ([`OutputFile::create`]).
 //! Files gputrace names itself ([`OutputFile::replace`], the summary) are
 //! always replaced, so a FIFO left there never blocks a merge.
 //!
@@ -44,6 +45,15 @@ impl OutputFile {
         // A link is followed only to see whether it leads to a stream.
         if std::fs::metadata(path).is_ok_and(|m| is_stream(m.file_type())) {
             let file = OpenOptions::new().write(true).open(path)?;
+            return Ok(Self { file, temp: None, path: path.to_owned() });
+        }
+        // The system's own names for a process's descriptors
+        // (`/dev/stdout`, `/dev/fd/1`, `/proc/self/fd/1`) lead to whatever
+        // the descriptor is, a regular file where the shell redirected it:
+        // written to, never replaced (a rename there, as root, would
+        // replace /dev/stdout itself for every program).
+        if path.starts_with("/dev") || path.starts_with("/proc") {
+            let file = OpenOptions::new().write(true).truncate(true).open(path)?;
             return Ok(Self { file, temp: None, path: path.to_owned() });
         }
         Self::replace(path)
@@ -136,6 +146,22 @@ mod tests {
             assert_eq!(std::fs::read(&target).unwrap(), b"precious");
         }
         assert_eq!(entries(dir), ["out0", "out1", "target"]);
+    }
+
+    /// `/dev/stdout` of a process whose stdout is a regular file: written
+    /// to, the link left as it is.
+    #[test]
+    fn a_descriptor_name_is_written_to_not_replaced() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("redirected");
+        let f = File::create(&file).unwrap();
+        use std::os::fd::AsRawFd;
+        let name = PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
+        let mut out = OutputFile::create(&name).unwrap();
+        out.write_all(b"through").unwrap();
+        out.commit().unwrap();
+        assert_eq!(std::fs::read(&file).unwrap(), b"through");
+        assert!(std::fs::symlink_metadata(&name).unwrap().file_type().is_symlink());
     }
 
     #[test]
