@@ -95,7 +95,7 @@ fn ok<A: MpiAbi>(rc: c_int) -> Option<()> {
 
 /// Measures and records this process's clock offset; collective over
 /// `comm` (a duplicate of the world).
-pub fn synchronize<A: MpiAbi>(rec: &Recorder, comm: A::Comm) -> Option<()> {
+pub fn synchronize<A: MpiAbi>(rec: Option<&Recorder>, comm: A::Comm) -> Option<()> {
     let began = raw::clock::now();
     let rank = pmpi::rank_in::<A>(comm)?;
     let n = pmpi::size_of::<A>(comm)? as usize;
@@ -151,7 +151,9 @@ pub fn synchronize<A: MpiAbi>(rec: &Recorder, comm: A::Comm) -> Option<()> {
         )
     })?;
     let local = if got.local == 0 { raw::clock::now() } else { got.local };
-    rec.define(&Definition::ClockSync { local, offset: got.offset, error: got.error });
+    if let Some(rec) = rec {
+        rec.define(&Definition::ClockSync { local, offset: got.offset, error: got.error });
+    }
     if rank == 0 {
         let worst = results.iter().map(|m| m.error).max().unwrap_or(0);
         tracing::debug!(

@@ -61,6 +61,11 @@ pub fn init<A: MpiAbi>(info: &'static FnInfo, pmpi: impl FnOnce() -> c_int) -> c
 
 fn start<A: MpiAbi>(info: &'static FnInfo, t0: u64) -> bool {
     let Some((rec, config)) = runtime::start(Producer::Mpi) else {
+        // Not recording (no stream could be created: a full disk, no
+        // inode left): this rank still joins the clock synchronizations,
+        // which are collective, or the ranks that record wait for it for
+        // ever.
+        join_clock_syncs::<A>(None);
         return false;
     };
     let rec = state::set_recorder(rec);
@@ -69,6 +74,19 @@ fn start<A: MpiAbi>(info: &'static FnInfo, t0: u64) -> bool {
         return false;
     };
     rec.define(&Definition::MpiRank { rank, size });
+    join_clock_syncs::<A>(Some(rec));
+    // SAFETY: `at_exit` is an `extern "C" fn()` that never unwinds.
+    unsafe { libc::atexit(at_exit) };
+    state::set_phase(Phase::Active);
+    record_call(info, t0);
+    rec.flush_definitions();
+    true
+}
+
+/// The clock synchronization at `MPI_Init`, on a duplicate of
+/// `MPI_COMM_WORLD` kept for the one at `MPI_Finalize`: every rank that
+/// initialized MPI under the hooks joins both, recording or not.
+fn join_clock_syncs<A: MpiAbi>(rec: Option<&runtime::Recorder>) {
     let mut dup = A::comm_null();
     // SAFETY: MPI is initialized; `dup` is writable. Every rank makes this
     // call here, right after PMPI_Init.
@@ -76,12 +94,6 @@ fn start<A: MpiAbi>(info: &'static FnInfo, t0: u64) -> bool {
         SYNC_COMM.store(dup.key(), Ordering::Relaxed);
         clocksync::synchronize::<A>(rec, dup);
     }
-    // SAFETY: `at_exit` is an `extern "C" fn()` that never unwinds.
-    unsafe { libc::atexit(at_exit) };
-    state::set_phase(Phase::Active);
-    record_call(info, t0);
-    rec.flush_definitions();
-    true
 }
 
 /// Records Enter and Leave of `info` at `t0` and now, if its group is on.
@@ -99,6 +111,18 @@ fn record_call(info: &'static FnInfo, t0: u64) {
 pub fn finalize<A: MpiAbi>(info: &'static FnInfo, pmpi: impl FnOnce() -> c_int) -> c_int {
     let t0 = raw::clock::now();
     if state::phase() != Phase::Active {
+        // A rank that joined the synchronization at MPI_Init without
+        // recording joins this one too (see `join_clock_syncs`).
+        let mut sync = A::Comm::from_key(SYNC_COMM.swap(0, Ordering::Relaxed));
+        if sync.key() != 0
+            && let Some(_guard) = call::enter_guard()
+        {
+            shielded(|| {
+                clocksync::synchronize::<A>(None, sync);
+                // SAFETY: our own communicator, freed once.
+                unsafe { pmpi::comm_free::<A>(&mut sync) };
+            });
+        }
         return pmpi();
     }
     let Some(_guard) = call::enter_guard() else {
@@ -106,10 +130,8 @@ pub fn finalize<A: MpiAbi>(info: &'static FnInfo, pmpi: impl FnOnce() -> c_int) 
     };
     shielded(|| {
         let mut sync = A::Comm::from_key(SYNC_COMM.swap(0, Ordering::Relaxed));
-        if let Some(rec) = state::recorder()
-            && sync.key() != 0
-        {
-            clocksync::synchronize::<A>(rec, sync);
+        if sync.key() != 0 {
+            clocksync::synchronize::<A>(state::recorder(), sync);
             // SAFETY: our own communicator, freed once.
             unsafe { pmpi::comm_free::<A>(&mut sync) };
         }
