@@ -189,12 +189,17 @@ pub fn define(defs: &mut Definitions, processes: &[Process], warn: &dyn Fn(&str)
             ProcessPlan { group: Some(group), program: program(defs, p, &mut programs), ..ProcessPlan::default() };
         let names: HashMap<u32, &str> =
             p.defs.iter().flat_map(|d| d.thread_names.iter().map(|(tid, name)| (*tid, name.as_str()))).collect();
-        for (n, (tid, is_main, feeds)) in host_threads(p).into_iter().enumerate() {
+        let threads = host_threads(p);
+        // A process whose main thread recorded nothing (its work all on
+        // threads it started) has no master thread: its threads are
+        // Pthread 1, 2, ... rather than the first one named the master.
+        let has_main = threads.iter().any(|t| t.1);
+        for (n, (tid, is_main, feeds)) in threads.into_iter().enumerate() {
             // A name the program gave the thread (nvtxNameOsThread) wins.
             let lname = match names.get(&tid) {
                 Some(name) => (*name).to_string(),
-                None if is_main || n == 0 => "Master thread".to_string(),
-                None => format!("Pthread {n}"),
+                None if is_main => "Master thread".to_string(),
+                None => format!("Pthread {}", if has_main { n } else { n + 1 }),
             };
             let location = defs.location(location_id(p.rank, n as u64), &lname, LocationType::CpuThread, group)?;
             if n == 0 && p.mpi.is_some() {
