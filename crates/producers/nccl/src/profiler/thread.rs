@@ -338,7 +338,7 @@ impl ThreadState {
             ev.push((start, Event::Enter { region }));
         }
         if let Some(s) = shape {
-            let k = Collective { op: s.op, comm: ctx.id, root: s.root, sent: s.sent, received: s.received };
+            let k = collective_of(&s, ctx.id);
             ev.push((start, Event::MpiCollectiveBegin));
             ev.push((stop, Event::MpiCollectiveEnd(k)));
         }
@@ -502,23 +502,8 @@ impl ThreadState {
                 ev.push(p.attr(a.channels, u64::from(ch), start));
             }
         }
-        let collective = shape.filter(|_| !call.graph_captured).map(|s| Collective {
-            op: s.op,
-            comm: ctx.id,
-            root: s.root,
-            sent: s.sent,
-            received: s.received,
-        });
-        if let Some(region) = region {
-            ev.push((start, Event::Enter { region }));
-        }
-        if let Some(k) = collective {
-            ev.push((start, Event::MpiCollectiveBegin));
-            ev.push((stop, Event::MpiCollectiveEnd(k)));
-        }
-        if let Some(region) = region {
-            ev.push((stop, Event::Leave { region }));
-        }
+        let collective = shape.filter(|_| !call.graph_captured).map(|s| collective_of(&s, ctx.id));
+        push_collective(ev, region, collective, start, stop);
     }
 
     fn write_call(&self, p: &Profiler, c: &PendingCall, start: u64, stop: u64, ev: &mut Vec<(u64, Event)>) {
@@ -545,23 +530,8 @@ impl ThreadState {
                     ev.push(p.attr(a.sequence, seq, start));
                 }
             }
-            let collective = shape.filter(|_| live).map(|s| Collective {
-                op: s.op,
-                comm: c.ctx.id,
-                root: s.root,
-                sent: s.sent,
-                received: s.received,
-            });
-            if let Some(region) = region {
-                ev.push((start, Event::Enter { region }));
-            }
-            if let Some(k) = collective {
-                ev.push((start, Event::MpiCollectiveBegin));
-                ev.push((stop, Event::MpiCollectiveEnd(k)));
-            }
-            if let Some(region) = region {
-                ev.push((stop, Event::Leave { region }));
-            }
+            let collective = shape.filter(|_| live).map(|s| collective_of(&s, c.ctx.id));
+            push_collective(ev, region, collective, start, stop);
         } else {
             let launch = match c.launch {
                 Some(Launch::P2p { peer, channels }) => Some((peer, channels)),
@@ -626,5 +596,31 @@ fn release(h: HandlePtr) {
             // SAFETY: stopped, and the group was its last holder.
             unsafe { handle::free(h) };
         }
+    }
+}
+
+/// The collective record of a call of `shape` on communicator `comm`.
+fn collective_of(s: &bytes::Shape, comm: u32) -> Collective {
+    Collective { op: s.op, comm, root: s.root, sent: s.sent, received: s.received }
+}
+
+/// A call's region (if it has one) holding its collective record (if it
+/// moved anything), from `start` to `stop`.
+fn push_collective(
+    ev: &mut Vec<(u64, Event)>,
+    region: Option<u32>,
+    collective: Option<Collective>,
+    start: u64,
+    stop: u64,
+) {
+    if let Some(region) = region {
+        ev.push((start, Event::Enter { region }));
+    }
+    if let Some(k) = collective {
+        ev.push((start, Event::MpiCollectiveBegin));
+        ev.push((stop, Event::MpiCollectiveEnd(k)));
+    }
+    if let Some(region) = region {
+        ev.push((stop, Event::Leave { region }));
     }
 }
