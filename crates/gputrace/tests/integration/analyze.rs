@@ -140,7 +140,7 @@ fn assert_wait(a: &Value, pattern: &str, rank: u32, call: &str, partner: u32, wa
 /// The same figures in `scout.cubex`, which `gputrace analyze` wrote
 /// beside the archive, read by pycubexr: the pattern's metric (Scalasca's
 /// name) holds each finding's time lost at its call path and thread, and
-/// nothing elsewhere.
+/// nothing elsewhere; `wait_states` the sum of its patterns.
 fn assert_in_cube(dir: &Path, a: &Value, pattern: &str, metric: &str) {
     let Some(python) = crate::profile::pycubexr() else { return };
     let cube = crate::profile::cube_facts(&python, &dir.join("scout.cubex"));
@@ -164,6 +164,21 @@ fn assert_in_cube(dir: &Path, a: &Value, pattern: &str, metric: &str) {
     let all: f64 =
         stored.as_object().unwrap().values().flat_map(|row| row.as_array().unwrap()).map(|v| v.as_f64().unwrap()).sum();
     assert!(total > 0.0 && (all - total).abs() <= 1e-9 * total, "{metric}: {all} s in the cube, {total} s found");
+    // The parent holds its patterns' sum, as Cube reads a metric tree (its
+    // own share zero); cube_facts.py has checked no share is negative.
+    let children: Vec<&str> =
+        cube["children"]["wait_states"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+    assert!(children.contains(&metric), "{metric} under wait_states: {children:?}");
+    for (path, row) in cube["stored"]["wait_states"].as_object().unwrap() {
+        for (column, v) in row.as_array().unwrap().iter().enumerate() {
+            let sum: f64 = children.iter().map(|c| cube["stored"][*c][path][column].as_f64().unwrap()).sum();
+            let v = v.as_f64().unwrap();
+            assert!(
+                (v - sum).abs() <= 1e-9 * sum.max(1.0),
+                "wait_states at {path}, location {column}: {v} s, its patterns {sum} s"
+            );
+        }
+    }
 }
 
 /// No finding of `pattern` on `rank` (the late rank waits for nobody).
