@@ -36,7 +36,42 @@ fn analyze(dir: &Path, args: &[&str]) -> Value {
     all.extend_from_slice(args);
     let out = analyze_out(dir, &all);
     assert!(out.status.success(), "analyze failed: {}{}", text(&out.stdout), text(&out.stderr));
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)))
+    let a = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)));
+    assert_totals(&a);
+    a
+}
+
+/// Each pattern's total is the sum of its findings (time lost, instances,
+/// rows), its share of the run that over `run_ns`, its worst rank's time
+/// the most any process lost to it, its worst instance the longest; and
+/// every pattern with a finding has a total.
+fn assert_totals(a: &Value) {
+    let totals = a["totals"].as_array().unwrap();
+    let all = a["findings"].as_array().unwrap();
+    let patterns: std::collections::BTreeSet<&str> = all.iter().map(|f| f["pattern"].as_str().unwrap()).collect();
+    assert_eq!(totals.len(), patterns.len(), "a total per pattern: {totals:#?}");
+    let mut sum = 0;
+    for t in totals {
+        let mine = findings(a, t["pattern"].as_str().unwrap());
+        let lost: i64 = mine.iter().map(|f| int(&f["time_lost_ns"])).sum();
+        assert_eq!(int(&t["time_lost_ns"]), lost, "{t:#}");
+        assert_eq!(int(&t["instances"]), mine.iter().map(|f| int(&f["instances"])).sum::<i64>(), "{t:#}");
+        assert_eq!(int(&t["findings"]), mine.len() as i64, "{t:#}");
+        let share = 100.0 * lost as f64 / int(&a["run_ns"]) as f64;
+        assert!((t["share_of_run"].as_f64().unwrap() - share).abs() <= 1e-9 * share.max(1.0), "{t:#}");
+        let mut per_process = std::collections::BTreeMap::<&str, i64>::new();
+        for f in &mine {
+            *per_process.entry(f["process"].as_str().unwrap()).or_default() += int(&f["time_lost_ns"]);
+        }
+        let worst = &t["worst_rank"];
+        assert_eq!(int(&worst["time_lost_ns"]), per_process.values().copied().max().unwrap(), "{t:#}");
+        assert_eq!(per_process[worst["process"].as_str().unwrap()], int(&worst["time_lost_ns"]), "{t:#}");
+        let longest = mine.iter().map(|f| int(&f["worst"]["time_lost_ns"])).max().unwrap();
+        assert_eq!(int(&t["worst_instance"]["time_lost_ns"]), longest, "{t:#}");
+        sum += lost;
+    }
+    assert_eq!(sum, all.iter().map(|f| int(&f["time_lost_ns"])).sum::<i64>());
+    assert!(totals.windows(2).all(|w| int(&w[0]["time_lost_ns"]) >= int(&w[1]["time_lost_ns"])), "{totals:#?}");
 }
 
 /// The findings of one pattern.
@@ -140,7 +175,7 @@ fn assert_wait(a: &Value, pattern: &str, rank: u32, call: &str, partner: u32, wa
 /// The same figures in `scout.cubex`, which `gputrace analyze` wrote
 /// beside the archive, read by pycubexr: the pattern's metric (Scalasca's
 /// name) holds each finding's time lost at its call path and thread, and
-/// nothing elsewhere.
+/// nothing elsewhere; `wait_states` the sum of its patterns.
 fn assert_in_cube(dir: &Path, a: &Value, pattern: &str, metric: &str) {
     let Some(python) = crate::profile::pycubexr() else { return };
     let cube = crate::profile::cube_facts(&python, &dir.join("scout.cubex"));
@@ -164,6 +199,21 @@ fn assert_in_cube(dir: &Path, a: &Value, pattern: &str, metric: &str) {
     let all: f64 =
         stored.as_object().unwrap().values().flat_map(|row| row.as_array().unwrap()).map(|v| v.as_f64().unwrap()).sum();
     assert!(total > 0.0 && (all - total).abs() <= 1e-9 * total, "{metric}: {all} s in the cube, {total} s found");
+    // The parent holds its patterns' sum, as Cube reads a metric tree (its
+    // own share zero); cube_facts.py has checked no share is negative.
+    let children: Vec<&str> =
+        cube["children"]["wait_states"].as_array().unwrap().iter().map(|c| c.as_str().unwrap()).collect();
+    assert!(children.contains(&metric), "{metric} under wait_states: {children:?}");
+    for (path, row) in cube["stored"]["wait_states"].as_object().unwrap() {
+        for (column, v) in row.as_array().unwrap().iter().enumerate() {
+            let sum: f64 = children.iter().map(|c| cube["stored"][*c][path][column].as_f64().unwrap()).sum();
+            let v = v.as_f64().unwrap();
+            assert!(
+                (v - sum).abs() <= 1e-9 * sum.max(1.0),
+                "wait_states at {path}, location {column}: {v} s, its patterns {sum} s"
+            );
+        }
+    }
 }
 
 /// No finding of `pattern` on `rank` (the late rank waits for nobody).
@@ -179,6 +229,16 @@ fn a_late_sender_is_the_receivers_wait_in_mpi_recv() {
     assert_wait(&a, "late_sender", 1, "MPI_Recv", 0, traced.realized(0, 1));
     assert_in_cube(&traced.dir, &a, "late_sender", "mpi_latesender");
     assert_none(&a, "late_sender", 0);
+    // The table leads with the totals, then the rows; the communicator
+    // with its size and members.
+    let out = analyze_out(&traced.dir, &[]);
+    let table = text(&out.stdout);
+    let (totals, rows) = (table.find("Totals per pattern").unwrap(), table.find("Findings, by time lost").unwrap());
+    assert!(totals < rows, "{table}");
+    let line = table.lines().find(|l| l.trim_start().starts_with("Late Sender: ")).unwrap();
+    assert!(line.contains(" in total, ") && line.contains("% of the run"), "{line}");
+    assert!(line.contains("rank 1 lost the most") && line.contains("waiting for rank 0"), "{line}");
+    assert!(table.contains("MPI_COMM_WORLD (2 ranks: 0-1)"), "{table}");
     assert!(findings(&a, "late_receiver").is_empty(), "an eager send waits for no receiver: {:#}", a["findings"]);
     // The summary after the run names it too.
     assert!(traced.stderr.contains("[gputrace] analysis: Late Sender: "), "{}", traced.stderr);

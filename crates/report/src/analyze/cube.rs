@@ -5,9 +5,15 @@
 //!
 //! The metrics are named as Scalasca's: `mpi_latesender`,
 //! `mpi_latereceiver`, `mpi_wait_nxn`, `mpi_barrier_wait`,
-//! `mpi_latebroadcast`, `mpi_earlyreduce` (exclusive, DOUBLE, `sec`);
-//! `wait_states` holds nothing of its own, so Cube shows it collapsed as
-//! their sum. The call tree is the findings' call paths (each region by
+//! `mpi_latebroadcast`, `mpi_earlyreduce` (exclusive along the call tree,
+//! DOUBLE, `sec`), children of `wait_states`. Along the metric tree Cube
+//! reads what is stored as inclusive, as Scalasca writes it (its `time`
+//! holds `execution`, which holds `mpi`...): a parent's value at a call
+//! path and location is its children's and its own, and Cube shows a
+//! parent's own (exclusive) value as the stored one less its children's.
+//! So `wait_states` stores the sum of the patterns at each call path and
+//! location (its own share is zero). Stored as 0, Cube showed it as 0 and
+//! each pattern's own value as minus the other patterns'. The call tree is the findings' call paths (each region by
 //! its name) under one root named after the program (the archive's
 //! program region, as Score-P's profiles have it), the system tree one
 //! machine with one group per process and a location per thread that
@@ -104,7 +110,9 @@ pub fn wait_state_cube(analysis: &Analysis) -> std::result::Result<Cube, cube::E
                 l
             }
         };
-        c.add(metrics[&f.pattern], cnode, location, f.time_lost_ns as f64 / 1e9)?;
+        let lost = f.time_lost_ns as f64 / 1e9;
+        c.add(metrics[&f.pattern], cnode, location, lost)?;
+        c.add(all, cnode, location, lost)?;
     }
     Ok(c)
 }

@@ -31,6 +31,7 @@ mod render;
 pub mod replay;
 #[cfg(test)]
 mod tests;
+pub mod totals;
 
 use std::path::Path;
 
@@ -40,6 +41,7 @@ use crate::Result;
 
 pub use render::{summary_block, summary_lines, write_json, write_table};
 pub use replay::Instance;
+pub use totals::PatternTotal;
 
 /// The run summary analyses archives of up to this many events (about a
 /// second of the pass); larger ones say how to run `gputrace analyze`.
@@ -187,6 +189,10 @@ pub struct Finding {
     /// The kernel (or copy) a GPU finding is about.
     pub kernel: Option<String>,
     pub communicator: Option<String>,
+    /// How many ranks the communicator has.
+    pub communicator_size: Option<u64>,
+    /// Its members as world ranks, in runs (`0-3`, `1,3`).
+    pub communicator_ranks: Option<String>,
     pub time_lost_ns: u64,
     pub instances: u64,
     /// From the first instance's start to the last one's end.
@@ -267,6 +273,11 @@ pub struct Analysis {
     pub options: Options,
     pub events: u64,
     pub trace_ns: u64,
+    /// The time shares of the run are of ([`totals::run_ns`]): the
+    /// processes' spans summed.
+    pub run_ns: u64,
+    /// Per pattern, all its findings together, largest first.
+    pub totals: Vec<PatternTotal>,
     /// Ranked by time lost, largest first.
     pub findings: Vec<Finding>,
     pub streams: Vec<GpuTime>,

@@ -1,5 +1,5 @@
-//! The analysis as the terminal shows it (findings ranked by time lost,
-//! then GPU time per stream and GPU, then computation, communication and
+//! The analysis as the terminal shows it (totals per pattern, then the
+//! findings ranked by time lost, then GPU time per stream and GPU, then computation, communication and
 //! overlap per rank), as JSON, and as the few lines of the run summary.
 
 use std::io::{self, Write};
@@ -41,6 +41,82 @@ fn what(f: &Finding, width: usize) -> String {
         }
         None => names::cut(&f.call_path.join(" > "), width),
     }
+}
+
+/// A communicator with its size and members: `MPI_Comm 0.3 (2 ranks:
+/// 1,3)`.
+fn communicator(name: Option<&str>, size: Option<u64>, ranks: Option<&str>) -> String {
+    match (name, size, ranks) {
+        (None, ..) => "-".into(),
+        (Some(n), Some(size), Some(ranks)) => format!("{n} ({size} rank{}: {ranks})", plural(size, "s")),
+        (Some(n), ..) => n.to_owned(),
+    }
+}
+
+/// The totals per pattern: time lost, share of the run, the rank that
+/// lost the most, the longest instance.
+fn totals_table(a: &Analysis) -> Table {
+    let mut t = Table::new(
+        "totals",
+        "Totals per pattern, by time lost",
+        &["Pattern", "Time Lost", "Of Run (%)", "Findings", "Instances", "Worst Rank", "Worst Instance"],
+    );
+    for p in &a.totals {
+        let w = &p.worst_instance;
+        let at = if w.process.is_empty() { w.location.clone() } else { w.process.clone() };
+        t.rows.push(vec![
+            Cell::Text(p.title.to_owned()),
+            Cell::Text(human_ns(p.time_lost_ns)),
+            Cell::Float(p.share_of_run, 2),
+            Cell::Int(p.findings.into()),
+            Cell::Int(p.instances.into()),
+            Cell::Text(format!("{}: {}", p.worst_rank.process, human_ns(p.worst_rank.time_lost_ns))),
+            Cell::Text(format!("{} at {} s, {at}", human_ns(w.time_lost_ns), secs(w.window.start_ns))),
+        ]);
+    }
+    t.notes.push(format!(
+        "Of run: the share of the processes' time together ({}: each one's busiest thread, first event to last).",
+        human_ns(a.run_ns)
+    ));
+    t
+}
+
+/// A total's sentence: `Late Sender: 650.20 ms in total, 4.10 % of the
+/// run, in 6 findings (60 instances); rank 1 lost the most, 400.10 ms;
+/// the longest instance 20.10 ms, rank 1, Master thread in MPI_Recv on
+/// MPI_COMM_WORLD (4 ranks: 0-3), waiting for rank 0, at 1.234567 s`.
+fn total_sentence(p: &super::PatternTotal) -> String {
+    let w = &p.worst_instance;
+    let at = match (w.process.is_empty(), w.location.is_empty()) {
+        (false, false) => format!("{}, {}", w.process, w.location),
+        (false, true) => w.process.clone(),
+        (true, _) => w.location.clone(),
+    };
+    let call = match (&w.kernel, w.call_path.last()) {
+        (Some(k), _) => format!(" ended by {}", kernel_name(k, 48)),
+        (None, Some(c)) => format!(" in {c}"),
+        (None, None) => String::new(),
+    };
+    let on = match communicator(w.communicator.as_deref(), w.communicator_size, w.communicator_ranks.as_deref()) {
+        c if c == "-" => String::new(),
+        c => format!(" on {c}"),
+    };
+    let partner = w.partner_rank.map(|r| format!(", waiting for rank {r}")).unwrap_or_default();
+    format!(
+        "{}: {} in total, {:.2} % of the run, in {} finding{} ({} instance{}); {} lost the most, {}; the longest \
+         instance {}, {at}{call}{on}{partner}, at {} s",
+        p.title,
+        human_ns(p.time_lost_ns),
+        p.share_of_run,
+        thousands(p.findings),
+        plural(p.findings, "s"),
+        thousands(p.instances),
+        plural(p.instances, "s"),
+        if p.worst_rank.process.is_empty() { "-" } else { &p.worst_rank.process },
+        human_ns(p.worst_rank.time_lost_ns),
+        human_ns(w.time_lost_ns),
+        secs(w.window.start_ns)
+    )
 }
 
 /// A finding's sentence, with its own numbers.
@@ -137,7 +213,7 @@ fn findings_table(a: &Analysis) -> Table {
             Cell::Text(secs(f.window.start_ns)),
             Cell::Text(secs(f.window.end_ns)),
             Cell::Text(what(f, 48)),
-            Cell::Text(f.communicator.clone().unwrap_or_else(|| "-".into())),
+            Cell::Text(communicator(f.communicator.as_deref(), f.communicator_size, f.communicator_ranks.as_deref())),
             Cell::Text(f.worst.partner_rank.map_or_else(|| "-".into(), |r| format!("rank {r}"))),
         ]);
     }
@@ -236,6 +312,11 @@ pub fn write_table(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     if a.findings.is_empty() {
         writeln!(out, "** Findings: none (no wait states, rule findings or load imbalance).\n")?;
     } else {
+        writeln!(out, "{}", totals_table(a).render(None))?;
+        for p in &a.totals {
+            writeln!(out, " {}", total_sentence(p))?;
+        }
+        writeln!(out)?;
         writeln!(out, "{}", findings_table(a).render(None))?;
         for (i, f) in a.findings.iter().enumerate().take(10) {
             writeln!(out, " {}. {}: {}", i + 1, f.title, f.detail)?;

@@ -1269,6 +1269,8 @@ impl Pass<'_> {
                 call_path: Vec::new(),
                 kernel: None,
                 communicator: None,
+                communicator_size: None,
+                communicator_ranks: None,
                 time_lost_ns: lost,
                 instances: 1,
                 window: Window { start_ns: 0, end_ns: model.ns(model.length) },
@@ -1292,11 +1294,15 @@ impl Pass<'_> {
         }
         findings.sort_by(|a, b| b.time_lost_ns.cmp(&a.time_lost_ns).then(a.pattern.cmp(&b.pattern)));
         ranks.retain(|r| r.span_ns > 0 || r.gpu_compute_ns > 0 || r.communication_ns > 0);
+        let trace_ns = model.ns(model.length);
+        let run_ns = super::totals::run_ns(&ranks, trace_ns);
         Analysis {
             archive,
             options: self.options.clone(),
             events: self.events,
-            trace_ns: model.ns(model.length),
+            trace_ns,
+            run_ns,
+            totals: super::totals::totals(&findings, run_ns),
             findings,
             streams,
             gpus,
@@ -1333,6 +1339,11 @@ impl Pass<'_> {
             };
             let communicator =
                 key.comm.and_then(|c| self.defs.comms.get(&c)).map(|c| self.defs.string(c.name).to_owned());
+            let members = key.comm.and_then(|c| model.comms.get(&c)).map(|c| {
+                let ranks: Vec<Option<u32>> =
+                    c.processes.iter().map(|p| p.and_then(|p| model.processes[p].rank)).collect();
+                (ranks.len() as u64, super::totals::rank_list(&ranks, 8))
+            });
             let (ws, we, wl, partner) = agg.worst;
             let worst = Worst { window: Window { start_ns: ws, end_ns: we }, time_lost_ns: wl, partner_rank: partner };
             let mut f = Finding {
@@ -1345,6 +1356,8 @@ impl Pass<'_> {
                 call_path,
                 kernel,
                 communicator,
+                communicator_size: members.as_ref().map(|m| m.0),
+                communicator_ranks: members.map(|m| m.1),
                 time_lost_ns: agg.lost,
                 instances: agg.instances,
                 window: Window { start_ns: agg.first, end_ns: agg.last },

@@ -66,8 +66,77 @@ impl Builder {
         let anchor = self.archive.anchor_path().to_owned();
         self.archive.close().unwrap();
         let options = Options { gap_threshold_ns: 100, ..Options::default() };
-        super::analyze(&anchor, &options).unwrap()
+        let a = super::analyze(&anchor, &options).unwrap();
+        totals_add_up(&a);
+        a
     }
+}
+
+/// Each pattern's total is its findings' sum; every finding is counted in
+/// one total.
+fn totals_add_up(a: &Analysis) {
+    for t in &a.totals {
+        let mine: Vec<&Finding> = a.findings.iter().filter(|f| f.pattern == t.pattern).collect();
+        assert_eq!(t.time_lost_ns, mine.iter().map(|f| f.time_lost_ns).sum::<u64>(), "{t:#?}");
+        assert_eq!(t.instances, mine.iter().map(|f| f.instances).sum::<u64>(), "{t:#?}");
+        assert_eq!(t.findings, mine.len() as u64, "{t:#?}");
+        assert_eq!(t.worst_instance.time_lost_ns, mine.iter().map(|f| f.worst.time_lost_ns).max().unwrap());
+    }
+    let counted: u64 = a.totals.iter().map(|t| t.findings).sum();
+    assert_eq!(counted, a.findings.len() as u64);
+}
+
+#[test]
+fn totals_are_the_sums_of_their_findings() {
+    // Two late senders to rank 0 (100 and 200 ns lost) and one to rank 1
+    // (50 ns), on the world: one total of 350 ns in three instances, rank
+    // 0 the worst (300 ns), the 200 ns wait the longest instance.
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = Builder::new(dir.path(), 3);
+    let world = b.world;
+    let recv = b.region("MPI_Recv", Paradigm::Mpi);
+    let send = b.region("MPI_Send", Paradigm::Mpi);
+    b.write(b.masters[0], |w| {
+        for (enter, from, late) in [(100u64, 1u32, 200u64), (300, 2, 500)] {
+            w.enter(enter, recv).unwrap();
+            w.mpi_recv(late + 2, from, world, 1, 8).unwrap();
+            w.leave(late + 3, recv).unwrap();
+        }
+    });
+    b.write(b.masters[1], |w| {
+        w.enter(200, send).unwrap();
+        w.mpi_send(201, 0, world, 1, 8).unwrap();
+        w.leave(202, send).unwrap();
+        w.enter(600, recv).unwrap();
+        w.mpi_recv(652, 2, world, 1, 8).unwrap();
+        w.leave(653, recv).unwrap();
+    });
+    b.write(b.masters[2], |w| {
+        w.enter(500, send).unwrap();
+        w.mpi_send(501, 0, world, 1, 8).unwrap();
+        w.leave(502, send).unwrap();
+        w.enter(650, send).unwrap();
+        w.mpi_send(651, 1, world, 1, 8).unwrap();
+        w.leave(652, send).unwrap();
+    });
+    let a = b.analyze();
+    let t = a.totals.iter().find(|t| t.pattern == Pattern::LateSender).unwrap();
+    assert_eq!((t.time_lost_ns, t.instances, t.findings), (350, 3, 2), "{t:#?}");
+    assert_eq!((t.worst_rank.rank, t.worst_rank.time_lost_ns), (Some(0), 300), "{t:#?}");
+    assert_eq!((t.worst_instance.rank, t.worst_instance.time_lost_ns), (Some(0), 200), "{t:#?}");
+    assert_eq!(t.worst_instance.partner_rank, Some(2));
+    assert!((t.share_of_run - 100.0 * 350.0 / a.run_ns as f64).abs() < 1e-9, "{t:#?} of {}", a.run_ns);
+    let f = one(&a, Pattern::LateSender, 1);
+    assert_eq!((f.communicator_size, f.communicator_ranks.as_deref()), (Some(3), Some("0-2")), "{f:#?}");
+}
+
+#[test]
+fn rank_lists_are_runs() {
+    use super::totals::rank_list;
+    assert_eq!(rank_list(&[Some(0), Some(1), Some(2), Some(3)], 8), "0-3");
+    assert_eq!(rank_list(&[Some(3), Some(1)], 8), "1,3");
+    assert_eq!(rank_list(&[Some(0), Some(2), Some(4), Some(5)], 2), "0,2,… (1 more)");
+    assert_eq!(rank_list(&[Some(7), None], 8), "7,?");
 }
 
 fn one(a: &Analysis, pattern: Pattern, rank: u32) -> &Finding {
