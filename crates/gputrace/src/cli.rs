@@ -158,8 +158,10 @@ pub enum Command {
     Stats {
         /// An experiment directory or its traces.otf2 (Score-P's archives too).
         input: PathBuf,
-        /// A report to print (repeatable; default: all that apply). An
-        /// unknown name lists them.
+        /// A report to print (repeatable, or a comma-separated list;
+        /// default: all that apply). nsys's names are taken too
+        /// (cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum).
+        /// An unknown name lists them.
         #[arg(long = "report", value_name = "NAME")]
         reports: Vec<String>,
         /// How the reports are written.

@@ -151,3 +151,24 @@ fn a_near_miss_of_a_subcommand_before_an_experiment_is_not_traced() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(text(&out.stdout).contains("/etc/hostname"), "{}", text(&out.stdout));
 }
+
+#[test]
+fn stats_takes_nsys_report_names_and_comma_lists() {
+    let dir = small_archive();
+    let out = run(Command::new(gputrace())
+        .args([
+            "stats",
+            "--format",
+            "json",
+            "--report",
+            "cuda_gpu_kern_sum,mpi_sum",
+            "--report",
+            "cuda_gpu_mem_time_sum",
+        ])
+        .arg(&dir));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut keys: Vec<&String> = json.as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["gpu_kern_sum", "gpu_mem_time_sum", "mpi_sum"]);
+}
