@@ -158,8 +158,10 @@ pub enum Command {
     Stats {
         /// An experiment directory or its traces.otf2 (Score-P's archives too).
         input: PathBuf,
-        /// A report to print (repeatable; default: all that apply). An
-        /// unknown name lists them.
+        /// A report to print (repeatable, or a comma-separated list;
+        /// default: all that apply). nsys's names are taken too
+        /// (cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum).
+        /// An unknown name lists them.
         #[arg(long = "report", value_name = "NAME")]
         reports: Vec<String>,
         /// How the reports are written.
@@ -389,6 +391,57 @@ pub fn one_line(e: &clap::Error) -> String {
     line.strip_prefix("error: ").unwrap_or(&line).to_string()
 }
 
+/// The subcommand `word` is a near miss of, when `next` (the argument
+/// after it) is an experiment directory or an archive: `gputrace stat DIR`
+/// would otherwise trace `/usr/bin/stat DIR`. A near miss: one or two
+/// letters added, dropped, changed or swapped (`stat`, `analyse`,
+/// `exprot`). A program of that name is still traced when what follows
+/// is not an experiment, or when it is given as a path (`./stat`).
+pub fn did_you_mean(word: &std::ffi::OsStr, next: Option<&std::ffi::OsStr>) -> Option<String> {
+    let word = word.to_str()?;
+    if word.contains('/') {
+        return None;
+    }
+    let next = std::path::Path::new(next?);
+    let experiment = next.is_dir() && (next.join("traces.otf2").is_file() || next.join("raw").is_dir())
+        || next.extension().is_some_and(|e| e == "otf2") && next.is_file();
+    if !experiment {
+        return None;
+    }
+    let cmd = <Cli as clap::CommandFactory>::command();
+    cmd.get_subcommands()
+        .filter(|c| !c.is_hide_set())
+        .map(|c| c.get_name().to_owned())
+        .filter(|name| name != word)
+        .map(|name| (edit_distance(word, &name), name))
+        .filter(|(d, _)| *d <= 2)
+        .min()
+        .map(|(_, name)| name)
+}
+
+/// Letters to add, drop, change or swap (two neighbours) to turn `a` into
+/// `b` (optimal string alignment distance).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            d[i][j] = (d[i - 1][j] + 1).min(d[i][j - 1] + 1).min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d[i][j] = d[i][j].min(d[i - 2][j - 2] + 1);
+            }
+        }
+    }
+    d[a.len()][b.len()]
+}
+
 /// The `GPUTRACE_*` variables of the environment.
 pub fn env_settings() -> Vec<(String, String)> {
     std::env::vars_os()
@@ -403,6 +456,26 @@ pub fn env_settings() -> Vec<(String, String)> {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn near_misses_of_a_subcommand_are_named() {
+        assert_eq!(edit_distance("stat", "stats"), 1);
+        assert_eq!(edit_distance("analyse", "analyze"), 1);
+        assert_eq!(edit_distance("exprot", "export"), 1);
+        assert_eq!(edit_distance("mpirun", "merge"), 4);
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("traces.otf2"), b"").unwrap();
+        let guess = |w: &str, next: &std::path::Path| did_you_mean(w.as_ref(), Some(next.as_os_str()));
+        assert_eq!(guess("stat", dir.path()).as_deref(), Some("stats"));
+        assert_eq!(guess("analyse", &dir.path().join("traces.otf2")).as_deref(), Some("analyze"));
+        assert_eq!(guess("plots", dir.path()).as_deref(), Some("plot"));
+        // Not an experiment after it, a path, or far from every name: a
+        // program to trace.
+        assert_eq!(guess("stat", std::path::Path::new("/etc/hostname")), None);
+        assert_eq!(guess("./stat", dir.path()), None);
+        assert_eq!(guess("mpirun", dir.path()), None);
+        assert_eq!(did_you_mean("stat".as_ref(), None), None);
+    }
     use config::{DEVELOPER_VARS, VARS, Var, VarType};
 
     /// A value of `v`'s type, not its default.

@@ -207,7 +207,18 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             say!("gputrace: wrote {}", output.display());
             Ok(0)
         }
-        Some(Command::Run(argv)) => trace::trace(&argv, &settings),
+        Some(Command::Run(argv)) => {
+            if let Some(name) = argv.first().and_then(|w| cli::did_you_mean(w, argv.get(1).map(|n| n.as_os_str()))) {
+                let word = argv[0].to_string_lossy();
+                return Err(UsageError(format!(
+                    "`{word}` is not a gputrace command, and {} is an experiment: did you mean `gputrace {name}`? (to \
+                     trace a program named {word}, give its path: ./{word})",
+                    experiment::show_path(std::path::Path::new(&argv[1]))
+                ))
+                .into());
+            }
+            trace::trace(&argv, &settings)
+        }
     }
 }
 
@@ -228,6 +239,12 @@ fn required_output<'a>(output: Option<&'a std::path::Path>, command: &str) -> an
     Ok(output)
 }
 
+/// Whether the output was a pipe its reader closed (`| head -1`): a
+/// success, said nothing of. A report's `io::Error` is not in the chain
+/// (its variant is transparent), so the report error is asked too.
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe))
+    e.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<report::Error>().is_some_and(report::Error::is_broken_pipe)
+    })
 }

@@ -12,13 +12,18 @@
 //! that serde_json writes: no hand-made escaping.
 //!
 //! It streams: events are written as locations are read, never held.
-//! Flow ends need no matching across locations because both ends derive
-//! the same id on their own: a CUDA flow's id is (process, correlation id);
-//! a message's is a hash of (communicator, sender, receiver, tag, n) — the
-//! n-th send on that tuple matches the n-th receive, MPI's non-overtaking
-//! rule. Streams are read before host threads, and a set of the
-//! correlation ids that GPU work carries (a bitmap in 8 KiB pages) lets a
-//! launch start a flow only when something on a stream will end it.
+//! A CUDA flow needs no matching across locations because both ends
+//! derive its id, (process, correlation id), on their own. Streams are
+//! read before host threads, and a set of the correlation ids that GPU
+//! work carries (a bitmap in 8 KiB pages) lets a launch start a flow only
+//! when something on a stream will end it. Messages are paired by the
+//! analysis pass, which reads the archive by time (`analyze::replay`): a
+//! receive gets the send MPI gave it — the n-th send on (communicator,
+//! sender, receiver, tag) in time over the sender's threads, the n-th
+//! receive in time over the receiver's — and both ends of a flow are
+//! written when the pair is known. Counted location by location instead,
+//! a process's second thread took the sends of its first one's later
+//! messages: arrows that ended before they started.
 
 use crate::output::OutputFile;
 use std::collections::HashMap;
@@ -29,7 +34,7 @@ use crate::{Error, Result};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use otf2::reader::{EventContext, EventVisitor, GlobalDefs};
-use otf2::{AttributeRef, AttributeValue, CommRef, LocationRef, MetricRef, MetricValue, RegionRef};
+use otf2::{AttributeRef, AttributeValue, LocationRef, MetricRef, MetricValue, RegionRef};
 use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
@@ -309,7 +314,16 @@ pub fn write<W: Write>(reader: &mut otf2::reader::TraceReader, out: &mut W) -> R
         });
     }
     events.check()?;
-    let marked = analysis_tracks(reader.anchor_path(), &mut events, &mut next_tid)?;
+    let mut summary = ExportSummary::default();
+    let mut analysis = AnalysisTracks {
+        events: &mut events,
+        model: &model,
+        tracks: &tracks,
+        next_tid: &mut next_tid,
+        analysis_tracks: HashMap::new(),
+        summary: &mut summary,
+    };
+    analysis.run(reader.anchor_path())?;
 
     // Events: streams first (they mark the correlation ids with GPU work),
     // then host threads, then metric locations.
@@ -329,15 +343,12 @@ pub fn write<W: Write>(reader: &mut otf2::reader::TraceReader, out: &mut W) -> R
         track: Track { pid: 0, tid: 0, process: 0, kind: LocationKind::HostThread },
         stack: Vec::new(),
         gpu_work: HashMap::new(),
-        messages: HashMap::new(),
-        my_rank: HashMap::new(),
         carried: HashMap::new(),
-        summary: ExportSummary::default(),
+        summary,
     };
     for loc in order {
         let Some(&track) = tracks.get(&loc) else { continue };
         pass.track = track;
-        pass.my_rank.clear();
         pass.carried.clear();
         let result = reader.read_location(loc, &mut pass);
         pass.events.check()?;
@@ -348,47 +359,63 @@ pub fn write<W: Write>(reader: &mut otf2::reader::TraceReader, out: &mut W) -> R
     }
     let Pass { events, mut summary, .. } = pass;
     summary.events = events.written;
-    summary.marked = marked;
     events.out.write_all(b"\n]}\n")?;
     Ok(summary)
 }
 
-/// `gputrace analyze`'s instances as slices: a track "analysis: <where>"
-/// per process and place (thread, stream or GPU) that lost time, one slice
-/// per waiting window (instances of one place do not overlap: a thread
-/// waits in one call at a time, a GPU is idle once at a time). A second
-/// pass over the archive, by time; returns the slices written.
-fn analysis_tracks<W: Write>(anchor: &Path, events: &mut Events<'_, W>, next_tid: &mut [usize]) -> Result<u64> {
-    let mut reader = super::open(anchor)?;
-    let mut tracks: HashMap<(usize, String), usize> = HashMap::new();
-    let mut marked = 0;
-    let options = crate::analyze::Options::default();
-    crate::analyze::replay::run(&mut reader, &options, &mut |i| {
-        let pid = i.process + 1;
-        let tid = match tracks.get(&(i.process, i.location.clone())) {
-            Some(&t) => t,
-            None => {
-                let Some(next) = next_tid.get_mut(i.process) else { return };
-                *next += 1;
-                let tid = *next;
-                tracks.insert((i.process, i.location.clone()), tid);
-                let name = format!("analysis: {}", i.location);
-                let tid_some = Some(tid);
-                events.emit(&Event::Meta {
-                    name: "thread_name",
-                    pid,
-                    tid: tid_some,
-                    args: MetaArgs::Name { name: &name },
-                });
-                events.emit(&Event::Meta {
-                    name: "thread_sort_index",
-                    pid,
-                    tid: tid_some,
-                    args: MetaArgs::SortIndex { sort_index: tid },
-                });
-                tid
-            }
-        };
+/// The pass by time (`analyze::replay`): `gputrace analyze`'s instances
+/// as slices on a track "analysis: <where>" per process and place
+/// (thread, stream or GPU) that lost time, one slice per waiting window
+/// (instances of one place do not overlap: a thread waits in one call at
+/// a time, a GPU is idle once at a time); and each message, paired there,
+/// as a flow from its send to its receive.
+struct AnalysisTracks<'a, 'w, W> {
+    events: &'a mut Events<'w, W>,
+    model: &'a Model,
+    tracks: &'a HashMap<LocationRef, Track>,
+    next_tid: &'a mut [usize],
+    /// (process, place) -> its analysis track.
+    analysis_tracks: HashMap<(usize, String), usize>,
+    summary: &'a mut ExportSummary,
+}
+
+impl<W: Write> AnalysisTracks<'_, '_, W> {
+    fn run(&mut self, anchor: &Path) -> Result<()> {
+        let mut reader = super::open(anchor)?;
+        let options = crate::analyze::Options::default();
+        crate::analyze::replay::run(&mut reader, &options, self)?;
+        Ok(self.events.check()?)
+    }
+
+    fn track_of(&mut self, process: usize, location: &str) -> Option<usize> {
+        if let Some(&tid) = self.analysis_tracks.get(&(process, location.to_owned())) {
+            return Some(tid);
+        }
+        let next = self.next_tid.get_mut(process)?;
+        *next += 1;
+        let tid = *next;
+        self.analysis_tracks.insert((process, location.to_owned()), tid);
+        let name = format!("analysis: {location}");
+        let (pid, tid_some) = (process + 1, Some(tid));
+        self.events.emit(&Event::Meta {
+            name: "thread_name",
+            pid,
+            tid: tid_some,
+            args: MetaArgs::Name { name: &name },
+        });
+        self.events.emit(&Event::Meta {
+            name: "thread_sort_index",
+            pid,
+            tid: tid_some,
+            args: MetaArgs::SortIndex { sort_index: tid },
+        });
+        Some(tid)
+    }
+}
+
+impl<W: Write> crate::analyze::Sink for AnalysisTracks<'_, '_, W> {
+    fn instance(&mut self, i: &crate::analyze::Instance) {
+        let Some(tid) = self.track_of(i.process, &i.location) else { return };
         let ts = Micros(i.window.start_ns);
         let dur = Micros(i.window.end_ns.saturating_sub(i.window.start_ns));
         let args = MarkArgs {
@@ -396,11 +423,24 @@ fn analysis_tracks<W: Write>(anchor: &Path, events: &mut Events<'_, W>, next_tid
             waited_for: i.partner_rank.map(|r| format!("rank {r}")),
             call: &i.what,
         };
-        events.emit(&Event::Marked { name: i.pattern.title(), cat: "analysis", pid, tid, ts, dur, args });
-        marked += 1;
-    })?;
-    events.check()?;
-    Ok(marked)
+        let pid = i.process + 1;
+        self.events.emit(&Event::Marked { name: i.pattern.title(), cat: "analysis", pid, tid, ts, dur, args });
+        self.summary.marked += 1;
+    }
+
+    fn message(&mut self, pair: &crate::analyze::MessagePair) {
+        let (Some(from), Some(to)) = (self.tracks.get(&pair.sender), self.tracks.get(&pair.receiver)) else { return };
+        // The pairs in the order they were completed: ids below 2^52
+        // (exact in JavaScript's doubles), apart from CUDA's (bit 52 set).
+        let id = self.summary.flow_starts & ((1 << 52) - 1);
+        let (cat, name) = ("mpi", "message");
+        let ts = Micros(self.model.ns_since_start(pair.sent));
+        self.events.emit(&Event::FlowStart { id, cat, name, pid: from.pid, tid: from.tid, ts });
+        let ts = Micros(self.model.ns_since_start(pair.received));
+        self.events.emit(&Event::FlowEnd { id, cat, name, pid: to.pid, tid: to.tid, ts, bp: "e" });
+        self.summary.flow_starts += 1;
+        self.summary.flow_ends += 1;
+    }
 }
 
 struct Open {
@@ -420,10 +460,6 @@ struct Pass<'a, W> {
     track: Track,
     stack: Vec<Open>,
     gpu_work: CorrelationSet,
-    /// (comm, sender rank, receiver rank, tag) -> (sends, receives) so far.
-    messages: HashMap<(CommRef, u32, u32, u32), (u64, u64)>,
-    /// This location's own rank in each communicator.
-    my_rank: HashMap<CommRef, Option<u32>>,
     /// The attributes of each region's last Enter on this location: an
     /// attribute an Enter lacks has the value it had there (the merge
     /// writes a repeating launch configuration or memory kind once).
@@ -455,27 +491,6 @@ impl<W: Write> Pass<'_, W> {
     }
     fn cuda_flow_id(&self, corr: u32) -> u64 {
         (1 << 52) | ((self.track.process as u64 & 0xfffff) << 32) | u64::from(corr)
-    }
-
-    fn own_rank(&mut self, comm: CommRef) -> Option<u32> {
-        let (model, process) = (self.model, self.track.process);
-        *self.my_rank.entry(comm).or_insert_with(|| {
-            let info = model.comms.get(&comm)?;
-            if info.is_self {
-                return Some(0);
-            }
-            info.processes.iter().position(|p| *p == Some(process)).map(|r| r as u32)
-        })
-    }
-
-    fn message(&mut self, ev: &EventContext<'_>, comm: CommRef, peer: u32, tag: u32, send: bool) {
-        let Some(me) = self.own_rank(comm) else { return };
-        let key = if send { (comm, me, peer, tag) } else { (comm, peer, me, tag) };
-        let counts = self.messages.entry(key).or_insert((0, 0));
-        let n = if send { &mut counts.0 } else { &mut counts.1 };
-        let id = message_id(key.0.id(), key.1, key.2, key.3, *n);
-        *n += 1;
-        self.flow(send, id, "mpi", ev.time);
     }
 
     fn category(&self, region: RegionRef) -> &'static str {
@@ -537,22 +552,6 @@ impl<W: Write> EventVisitor for Pass<'_, W> {
         }
     }
 
-    fn mpi_send(&mut self, ev: &EventContext<'_>, receiver: u32, comm: CommRef, tag: u32, _length: u64) {
-        self.message(ev, comm, receiver, tag, true);
-    }
-
-    fn mpi_isend(&mut self, ev: &EventContext<'_>, receiver: u32, comm: CommRef, tag: u32, _len: u64, _id: u64) {
-        self.message(ev, comm, receiver, tag, true);
-    }
-
-    fn mpi_recv(&mut self, ev: &EventContext<'_>, sender: u32, comm: CommRef, tag: u32, _length: u64) {
-        self.message(ev, comm, sender, tag, false);
-    }
-
-    fn mpi_irecv(&mut self, ev: &EventContext<'_>, sender: u32, comm: CommRef, tag: u32, _len: u64, _id: u64) {
-        self.message(ev, comm, sender, tag, false);
-    }
-
     fn metric(&mut self, ev: &EventContext<'_>, metric: MetricRef, values: &[MetricValue]) {
         let Some(value) = values.first() else { return };
         let metric_name = self.model.metric_names.get(&metric).map_or("metric", String::as_str);
@@ -569,33 +568,15 @@ impl<W: Write> EventVisitor for Pass<'_, W> {
     }
 }
 
-/// A message's flow id, below 2^52 (exact in JavaScript's doubles, and
-/// apart from CUDA's ids, which have bit 52 set).
-fn message_id(comm: u32, sender: u32, receiver: u32, tag: u32, n: u64) -> u64 {
-    let mut h = splitmix(u64::from(comm) << 32 | u64::from(tag));
-    h = splitmix(h ^ (u64::from(sender) << 32 | u64::from(receiver)));
-    h = splitmix(h ^ n);
-    h & ((1 << 52) - 1)
-}
-
-fn splitmix(mut x: u64) -> u64 {
-    x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^ (x >> 31)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn message_ids_are_stable_and_below_2_pow_52() {
-        let a = message_id(1, 0, 1, 5, 0);
-        assert_eq!(a, message_id(1, 0, 1, 5, 0));
-        assert_ne!(a, message_id(1, 0, 1, 5, 1));
-        assert_ne!(a, message_id(1, 1, 0, 5, 0));
-        assert!(a < 1 << 52);
+    fn splitmix(mut x: u64) -> u64 {
+        x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        x ^ (x >> 31)
     }
 
     #[test]

@@ -53,6 +53,21 @@ impl Error {
         }
     }
 
+    /// Whether a closed pipe stopped the output (`gputrace stats | head
+    /// -1`): the reader has what it wanted, which is no error. The
+    /// transparent variants hide their `io::Error` from `source()`, so the
+    /// gputrace binary asks here.
+    pub fn is_broken_pipe(&self) -> bool {
+        let pipe = |e: &std::io::Error| e.kind() == std::io::ErrorKind::BrokenPipe;
+        match self {
+            Error::Io(e) => pipe(e),
+            Error::Json(e) => e.io_error_kind() == Some(std::io::ErrorKind::BrokenPipe),
+            Error::Csv(e) => matches!(e.kind(), csv::ErrorKind::Io(e) if pipe(e)),
+            Error::Writing { source, .. } | Error::Step { source, .. } => source.is_broken_pipe(),
+            _ => false,
+        }
+    }
+
     /// `e` as an error while writing `path`.
     pub(crate) fn writing(path: &Path) -> impl FnOnce(Error) -> Error + '_ {
         move |e| Error::Writing { path: path.to_path_buf(), source: Box::new(e) }

@@ -106,3 +106,69 @@ fn a_bad_choice_of_format_or_matrix_is_one_line_listing_the_choices() {
         assert!(err.starts_with("gputrace: error: invalid value") && err.contains(choices), "{err}");
     }
 }
+
+/// A merged synthetic job, for the commands that read archives.
+fn small_archive() -> std::path::PathBuf {
+    let (dir, _) = synthetic_job("cli-archive", 2, 20, (0, 0));
+    let out = merge(&dir, false);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    dir
+}
+
+#[test]
+fn stats_into_a_closed_pipe_ends_quietly_with_success() {
+    // `gputrace stats DIR | head -1`: the reader closes the pipe before
+    // the reports are written (here before anything is, which is certain).
+    let dir = small_archive();
+    for format in ["table", "csv", "json"] {
+        let mut child = Command::new(gputrace())
+            .args(["stats", "--format", format])
+            .arg(&dir)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{format}: exit {:?}: {}", out.status, text(&out.stderr));
+        assert_eq!(text(&out.stderr), "", "{format}");
+    }
+}
+
+#[test]
+fn a_near_miss_of_a_subcommand_before_an_experiment_is_not_traced() {
+    let dir = small_archive();
+    for (word, meant) in [("stat", "stats"), ("analyse", "analyze"), ("exprot", "export")] {
+        let out = run(Command::new(gputrace()).arg(word).arg(&dir));
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{word}: {err}");
+        assert!(err.contains(&format!("did you mean `gputrace {meant}`?")), "{word}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    // What follows is not an experiment: `stat` is the program traced.
+    let out_dir = fresh_dir("cli-stat");
+    let out = trace(&out_dir, &["stat", "/etc/hostname"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("/etc/hostname"), "{}", text(&out.stdout));
+}
+
+#[test]
+fn stats_takes_nsys_report_names_and_comma_lists() {
+    let dir = small_archive();
+    let out = run(Command::new(gputrace())
+        .args([
+            "stats",
+            "--format",
+            "json",
+            "--report",
+            "cuda_gpu_kern_sum,mpi_sum",
+            "--report",
+            "cuda_gpu_mem_time_sum",
+        ])
+        .arg(&dir));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut keys: Vec<&String> = json.as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["gpu_kern_sum", "gpu_mem_time_sum", "mpi_sum"]);
+}

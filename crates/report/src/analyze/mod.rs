@@ -40,7 +40,7 @@ use serde::Serialize;
 use crate::Result;
 
 pub use render::{summary_block, summary_lines, write_json, write_table};
-pub use replay::Instance;
+pub use replay::{Instance, MessagePair, Sink};
 pub use totals::PatternTotal;
 
 /// The run summary analyses archives of up to this many events (about a
@@ -266,6 +266,15 @@ pub struct Imbalance {
     pub slowest_rank: Option<u32>,
 }
 
+/// Messages paired by the pass: a send with the receive that got it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MessageCount {
+    pub matched: u64,
+    /// Pairs whose receive record is earlier than its send record: none
+    /// on one clock; across hosts, clocks that disagree.
+    pub received_before_sent: u64,
+}
+
 /// Everything `gputrace analyze` found.
 #[derive(Clone, Debug, Serialize)]
 pub struct Analysis {
@@ -284,6 +293,8 @@ pub struct Analysis {
     pub gpus: Vec<GpuTime>,
     pub ranks: Vec<RankTime>,
     pub imbalance: Option<Imbalance>,
+    /// The point-to-point messages paired (MPI, NCCL, `MPI_COMM_SELF`).
+    pub messages: MessageCount,
     /// What could not be analysed (messages without a match...).
     pub notes: Vec<String>,
     /// The program's name: the archive's program region (paradigm
@@ -295,12 +306,12 @@ pub struct Analysis {
 /// Analyses the archive `input` names.
 pub fn analyze(input: &Path, options: &Options) -> Result<Analysis> {
     let mut reader = crate::open(input)?;
-    replay::run(&mut reader, options, &mut |_| {})
+    replay::run(&mut reader, options, &mut ())
 }
 
 /// Analyses the archive, handing each instance found to `sink` as it is
 /// found (the Chrome export's analysis tracks).
-pub fn analyze_with(input: &Path, options: &Options, sink: &mut dyn FnMut(&Instance)) -> Result<Analysis> {
+pub fn analyze_with(input: &Path, options: &Options, sink: &mut dyn Sink) -> Result<Analysis> {
     let mut reader = crate::open(input)?;
     replay::run(&mut reader, options, sink)
 }

@@ -6,8 +6,15 @@
 //!   sender, receiver, tag), the n-th send with the n-th receive (MPI's
 //!   non-overtaking rule), from whichever end comes first: the unmatched
 //!   end waits in a queue, so what is kept is the messages in flight.
+//!   The n-th is counted in time, over all the threads of the sending and
+//!   of the receiving process (MPI matches per process, whichever thread
+//!   calls), which is why the pass pairs the messages for the Chrome
+//!   export's arrows too ([`Sink::message`]): counted per thread, as
+//!   locations are read one after the other, a receive on a second thread
+//!   got the send of a later message, received before it was sent.
 //!   Late Sender is evaluated when both ends are known, Late Receiver once
-//!   the blocking send's call has also ended.
+//!   the blocking send's call has also ended. Messages on NCCL
+//!   communicators and `MPI_COMM_SELF` are paired, not analysed.
 //! - **Collectives.** The k-th collective a rank ends on a communicator is
 //!   the k-th of every rank of it (MPI orders collectives per
 //!   communicator): each rank's (enter, exit, bytes) is kept until every
@@ -85,6 +92,34 @@ pub struct Instance {
     pub partner_rank: Option<u32>,
     /// The call (innermost region) or kernel.
     pub what: String,
+}
+
+/// A message's two ends, as the pass paired them: where and when (the
+/// archive's timestamps, clock offsets applied) the send and the receive
+/// records are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MessagePair {
+    pub sender: LocationRef,
+    pub sent: u64,
+    pub receiver: LocationRef,
+    pub received: u64,
+}
+
+/// What the pass hands out as it goes; both hooks do nothing by default.
+pub trait Sink {
+    /// An instance of a finding.
+    fn instance(&mut self, _instance: &Instance) {}
+    /// A message, once both its ends are read.
+    fn message(&mut self, _pair: &MessagePair) {}
+}
+
+/// No sink: the analysis alone.
+impl Sink for () {}
+
+impl<F: FnMut(&Instance)> Sink for F {
+    fn instance(&mut self, instance: &Instance) {
+        self(instance)
+    }
 }
 
 /// Where a finding is.
@@ -259,6 +294,7 @@ impl Proc {
 }
 
 struct Loc {
+    location: LocationRef,
     kind: LocationKind,
     process: usize,
     gpu: Option<usize>,
@@ -283,6 +319,8 @@ struct Launch {
 
 struct SendSide {
     loc: usize,
+    /// The send record's time.
+    time: u64,
     enter: u64,
     leave: Option<u64>,
     node: u32,
@@ -300,6 +338,9 @@ struct RecvSide {
 
 struct Msg {
     comm: CommRef,
+    /// On an MPI communicator other than `MPI_COMM_SELF`: its wait states
+    /// are analysed (the others are only paired).
+    analysed: bool,
     send: Option<SendSide>,
     recv: Option<RecvSide>,
 }
@@ -334,7 +375,7 @@ struct Pass<'a> {
     model: &'a Model,
     defs: &'a GlobalDefs,
     options: &'a Options,
-    sink: &'a mut dyn FnMut(&Instance),
+    sink: &'a mut dyn Sink,
     attrs: Attrs,
     pageable: Option<otf2::StringRef>,
     loc_index: Map<LocationRef, usize>,
@@ -347,6 +388,7 @@ struct Pass<'a> {
     queues: Map<(CommRef, u32, u32, u32), VecDeque<usize>>,
     irecv_posts: Map<(usize, u64), u64>,
     own_ranks: Map<(usize, CommRef), Option<u32>>,
+    pairs: super::MessageCount,
     // Collectives.
     colls: Map<(CommRef, u64), Collective>,
     coll_seq: Map<(usize, CommRef), u64>,
@@ -359,7 +401,7 @@ struct Pass<'a> {
 }
 
 /// The analysis of `reader`'s archive; `sink` sees each instance as found.
-pub fn run(reader: &mut TraceReader, options: &Options, sink: &mut dyn FnMut(&Instance)) -> Result<Analysis> {
+pub fn run(reader: &mut TraceReader, options: &Options, sink: &mut dyn Sink) -> Result<Analysis> {
     let defs = reader.defs().clone();
     let model = Model::new(&defs);
     let mut selected = Vec::new();
@@ -372,6 +414,7 @@ pub fn run(reader: &mut TraceReader, options: &Options, sink: &mut dyn FnMut(&In
         }
         loc_index.insert(loc, locs.len());
         locs.push(Loc {
+            location: loc,
             kind: info.kind,
             process: info.process,
             gpu: info.gpu,
@@ -409,6 +452,7 @@ pub fn run(reader: &mut TraceReader, options: &Options, sink: &mut dyn FnMut(&In
         queues: Map::default(),
         irecv_posts: Map::default(),
         own_ranks: Map::default(),
+        pairs: super::MessageCount::default(),
         colls: Map::default(),
         coll_seq: Map::default(),
         launches: Map::default(),
@@ -515,7 +559,7 @@ impl Pass<'_> {
             partner_rank: partner,
             what,
         };
-        (self.sink)(&instance);
+        self.sink.instance(&instance);
     }
 
     fn own_rank(&mut self, process: usize, comm: CommRef) -> Option<u32> {
@@ -700,12 +744,10 @@ impl Pass<'_> {
     }
 
     fn send(&mut self, l: usize, t: u64, receiver: u32, comm: CommRef, tag: u32, blocking_record: bool) {
-        if !self.mpi_comm(comm) {
-            return;
-        }
+        let analysed = self.mpi_comm(comm);
         let process = self.locs[l].process;
         let Some(me) = self.own_rank(process, comm) else { return };
-        let frame = self.mpi_frame(l);
+        let frame = self.mpi_frame(l).filter(|_| analysed);
         let (enter, node, blocking) = match frame {
             Some(i) => {
                 let f = &self.locs[l].host.stack[i];
@@ -715,7 +757,7 @@ impl Pass<'_> {
             }
             None => (t, 0, false),
         };
-        let side = SendSide { loc: l, enter, leave: None, node, blocking };
+        let side = SendSide { loc: l, time: t, enter, leave: None, node, blocking };
         let key = (comm, me, receiver, tag);
         let waiting_recv = self
             .queues
@@ -730,6 +772,7 @@ impl Pass<'_> {
             if let Some(m) = self.msgs[id].as_mut() {
                 m.send = Some(side);
             }
+            self.paired(id);
             self.late_sender(id, None);
             if blocking {
                 // Late Receiver needs the send call's end.
@@ -740,7 +783,7 @@ impl Pass<'_> {
                 self.free_msg(id);
             }
         } else {
-            let id = self.new_msg(Msg { comm, send: Some(side), recv: None });
+            let id = self.new_msg(Msg { comm, analysed, send: Some(side), recv: None });
             self.queues.entry(key).or_default().push_back(id);
             if blocking && let Some(i) = frame {
                 self.locs[l].host.stack[i].sends.push(id);
@@ -750,12 +793,10 @@ impl Pass<'_> {
 
     #[allow(clippy::too_many_arguments)]
     fn recv(&mut self, l: usize, t: u64, sender: u32, comm: CommRef, tag: u32, request: Option<u64>) {
-        if !self.mpi_comm(comm) {
-            return;
-        }
+        let analysed = self.mpi_comm(comm);
         let process = self.locs[l].process;
         let Some(me) = self.own_rank(process, comm) else { return };
-        let frame = self.mpi_frame(l);
+        let frame = self.mpi_frame(l).filter(|_| analysed);
         let (wait_enter, node, test) = match frame {
             Some(i) => {
                 let f = &self.locs[l].host.stack[i];
@@ -776,6 +817,7 @@ impl Pass<'_> {
             if let Some(m) = self.msgs[id].as_mut() {
                 m.recv = Some(side);
             }
+            self.paired(id);
             self.late_sender(id, frame);
             let send = self.msgs[id].as_ref().and_then(|m| m.send.as_ref());
             let done = send.is_none_or(|s| !s.blocking || s.leave.is_some());
@@ -784,12 +826,29 @@ impl Pass<'_> {
                 self.free_msg(id);
             }
         } else {
-            let id = self.new_msg(Msg { comm, send: None, recv: Some(side) });
+            let id = self.new_msg(Msg { comm, analysed, send: None, recv: Some(side) });
             self.queues.entry(key).or_default().push_back(id);
         }
         if self.queues.get(&key).is_some_and(VecDeque::is_empty) {
             self.queues.remove(&key);
         }
+    }
+
+    /// A message whose second end was just read: counted, handed out.
+    fn paired(&mut self, id: usize) {
+        let Some(msg) = self.msgs[id].as_ref() else { return };
+        let (Some(send), Some(recv)) = (msg.send.as_ref(), msg.recv.as_ref()) else { return };
+        let pair = MessagePair {
+            sender: self.locs[send.loc].location,
+            sent: send.time,
+            receiver: self.locs[recv.loc].location,
+            received: recv.complete,
+        };
+        self.pairs.matched += 1;
+        if pair.received < pair.sent {
+            self.pairs.received_before_sent += 1;
+        }
+        self.sink.message(&pair);
     }
 
     /// Late Sender of a matched message: the receive waited from its
@@ -799,7 +858,7 @@ impl Pass<'_> {
     fn late_sender(&mut self, id: usize, frame: Option<usize>) {
         let Some(msg) = self.msgs[id].as_ref() else { return };
         let (Some(send), Some(recv)) = (msg.send.as_ref(), msg.recv.as_ref()) else { return };
-        if recv.test {
+        if recv.test || !msg.analysed {
             return;
         }
         let (l, comm) = (recv.loc, msg.comm);
@@ -827,7 +886,7 @@ impl Pass<'_> {
         let Some(msg) = self.msgs[id].as_ref() else { return };
         let (Some(send), Some(recv)) = (msg.send.as_ref(), msg.recv.as_ref()) else { return };
         let Some(leave) = send.leave else { return };
-        if !send.blocking || leave < recv.post || recv.post <= send.enter {
+        if !msg.analysed || !send.blocking || leave < recv.post || recv.post <= send.enter {
             return;
         }
         let (l, comm, node, enter, post) = (send.loc, msg.comm, send.node, send.enter, recv.post);
@@ -1151,9 +1210,15 @@ impl Pass<'_> {
     fn finish(mut self, archive: String) -> Analysis {
         let model = self.model;
         let mut notes = Vec::new();
-        let unmatched = self.msgs.iter().filter(|m| m.is_some()).count();
+        let unmatched = self.msgs.iter().flatten().filter(|m| m.analysed).count();
         if unmatched > 0 {
             notes.push(format!("{unmatched} point-to-point messages had no matching send or receive (not analysed)"));
+        }
+        if self.pairs.received_before_sent > 0 {
+            notes.push(format!(
+                "{} of {} messages were received before they were sent: the clocks of their hosts disagree",
+                self.pairs.received_before_sent, self.pairs.matched
+            ));
         }
         if !self.colls.is_empty() {
             notes.push(format!(
@@ -1308,6 +1373,7 @@ impl Pass<'_> {
             gpus,
             ranks,
             imbalance,
+            messages: self.pairs,
             notes,
             program: None,
         }

@@ -50,6 +50,28 @@ pub const REPORTS: &[(&str, &str)] = &[
     ("gpu_matrix", "bytes between GPUs: peer copies and NCCL send/recv"),
 ];
 
+/// nsys's names (since 2023) of reports gputrace has under their older
+/// names: (nsys, gputrace).
+pub const ALIASES: &[(&str, &str)] = &[
+    ("cuda_gpu_kern_sum", "gpu_kern_sum"),
+    ("cuda_gpu_mem_time_sum", "gpu_mem_time_sum"),
+    ("cuda_gpu_mem_size_sum", "gpu_mem_size_sum"),
+];
+
+/// The reports `names` ask for, as `nsys stats --report` takes them:
+/// comma-separated lists (`--report a,b`) split, nsys's names
+/// ([`ALIASES`]) given as gputrace's, each report once.
+pub fn resolve(names: &[String]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for name in names.iter().flat_map(|n| n.split(',')).map(str::trim).filter(|n| !n.is_empty()) {
+        let name = ALIASES.iter().find(|(nsys, _)| *nsys == name).map_or(name, |(_, ours)| ours);
+        if !out.iter().any(|n| n == name) {
+            out.push(name.to_owned());
+        }
+    }
+    out
+}
+
 /// What `gputrace stats` was asked for.
 #[derive(Clone, Debug)]
 pub struct StatsRequest {
@@ -62,7 +84,13 @@ pub struct StatsRequest {
 pub fn check_reports(names: &[String]) -> Result<()> {
     for n in names {
         if !REPORTS.iter().any(|(r, _)| r == n) {
-            let known: Vec<String> = REPORTS.iter().map(|(r, what)| format!("  {r:<18} {what}")).collect();
+            let known: Vec<String> = REPORTS
+                .iter()
+                .map(|(r, what)| match ALIASES.iter().find(|(_, ours)| ours == r) {
+                    Some((nsys, _)) => format!("  {r:<18} {what} (nsys: {nsys})"),
+                    None => format!("  {r:<18} {what}"),
+                })
+                .collect();
             return Err(Error::BadInput(format!("unknown report `{n}`; the reports are:\n{}", known.join("\n"))));
         }
     }
@@ -71,15 +99,13 @@ pub fn check_reports(names: &[String]) -> Result<()> {
 
 /// `gputrace stats`.
 pub fn run(input: &Path, request: &StatsRequest, out: &mut dyn Write) -> Result<()> {
-    check_reports(&request.reports)?;
+    let reports = resolve(&request.reports);
+    check_reports(&reports)?;
     let mut reader = super::open(input)?;
     let mut collected = collect::collect(&mut reader)?;
-    let explicit = !request.reports.is_empty();
-    let names: Vec<&str> = if explicit {
-        request.reports.iter().map(String::as_str).collect()
-    } else {
-        REPORTS.iter().map(|(n, _)| *n).collect()
-    };
+    let explicit = !reports.is_empty();
+    let names: Vec<&str> =
+        if explicit { reports.iter().map(String::as_str).collect() } else { REPORTS.iter().map(|(n, _)| *n).collect() };
     let mut tables = Vec::new();
     for name in names {
         let t = build(&mut collected, name);
@@ -620,5 +646,23 @@ impl Cell {
             Cell::Text(s) | Cell::Name(s) => s,
             _ => "",
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nsys_names_and_comma_lists_are_reports() {
+        let asked = ["cuda_gpu_kern_sum,cuda_api_sum", " mpi_sum ", "gpu_kern_sum", "cuda_gpu_mem_size_sum,"];
+        let asked: Vec<String> = asked.iter().map(|s| s.to_string()).collect();
+        let reports = resolve(&asked);
+        assert_eq!(reports, ["gpu_kern_sum", "cuda_api_sum", "mpi_sum", "gpu_mem_size_sum"]);
+        assert!(check_reports(&reports).is_ok());
+        for (nsys, ours) in ALIASES {
+            assert!(REPORTS.iter().any(|(r, _)| r == ours), "{nsys}");
+        }
+        assert!(check_reports(&resolve(&["kern_sum".to_string()])).is_err());
     }
 }
