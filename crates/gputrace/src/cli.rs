@@ -33,8 +33,8 @@ pub struct Cli {
     pub command: Option<Command>,
 
     /// Experiment directory (GPUTRACE_EXPERIMENT_DIRECTORY); must not exist.
-    /// For export and plot: the file (or directory) to write.
-    #[arg(short = 'o', long = "output", value_name = "DIR", global = true)]
+    /// The subcommands that write files take their own -o (see their --help).
+    #[arg(short = 'o', long = "output", value_name = "DIR")]
     pub output: Option<PathBuf>,
 
     /// MPI function groups to record (GPUTRACE_MPI_ENABLE_GROUPS), e.g. p2p,coll.
@@ -135,6 +135,9 @@ pub enum Command {
         /// Replace an existing archive in that directory.
         #[arg(long)]
         force: bool,
+        /// Not taken: the archive is written into DIR (an error says so).
+        #[arg(short = 'o', long = "output", hide = true)]
+        output: Option<PathBuf>,
         /// Threads that write the archive's locations at once (default:
         /// GPUTRACE_MERGE_JOBS, else one per available core).
         #[arg(long, value_name = "N")]
@@ -169,8 +172,13 @@ pub enum Command {
         format: StatsFormat,
         /// The short form printed after a traced run: the top 5 rows of
         /// each non-empty report.
-        #[arg(long, conflicts_with_all = ["reports", "format"])]
+        #[arg(long, conflicts_with_all = ["reports", "format", "output"])]
         short: bool,
+        /// Write the reports to files instead of standard output, as `nsys
+        /// stats --output`: PREFIX_<report>.txt (table) or
+        /// PREFIX_<report>.csv (csv), one per report, or PREFIX.json (json).
+        #[arg(short = 'o', long = "output", value_name = "PREFIX")]
+        output: Option<PathBuf>,
     },
     /// Why the time went where it went: MPI wait states as Scalasca
     /// defines them (Late Sender, Late Receiver, Wait at NxN, Wait at
@@ -186,6 +194,11 @@ pub enum Command {
         /// How the analysis is written.
         #[arg(long, value_enum, value_name = "FORMAT", default_value_t = AnalyzeFormat::Table)]
         format: AnalyzeFormat,
+        /// Write the analysis (table or JSON, as --format says) to FILE
+        /// instead of standard output. The MPI wait states go to
+        /// scout.cubex beside the archive either way.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
         /// A GPU idle at least this long is a GPU gap finding: 500ms, 2ms,
         /// 100us, 50000ns (a bare number is milliseconds).
         #[arg(long, value_name = "DURATION", default_value = "500ms")]
@@ -207,6 +220,11 @@ pub enum Command {
         /// What to write.
         #[arg(long, value_enum, value_name = "FORMAT")]
         format: ExportFormat,
+        /// Where to write it (required): the JSON file (.json, or .json.gz
+        /// compressed) for chrome, a directory (made if missing, without an
+        /// archive in it) for vite-otf2.
+        #[arg(short = 'o', long = "output", value_name = "PATH")]
+        output: Option<PathBuf>,
         /// An experiment directory or its traces.otf2.
         input: PathBuf,
     },
@@ -225,6 +243,9 @@ pub enum Command {
         /// Image width in pixels.
         #[arg(long, default_value_t = 1600)]
         width: u32,
+        /// The PNG file to write (required).
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
         /// An experiment directory or its traces.otf2.
         input: PathBuf,
     },
@@ -267,6 +288,9 @@ pub enum Info {
         /// Also print the long help and the allowed values of sets.
         #[arg(long)]
         full: bool,
+        /// Not taken: the list goes to standard output (an error says so).
+        #[arg(short = 'o', long = "output", hide = true)]
+        output: Option<PathBuf>,
     },
 }
 

@@ -22,6 +22,8 @@ mod progress;
 mod trace;
 
 use std::io::Write;
+
+use anyhow::Context;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -81,8 +83,9 @@ fn exit_code_of(e: &anyhow::Error) -> u8 {
     }
 }
 
-fn run(cli: Cli) -> anyhow::Result<i32> {
+fn run(mut cli: Cli) -> anyhow::Result<i32> {
     let settings = cli.settings();
+    let output = where_output_goes(&mut cli)?;
     if !matches!(cli.command, Some(Command::Run(_))) {
         // A tool, not a traced run (which calibrates the map it hands
         // on): it reads its host's map file never, and so never writes
@@ -95,7 +98,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             cmd.print_help()?;
             Ok(2)
         }
-        Some(Command::Info { what: Info::ConfigVars { full } }) => {
+        Some(Command::Info { what: Info::ConfigVars { full, .. } }) => {
             let mut out = std::io::stdout().lock();
             info::config_vars(&mut out, full)?;
             out.flush()?;
@@ -111,7 +114,7 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             trace::merge_again(&dir, &settings, &config, force)?;
             Ok(0)
         }
-        Some(Command::Merge { dir, force, jobs, mpi: true, program_ended, remove_raw }) => {
+        Some(Command::Merge { dir, force, jobs, mpi: true, program_ended, remove_raw, .. }) => {
             let mut settings = settings;
             if let Some(n) = jobs {
                 settings.retain(|(k, _)| k != "GPUTRACE_MERGE_JOBS");
@@ -132,12 +135,22 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
         }
         Some(Command::Stats { input, reports, format, .. }) => {
             let request = report::stats::StatsRequest { reports, format: format.table_format() };
-            let mut out = std::io::stdout().lock();
-            report::stats::run(&input, &request, &mut out)?;
-            out.flush()?;
+            match output {
+                Some(prefix) => {
+                    let prefix = required_output(Some(&prefix), "stats")?;
+                    for file in report::stats::write_files(&input, &request, prefix)? {
+                        say!("gputrace: wrote {}", file.display());
+                    }
+                }
+                None => {
+                    let mut out = std::io::stdout().lock();
+                    report::stats::run(&input, &request, &mut out)?;
+                    out.flush()?;
+                }
+            }
             Ok(0)
         }
-        Some(Command::Analyze { input, format, gap_threshold, sync_min_calls, short_kernel_min }) => {
+        Some(Command::Analyze { input, format, gap_threshold, sync_min_calls, short_kernel_min, .. }) => {
             let gap = config::parse_duration(&gap_threshold).ok_or_else(|| {
                 UsageError(format!(
                     "--gap-threshold {gap_threshold}: not a duration (500ms, 2ms, 100us, 50000ns, 1s; a bare number \
@@ -150,13 +163,26 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
                 short_kernel_min,
                 ..report::analyze::Options::default()
             };
+            let file = output.as_deref().map(|o| required_output(Some(o), "analyze")).transpose()?;
             let analysis = report::analyze::analyze(&input, &options)?;
-            let mut out = std::io::stdout().lock();
-            match format {
-                AnalyzeFormat::Table => report::analyze::write_table(&analysis, &mut out)?,
-                AnalyzeFormat::Json => report::analyze::write_json(&analysis, &mut out)?,
+            let write = |out: &mut dyn Write| match format {
+                AnalyzeFormat::Table => report::analyze::write_table(&analysis, out),
+                AnalyzeFormat::Json => report::analyze::write_json(&analysis, out),
+            };
+            match file {
+                Some(path) => {
+                    let shown = experiment::show_path(path);
+                    let mut out =
+                        report::output::OutputFile::create(path).with_context(|| format!("cannot create {shown}"))?;
+                    write(&mut out).and_then(|()| out.commit()).with_context(|| format!("writing {shown}"))?;
+                    say!("gputrace: wrote {}", path.display());
+                }
+                None => {
+                    let mut out = std::io::stdout().lock();
+                    write(&mut out)?;
+                    out.flush()?;
+                }
             }
-            out.flush()?;
             // The wait states as a Cube file beside the archive, as
             // Scalasca's scout.cubex; not writable there: said, no more.
             let anchor = std::path::Path::new(&analysis.archive);
@@ -168,8 +194,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             }
             Ok(0)
         }
-        Some(Command::Export { format, input }) => {
-            let output = required_output(cli.output.as_deref(), "export")?;
+        Some(Command::Export { format, input, .. }) => {
+            let output = required_output(output.as_deref(), "export")?;
             match format {
                 ExportFormat::Chrome => {
                     let n = report::chrome::export(&input, output)?;
@@ -197,8 +223,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             }
             Ok(0)
         }
-        Some(Command::Plot { matrix, metrics, width, input }) => {
-            let output = required_output(cli.output.as_deref(), "plot")?;
+        Some(Command::Plot { matrix, metrics, width, input, .. }) => {
+            let output = required_output(output.as_deref(), "plot")?;
             match matrix {
                 None if metrics => report::plot::metrics(&input, output, width)?,
                 None => report::plot::timeline(&input, output, width)?,
@@ -219,6 +245,38 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             }
             trace::trace(&argv, &settings)
         }
+    }
+}
+
+/// The `-o` of the subcommand, taken out of `cli`: given after the
+/// subcommand's name (where its --help describes it) or before it (as
+/// `gputrace -o DIR` names a traced run's experiment directory). A
+/// subcommand that writes no file it could name refuses it, in one line,
+/// rather than ignoring it.
+fn where_output_goes(cli: &mut Cli) -> anyhow::Result<Option<std::path::PathBuf>> {
+    let before = cli.output.clone();
+    let (after, name, refused) = match &mut cli.command {
+        None | Some(Command::Run(_)) => return Ok(before),
+        Some(Command::Stats { output, .. }) => (output.take(), "stats", None),
+        Some(Command::Analyze { output, .. }) => (output.take(), "analyze", None),
+        Some(Command::Export { output, .. }) => (output.take(), "export", None),
+        Some(Command::Plot { output, .. }) => (output.take(), "plot", None),
+        Some(Command::Merge { output, .. }) => {
+            (output.take(), "merge", Some("it writes the archive into the experiment directory it is given"))
+        }
+        Some(Command::Info { what: Info::ConfigVars { output, .. } }) => {
+            (output.take(), "info config-vars", Some("it prints to standard output"))
+        }
+        Some(Command::MergeWorker { .. }) => (None, "__merge-worker", Some("it merges into its directory")),
+    };
+    if let Some(why) = refused.filter(|_| before.is_some() || after.is_some()) {
+        return Err(UsageError(format!("gputrace {name} takes no -o: {why}")).into());
+    }
+    match (before, after) {
+        (Some(_), Some(_)) => {
+            Err(UsageError(format!("-o given twice, before and after `{name}`: give it once")).into())
+        }
+        (before, after) => Ok(after.or(before)),
     }
 }
 

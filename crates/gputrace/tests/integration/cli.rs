@@ -172,3 +172,116 @@ fn stats_takes_nsys_report_names_and_comma_lists() {
     keys.sort();
     assert_eq!(keys, ["gpu_kern_sum", "gpu_mem_time_sum", "mpi_sum"]);
 }
+
+/// `stats -o PREFIX`, as `nsys stats --output`: a file per report for
+/// tables and CSV, one JSON file; each the same as that report on standard
+/// output; a link at a file's name replaced, its target untouched.
+#[test]
+fn stats_writes_a_file_per_report_with_o_prefix() {
+    let dir = small_archive();
+    let out_dir = fresh_dir("cli-stats-o");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    let prefix = out_dir.join("run");
+    let target = out_dir.join("precious");
+    std::fs::write(&target, "keep").unwrap();
+    std::os::unix::fs::symlink(&target, out_dir.join("run_mpi_sum.csv")).unwrap();
+    let reports = "mpi_sum,cuda_api_sum";
+    for (format, files) in [
+        ("csv", &["run_mpi_sum.csv", "run_cuda_api_sum.csv"][..]),
+        ("table", &["run_mpi_sum.txt", "run_cuda_api_sum.txt"][..]),
+        ("json", &["run.json"][..]),
+    ] {
+        let out = run(Command::new(gputrace())
+            .args(["stats", "--format", format, "--report", reports, "-o"])
+            .arg(&prefix)
+            .arg(&dir));
+        assert!(out.status.success(), "{format}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), "", "{format}: nothing on standard output");
+        for file in files {
+            assert!(text(&out.stderr).contains(file), "{format}: {}", text(&out.stderr));
+        }
+        let whole = |report: &str| {
+            let out = run(Command::new(gputrace()).args(["stats", "--format", format, "--report", report]).arg(&dir));
+            assert!(out.status.success(), "{}", text(&out.stderr));
+            text(&out.stdout)
+        };
+        if format == "json" {
+            assert_eq!(std::fs::read_to_string(out_dir.join(files[0])).unwrap(), whole(reports));
+        } else {
+            for (file, report) in files.iter().zip(["mpi_sum", "cuda_api_sum"]) {
+                let written = std::fs::read_to_string(out_dir.join(file)).unwrap();
+                assert_eq!(written, whole(report), "{file}");
+                assert!(!written.contains("# "), "{file}: one report, no report header: {written}");
+            }
+        }
+    }
+    assert!(std::fs::symlink_metadata(out_dir.join("run_mpi_sum.csv")).unwrap().is_file());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "keep");
+}
+
+#[test]
+fn analyze_writes_its_report_to_o_file() {
+    let dir = small_archive();
+    let out_dir = fresh_dir("cli-analyze-o");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    for format in ["table", "json"] {
+        let file = out_dir.join(format!("analysis.{format}"));
+        let out = run(Command::new(gputrace()).args(["analyze", "--format", format, "-o"]).arg(&file).arg(&dir));
+        assert!(out.status.success(), "{format}: {}", text(&out.stderr));
+        assert_eq!(text(&out.stdout), "", "{format}");
+        let stdout = run(Command::new(gputrace()).args(["analyze", "--format", format]).arg(&dir));
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), text(&stdout.stdout), "{format}");
+        if format == "json" {
+            let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+            assert!(json.get("totals").is_some(), "{json}");
+        }
+    }
+}
+
+#[test]
+fn o_where_a_subcommand_cannot_use_it_is_one_error_line() {
+    let dir = small_archive();
+    for (args, want) in [
+        (vec!["merge", "--force", "-o", "/tmp/x"], "gputrace merge takes no -o"),
+        (vec!["-o", "/tmp/x", "merge", "--force"], "gputrace merge takes no -o"),
+        (vec!["info", "config-vars", "-o", "/tmp/x"], "gputrace info config-vars takes no -o"),
+        (vec!["-o", "/tmp/a", "stats", "-o", "/tmp/b"], "-o given twice"),
+        (vec!["stats", "--short", "-o", "/tmp/x"], "cannot be used with"),
+    ] {
+        let mut cmd = Command::new(gputrace());
+        cmd.args(&args);
+        if args[..2] != ["info", "config-vars"] {
+            cmd.arg(&dir);
+        }
+        let out = run(&mut cmd);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.starts_with("gputrace: error: ") && err.contains(want), "{args:?}: {err}");
+    }
+    assert!(dir.join("traces.otf2").is_file(), "the refused merge left the archive");
+}
+
+/// Each subcommand's --help says what its -o is.
+#[test]
+fn each_help_describes_o_as_its_command_uses_it() {
+    for (args, want) in [
+        (&["--help"][..], "Experiment directory"),
+        (&["stats", "--help"][..], "PREFIX_<report>.csv"),
+        (&["analyze", "--help"][..], "Write the analysis"),
+        (&["export", "--help"][..], "for vite-otf2"),
+        (&["plot", "--help"][..], "The PNG file to write"),
+    ] {
+        let out = run(Command::new(gputrace()).args(args));
+        assert!(out.status.success());
+        let help = text(&out.stdout);
+        assert!(help.contains(want), "{args:?}: {help}");
+        if args.len() > 1 {
+            assert!(!help.contains("Experiment directory"), "{args:?}: {help}");
+        }
+    }
+    for args in [&["merge", "--help"][..], &["info", "config-vars", "--help"][..]] {
+        let help = text(&run(Command::new(gputrace()).args(args)).stdout);
+        assert!(!help.contains("-o"), "{args:?}: {help}");
+    }
+}

@@ -10,8 +10,9 @@ pub mod graphs;
 pub mod memory;
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use crate::output::OutputFile;
 use crate::{Error, Result};
 
 use self::collect::{Category, Collected};
@@ -97,8 +98,41 @@ pub fn check_reports(names: &[String]) -> Result<()> {
     Ok(())
 }
 
-/// `gputrace stats`.
+/// `gputrace stats`, to a stream.
 pub fn run(input: &Path, request: &StatsRequest, out: &mut dyn Write) -> Result<()> {
+    table::write_reports(&tables(input, request)?, request.format, out)?;
+    Ok(())
+}
+
+/// `gputrace stats -o PREFIX`, as `nsys stats --output`: a file per report,
+/// `PREFIX_<report>.csv` (CSV) or `PREFIX_<report>.txt` (tables), or all
+/// of them in one `PREFIX.json` (JSON, one object keyed by report name, as
+/// on the terminal). Each is written through [`OutputFile`], replacing a
+/// link rather than writing through it. Returns the files written.
+pub fn write_files(input: &Path, request: &StatsRequest, prefix: &Path) -> Result<Vec<PathBuf>> {
+    let tables = tables(input, request)?;
+    let with_suffix = |suffix: &str| {
+        let mut name = prefix.as_os_str().to_owned();
+        name.push(suffix);
+        PathBuf::from(name)
+    };
+    let files: Vec<(PathBuf, &[Table])> = match request.format {
+        Format::Json => vec![(with_suffix(".json"), &tables[..])],
+        Format::Csv | Format::Table => {
+            let ext = if request.format == Format::Csv { "csv" } else { "txt" };
+            tables.chunks(1).map(|t| (with_suffix(&format!("_{}.{ext}", t[0].name)), t)).collect()
+        }
+    };
+    for (path, tables) in &files {
+        let mut file = OutputFile::create(path).map_err(|source| Error::Create { path: path.clone(), source })?;
+        table::write_reports(tables, request.format, &mut file).map_err(|e| Error::writing(path)(e.into()))?;
+        file.commit().map_err(|e| Error::writing(path)(e.into()))?;
+    }
+    Ok(files.into_iter().map(|(path, _)| path).collect())
+}
+
+/// The tables `request` asks for.
+fn tables(input: &Path, request: &StatsRequest) -> Result<Vec<Table>> {
     let reports = resolve(&request.reports);
     check_reports(&reports)?;
     let mut reader = super::open(input)?;
@@ -132,8 +166,7 @@ pub fn run(input: &Path, request: &StatsRequest, out: &mut dyn Write) -> Result<
             tables.push(t);
         }
     }
-    table::write_reports(&tables, request.format, out)?;
-    Ok(())
+    Ok(tables)
 }
 
 /// The short form printed after a traced run: the five first rows of each
