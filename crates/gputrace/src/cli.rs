@@ -167,9 +167,14 @@ pub enum Command {
         /// How the reports are written.
         #[arg(long, value_enum, value_name = "FORMAT", default_value_t = StatsFormat::Table)]
         format: StatsFormat,
+        /// A row per name and process (MPI rank) in the summaries of
+        /// durations (mpi_sum, user_region_sum, cuda_api_sum...), as Cube
+        /// shows every metric per process.
+        #[arg(long)]
+        by_rank: bool,
         /// The short form printed after a traced run: the top 5 rows of
         /// each non-empty report.
-        #[arg(long, conflicts_with_all = ["reports", "format"])]
+        #[arg(long, conflicts_with_all = ["reports", "format", "by_rank"])]
         short: bool,
     },
     /// Why the time went where it went: MPI wait states as Scalasca

@@ -130,8 +130,8 @@ fn run(cli: Cli) -> anyhow::Result<i32> {
             out.flush()?;
             Ok(0)
         }
-        Some(Command::Stats { input, reports, format, .. }) => {
-            let request = report::stats::StatsRequest { reports, format: format.table_format() };
+        Some(Command::Stats { input, reports, format, by_rank, .. }) => {
+            let request = report::stats::StatsRequest { reports, format: format.table_format(), by_rank };
             let mut out = std::io::stdout().lock();
             report::stats::run(&input, &request, &mut out)?;
             out.flush()?;
