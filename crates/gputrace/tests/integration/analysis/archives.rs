@@ -160,10 +160,11 @@ pub fn gpu_pair(dir: &Path, iterations: u64) -> GpuPair {
 /// stream `CUDA[0:13]` in its own accelerator location group (no device
 /// node, no creator), kernels by demangled name, API calls with role
 /// FUNCTION, and device-to-host copies only as an RMA put to the master
-/// thread. Per rank: `iterations` × (cudaLaunchKernel + kernel, cudaMemcpy
-/// + one 4096-byte copy, MPI_Send or MPI_Recv of 64 bytes), each in a
-/// user region `iteration` (50 µs) holding a compiler region `daxpy_`
-/// (400 ns); MPI_Init (8 µs) before them and MPI_Finalize (5 µs) after.
+/// thread. Per rank: `iterations` × (cudaLaunchKernel and a kernel,
+/// cudaMemcpy and one 4096-byte copy, MPI_Send or MPI_Recv of 64 bytes),
+/// each in a user region `iteration` (50 µs) holding a compiler region
+/// `daxpy_` (400 ns); MPI_Init (8 µs) before them and MPI_Finalize (5 µs)
+/// after.
 pub fn scorep_style(dir: &Path, iterations: u64) -> PathBuf {
     let mut a = ArchiveWriter::create(dir, "traces").unwrap();
     let d = a.defs();
