@@ -703,4 +703,16 @@ mod tests {
         }
         assert!(check_reports(&resolve(&["kern_sum".to_string()])).is_err());
     }
+
+    #[test]
+    fn init_and_finalize_are_apart_and_queries_are_not() {
+        for name in ["MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Session_init", "MPI_Session_finalize"] {
+            assert!(is_mpi_init_finalize(name), "{name}");
+        }
+        // Queries and steady-state calls stay in the steady state.
+        for name in ["MPI_Initialized", "MPI_Finalized", "MPI_Send", "MPI_Init_something"] {
+            assert!(!is_mpi_init_finalize(name), "{name}");
+        }
+        assert!(check_reports(&["user_region_sum".to_string()]).is_ok());
+    }
 }
