@@ -170,9 +170,14 @@ pub enum Command {
         /// How the reports are written.
         #[arg(long, value_enum, value_name = "FORMAT", default_value_t = StatsFormat::Table)]
         format: StatsFormat,
+        /// A row per name and process (MPI rank) in the summaries of
+        /// durations (mpi_sum, user_region_sum, cuda_api_sum...), as Cube
+        /// shows every metric per process.
+        #[arg(long)]
+        by_rank: bool,
         /// The short form printed after a traced run: the top 5 rows of
         /// each non-empty report.
-        #[arg(long, conflicts_with_all = ["reports", "format", "output"])]
+        #[arg(long, conflicts_with_all = ["reports", "format", "output", "by_rank"])]
         short: bool,
         /// Write the reports to files instead of standard output, as `nsys
         /// stats --output`: PREFIX_<report>.txt (table) or

@@ -133,8 +133,8 @@ fn run(mut cli: Cli) -> anyhow::Result<i32> {
             out.flush()?;
             Ok(0)
         }
-        Some(Command::Stats { input, reports, format, .. }) => {
-            let request = report::stats::StatsRequest { reports, format: format.table_format() };
+        Some(Command::Stats { input, reports, format, by_rank, .. }) => {
+            let request = report::stats::StatsRequest { reports, format: format.table_format(), by_rank };
             match output {
                 Some(prefix) => {
                     let prefix = required_output(Some(&prefix), "stats")?;

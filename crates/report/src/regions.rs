@@ -127,15 +127,23 @@ pub struct RegionInfo {
     pub on_stream: RegionKind,
     /// Of an NVTX region: its domain and style.
     pub nvtx: Option<NvtxRegion>,
+    /// Its paradigm: USER and COMPILER regions that are not NVTX go to
+    /// `user_region_sum`.
+    pub paradigm: Paradigm,
 }
 
 pub fn region_kinds(defs: &GlobalDefs) -> Vec<RegionInfo> {
     let max = defs.regions.keys().map(|r| r.id() as usize + 1).max().unwrap_or(0);
-    let mut out =
-        vec![
-            RegionInfo { name: String::new(), on_host: RegionKind::Other, on_stream: RegionKind::Other, nvtx: None };
-            max
-        ];
+    let mut out = vec![
+        RegionInfo {
+            name: String::new(),
+            on_host: RegionKind::Other,
+            on_stream: RegionKind::Other,
+            nvtx: None,
+            paradigm: Paradigm::Unknown,
+        };
+        max
+    ];
     for (&r, def) in &defs.regions {
         let name = defs.string(def.name);
         let description = defs.string(def.description);
@@ -144,6 +152,7 @@ pub fn region_kinds(defs: &GlobalDefs) -> Vec<RegionInfo> {
             on_host: classify(name, description, def.paradigm, def.role, false),
             on_stream: classify(name, description, def.paradigm, def.role, true),
             nvtx: NvtxRegion::of(description, def.paradigm, def.role),
+            paradigm: def.paradigm,
         };
     }
     out

@@ -46,6 +46,39 @@ fn rows(stats: &Value, report: &str) -> BTreeMap<String, Value> {
     t["rows"].as_array().unwrap().iter().map(|r| (r[&last].as_str().unwrap().to_owned(), r.clone())).collect()
 }
 
+/// `gputrace stats --by-rank --format json` of one report: its rows.
+fn by_rank(input: &Path, report: &str) -> Vec<Value> {
+    let out = ok(gt(&["stats", "--by-rank", "--format", "json", "--report", report, s(input)]));
+    let st: Value = serde_json::from_slice(&out.stdout).unwrap();
+    st[report]["rows"].as_array().unwrap().clone()
+}
+
+/// The rows of `report` by rank add up to its totals: per name, the
+/// instances and total time of every process's row sum to the name's.
+fn check_by_rank_sums(input: &Path, report: &str, totals: &BTreeMap<String, Value>, ranks: usize) {
+    let per_rank = by_rank(input, report);
+    let last = |r: &Value| -> String {
+        let keys = ["Name", "Range", "Operation"];
+        keys.iter().find_map(|k| r[*k].as_str()).unwrap().to_owned()
+    };
+    let mut sums: BTreeMap<String, (i64, i64, usize)> = BTreeMap::new();
+    for r in &per_rank {
+        // A rank, or a Score-P accelerator group without a creator (`CUDA[0]`).
+        let process = r["Process"].as_str().unwrap();
+        assert!(process.starts_with("rank ") || process.starts_with("CUDA["), "{r}");
+        let e = sums.entry(last(r)).or_default();
+        e.0 += int(r, "Instances");
+        e.1 += int(r, "Total Time (ns)");
+        e.2 += 1;
+    }
+    assert_eq!(sums.keys().collect::<Vec<_>>(), totals.keys().collect::<Vec<_>>(), "{report}");
+    for (name, (n, ns, rows)) in sums {
+        let t = &totals[&name];
+        assert_eq!((n, ns), (int(t, "Instances"), int(t, "Total Time (ns)")), "{report} {name}");
+        assert!(rows <= ranks, "{report} {name}: {rows} rows");
+    }
+}
+
 fn int(v: &Value, column: &str) -> i64 {
     v[column].as_i64().unwrap_or_else(|| panic!("{column} in {v}"))
 }
@@ -121,9 +154,17 @@ fn stats_of_p2p_equal_what_the_program_sent() {
     assert_eq!(n("MPI_Recv") - proc_null + pairs, sum("recvs"));
     assert_eq!(n("MPI_Ssend"), ranks * (ranks - 1) * iterations);
     assert_eq!(n("MPI_Init"), ranks);
-    let total: i64 = mpi.values().map(|r| int(r, "Total Time (ns)")).sum();
-    let pct: f64 = mpi.values().map(|r| r["Time (%)"].as_f64().unwrap()).sum();
+    // Init and finalize apart: marked, and the steady state's shares sum
+    // to 100 without them.
+    for name in ["MPI_Init", "MPI_Finalize"] {
+        assert_eq!(mpi[name]["Time (%)"], "init/fin", "{name}");
+    }
+    let steady = || mpi.iter().filter(|(k, _)| !matches!(k.as_str(), "MPI_Init" | "MPI_Finalize")).map(|(_, r)| r);
+    let total: i64 = steady().map(|r| int(r, "Total Time (ns)")).sum();
+    let pct: f64 = steady().map(|r| r["Time (%)"].as_f64().unwrap()).sum();
     assert!(total > 0 && (pct - 100.0).abs() < 0.01, "{pct}");
+    assert!(st["mpi_sum"]["notes"].to_string().contains("steady state"), "{}", st["mpi_sum"]["notes"]);
+    check_by_rank_sums(dir, "mpi_sum", &mpi, ranks as usize);
     for r in mpi.values() {
         let (min, max, med) = (int(r, "Min (ns)"), int(r, "Max (ns)"), r["Med (ns)"].as_f64().unwrap());
         assert!(min as f64 <= med && med <= max as f64 && min <= max, "{r}");
@@ -163,7 +204,8 @@ fn stats_of_p2p_equal_what_the_program_sent() {
     let table = text(&ok(gt(&["stats", s(dir)])).stdout);
     assert!(table.contains("** MPI Summary (mpi_sum):") && table.contains("SKIPPED"), "{table}");
     let short = text(&ok(gt(&["stats", "--short", s(dir)])).stdout);
-    assert!(short.contains("MPI_Init") && short.contains("... and"), "{short}");
+    // The steady state heads it: MPI_Init is at the end, out of the first five.
+    assert!(short.contains("MPI_Ssend") && short.contains("... and"), "{short}");
     assert!(!short.contains("CUDA API Summary"), "empty reports are left out: {short}");
 }
 
@@ -269,6 +311,65 @@ fn stats_read_score_p_naming() {
     assert_eq!((int(&mpi["MPI_Send"], "Instances"), int(&mpi["MPI_Recv"], "Instances")), (n, n));
     let m = &st["mpi_matrix"]["rows"][0];
     assert_eq!((m["Sender"].as_str(), m["Receiver"].as_str(), int(m, "Messages")), (Some("rank 0"), Some("rank 1"), n));
+    // Score-P's user and compiler regions: 2 ranks × n iterations each.
+    let user = rows(&st, "user_region_sum");
+    let it = &user["iteration"];
+    assert_eq!(
+        (it["Kind"].as_str(), int(it, "Instances"), int(it, "Total Time (ns)")),
+        (Some("user"), 2 * n, 2 * n * 50_000)
+    );
+    let daxpy = &user["daxpy_"];
+    assert_eq!(
+        (daxpy["Kind"].as_str(), int(daxpy, "Instances"), int(daxpy, "Max (ns)")),
+        (Some("compiler"), 2 * n, 400)
+    );
+    assert_eq!(user.len(), 2, "{user:?}");
+    // MPI_Init (8 µs) and MPI_Finalize (5 µs) apart: Send and Recv are the steady state.
+    assert_eq!(mpi["MPI_Init"]["Time (%)"], "init/fin");
+    assert_eq!(int(&mpi["MPI_Finalize"], "Total Time (ns)"), 2 * 5_000);
+    let pct = mpi["MPI_Send"]["Time (%)"].as_f64().unwrap() + mpi["MPI_Recv"]["Time (%)"].as_f64().unwrap();
+    assert!((pct - 100.0).abs() < 0.01, "{pct}");
+    for report in ["user_region_sum", "mpi_sum", "cuda_api_sum", "gpu_kern_sum"] {
+        check_by_rank_sums(&anchor, report, &rows(&st, report), 2);
+    }
+    let dtoh = by_rank(&anchor, "gpu_mem_size_sum");
+    assert_eq!(dtoh.iter().map(|r| int(r, "Count")).collect::<Vec<_>>(), [n, n], "{dtoh:?}");
+}
+
+/// NVTX ranges around MPI calls (`mpi_ranges.c`, 2 ranks × 4 iterations):
+/// `user_region_sum` and `nvtx_sum` count the ranges the program opened,
+/// by rank too; `mpi_sum` the calls, MPI_Init apart.
+#[test]
+fn stats_of_nvtx_ranges_in_mpi_ranks_count_what_the_program_did() {
+    let Some(headers) = crate::nvtx::headers() else { return };
+    let (mpicc, mpirun, _) = openmpi();
+    let exe = crate::nvtx::build(mpicc, "mpi_ranges.c", &headers);
+    let dir = fresh_dir("an-nvtx-mpi");
+    let out = trace(&dir, &[mpirun, "-np", "2", s(&exe), "4"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let st = stats(&dir, &["user_region_sum", "nvtx_sum", "mpi_sum"]);
+    let user = rows(&st, "user_region_sum");
+    assert_eq!(user.keys().collect::<Vec<_>>(), [":exchange", ":reduce"], "{user:?}");
+    for r in user.values() {
+        assert_eq!((r["Kind"].as_str(), int(r, "Instances")), (Some("NVTX PushPop"), 2 * 4), "{r}");
+    }
+    let nvtx = rows(&st, "nvtx_sum");
+    for (name, r) in &user {
+        assert_eq!(int(&nvtx[name], "Total Time (ns)"), int(r, "Total Time (ns)"), "{name}");
+    }
+    let mpi = rows(&st, "mpi_sum");
+    let n = |name: &str| int(&mpi[name], "Instances");
+    assert_eq!((n("MPI_Sendrecv"), n("MPI_Allreduce"), n("MPI_Init"), n("MPI_Finalize")), (8, 8, 2, 2));
+    assert_eq!(mpi["MPI_Init"]["Time (%)"], "init/fin");
+    for (report, totals) in [("user_region_sum", &user), ("nvtx_sum", &nvtx), ("mpi_sum", &mpi)] {
+        check_by_rank_sums(&dir, report, totals, 2);
+    }
+    for r in by_rank(&dir, "user_region_sum") {
+        assert_eq!(int(&r, "Instances"), 4, "{r}");
+    }
+    // The terminal table has the Process column.
+    let table = text(&ok(gt(&["stats", "--by-rank", "--report", "user_region_sum", s(&dir)])).stdout);
+    assert!(table.contains("Process") && table.contains("rank 1"), "{table}");
 }
 
 /// Reads a Chrome JSON export (gzipped or not).

@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use crate::util::*;
 
 /// The NVTX v3 headers scripts/setup.sh extracted from NVIDIA's wheel.
-fn headers() -> Option<PathBuf> {
+pub(crate) fn headers() -> Option<PathBuf> {
     let dir = test_cache().join("nvtx/12.9.79/include");
     let ok = dir.join("nvtx3/nvToolsExt.h").is_file();
     required(&format!("the NVTX headers ({})", dir.display()), ok).then_some(dir)
@@ -35,7 +35,7 @@ static BUILT: Mutex<Vec<(String, PathBuf)>> = Mutex::new(Vec::new());
 
 /// Compiles `tests/programs/nvtx/<source>` with `compiler` against the
 /// NVTX headers, once.
-fn build(compiler: &str, source: &str, headers: &Path) -> PathBuf {
+pub(crate) fn build(compiler: &str, source: &str, headers: &Path) -> PathBuf {
     let key = format!("{compiler}:{source}");
     let mut done = BUILT.lock().unwrap_or_else(|e| e.into_inner());
     if let Some((_, p)) = done.iter().find(|(k, _)| *k == key) {

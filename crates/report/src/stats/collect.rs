@@ -18,7 +18,7 @@ use std::collections::HashMap;
 
 use crate::Result;
 use otf2::reader::{EventContext, EventVisitor, GlobalDefs, TraceReader};
-use otf2::{AttributeValue, CommRef, LocationRef, MetricRef, MetricValue, RegionRef, RmaWinRef};
+use otf2::{AttributeValue, CommRef, LocationRef, MetricRef, MetricValue, Paradigm, RegionRef, RmaWinRef};
 
 use crate::durations;
 use crate::matrix::{GpuMatrix, MpiMatrix};
@@ -36,6 +36,10 @@ pub enum Category {
     /// NVTX ranges by `domain:name`, one category per style.
     NvtxPushPop,
     NvtxStartEnd,
+    /// Regions of paradigm USER (Score-P's user regions) and COMPILER
+    /// (compiler instrumentation), NVTX's apart.
+    User,
+    Compiler,
 }
 
 /// Statistics of one name of one category.
@@ -46,6 +50,8 @@ pub struct Named {
     pub time: usize,
     /// Sizes (bytes), for memory operations.
     pub size: Option<usize>,
+    /// The process, when statistics are kept per process (`--by-rank`).
+    pub process: Option<usize>,
 }
 
 /// NVLink counters of one GPU: the largest cumulative value any process
@@ -106,6 +112,8 @@ pub struct Collected {
     pub graphs: super::graphs::GraphExecutions,
     /// Allocations, frees, leaks and unified memory.
     pub memory: super::memory::MemoryStats,
+    /// Whether [`Named`] statistics are per process (`--by-rank`).
+    pub by_rank: bool,
 }
 
 /// Kernels summed under the NVTX push/pop range whose thread launched them.
@@ -144,9 +152,10 @@ struct RmaCopy {
 struct Pass<'a> {
     defs: &'a GlobalDefs,
     out: Collected,
-    /// Slot per (category, name), and per region id and category.
-    by_name: HashMap<(Category, String), usize>,
-    region_slots: HashMap<(Category, RegionRef), usize>,
+    /// Slot per (category, name, process when by rank), and per region
+    /// id, category and process.
+    by_name: HashMap<(Category, String, Option<usize>), usize>,
+    region_slots: HashMap<(Category, RegionRef, Option<usize>), usize>,
     location: LocationRef,
     kind: LocationKind,
     process: usize,
@@ -169,6 +178,12 @@ struct Pass<'a> {
 
 /// Reads every location of the archive.
 pub fn collect(reader: &mut TraceReader) -> Result<Collected> {
+    collect_with(reader, false)
+}
+
+/// Reads every location of the archive; with `by_rank`, the statistics of
+/// names are kept per process (a slot per name and process).
+pub fn collect_with(reader: &mut TraceReader, by_rank: bool) -> Result<Collected> {
     let model = Model::new(reader.defs());
     let defs = reader.defs().clone();
     let processes = model.processes.len();
@@ -188,6 +203,7 @@ pub fn collect(reader: &mut TraceReader) -> Result<Collected> {
             nvtx_kern: NvtxKernels::default(),
             graphs: Default::default(),
             memory: Default::default(),
+            by_rank,
         },
         by_name: HashMap::new(),
         region_slots: HashMap::new(),
@@ -243,17 +259,24 @@ impl Pass<'_> {
         })
     }
 
-    /// The slot of a name in a category, made on first use.
+    /// The process statistics go under: this location's when by rank.
+    fn rank_key(&self) -> Option<usize> {
+        self.out.by_rank.then_some(self.process)
+    }
+
+    /// The slot of a name in a category (and process, by rank), made on
+    /// first use.
     fn slot_by_name(&mut self, category: Category, name: &str) -> usize {
-        if let Some(&s) = self.by_name.get(&(category, name.to_owned())) {
+        let process = self.rank_key();
+        if let Some(&s) = self.by_name.get(&(category, name.to_owned(), process)) {
             return s;
         }
         let time = self.out.times.slot();
         let size = (category == Category::Memory).then(|| self.out.sizes.slot());
         let list = self.out.named.entry(category).or_default();
-        list.push(Named { name: name.to_owned(), time, size });
+        list.push(Named { name: name.to_owned(), time, size, process });
         let index = list.len() - 1;
-        self.by_name.insert((category, name.to_owned()), index);
+        self.by_name.insert((category, name.to_owned(), process), index);
         index
     }
 
@@ -363,12 +386,19 @@ impl Pass<'_> {
                 Some(n) if n.style == NvtxStyle::StartEnd => Category::NvtxStartEnd,
                 _ => return,
             },
+            RegionKind::Other if self.kind == LocationKind::HostThread => {
+                match self.out.model.region(open.region).map(|r| r.paradigm) {
+                    Some(Paradigm::User) => Category::User,
+                    Some(Paradigm::Compiler) => Category::Compiler,
+                    _ => return,
+                }
+            }
             kind => match Self::category(kind) {
                 Some(c) => c,
                 None => return,
             },
         };
-        let key = (category, open.region);
+        let key = (category, open.region, self.rank_key());
         let slot = match self.region_slots.get(&key) {
             Some(&s) => s,
             None => {

@@ -28,6 +28,7 @@ pub const REPORTS: &[(&str, &str)] = &[
     ("mpi_sum", "MPI functions, by name"),
     ("nccl_sum", "NCCL regions (calls and groups), by name"),
     ("nvtx_sum", "NVTX ranges (push/pop and start/end; marks left out), by domain:name and style"),
+    ("user_region_sum", "what is neither CUDA nor MPI: user and compiler regions (Score-P's) and NVTX ranges, by name"),
     (
         "nvtx_kern_sum",
         "GPU kernels by the NVTX push/pop range their launch was made in (innermost, same thread), and name",
@@ -79,6 +80,8 @@ pub struct StatsRequest {
     /// Report names; empty: the default set.
     pub reports: Vec<String>,
     pub format: Format,
+    /// A row per name and process in the summaries of durations.
+    pub by_rank: bool,
 }
 
 /// Checks report names, listing the known ones for an unknown one.
@@ -136,7 +139,7 @@ fn tables(input: &Path, request: &StatsRequest) -> Result<Vec<Table>> {
     let reports = resolve(&request.reports);
     check_reports(&reports)?;
     let mut reader = super::open(input)?;
-    let mut collected = collect::collect(&mut reader)?;
+    let mut collected = collect::collect_with(&mut reader, request.by_rank)?;
     let explicit = !reports.is_empty();
     let names: Vec<&str> =
         if explicit { reports.iter().map(String::as_str).collect() } else { REPORTS.iter().map(|(n, _)| *n).collect() };
@@ -149,6 +152,7 @@ fn tables(input: &Path, request: &StatsRequest) -> Result<Vec<Table>> {
             name,
             "nccl_sum"
                 | "nvtx_sum"
+                | "user_region_sum"
                 | "nvtx_kern_sum"
                 | "cuda_graph_sum"
                 | "nvlink_sum"
@@ -212,6 +216,7 @@ pub fn build(c: &mut Collected, name: &str) -> Table {
         "mpi_sum" => time_table(c, Category::Mpi, name, "MPI Summary", "Name"),
         "nccl_sum" => time_table(c, Category::Nccl, name, "NCCL Summary", "Name"),
         "nvtx_sum" => nvtx_table(c),
+        "user_region_sum" => user_table(c),
         "nvtx_kern_sum" => nvtx_kern_table(c),
         "cuda_graph_sum" => {
             let mut estimated = false;
@@ -290,47 +295,111 @@ fn median_cell(stats: &mut crate::durations::Stats) -> Cell {
     if stats.median_is_exact() { Cell::Float(m, 1) } else { Cell::Estimate(m, 1) }
 }
 
+/// MPI calls that set MPI up or tear it down: `mpi_sum` shows them apart
+/// from the steady state (MPI_Init alone is most of a short run's MPI time).
+pub fn is_mpi_init_finalize(name: &str) -> bool {
+    matches!(name, "MPI_Init" | "MPI_Init_thread" | "MPI_Finalize" | "MPI_Session_init" | "MPI_Session_finalize")
+}
+
+/// The marker in `mpi_sum`'s Time (%) column of init/finalize rows.
+pub const INIT_FINALIZE: &str = "init/fin";
+
+/// Where the rows of a summary come from: a category, and its label in the
+/// `kind` column (when the table has one).
+struct Source {
+    category: Category,
+    label: &'static str,
+}
+
 fn time_table(c: &mut Collected, category: Category, name: &str, title: &str, last: &str) -> Table {
-    let mut t = Table::new(
-        name,
-        title,
-        &[
-            "Time (%)",
-            "Total Time (ns)",
-            "Instances",
-            "Avg (ns)",
-            "Med (ns)",
-            "Min (ns)",
-            "Max (ns)",
-            "StdDev (ns)",
-            last,
-        ],
-    );
-    let Some(named) = c.named.get(&category) else { return t };
-    let grand: u128 = named.iter().map(|n| c.times.get_mut(n.time).total()).sum();
-    let mut rows: Vec<(u128, Vec<Cell>)> = Vec::new();
-    let mut estimated = false;
-    for n in named {
-        let s = c.times.get_mut(n.time);
-        if s.count() == 0 {
-            continue;
+    summary_table(c, name, title, &[Source { category, label: "" }], None, last)
+}
+
+/// A statistics table over the names of `sources`: with `--by-rank` a
+/// Process column first and a row per (name, process); Time (%) the share
+/// of the table's total over all processes. In `mpi_sum`, init and
+/// finalize calls come last, marked [`INIT_FINALIZE`], and the other rows'
+/// shares are of the steady state without them.
+fn summary_table(
+    c: &mut Collected,
+    name: &str,
+    title: &str,
+    sources: &[Source],
+    kind_column: Option<&str>,
+    last: &str,
+) -> Table {
+    let mut columns: Vec<&str> = Vec::new();
+    if c.by_rank {
+        columns.push("Process");
+    }
+    columns.extend([
+        "Time (%)",
+        "Total Time (ns)",
+        "Instances",
+        "Avg (ns)",
+        "Med (ns)",
+        "Min (ns)",
+        "Max (ns)",
+        "StdDev (ns)",
+    ]);
+    columns.extend(kind_column);
+    columns.push(last);
+    let mut t = Table::new(name, title, &columns);
+    let apart = |category: Category, n: &str| category == Category::Mpi && is_mpi_init_finalize(n);
+    let mut grand: u128 = 0;
+    let mut apart_total: u128 = 0;
+    for src in sources {
+        for n in c.named.get(&src.category).into_iter().flatten() {
+            let total = c.times.get_mut(n.time).total();
+            if apart(src.category, &n.name) {
+                apart_total += total;
+            } else {
+                grand += total;
+            }
         }
-        let pct = if grand == 0 { 0.0 } else { s.total() as f64 * 100.0 / grand as f64 };
-        rows.push((
-            s.total(),
-            stat_row(
-                Some(Cell::Float(pct, 1)),
-                s,
-                &mut estimated,
-                [
-                    // Kernel names run to thousands of characters (templates):
-                    // base names in the terminal, whole in CSV and JSON.
-                    if category == Category::Kernel { Cell::Name(n.name.clone()) } else { Cell::Text(n.name.clone()) },
-                ],
-            ),
+    }
+    // (init/finalize, process, total, name, kind), row.
+    type Key = (bool, Option<usize>, std::cmp::Reverse<u128>, String, &'static str);
+    let mut rows: Vec<(Key, Vec<Cell>)> = Vec::new();
+    let mut estimated = false;
+    for src in sources {
+        let Some(named) = c.named.get(&src.category) else { continue };
+        for n in named {
+            let s = c.times.get_mut(n.time);
+            if s.count() == 0 {
+                continue;
+            }
+            let is_apart = apart(src.category, &n.name);
+            let share = if is_apart {
+                Cell::Text(INIT_FINALIZE.into())
+            } else {
+                Cell::Float(if grand == 0 { 0.0 } else { s.total() as f64 * 100.0 / grand as f64 }, 1)
+            };
+            // Kernel names run to thousands of characters (templates):
+            // base names in the terminal, whole in CSV and JSON.
+            let name_cell =
+                if src.category == Category::Kernel { Cell::Name(n.name.clone()) } else { Cell::Text(n.name.clone()) };
+            let rest = kind_column.map(|_| Cell::Text(src.label.into())).into_iter().chain([name_cell]);
+            let mut row = stat_row(Some(share), s, &mut estimated, rest);
+            if c.by_rank {
+                let process = n.process.map_or_else(|| "-".into(), |p| c.model.process_label(p));
+                row.insert(0, Cell::Text(process));
+            }
+            rows.push(((is_apart, n.process, std::cmp::Reverse(s.total()), n.name.clone(), src.label), row));
+        }
+    }
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    if rows.iter().any(|(k, _)| k.0) {
+        t.notes.push(format!(
+            "{INIT_FINALIZE}: MPI initialization and finalization ({} ns in all), apart from the steady state; \
+             Time (%) of the other rows is their share of the steady state ({} ns).",
+            thousands(apart_total),
+            thousands(grand)
         ));
     }
-    rows.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1[8].terminal_key().cmp(b.1[8].terminal_key())));
+    if c.by_rank && !rows.is_empty() {
+        t.notes.push("A row per name and process; Time (%) is the share of all processes' total.".into());
+    }
     t.rows = rows.into_iter().map(|(_, r)| r).collect();
     note_estimate(&mut t, estimated);
     t
@@ -340,58 +409,25 @@ fn time_table(c: &mut Collected, category: Category, name: &str, title: &str, la
 /// prints it — time share over all ranges, the statistics, the style and
 /// the range as `domain:name` (`:name` in the default domain).
 fn nvtx_table(c: &mut Collected) -> Table {
-    let mut t = Table::new(
-        "nvtx_sum",
-        "NVTX Range Summary",
-        &[
-            "Time (%)",
-            "Total Time (ns)",
-            "Instances",
-            "Avg (ns)",
-            "Med (ns)",
-            "Min (ns)",
-            "Max (ns)",
-            "StdDev (ns)",
-            "Style",
-            "Range",
-        ],
-    );
-    let styles = [(Category::NvtxPushPop, NvtxStyle::PushPop), (Category::NvtxStartEnd, NvtxStyle::StartEnd)];
-    let mut grand: u128 = 0;
-    for (category, _) in styles {
-        for n in c.named.get(&category).into_iter().flatten() {
-            grand += c.times.get_mut(n.time).total();
-        }
-    }
-    let mut rows: Vec<(u128, Vec<Cell>)> = Vec::new();
-    let mut estimated = false;
-    for (category, style) in styles {
-        let Some(named) = c.named.get(&category) else { continue };
-        for n in named {
-            let s = c.times.get_mut(n.time);
-            if s.count() == 0 {
-                continue;
-            }
-            let pct = if grand == 0 { 0.0 } else { s.total() as f64 * 100.0 / grand as f64 };
-            rows.push((
-                s.total(),
-                stat_row(
-                    Some(Cell::Float(pct, 1)),
-                    s,
-                    &mut estimated,
-                    [Cell::Text(style.name().into()), Cell::Text(n.name.clone())],
-                ),
-            ));
-        }
-    }
-    rows.sort_by(|a, b| {
-        b.0.cmp(&a.0)
-            .then_with(|| a.1[9].terminal_key().cmp(b.1[9].terminal_key()))
-            .then_with(|| a.1[8].terminal_key().cmp(b.1[8].terminal_key()))
-    });
-    t.rows = rows.into_iter().map(|(_, r)| r).collect();
-    note_estimate(&mut t, estimated);
-    t
+    let sources = [
+        Source { category: Category::NvtxPushPop, label: NvtxStyle::PushPop.name() },
+        Source { category: Category::NvtxStartEnd, label: NvtxStyle::StartEnd.name() },
+    ];
+    summary_table(c, "nvtx_sum", "NVTX Range Summary", &sources, Some("Style"), "Range")
+}
+
+/// `user_region_sum`: what is neither CUDA nor MPI — Score-P's user
+/// regions, compiler-instrumented functions and NVTX ranges — by name, the
+/// kind saying which. Time (%) is of their sum: nested regions count in
+/// each level, as nsys's `nvtx_sum` counts nested ranges.
+fn user_table(c: &mut Collected) -> Table {
+    let sources = [
+        Source { category: Category::User, label: "user" },
+        Source { category: Category::Compiler, label: "compiler" },
+        Source { category: Category::NvtxPushPop, label: "NVTX PushPop" },
+        Source { category: Category::NvtxStartEnd, label: "NVTX StartEnd" },
+    ];
+    summary_table(c, "user_region_sum", "User Region Summary", &sources, Some("Kind"), "Name")
 }
 
 /// `nvtx_kern_sum`: kernels by the NVTX push/pop range that was innermost
@@ -446,20 +482,18 @@ const ESTIMATE_NOTE: &str =
     "~: median estimated within 0.1% (more instances than gputrace keeps exactly; see docs/analysis.md)";
 
 fn size_table(c: &mut Collected) -> Table {
-    let mut t = Table::new(
-        "gpu_mem_size_sum",
-        "CUDA GPU MemOps Summary (by Size)",
-        &[
-            "Total (bytes)",
-            "Count",
-            "Avg (bytes)",
-            "Med (bytes)",
-            "Min (bytes)",
-            "Max (bytes)",
-            "StdDev (bytes)",
-            "Operation",
-        ],
-    );
+    let mut columns = if c.by_rank { vec!["Process"] } else { Vec::new() };
+    columns.extend([
+        "Total (bytes)",
+        "Count",
+        "Avg (bytes)",
+        "Med (bytes)",
+        "Min (bytes)",
+        "Max (bytes)",
+        "StdDev (bytes)",
+        "Operation",
+    ]);
+    let mut t = Table::new("gpu_mem_size_sum", "CUDA GPU MemOps Summary (by Size)", &columns);
     let Some(named) = c.named.get(&Category::Memory) else { return t };
     let mut rows = Vec::new();
     let mut estimated = false;
@@ -469,9 +503,13 @@ fn size_table(c: &mut Collected) -> Table {
         if s.count() == 0 {
             continue;
         }
-        rows.push((s.total(), stat_row(None, s, &mut estimated, [Cell::Text(n.name.clone())])));
+        let mut row = stat_row(None, s, &mut estimated, [Cell::Text(n.name.clone())]);
+        if c.by_rank {
+            row.insert(0, Cell::Text(n.process.map_or_else(|| "-".into(), |p| c.model.process_label(p))));
+        }
+        rows.push(((n.process, std::cmp::Reverse(s.total())), row));
     }
-    rows.sort_by_key(|r| std::cmp::Reverse(r.0));
+    rows.sort_by_key(|r| r.0);
     t.rows = rows.into_iter().map(|(_, r)| r).collect();
     note_estimate(&mut t, estimated);
     t
@@ -697,5 +735,17 @@ mod tests {
             assert!(REPORTS.iter().any(|(r, _)| r == ours), "{nsys}");
         }
         assert!(check_reports(&resolve(&["kern_sum".to_string()])).is_err());
+    }
+
+    #[test]
+    fn init_and_finalize_are_apart_and_queries_are_not() {
+        for name in ["MPI_Init", "MPI_Init_thread", "MPI_Finalize", "MPI_Session_init", "MPI_Session_finalize"] {
+            assert!(is_mpi_init_finalize(name), "{name}");
+        }
+        // Queries and steady-state calls stay in the steady state.
+        for name in ["MPI_Initialized", "MPI_Finalized", "MPI_Send", "MPI_Init_something"] {
+            assert!(!is_mpi_init_finalize(name), "{name}");
+        }
+        assert!(check_reports(&["user_region_sum".to_string()]).is_ok());
     }
 }

@@ -160,8 +160,11 @@ pub fn gpu_pair(dir: &Path, iterations: u64) -> GpuPair {
 /// stream `CUDA[0:13]` in its own accelerator location group (no device
 /// node, no creator), kernels by demangled name, API calls with role
 /// FUNCTION, and device-to-host copies only as an RMA put to the master
-/// thread. Per rank: `iterations` × (cudaLaunchKernel + kernel, cudaMemcpy
-/// + one 4096-byte copy, MPI_Send or MPI_Recv of 64 bytes).
+/// thread. Per rank: `iterations` × (cudaLaunchKernel and a kernel,
+/// cudaMemcpy and one 4096-byte copy, MPI_Send or MPI_Recv of 64 bytes),
+/// each in a user region `iteration` (50 µs) holding a compiler region
+/// `daxpy_` (400 ns); MPI_Init (8 µs) before them and MPI_Finalize (5 µs)
+/// after.
 pub fn scorep_style(dir: &Path, iterations: u64) -> PathBuf {
     let mut a = ArchiveWriter::create(dir, "traces").unwrap();
     let d = a.defs();
@@ -183,6 +186,10 @@ pub fn scorep_style(dir: &Path, iterations: u64) -> PathBuf {
     let memcpy = d.region(Region::new("cudaMemcpy", RegionRole::Function, Paradigm::Cuda));
     let kernel =
         d.region(Region::new("saxpy_kernel(int, float, float*, float*)", RegionRole::Function, Paradigm::Cuda));
+    let init = d.region(Region::new("MPI_Init", RegionRole::Function, Paradigm::Mpi));
+    let finalize = d.region(Region::new("MPI_Finalize", RegionRole::Function, Paradigm::Mpi));
+    let iteration = d.region(Region::new("iteration", RegionRole::Function, Paradigm::User));
+    let daxpy = d.region(Region::new("daxpy_", RegionRole::Function, Paradigm::Compiler));
     let ids: Vec<u64> = masters.iter().map(|m| m.id()).collect();
     d.group("", GroupType::CommLocations, Paradigm::Mpi, GroupFlags::NONE, &ids);
     let wg = d.group("", GroupType::CommGroup, Paradigm::Mpi, GroupFlags::NONE, &[0, 1]);
@@ -194,10 +201,15 @@ pub fn scorep_style(dir: &Path, iterations: u64) -> PathBuf {
     let window = d.rma_win("CUDA_WINDOW", cuda, RmaWinFlags::NONE);
     for r in 0..2u64 {
         let mut w = a.event_writer(masters[r as usize]).unwrap();
+        w.enter(1_000, init).unwrap();
+        w.leave(9_000, init).unwrap();
         for i in 0..iterations {
             let t = 10_000 + i * 100_000;
+            w.enter(t, iteration).unwrap();
             w.enter(t, launch).unwrap();
             w.leave(t + 1_000, launch).unwrap();
+            w.enter(t + 1_500, daxpy).unwrap();
+            w.leave(t + 1_900, daxpy).unwrap();
             w.enter(t + 2_000, memcpy).unwrap();
             w.leave(t + 30_000, memcpy).unwrap();
             if r == 0 {
@@ -209,7 +221,11 @@ pub fn scorep_style(dir: &Path, iterations: u64) -> PathBuf {
                 w.mpi_recv(t + 42_000, 0, world, 3, 64).unwrap();
                 w.leave(t + 42_100, recv).unwrap();
             }
+            w.leave(t + 50_000, iteration).unwrap();
         }
+        let end = 10_000 + iterations * 100_000;
+        w.enter(end, finalize).unwrap();
+        w.leave(end + 5_000, finalize).unwrap();
         w.close().unwrap();
         let mut w = a.event_writer(streams[r as usize]).unwrap();
         for i in 0..iterations {
