@@ -265,30 +265,16 @@ fn select_runtime_calls(cupti: &Cupti) {
         tracing::debug!("this CUPTI records every runtime call (no cuptiActivityEnableRuntimeApi)");
         return;
     };
-    let (mut kept, mut named, mut unnamed_in_a_row) = (0u32, 0u32, 0u32);
-    // Callback ids are dense from 1 (about 500 in CUDA 13); a run of
-    // unnamed ids is the end.
-    for cbid in 1..4096u32 {
-        let mut name: *const c_char = std::ptr::null();
-        // SAFETY: `name` is writable; CUPTI points it at a static string.
-        let rc = unsafe { (cupti.get_callback_name)(sys::CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &mut name) };
-        if rc != sys::CUPTI_SUCCESS || name.is_null() {
-            unnamed_in_a_row += 1;
-            if unnamed_in_a_row > 64 {
-                break;
-            }
-            continue;
-        }
-        unnamed_in_a_row = 0;
-        named += 1;
-        // SAFETY: on success `name` is a NUL-terminated static string.
-        let full = unsafe { CStr::from_ptr(name) }.to_string_lossy();
-        let keep = crate::names::is_work_call(crate::names::api_name(&full));
+    let named = crate::api::runtime_callbacks(cupti);
+    let mut kept = 0u32;
+    for (cbid, name) in &named {
+        let keep = crate::names::is_work_call(crate::names::api_name(name));
         // SAFETY: a callback id CUPTI named; no memory preconditions.
-        if unsafe { enable(cbid, u8::from(keep)) } == sys::CUPTI_SUCCESS && keep {
+        if unsafe { enable(*cbid, u8::from(keep)) } == sys::CUPTI_SUCCESS && keep {
             kept += 1;
         }
     }
+    let named = named.len();
     tracing::debug!(kept, named, "runtime calls recorded by CUPTI");
 }
 
@@ -635,12 +621,7 @@ impl Agent {
             ApiDomain::Driver => sys::CUPTI_CB_DOMAIN_DRIVER_API,
             ApiDomain::Runtime => sys::CUPTI_CB_DOMAIN_RUNTIME_API,
         };
-        let mut name: *const c_char = std::ptr::null();
-        // SAFETY: `name` is writable; CUPTI points it at a static string.
-        let rc = unsafe { (self.cupti.get_callback_name)(d, cbid, &mut name) };
-        // SAFETY: on success `name` is a NUL-terminated static string.
-        (rc == sys::CUPTI_SUCCESS && !name.is_null())
-            .then(|| unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned())
+        self.cupti.callback_name(d, cbid).map(|n| n.to_string_lossy().into_owned())
     }
 
     /// Decodes the records of a completed buffer, keeping each record's

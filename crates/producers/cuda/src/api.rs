@@ -14,7 +14,6 @@
 //! noted here for the synchronizing calls.
 
 use std::collections::HashMap;
-use std::ffi::{CStr, c_char};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -37,20 +36,30 @@ static SYNC_THREADS: Mutex<Option<HashMap<u32, u32>>> = Mutex::new(None);
 /// At most this many wait for their record.
 const SYNC_MEMORY: usize = 1 << 16;
 
+/// The runtime callbacks CUPTI names, with their names
+/// (`cudaLaunchKernel_v7000`). Callback ids are dense from 1 (about 500
+/// in CUDA 13); a run of 64 unnamed ids is the end.
+pub(crate) fn runtime_callbacks(cupti: &Cupti) -> Vec<(u32, String)> {
+    let mut named = Vec::new();
+    let mut unnamed_in_a_row = 0u32;
+    for cbid in 1..4096u32 {
+        match callback_name(cupti, cbid) {
+            Some(name) => {
+                unnamed_in_a_row = 0;
+                named.push((cbid, name));
+            }
+            None if unnamed_in_a_row >= 64 => break,
+            None => unnamed_in_a_row += 1,
+        }
+    }
+    named
+}
+
 /// Enables the callbacks of the work calls; false when CUPTI refused one
 /// (then the caller records the runtime API from activity records).
 pub(crate) fn enable(cupti: &Cupti, subscriber: sys::CUpti_SubscriberHandle) -> bool {
     let mut enabled = 0u32;
-    let mut unnamed_in_a_row = 0u32;
-    for cbid in 1..4096u32 {
-        let Some(name) = callback_name(cupti, cbid) else {
-            unnamed_in_a_row += 1;
-            if unnamed_in_a_row > 64 {
-                break;
-            }
-            continue;
-        };
-        unnamed_in_a_row = 0;
+    for (cbid, name) in runtime_callbacks(cupti) {
         if !names::is_work_call(names::api_name(&name)) {
             continue;
         }
@@ -72,12 +81,7 @@ pub(crate) fn enable(cupti: &Cupti, subscriber: sys::CUpti_SubscriberHandle) -> 
 }
 
 fn callback_name(cupti: &Cupti, cbid: u32) -> Option<String> {
-    let mut name: *const c_char = std::ptr::null();
-    // SAFETY: `name` is writable; CUPTI points it at a static string.
-    let rc = unsafe { (cupti.get_callback_name)(sys::CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &mut name) };
-    // SAFETY: on success `name` is a NUL-terminated static string.
-    (rc == sys::CUPTI_SUCCESS && !name.is_null())
-        .then(|| unsafe { CStr::from_ptr(name) }.to_string_lossy().into_owned())
+    cupti.callback_name(sys::CUPTI_CB_DOMAIN_RUNTIME_API, cbid).map(|n| n.to_string_lossy().into_owned())
 }
 
 /// A runtime call's entry or exit, on the calling thread: its Enter or

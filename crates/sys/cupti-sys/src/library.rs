@@ -241,6 +241,18 @@ impl Cupti {
     pub fn result_string(&self, result: CUptiResult) -> Option<&CStr> {
         result_string(self.get_result_string, result)
     }
+
+    /// CUPTI's name of callback `cbid` of `domain`
+    /// (`"cudaLaunchKernel_v7000"`), if it names one.
+    pub fn callback_name(&self, domain: CUpti_CallbackDomain, cbid: u32) -> Option<&CStr> {
+        let mut name: *const c_char = std::ptr::null();
+        // SAFETY: cuptiGetCallbackName writes one pointer to a valid
+        // location.
+        let rc = unsafe { (self.get_callback_name)(domain, cbid, &mut name) };
+        // SAFETY: on success `name` is a NUL-terminated string CUPTI keeps
+        // for the life of the library, which `self` holds loaded.
+        (rc == CUPTI_SUCCESS && !name.is_null()).then(|| unsafe { CStr::from_ptr(name) })
+    }
 }
 
 impl std::fmt::Debug for Cupti {
