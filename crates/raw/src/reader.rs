@@ -606,12 +606,12 @@ impl Iterator for Events<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::StreamFile;
     use crate::writer::page_size;
 
-    pub(super) fn header() -> StreamHeader {
+    pub(crate) fn header() -> StreamHeader {
         StreamHeader {
             producer: Producer::Synthetic,
             host: "h".into(),

@@ -142,21 +142,8 @@ mod tests {
     use std::os::fd::AsRawFd;
 
     use crate::chunk::{ChunkKind, HEADER_LEN};
-    use crate::{Definition, Event, Producer, RawFile, StreamFile, StreamHeader};
-
-    fn header() -> StreamHeader {
-        StreamHeader {
-            producer: Producer::Synthetic,
-            host: "h".into(),
-            pid: 1,
-            process_start: 0,
-            clock_domain: 0,
-            monotonic_ns: 0,
-            realtime_ns: 0,
-            rank_hint: None,
-            command: Vec::new(),
-        }
-    }
+    use crate::reader::tests::header;
+    use crate::{Definition, Event, RawFile, StreamFile};
 
     /// The descriptor numbers of this process open on `path`.
     fn numbers_of(path: &std::path::Path) -> Vec<i32> {
@@ -183,6 +170,26 @@ mod tests {
         fds[0]
     }
 
+    /// A stream in `dir` whose descriptor number a program's file
+    /// (`program.dat`, 8 bytes) now holds.
+    struct Taken {
+        path: std::path::PathBuf,
+        theirs_path: std::path::PathBuf,
+        stream: StreamFile,
+        theirs: std::fs::File,
+        number: i32,
+    }
+
+    fn program_takes_the_number(dir: &std::path::Path) -> Taken {
+        let path = dir.join("h.1.synthetic.gtr");
+        let theirs_path = dir.join("program.dat");
+        std::fs::write(&theirs_path, b"12345678").unwrap();
+        let stream = StreamFile::create(&path, &header()).unwrap();
+        let theirs = std::fs::OpenOptions::new().read(true).write(true).open(&theirs_path).unwrap();
+        let number = take_the_number(&stream, &theirs);
+        Taken { path, theirs_path, stream, theirs, number }
+    }
+
     fn string(id: u32, value: &str) -> Vec<u8> {
         let mut out = Vec::new();
         Definition::String { id, value: value.into() }.encode(&mut out);
@@ -206,12 +213,7 @@ mod tests {
     #[test]
     fn a_number_the_program_took_is_never_written_and_the_file_is_opened_again() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("h.1.synthetic.gtr");
-        let theirs_path = dir.path().join("program.dat");
-        std::fs::write(&theirs_path, b"12345678").unwrap();
-        let stream = StreamFile::create(&path, &header()).unwrap();
-        let theirs = std::fs::OpenOptions::new().read(true).write(true).open(&theirs_path).unwrap();
-        let number = take_the_number(&stream, &theirs);
+        let Taken { path, theirs_path, stream, theirs, number } = program_takes_the_number(dir.path());
 
         stream.write_chunk(ChunkKind::Definitions, None, &string(1, "after")).unwrap();
         let mut slot = stream.open_slot(0, 64 << 10).unwrap();
@@ -239,12 +241,7 @@ mod tests {
     #[test]
     fn a_stream_that_cannot_be_opened_again_still_closes() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("h.1.synthetic.gtr");
-        let theirs_path = dir.path().join("program.dat");
-        std::fs::write(&theirs_path, b"12345678").unwrap();
-        let stream = StreamFile::create(&path, &header()).unwrap();
-        let theirs = std::fs::OpenOptions::new().read(true).write(true).open(&theirs_path).unwrap();
-        take_the_number(&stream, &theirs);
+        let Taken { path, theirs_path, stream, theirs: _theirs, .. } = program_takes_the_number(dir.path());
         let moved = dir.path().join("moved.gtr");
         std::fs::rename(&path, &moved).unwrap();
 
