@@ -14,7 +14,7 @@ import sys
 from collections import defaultdict
 
 import otf2
-from check_multi import check_multi
+from check_multi import attr, check_multi
 from otf2.events import (Enter, Leave, Metric, MpiIrecv, MpiIsend, MpiRecv, MpiSend, RmaGet, RmaOpCompleteBlocking,
                          RmaPut)
 
@@ -35,13 +35,6 @@ def expectations(path):
         if m:
             out[m.group(1)] = m.group(2)
     return out
-
-
-def attr(ev, name):
-    for k, v in (ev.attributes or {}).items():
-        if k.name == name:
-            return v
-    return None
 
 
 SYNC = re.compile(r"ynchronize|\[CUDA sync")

@@ -107,6 +107,8 @@ def coll_log(d):
 
 
 def attr(ev, name):
+    """The value of the attribute `name` on an event, or None (check_archives
+    uses it too)."""
     for k, v in (ev.attributes or {}).items():
         if k.name == name:
             return v
