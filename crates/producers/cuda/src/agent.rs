@@ -52,14 +52,12 @@ struct Agent {
 }
 
 struct State {
-    recorder: Option<Recorder>,
     converter: Converter,
     /// Definitions (devices, NVLink) seen before the first GPU work.
     early: Vec<Record>,
     api_names: HashMap<(ApiDomain, u32), Option<String>>,
     sampler: Option<Sampler>,
     sampled: Vec<u32>,
-    failed: bool,
 }
 
 static AGENT: OnceLock<Agent> = OnceLock::new();
@@ -205,13 +203,11 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
         enabled,
         buffer_size,
         state: Mutex::new(State {
-            recorder: None,
             converter,
             early: Vec::new(),
             api_names: HashMap::new(),
             sampler: None,
             sampled: Vec::new(),
-            failed: false,
         }),
         capture,
         captured: AtomicUsize::new(0),
@@ -556,7 +552,7 @@ extern "C" fn at_exit() {
         }
         let mut state = agent.lock();
         state.sampler = None;
-        if let Some(rec) = state.recorder.clone() {
+        if let Some(rec) = current() {
             agent.write_handles(&rec);
             state.converter.finish(&rec);
             rec.finish_from(exit_started);
@@ -660,7 +656,7 @@ impl Agent {
     fn process(&self, records: &[Record], raw: &[Vec<u8>]) {
         let mut state = self.lock();
         let state = &mut *state;
-        if state.failed {
+        if matches!(RECORDER.get(), Some(None)) {
             return;
         }
         if let Some(dir) = &self.capture {
@@ -669,7 +665,7 @@ impl Agent {
         // A new context is reason enough to start when GPU metrics are
         // sampled (they begin with it); otherwise the first GPU work is.
         let context = self.nvml_intervals().any() && records.iter().any(|r| matches!(r, Record::Context { .. }));
-        if state.recorder.is_none() && !state.converter.has_work(records) && !context {
+        if current().is_none() && !state.converter.has_work(records) && !context {
             // API calls and device records before any GPU work wait here;
             // a process that never does GPU work leaves no trace.
             if state.early.len() + records.len() > EARLY_LIMIT {
@@ -680,7 +676,7 @@ impl Agent {
             state.early.extend(records.iter().copied());
             return;
         }
-        let Some(rec) = state.ensure_recorder(self) else {
+        let Some(rec) = recorder(&self.config) else {
             return;
         };
         self.write_handles(&rec);
@@ -712,7 +708,7 @@ impl Agent {
     /// the process's stream starts here if it has not yet.
     fn sample_early(&self, ordinal: u32, uuid: [u8; 16]) {
         let mut state = self.lock();
-        if state.ensure_recorder(self).is_none() {
+        if recorder(&self.config).is_none() {
             return;
         }
         state.converter.device_uuids.entry(ordinal).or_insert(uuid);
@@ -799,37 +795,22 @@ impl Agent {
     }
 }
 
-/// The process's CUDA stream (see [`RECORDER`]).
+/// The process's CUDA stream, created on first use (see [`RECORDER`]).
 fn recorder(config: &Config) -> Option<Recorder> {
     RECORDER.get_or_init(|| runtime::start_with(Producer::Cuda, config)).clone()
 }
 
-impl State {
-    /// The process's CUDA stream, created at the first sign of GPU work.
-    fn ensure_recorder(&mut self, agent: &Agent) -> Option<Recorder> {
-        if let Some(r) = &self.recorder {
-            return Some(r.clone());
-        }
-        if self.failed {
-            return None;
-        }
-        match recorder(&agent.config) {
-            Some(rec) => {
-                self.recorder = Some(rec.clone());
-                Some(rec)
-            }
-            None => {
-                self.failed = true;
-                None
-            }
-        }
-    }
+/// The process's CUDA stream if it was created.
+fn current() -> Option<Recorder> {
+    RECORDER.get().cloned().flatten()
+}
 
+impl State {
     fn sample_nvml(&mut self, agent: &Agent, device: u32) {
         if self.sampled.contains(&device) {
             return;
         }
-        let Some(rec) = self.recorder.clone() else {
+        let Some(rec) = current() else {
             return;
         };
         let Some(uuid) = self.converter.device_uuids.get(&device).copied() else {
