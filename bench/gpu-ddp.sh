@@ -9,7 +9,8 @@
 #     nccl_test.cu --bench under mpirun), µs per all-reduce;
 # each untraced, under gputrace with the default, with every runtime call
 # (default,runtime-all), (with MODES naming them) the default without API
-# calls (noapi) and kernels alone (kernel), with the thinnest CUPTI client
+# calls (noapi), kernels alone (kernel) or any set of members joined by
+# '+' (kernel+sync), with the thinnest CUPTI client
 # (../shared/anchors/cupti_floor.c, when ANCHORS names its directory) and,
 # with NSYS=1 in the first round also under nsys (-t cuda,nvtx). Prints a table of
 # minima and medians with the cost against untraced.
@@ -51,6 +52,9 @@ launch() {
     kernel) GPUTRACE_CUDA_ENABLE=kernel "$gt" -o "$work/exp" "$@" >"$out" 2>&1 ;;
     floor) CUDA_INJECTION64_PATH=$work/libfloor.so "$@" >"$out" 2>&1 ;;
     nsys) "$nsys" profile -t cuda,nvtx --force-overwrite true -o "$work/nsys-$tag" "$@" >"$out" 2>&1 ;;
+    # any other mode names members joined by '+': kernel+sync is
+    # GPUTRACE_CUDA_ENABLE=kernel,sync
+    *) GPUTRACE_CUDA_ENABLE=${mode//+/,} "$gt" -o "$work/exp" "$@" >"$out" 2>&1 ;;
   esac
 }
 

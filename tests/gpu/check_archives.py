@@ -541,7 +541,12 @@ def main(results):
         check("basic: runtime API recorded, driver API not (the default)", "cudaLaunchKernel" in names and not any(
             n.startswith("cu") and not n.startswith("cuda") for n in names),
             sorted(n for n in names if n.startswith("cu") and not n.startswith("cuda"))[:5])
-        check("basic: synchronization regions recorded", any(n.startswith("[CUDA sync") for n in names))
+        # Synchronizations are the runtime's synchronizing calls; CUPTI's
+        # SYNCHRONIZATION records (`sync`, off by default) are not there.
+        check("basic: synchronizing calls recorded, no SYNCHRONIZATION records (the default)",
+              {"cudaDeviceSynchronize", "cudaStreamSynchronize"} & names
+              and not any(n.startswith("[CUDA sync") for n in names),
+              sorted(n for n in names if "ynchron" in n or n.startswith("[CUDA sync")))
         lines = gputrace_lines(os.path.join(results, "basic.err"))
         if lines is not None:
             check_event_count(f, lines, "basic")

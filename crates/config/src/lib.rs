@@ -570,15 +570,15 @@ mod tests {
             allowed::<CudaSource>(),
             "driver,runtime,runtime-all,kernel,memcpy,memset,peer,sync,nvlink,graph,memory,uvm,default,yes,all,no,none"
         );
-        assert_eq!(names::<CudaSource>("default,graph"), "runtime,kernel,memcpy,memset,peer,sync,nvlink,graph");
+        assert_eq!(names::<CudaSource>("default,graph"), "runtime,kernel,memcpy,memset,peer,nvlink,graph");
         for default in ["default", "yes"] {
-            assert_eq!(names::<CudaSource>(default), "runtime,kernel,memcpy,memset,peer,sync,nvlink");
+            assert_eq!(names::<CudaSource>(default), "runtime,kernel,memcpy,memset,peer,nvlink");
         }
         assert_eq!(
             names::<CudaSource>("all"),
             "driver,runtime,runtime-all,kernel,memcpy,memset,peer,sync,nvlink,memory,uvm"
         );
-        assert_eq!(names::<CudaSource>("default,driver"), "driver,runtime,kernel,memcpy,memset,peer,sync,nvlink");
+        assert_eq!(names::<CudaSource>("default,driver"), "driver,runtime,kernel,memcpy,memset,peer,nvlink");
         assert_eq!(allowed::<NcclLevel>(), "group,coll,p2p,proxy,kernel,default,yes,all,no,none");
         assert_eq!(names::<NcclLevel>("default"), "group,coll,p2p");
         assert_eq!(names::<NcclLevel>("YES"), "group,coll,p2p");

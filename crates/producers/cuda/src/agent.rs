@@ -140,6 +140,8 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
     // `runtime` (not `runtime-all`): the work calls from callbacks, so that
     // the other runtime calls cost nothing (see `api`).
     let callbacks = enabled.runtime && !enabled.runtime_all && crate::api::enable(&cupti, handle);
+    // Synchronizing calls note their thread only for SYNCHRONIZATION records.
+    crate::api::NOTE_SYNC.store(enabled.sync, Ordering::SeqCst);
     API_CALLBACKS.store(callbacks, Ordering::SeqCst);
     let mut kinds = vec![sys::CUPTI_ACTIVITY_KIND_DEVICE, sys::CUPTI_ACTIVITY_KIND_CONTEXT];
     // Graph-level trace first: enabling it selects, for the whole session,
@@ -376,7 +378,7 @@ unsafe extern "C" fn on_callback(_: *mut c_void, domain: sys::CUpti_CallbackDoma
         if api == ApiDomain::Runtime && API_CALLBACKS.load(Ordering::Relaxed) {
             guarded(|agent| {
                 if let Some(rec) = recorder(&agent.config) {
-                    crate::api::call(&agent.cupti, &rec, cbid, data);
+                    crate::api::call(&agent.cupti, rec, cbid, data);
                 }
             });
         }
@@ -428,7 +430,12 @@ unsafe fn copy_call(domain: ApiDomain, cbid: u32, data: &sys::CUpti_CallbackData
     if data.callbackSite != sys::CUPTI_API_ENTER || data.functionParams.is_null() || OFF.load(Ordering::Relaxed) {
         return;
     }
-    let (Some(layout), Some(agent)) = (copies::layout(domain, cbid), AGENT.get()) else {
+    // The work calls' callbacks (`runtime`) come here too: copy ends are
+    // kept with `memory` only.
+    let Some(agent) = AGENT.get().filter(|a| a.enabled.memory) else {
+        return;
+    };
+    let Some(layout) = copies::layout(domain, cbid) else {
         return;
     };
     let params = data.functionParams as *const u8;
@@ -679,13 +686,13 @@ impl Agent {
         let Some(rec) = recorder(&self.config) else {
             return;
         };
-        self.write_handles(&rec);
+        self.write_handles(rec);
         let early = std::mem::take(&mut state.early);
         let names = LiveNames { agent: self, cache: &mut state.api_names };
         if !early.is_empty() {
-            state.converter.convert(&early, &names, &rec);
+            state.converter.convert(&early, &names, rec);
         }
-        state.converter.convert(records, &names, &rec);
+        state.converter.convert(records, &names, rec);
         // Remember API names looked up, so later buffers skip CUPTI.
         for r in records {
             if let Record::Api { domain, cbid, .. } = r {
@@ -796,8 +803,10 @@ impl Agent {
 }
 
 /// The process's CUDA stream, created on first use (see [`RECORDER`]).
-fn recorder(config: &Config) -> Option<Recorder> {
-    RECORDER.get_or_init(|| runtime::start_with(Producer::Cuda, config)).clone()
+/// The process's CUDA stream, created at the first call (borrowed: the
+/// callbacks on the program's threads take no reference count).
+fn recorder(config: &Config) -> Option<&'static Recorder> {
+    RECORDER.get_or_init(|| runtime::start_with(Producer::Cuda, config)).as_ref()
 }
 
 /// The process's CUDA stream if it was created.

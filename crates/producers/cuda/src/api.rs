@@ -15,7 +15,7 @@
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use cupti_sys::{self as sys, Cupti};
 use raw::{Event, Paradigm, RegionRole};
@@ -33,6 +33,9 @@ const FILTERED: u32 = u32::MAX;
 /// Correlation id → thread of the synchronizing calls, for their
 /// synchronization records (converted later, on the agent's thread).
 static SYNC_THREADS: Mutex<Option<HashMap<u32, u32>>> = Mutex::new(None);
+/// Whether synchronizing calls note their thread: only with `sync`, whose
+/// SYNCHRONIZATION records need it.
+pub(crate) static NOTE_SYNC: AtomicBool = AtomicBool::new(false);
 /// At most this many wait for their record.
 const SYNC_MEMORY: usize = 1 << 16;
 
@@ -104,7 +107,7 @@ pub fn record(rec: &Recorder, cbid: u32, enter: bool, correlation: u32, name_of:
         Some(this) => rec.record_many_on(&this, &[(time, event)]),
         None => rec.record(time, &event),
     }
-    if enter && is_sync(cbid, &name_of) {
+    if enter && NOTE_SYNC.load(Ordering::Relaxed) && is_sync(cbid, &name_of) {
         note_sync(correlation);
     }
 }

@@ -102,7 +102,8 @@ mod tests {
     fn what_the_converter_cannot_place_is_counted() {
         let dir = tempfile::tempdir().unwrap();
         let rec = Recorder::create_with_header(dir.path(), header(11), RecorderOptions::default()).unwrap();
-        let enabled = Enabled::from_set(&config::Config::from_pairs(&[]).unwrap().cuda_enable);
+        let pairs = [("GPUTRACE_CUDA_ENABLE".to_string(), "default,sync".to_string())];
+        let enabled = Enabled::from_set(&config::Config::from_pairs(&pairs).unwrap().cuda_enable);
         let mut converter = Converter::new(enabled, 11, |tid| format!("thread {tid}"));
         let capture = Capture::default();
         let lone = |correlation| Record::Sync { start: 10, end: 20, kind: 1, context: 1, stream: 7, correlation };
