@@ -534,3 +534,55 @@ fn bad_input_and_bad_options_are_one_line_and_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("[possible values: table, json]"), "{}", text(&out.stderr));
 }
+
+/// A straggler with a known cause (`straggler.c`, 3 ranks × 6 iterations
+/// of 20 ms in the NVTX range "compute", the last rank 40 ms, then
+/// MPI_Allreduce): the last rank is named as entering every all-reduce
+/// last, by the 20 ms more it computed (within 10 % of what it slept
+/// beyond the others, by the program's own clock), the others waited that
+/// for it each (within 10 %), the cause is "compute", and the summary and
+/// `analyze` say it in one line.
+#[test]
+fn the_straggler_is_named_with_its_lateness_and_cause() {
+    let Some(headers) = crate::nvtx::headers() else { return };
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (mpicc, mpirun, _) = openmpi();
+    let exe = crate::nvtx::build(mpicc, "straggler.c", &headers);
+    let dir = fresh_dir("an-straggler");
+    let exe = exe.display().to_string();
+    let out = trace(&dir, &[mpirun, "--oversubscribe", "-np", "3", &exe, "6", "20"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let slept: HashMap<i64, i64> = stdout
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("straggler rank ")?;
+            let (rank, ns) = rest.split_once(": compute_ns=")?;
+            Some((rank.parse().ok()?, ns.trim().parse().ok()?))
+        })
+        .collect();
+    assert_eq!(slept.len(), 3, "{stdout}");
+    let extra = slept[&2] - (slept[&0] + slept[&1]) / 2;
+    let a = analyze(&dir, &[]);
+    let rows = a["stragglers"].as_array().unwrap();
+    let top = &rows[0];
+    assert_eq!((top["rank"].as_i64(), top["paradigm"].as_str()), (Some(2), Some("MPI")), "{rows:#?}");
+    // The barrier before the loop and the 6 all-reduces: rank 2 entered
+    // every all-reduce last (and maybe the barrier: it starts last).
+    assert_eq!(int(&top["operations"]), 7, "{top:#}");
+    assert!((6..=7).contains(&int(&top["times_last"])), "{top:#}");
+    let near = |got: i64, want: i64| (got - want).abs() * 10 <= want;
+    assert!(near(int(&top["lateness_ns"]), extra), "lateness {} vs {extra} slept beyond: {top:#}", top["lateness_ns"]);
+    // Two others waited about `extra` each.
+    assert!(near(int(&top["wait_caused_ns"]), 2 * extra), "{top:#}");
+    assert_eq!(top["cause"].as_str(), Some("compute"), "{top:#}");
+    assert!(near(int(&top["cause_excess_ns"]), extra), "{top:#}");
+    // No other rank came last with a cause or more than a few ms in all.
+    for r in &rows[1..] {
+        assert!(int(&r["lateness_ns"]) < extra / 10, "{r:#}");
+    }
+    let table = text(&analyze_out(&dir, &[]).stdout);
+    let line = format!("Straggler: rank 2 entered {} of 7 MPI collectives on MPI_COMM_WORLD", top["times_last"]);
+    assert!(table.contains("Stragglers") && table.contains(&line), "{table}");
+    assert!(text(&out.stderr).contains(&format!("analysis: {line}")), "{}", text(&out.stderr));
+}

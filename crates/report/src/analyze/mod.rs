@@ -14,6 +14,9 @@
 //!   launch.
 //! - **Load imbalance**: computation per rank (time outside MPI, NCCL and
 //!   CUDA synchronization), max/mean, the slowest rank.
+//! - **Stragglers**: per communicator, the rank that entered its
+//!   collective operations (MPI and NCCL) last, by how much, the waiting
+//!   it caused and the region it spent longer in ([`stragglers`]).
 //!
 //! The pass ([`replay`]) reads host threads and GPU streams through
 //! [`TraceReader::read_by_time`](otf2::reader::TraceReader::read_by_time):
@@ -29,6 +32,7 @@
 pub mod cube;
 mod render;
 pub mod replay;
+pub mod stragglers;
 #[cfg(test)]
 mod tests;
 pub mod totals;
@@ -41,6 +45,7 @@ use crate::Result;
 
 pub use render::{summary_block, summary_lines, write_json, write_table};
 pub use replay::{Instance, MessagePair, Sink};
+pub use stragglers::Straggler;
 pub use totals::PatternTotal;
 
 /// The run summary analyses archives of up to this many events (about a
@@ -293,6 +298,9 @@ pub struct Analysis {
     pub gpus: Vec<GpuTime>,
     pub ranks: Vec<RankTime>,
     pub imbalance: Option<Imbalance>,
+    /// Per communicator, the ranks that entered its collective operations
+    /// last, the most waiting caused first ([`stragglers`]).
+    pub stragglers: Vec<Straggler>,
     /// The point-to-point messages paired (MPI, NCCL, `MPI_COMM_SELF`).
     pub messages: MessageCount,
     /// What could not be analysed (messages without a match...).

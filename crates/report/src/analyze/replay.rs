@@ -31,6 +31,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use otf2::reader::{EventContext, EventVisitor, GlobalDefs, TraceReader};
 use otf2::{AttributeRef, AttributeValue, CollectiveOp, CommRef, LocationRef, RegionRef};
 
+use super::stragglers::{Arrival, Describe, RegionClock, Stragglers};
 use super::{Analysis, Finding, GpuTime, Imbalance, Options, Pattern, RankTime, Window, Worst};
 use crate::Result;
 use crate::model::{LocationKind, Model, RegionKind};
@@ -229,6 +230,8 @@ struct Host {
     excluded_ns: u64,
     mpi_since: u64,
     mpi_ns: u64,
+    /// Time per region since the thread's last collective (stragglers).
+    clock: RegionClock,
 }
 
 struct Work {
@@ -353,6 +356,8 @@ struct Participant {
     node: u32,
     sent: u64,
     received: u64,
+    /// Its thread's time per region since its previous collective.
+    since: Vec<(RegionRef, u64)>,
 }
 
 struct Collective {
@@ -392,6 +397,10 @@ struct Pass<'a> {
     // Collectives.
     colls: Map<(CommRef, u64), Collective>,
     coll_seq: Map<(usize, CommRef), u64>,
+    /// NCCL communicators whose ranks are distinct processes (those of
+    /// one process driving several GPUs are not compared).
+    distinct: Map<CommRef, bool>,
+    stragglers: Stragglers,
     // CUDA.
     launches: Map<(usize, u64), Launch>,
     launch_order: VecDeque<(usize, u64)>,
@@ -455,6 +464,8 @@ pub fn run(reader: &mut TraceReader, options: &Options, sink: &mut dyn Sink) -> 
         pairs: super::MessageCount::default(),
         colls: Map::default(),
         coll_seq: Map::default(),
+        distinct: Map::default(),
+        stragglers: Stragglers::default(),
         launches: Map::default(),
         launch_order: VecDeque::new(),
         gpus: (0..model.gpus.len()).map(|_| Gpu::default()).collect(),
@@ -594,6 +605,7 @@ impl Pass<'_> {
         let host = &mut self.locs[l].host;
         host.first.get_or_insert(t);
         host.last = host.last.max(t);
+        host.clock.credit(host.stack.last().filter(|f| !f.excluded).map(|f| f.region), t);
         let parent = host.stack.last().map_or(0, |f| f.node);
         let in_cuda = host.stack.iter().any(|f| matches!(f.kind, RegionKind::CudaApi | RegionKind::Sync));
         let in_mpi = host.stack.iter().any(|f| f.kind == RegionKind::Mpi);
@@ -671,6 +683,7 @@ impl Pass<'_> {
     fn host_leave(&mut self, l: usize, t: u64, region: RegionRef) {
         let host = &mut self.locs[l].host;
         host.last = host.last.max(t);
+        host.clock.credit(host.stack.last().filter(|f| !f.excluded).map(|f| f.region), t);
         let Some(depth) = host.stack.iter().rposition(|f| f.region == region) else { return };
         while self.locs[l].host.stack.len() > depth {
             let frame = self.locs[l].host.stack.pop().expect("depth < len");
@@ -900,16 +913,32 @@ impl Pass<'_> {
     // ---- collectives ---------------------------------------------------
 
     fn collective_end(&mut self, l: usize, t: u64, c: &otf2::Collective) {
-        if !self.mpi_comm(c.comm) {
+        let model = self.model;
+        let Some(info) = model.comms.get(&c.comm) else { return };
+        let size = info.locations.len();
+        if info.is_self || size < 2 {
             return;
         }
-        let Some(size) = self.model.comms.get(&c.comm).map(|i| i.locations.len()) else { return };
-        if size < 2 {
+        let mpi = !info.is_nccl;
+        if !mpi
+            && !*self.distinct.entry(c.comm).or_insert_with(|| {
+                let mut p: Vec<Option<usize>> = info.processes.clone();
+                p.sort_unstable();
+                p.dedup();
+                p.len() == info.processes.len() && p.iter().all(Option::is_some)
+            })
+        {
             return;
         }
         let process = self.locs[l].process;
         let Some(me) = self.own_rank(process, c.comm) else { return };
-        let (enter, node) = match self.mpi_frame(l) {
+        let frame = if mpi {
+            self.mpi_frame(l)
+        } else {
+            self.locs[l].host.stack.iter().rposition(|f| f.kind == RegionKind::Nccl)
+        };
+        let since = self.locs[l].host.clock.take();
+        let (enter, node) = match frame {
             Some(i) => {
                 let f = &self.locs[l].host.stack[i];
                 (f.enter, f.node)
@@ -919,8 +948,16 @@ impl Pass<'_> {
         let seq = self.coll_seq.entry((process, c.comm)).or_insert(0);
         let key = (c.comm, *seq);
         *seq += 1;
-        let part =
-            Participant { loc: l, rank: me, enter, exit: t, node, sent: c.bytes_sent, received: c.bytes_received };
+        let part = Participant {
+            loc: l,
+            rank: me,
+            enter,
+            exit: t,
+            node,
+            sent: c.bytes_sent,
+            received: c.bytes_received,
+            since,
+        };
         let coll = self.colls.entry(key).or_insert_with(|| Collective {
             op: c.op,
             root: c.root,
@@ -930,12 +967,26 @@ impl Pass<'_> {
         coll.parts.push(part);
         if coll.parts.len() >= coll.size {
             let coll = self.colls.remove(&key).expect("just filled");
-            self.evaluate_collective(c.comm, coll);
+            self.evaluate_collective(c.comm, coll, mpi);
         }
     }
 
-    fn evaluate_collective(&mut self, comm: CommRef, coll: Collective) {
+    fn evaluate_collective(&mut self, comm: CommRef, mut coll: Collective, mpi: bool) {
         use CollectiveOp as Op;
+        let arrivals: Vec<Arrival> = coll
+            .parts
+            .iter_mut()
+            .map(|p| Arrival {
+                loc: p.loc,
+                process: self.locs[p.loc].process,
+                enter: p.enter,
+                since: std::mem::take(&mut p.since),
+            })
+            .collect();
+        self.stragglers.operation(comm, &arrivals);
+        if !mpi {
+            return;
+        }
         let latest = |parts: &[Participant], senders_only: bool| {
             parts.iter().filter(|p| !senders_only || p.sent > 0).max_by_key(|p| p.enter).map(|p| (p.enter, p.rank))
         };
@@ -1361,6 +1412,7 @@ impl Pass<'_> {
         ranks.retain(|r| r.span_ns > 0 || r.gpu_compute_ns > 0 || r.communication_ns > 0);
         let trace_ns = model.ns(model.length);
         let run_ns = super::totals::run_ns(&ranks, trace_ns);
+        let stragglers = std::mem::take(&mut self.stragglers).finish(&self);
         Analysis {
             archive,
             options: self.options.clone(),
@@ -1373,6 +1425,7 @@ impl Pass<'_> {
             gpus,
             ranks,
             imbalance,
+            stragglers,
             messages: self.pairs,
             notes,
             program: None,
@@ -1435,6 +1488,41 @@ impl Pass<'_> {
             out.push(f);
         }
         out
+    }
+}
+
+impl Describe for Pass<'_> {
+    fn communicator(&self, comm: CommRef) -> Option<(&'static str, String, u64, String)> {
+        let info = self.model.comms.get(&comm)?;
+        let name = self.defs.comms.get(&comm).map(|c| self.defs.string(c.name).to_owned())?;
+        let ranks: Vec<Option<u32>> =
+            info.processes.iter().map(|p| p.and_then(|p| self.model.processes[p].rank)).collect();
+        let paradigm = if info.is_nccl { "NCCL" } else { "MPI" };
+        Some((paradigm, name, ranks.len() as u64, super::totals::rank_list(&ranks, 8)))
+    }
+
+    fn rank(&self, process: usize) -> Option<u32> {
+        self.model.processes.get(process).and_then(|p| p.rank)
+    }
+
+    fn process(&self, process: usize) -> String {
+        self.model.process_label(process)
+    }
+
+    fn location(&self, loc: usize) -> String {
+        self.locs[loc].name.clone()
+    }
+
+    fn region(&self, region: RegionRef) -> String {
+        self.region_name(region).to_owned()
+    }
+
+    fn ns(&self, ticks: u64) -> u64 {
+        self.model.ns(ticks)
+    }
+
+    fn since_start(&self, ticks: u64) -> u64 {
+        self.model.ns_since_start(ticks)
     }
 }
 
