@@ -360,6 +360,25 @@ fn a_rank_with_twice_the_computation_is_the_load_imbalance() {
     for r in [0, 2, 3] {
         assert_wait(&a, "wait_at_barrier", r, "MPI_Barrier", 1, run.realized(1, r));
     }
+    // The critical path runs through rank 1's computation: backwards from
+    // the end, the barriers' waits lead to rank 1, whose sleeps (outside
+    // any region: computation nothing annotated) are on it; it begins
+    // after MPI_Init.
+    let path = &a["critical_path"];
+    assert_eq!(path["processes"][0][0], "rank 1", "{path:#}");
+    let top = &path["steps"][0];
+    assert_eq!(
+        (top["process"].as_str(), top["location"].as_str()),
+        (Some("rank 1"), Some("Master thread")),
+        "{path:#}"
+    );
+    assert_eq!(top["activity"], "(outside any region)", "{top:#}");
+    assert_near(int(&top["time_ns"]), inj[&1], "rank 1's computation on the critical path");
+    // (It may not move at all: when rank 1 also ends last.)
+    assert!(path["steps"].as_array().unwrap().iter().all(|s| s["activity"] != "MPI_Init"), "{path:#}");
+    let steps: i64 = path["steps"].as_array().unwrap().iter().map(|s| int(&s["time_ns"])).sum();
+    assert_eq!(steps, int(&path["length_ns"]), "the steps add up to the path: {path:#}");
+    assert!(int(&path["length_ns"]) <= int(&a["trace_ns"]), "{path:#}");
 }
 
 /// Under MPICH (Hydra) the same program gives the same findings.

@@ -29,6 +29,7 @@
 //! terminal, JSON, the Chrome export's analysis tracks and, later, Cube
 //! metrics.
 
+pub mod critical;
 pub mod cube;
 mod render;
 pub mod replay;
@@ -43,6 +44,7 @@ use serde::Serialize;
 
 use crate::Result;
 
+pub use critical::{CriticalPath, PathStep};
 pub use render::{summary_block, summary_lines, write_json, write_table};
 pub use replay::{Instance, MessagePair, Sink};
 pub use stragglers::Straggler;
@@ -301,6 +303,10 @@ pub struct Analysis {
     /// Per communicator, the ranks that entered its collective operations
     /// last, the most waiting caused first ([`stragglers`]).
     pub stragglers: Vec<Straggler>,
+    /// The chain of host activity that decided the run's length, across
+    /// ranks through their wait states ([`critical`]); none when the run
+    /// was too large to keep its timelines.
+    pub critical_path: Option<CriticalPath>,
     /// The point-to-point messages paired (MPI, NCCL, `MPI_COMM_SELF`).
     pub messages: MessageCount,
     /// What could not be analysed (messages without a match...).

@@ -363,6 +363,34 @@ pub fn straggler_line(a: &Analysis) -> Option<String> {
     ))
 }
 
+/// The critical path's activities, the most time first (at most `top`).
+fn critical_table(p: &super::CriticalPath, top: usize) -> Table {
+    let mut t = Table::new(
+        "critical_path",
+        "Critical path: the activities that decided the run's length",
+        &["Process", "Thread", "Activity", "On Path", "Of Path (%)"],
+    );
+    for s in p.steps.iter().take(top) {
+        t.rows.push(vec![
+            Cell::Text(s.process.clone()),
+            Cell::Text(s.location.clone()),
+            Cell::Text(names::cut(&s.activity, 50)),
+            Cell::Text(human_ns(s.time_ns)),
+            Cell::Float(s.share, 2),
+        ]);
+    }
+    let per: Vec<String> = p.processes.iter().take(8).map(|(name, ns)| format!("{name} {}", human_ns(*ns))).collect();
+    t.notes.push(format!(
+        "Length {}, {} move{} between threads; per process: {}. Backwards from the last event: where a thread \
+         waited (a wait state), the path goes on in the one it waited for. GPU work and NCCL are not crossed yet.",
+        human_ns(p.length_ns),
+        thousands(p.jumps),
+        plural(p.jumps, "s"),
+        per.join(", ")
+    ));
+    t
+}
+
 /// `gputrace analyze`'s terminal output.
 pub fn write_table(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     writeln!(
@@ -398,6 +426,9 @@ pub fn write_table(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     }
     if !a.ranks.is_empty() {
         writeln!(out, "{}", ranks_table(a).render(None))?;
+    }
+    if let Some(p) = a.critical_path.as_ref().filter(|p| p.jumps > 0) {
+        writeln!(out, "{}", critical_table(p, 10).render(None))?;
     }
     if !a.stragglers.is_empty() {
         writeln!(out, "{}", stragglers_table(a, 10).render(None))?;

@@ -31,6 +31,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use otf2::reader::{EventContext, EventVisitor, GlobalDefs, TraceReader};
 use otf2::{AttributeRef, AttributeValue, CollectiveOp, CommRef, LocationRef, RegionRef};
 
+use super::critical::{self, Timelines};
 use super::stragglers::{Arrival, Describe, RegionClock, Stragglers};
 use super::{Analysis, Finding, GpuTime, Imbalance, Options, Pattern, RankTime, Window, Worst};
 use crate::Result;
@@ -401,6 +402,8 @@ struct Pass<'a> {
     /// one process driving several GPUs are not compared).
     distinct: Map<CommRef, bool>,
     stragglers: Stragglers,
+    /// Region changes and wait states per host thread (critical path).
+    timelines: Timelines,
     // CUDA.
     launches: Map<(usize, u64), Launch>,
     launch_order: VecDeque<(usize, u64)>,
@@ -445,6 +448,7 @@ pub fn run(reader: &mut TraceReader, options: &Options, sink: &mut dyn Sink) -> 
         slot.get_or_insert(a);
     }
     let pageable = defs.strings.iter().find(|(_, s)| s.as_str() == "pageable").map(|(r, _)| *r);
+    let location_count = locs.len();
     let mut pass = Pass {
         model: &model,
         defs: &defs,
@@ -466,6 +470,7 @@ pub fn run(reader: &mut TraceReader, options: &Options, sink: &mut dyn Sink) -> 
         coll_seq: Map::default(),
         distinct: Map::default(),
         stragglers: Stragglers::default(),
+        timelines: Timelines::new(location_count),
         launches: Map::default(),
         launch_order: VecDeque::new(),
         gpus: (0..model.gpus.len()).map(|_| Gpu::default()).collect(),
@@ -669,6 +674,7 @@ impl Pass<'_> {
             ls_until: 0,
             sends: Vec::new(),
         });
+        self.timelines.change(l, t, node);
     }
 
     fn rule_key(&self, rule: Rule, l: usize, node: u32) -> Key {
@@ -689,6 +695,8 @@ impl Pass<'_> {
             let frame = self.locs[l].host.stack.pop().expect("depth < len");
             self.close_frame(l, frame, t);
         }
+        let top = self.locs[l].host.stack.last().map_or(critical::NONE, |f| f.node);
+        self.timelines.change(l, t, top);
     }
 
     fn close_frame(&mut self, l: usize, frame: Frame, t: u64) {
@@ -700,6 +708,12 @@ impl Pass<'_> {
                 host.excluded_ns += t.saturating_sub(host.excluded_since);
             }
         }
+        if frame.kind == RegionKind::Mpi
+            && self.model.region(frame.region).is_some_and(|r| r.name.starts_with("MPI_Init"))
+        {
+            self.timelines.started(l, t);
+        }
+        let host = &mut self.locs[l].host;
         if frame.mpi_outer {
             host.mpi_ns += t.saturating_sub(host.mpi_since);
             let p = &mut self.procs[process];
@@ -886,10 +900,12 @@ impl Pass<'_> {
             return;
         }
         let partner = self.rank_of_loc(send.loc);
+        let culprit = send.loc;
         let key =
             Key { pattern: Pattern::LateSender, place: Place::Loc(l), what: What::Path(recv.node), comm: Some(comm) };
         let process = self.locs[l].process;
         self.record(key, base, upper, upper - base, partner, process);
+        self.timelines.wait(l, upper, culprit);
     }
 
     /// Late Receiver of a matched message whose blocking send has ended:
@@ -904,10 +920,12 @@ impl Pass<'_> {
         }
         let (l, comm, node, enter, post) = (send.loc, msg.comm, send.node, send.enter, recv.post);
         let partner = self.rank_of_loc(recv.loc);
+        let culprit = recv.loc;
         let key =
             Key { pattern: Pattern::LateReceiver, place: Place::Loc(l), what: What::Path(node), comm: Some(comm) };
         let process = self.locs[l].process;
         self.record(key, enter, post, post - enter, partner, process);
+        self.timelines.wait(l, post, culprit);
     }
 
     // ---- collectives ---------------------------------------------------
@@ -1047,6 +1065,9 @@ impl Pass<'_> {
                 continue;
             }
             let p = &coll.parts[i];
+            if let Some(culprit) = partner_rank.and_then(|r| coll.parts.iter().find(|q| q.rank == r)) {
+                self.timelines.wait(p.loc, to, culprit.loc);
+            }
             let partner = partner_rank.and_then(|r| self.world_rank(comm, r));
             let key = Key { pattern, place: Place::Loc(p.loc), what: What::Path(p.node), comm: Some(comm) };
             let process = self.locs[p.loc].process;
@@ -1413,6 +1434,14 @@ impl Pass<'_> {
         let trace_ns = model.ns(model.length);
         let run_ns = super::totals::run_ns(&ranks, trace_ns);
         let stragglers = std::mem::take(&mut self.stragglers).finish(&self);
+        let timelines = std::mem::take(&mut self.timelines);
+        if timelines.overflow {
+            notes.push(format!(
+                "no critical path: the run has more than {} region changes on its threads",
+                critical::MAX_CHANGES
+            ));
+        }
+        let critical_path = timelines.path(&self);
         Analysis {
             archive,
             options: self.options.clone(),
@@ -1426,6 +1455,7 @@ impl Pass<'_> {
             ranks,
             imbalance,
             stragglers,
+            critical_path,
             messages: self.pairs,
             notes,
             program: None,
@@ -1523,6 +1553,29 @@ impl Describe for Pass<'_> {
 
     fn since_start(&self, ticks: u64) -> u64 {
         self.model.ns_since_start(ticks)
+    }
+}
+
+impl critical::Names for Pass<'_> {
+    fn process_of(&self, loc: usize) -> (String, Option<u32>) {
+        let p = self.locs[loc].process;
+        (self.model.process_label(p), self.model.processes.get(p).and_then(|i| i.rank))
+    }
+
+    fn location(&self, loc: usize) -> String {
+        self.locs[loc].name.clone()
+    }
+
+    fn activity(&self, node: u32) -> String {
+        let outside = || "(outside any region)".to_string();
+        if node == critical::NONE {
+            return outside();
+        }
+        self.paths.regions(node).last().map_or_else(outside, |r| self.region_name(*r).to_owned())
+    }
+
+    fn ns(&self, ticks: u64) -> u64 {
+        self.model.ns(ticks)
     }
 }
 

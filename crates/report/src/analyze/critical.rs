@@ -1,0 +1,288 @@
+//! The critical path across ranks: the chain of host activity that
+//! decided how long the run took, found backwards from the last event as
+//! Scalasca does. On the location that ended last, time is on the path
+//! back to the end of the latest wait state it suffered (a Late Sender,
+//! Late Receiver, Wait at NxN or Barrier, Late Broadcast, Early Reduce);
+//! there the path moves to the location that made it wait — the sender,
+//! the receiver, the last rank to enter the collective, the root — at the
+//! moment it arrived, and goes on backwards from there, until a location
+//! suffered no earlier wait: back to its first event, or to the end of
+//! its `MPI_Init` (start-up is not the run's steady state: the path
+//! begins when the ranks are up, as `mpi_sum` keeps MPI_Init apart).
+//!
+//! The pass keeps, per host thread, each change of its innermost region
+//! (16 bytes an enter or leave) and each wait state's end and culprit;
+//! past [`MAX_CHANGES`] changes it keeps nothing more and says so.
+//! What the path does not cross yet: GPU work (a host waiting in a
+//! synchronization for a kernel) and NCCL (whose host calls do not wait).
+
+use std::collections::HashMap;
+
+use serde::Serialize;
+
+/// The changes of innermost region kept at most, over all threads (about
+/// half a gigabyte).
+pub const MAX_CHANGES: usize = 32 << 20;
+
+/// No region open.
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// What the pass hands over: per host location its region changes and
+/// wait states.
+#[derive(Default)]
+pub(crate) struct Timelines {
+    /// Per location: (time, innermost call-path node from then on).
+    changes: Vec<Vec<(u64, u32)>>,
+    /// Per location: (end of the wait, the location that made it wait).
+    waits: Vec<Vec<(u64, usize)>>,
+    /// Per location: where the path may begin (the end of MPI_Init).
+    starts: Vec<u64>,
+    kept: usize,
+    pub(crate) overflow: bool,
+}
+
+/// One activity on the critical path.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PathStep {
+    pub process: String,
+    pub rank: Option<u32>,
+    /// The thread.
+    pub location: String,
+    /// The innermost region (`MPI_Allreduce`, a user region, the
+    /// program's region for computation nothing annotated).
+    pub activity: String,
+    /// Its time on the path (ns).
+    pub time_ns: u64,
+    /// Of the path's length (%).
+    pub share: f64,
+}
+
+/// The critical path.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CriticalPath {
+    /// From its first activity to the run's last event (ns).
+    pub length_ns: u64,
+    /// How many times it moved to another location.
+    pub jumps: u64,
+    /// Per process, its time on the path (ns), the most first.
+    pub processes: Vec<(String, u64)>,
+    /// Per activity and location, the most time first.
+    pub steps: Vec<PathStep>,
+}
+
+/// What [`Timelines::path`] needs to name things.
+pub(crate) trait Names {
+    fn process_of(&self, loc: usize) -> (String, Option<u32>);
+    fn location(&self, loc: usize) -> String;
+    /// The innermost region of a call-path node ([`NONE`]: none open).
+    fn activity(&self, node: u32) -> String;
+    fn ns(&self, ticks: u64) -> u64;
+}
+
+impl Timelines {
+    pub(crate) fn new(locations: usize) -> Self {
+        Self {
+            changes: vec![Vec::new(); locations],
+            waits: vec![Vec::new(); locations],
+            starts: vec![0; locations],
+            kept: 0,
+            overflow: false,
+        }
+    }
+
+    /// Location `loc`'s innermost region is `node` from `t` on.
+    pub(crate) fn change(&mut self, loc: usize, t: u64, node: u32) {
+        if self.overflow {
+            return;
+        }
+        if self.kept >= MAX_CHANGES {
+            self.overflow = true;
+            self.changes = Vec::new();
+            self.waits = Vec::new();
+            return;
+        }
+        self.kept += 1;
+        self.changes[loc].push((t, node));
+    }
+
+    /// Location `loc` is set up at `t` (its MPI_Init ended): the path does
+    /// not go back beyond it there.
+    pub(crate) fn started(&mut self, loc: usize, t: u64) {
+        if let Some(s) = self.starts.get_mut(loc) {
+            *s = t;
+        }
+    }
+
+    /// Location `loc` waited until `to` for location `culprit`.
+    pub(crate) fn wait(&mut self, loc: usize, to: u64, culprit: usize) {
+        if !self.overflow && loc != culprit {
+            self.waits[loc].push((to, culprit));
+        }
+    }
+
+    /// The path, backwards from the location whose last change is the
+    /// latest.
+    pub(crate) fn path(mut self, names: &dyn Names) -> Option<CriticalPath> {
+        if self.overflow {
+            return None;
+        }
+        for w in &mut self.waits {
+            w.sort_unstable();
+        }
+        let (mut loc, mut t) = self
+            .changes
+            .iter()
+            .enumerate()
+            .filter_map(|(l, c)| c.last().map(|&(t, _)| (l, t)))
+            .max_by_key(|&(l, t)| (t, std::cmp::Reverse(l)))?;
+        let end = t;
+        let mut on: HashMap<(usize, u32), u64> = HashMap::new();
+        let mut jumps = 0u64;
+        let start = loop {
+            let waits = &self.waits[loc];
+            let begin = self.starts[loc];
+            // The latest wait that ended strictly before `t`, after the
+            // location was set up.
+            let i = waits.partition_point(|&(to, _)| to < t);
+            match i.checked_sub(1).map(|i| waits[i]).filter(|&(to, _)| to > begin) {
+                Some((to, culprit)) => {
+                    self.credit(loc, to, t, &mut on);
+                    t = to;
+                    loc = culprit;
+                    jumps += 1;
+                }
+                None => {
+                    let first = self.changes[loc].first().map_or(t, |&(t, _)| t).max(begin).min(t);
+                    self.credit(loc, first, t, &mut on);
+                    break first;
+                }
+            }
+        };
+        let length = names.ns(end.saturating_sub(start));
+        let mut steps: Vec<PathStep> = on
+            .into_iter()
+            .filter(|&(_, ticks)| ticks > 0)
+            .map(|((l, node), ticks)| {
+                let (process, rank) = names.process_of(l);
+                let time_ns = names.ns(ticks);
+                PathStep {
+                    process,
+                    rank,
+                    location: names.location(l),
+                    activity: names.activity(node),
+                    time_ns,
+                    share: if length > 0 { 100.0 * time_ns as f64 / length as f64 } else { 0.0 },
+                }
+            })
+            .collect();
+        // One node per call path: merge the steps of one activity name.
+        steps.sort_by(|a, b| (&a.process, &a.location, &a.activity).cmp(&(&b.process, &b.location, &b.activity)));
+        steps.dedup_by(|b, a| {
+            let same = a.process == b.process && a.location == b.location && a.activity == b.activity;
+            if same {
+                a.time_ns += b.time_ns;
+                a.share += b.share;
+            }
+            same
+        });
+        steps.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then_with(|| a.process.cmp(&b.process)));
+        let mut per: HashMap<&str, u64> = HashMap::new();
+        for s in &steps {
+            *per.entry(&s.process).or_default() += s.time_ns;
+        }
+        let mut processes: Vec<(String, u64)> = per.into_iter().map(|(p, t)| (p.to_owned(), t)).collect();
+        processes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        Some(CriticalPath { length_ns: length, jumps, processes, steps })
+    }
+
+    /// Adds location `loc`'s time from `from` to `to` to its activities.
+    fn credit(&self, loc: usize, from: u64, to: u64, on: &mut HashMap<(usize, u32), u64>) {
+        let changes = &self.changes[loc];
+        // The state at `from`: the last change at or before it.
+        let i = changes.partition_point(|&(t, _)| t <= from);
+        let mut node = i.checked_sub(1).map_or(NONE, |i| changes[i].1);
+        let mut at = from;
+        for &(t, next) in &changes[i..] {
+            if t >= to {
+                break;
+            }
+            *on.entry((loc, node)).or_default() += t - at;
+            at = t;
+            node = next;
+        }
+        *on.entry((loc, node)).or_default() += to.saturating_sub(at);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct N;
+    impl Names for N {
+        fn process_of(&self, loc: usize) -> (String, Option<u32>) {
+            (format!("rank {loc}"), Some(loc as u32))
+        }
+        fn location(&self, _: usize) -> String {
+            "Master thread".into()
+        }
+        fn activity(&self, node: u32) -> String {
+            match node {
+                0 => "main".into(),
+                1 => "MPI_Recv".into(),
+                2 => "MPI_Send".into(),
+                _ => "-".into(),
+            }
+        }
+        fn ns(&self, t: u64) -> u64 {
+            t
+        }
+    }
+
+    /// Rank 0 computes 0–100 and sends; rank 1 computes 0–10, waits in a
+    /// receive 10–100 (a Late Sender caused by rank 0), then computes to
+    /// 150: the path is rank 1's 100–150 and rank 0's 0–100.
+    #[test]
+    fn the_path_crosses_to_the_late_sender() {
+        let mut tl = Timelines::new(2);
+        for (t, node) in [(0, 0), (100, 2), (101, 0), (120, NONE)] {
+            tl.change(0, t, node);
+        }
+        for (t, node) in [(0, 0), (10, 1), (101, 0), (150, NONE)] {
+            tl.change(1, t, node);
+        }
+        tl.wait(1, 100, 0);
+        let p = tl.path(&N).unwrap();
+        assert_eq!((p.length_ns, p.jumps), (150, 1));
+        let got: Vec<(&str, &str, u64)> =
+            p.steps.iter().map(|s| (s.process.as_str(), s.activity.as_str(), s.time_ns)).collect();
+        assert_eq!(got, [("rank 0", "main", 100), ("rank 1", "main", 49), ("rank 1", "MPI_Recv", 1)]);
+        assert_eq!(p.processes, [("rank 0".to_string(), 100), ("rank 1".to_string(), 50)]);
+        let total: f64 = p.steps.iter().map(|s| s.share).sum();
+        assert!((total - 100.0).abs() < 1e-9);
+    }
+
+    /// The path does not go back into MPI_Init: a wait that ended inside
+    /// it leads nowhere, and the path begins at its end.
+    #[test]
+    fn the_path_begins_after_mpi_init() {
+        let mut tl = Timelines::new(2);
+        for (t, node) in [(0, 1), (50, 0), (120, NONE)] {
+            tl.change(0, t, node);
+        }
+        tl.change(1, 0, 0);
+        tl.wait(0, 40, 1);
+        tl.started(0, 50);
+        let p = tl.path(&N).unwrap();
+        assert_eq!((p.length_ns, p.jumps), (70, 0));
+        assert_eq!(p.processes, [("rank 0".to_string(), 70)]);
+    }
+
+    #[test]
+    fn too_many_changes_give_no_path() {
+        let mut tl = Timelines::new(1);
+        tl.kept = MAX_CHANGES;
+        tl.change(0, 1, 0);
+        assert!(tl.path(&N).is_none());
+    }
+}
