@@ -162,9 +162,10 @@ pub enum Command {
         /// An experiment directory or its traces.otf2 (Score-P's archives too).
         input: PathBuf,
         /// A report to print (repeatable, or a comma-separated list;
-        /// default: all that apply). nsys's names are taken too
-        /// (cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum).
-        /// An unknown name lists them.
+        /// default: every summary that applies, the per-event *_trace
+        /// reports only when named). nsys's names are taken too
+        /// (cuda_gpu_kern_sum, cuda_gpu_mem_time_sum, cuda_gpu_mem_size_sum,
+        /// mpi_event_trace). An unknown name lists them.
         #[arg(long = "report", value_name = "NAME")]
         reports: Vec<String>,
         /// How the reports are written.
@@ -175,13 +176,20 @@ pub enum Command {
         /// shows every metric per process.
         #[arg(long)]
         by_rank: bool,
+        /// Instances the per-event reports (cuda_api_trace,
+        /// cuda_gpu_trace, mpi_trace) list: the N longest, longest first.
+        #[arg(long, value_name = "N", default_value_t = report::stats::longest::DEFAULT_LONGEST)]
+        longest: usize,
         /// The short form printed after a traced run: the top 5 rows of
         /// each non-empty report.
-        #[arg(long, conflicts_with_all = ["reports", "format", "output", "by_rank"])]
+        #[arg(long, conflicts_with_all = ["reports", "format", "output", "by_rank", "from", "to", "ranks"])]
         short: bool,
+        #[command(flatten)]
+        window: WindowArgs,
         /// Write the reports to files instead of standard output, as `nsys
         /// stats --output`: PREFIX_<report>.txt (table) or
-        /// PREFIX_<report>.csv (csv), one per report, or PREFIX.json (json).
+        /// PREFIX_<report>.csv (csv), one per report, or PREFIX.json (json;
+        /// -o x.json writes x.json).
         #[arg(short = 'o', long = "output", value_name = "PREFIX")]
         output: Option<PathBuf>,
     },
@@ -232,6 +240,8 @@ pub enum Command {
         output: Option<PathBuf>,
         /// An experiment directory or its traces.otf2.
         input: PathBuf,
+        #[command(flatten)]
+        window: WindowArgs,
     },
     /// Draw an archive as a PNG (-o FILE): a timeline with a lane per
     /// thread and stream, with --matrix a heatmap of the MPI (rank x
@@ -253,6 +263,8 @@ pub enum Command {
         output: Option<PathBuf>,
         /// An experiment directory or its traces.otf2.
         input: PathBuf,
+        #[command(flatten)]
+        window: WindowArgs,
     },
     /// Information about gputrace.
     Info {
@@ -297,6 +309,33 @@ pub enum Info {
         #[arg(short = 'o', long = "output", hide = true)]
         output: Option<PathBuf>,
     },
+}
+
+/// `--from`, `--to`, `--ranks` of `stats`, `export` and `plot`: the part
+/// of the archive the report is of (see `report::window`).
+#[derive(Debug, Clone, Default, clap::Args)]
+#[command(next_help_heading = "Window (Vampir's zoom: regions across an edge are clipped to it)")]
+pub struct WindowArgs {
+    /// Only what happened from TIME on, counted from the trace's start:
+    /// 2.5s, 300ms, 40us, 1500ns (a unit is required). A region open at
+    /// TIME is cut to begin there.
+    #[arg(long, value_name = "TIME")]
+    pub from: Option<report::window::Offset>,
+    /// Only what happened up to TIME, counted from the trace's start. A
+    /// region still open at TIME is cut to end there.
+    #[arg(long, value_name = "TIME")]
+    pub to: Option<report::window::Offset>,
+    /// Only these MPI ranks (their threads and GPU streams): a list such
+    /// as 0,2-5. A process without MPI goes by its place among the
+    /// archive's processes.
+    #[arg(long, value_name = "LIST")]
+    pub ranks: Option<report::window::RankList>,
+}
+
+impl WindowArgs {
+    pub fn window(&self) -> report::window::Window {
+        report::window::Window { from: self.from, to: self.to, ranks: self.ranks.clone() }
+    }
 }
 
 /// `gputrace stats --format`.

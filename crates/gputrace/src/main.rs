@@ -133,8 +133,10 @@ fn run(mut cli: Cli) -> anyhow::Result<i32> {
             out.flush()?;
             Ok(0)
         }
-        Some(Command::Stats { input, reports, format, by_rank, .. }) => {
-            let request = report::stats::StatsRequest { reports, format: format.table_format(), by_rank };
+        Some(Command::Stats { input, reports, format, by_rank, window, longest, .. }) => {
+            let window = window.window();
+            let format = format.table_format();
+            let request = report::stats::StatsRequest { reports, format, by_rank, window, longest };
             match output {
                 Some(prefix) => {
                     let prefix = required_output(Some(&prefix), "stats")?;
@@ -194,12 +196,20 @@ fn run(mut cli: Cli) -> anyhow::Result<i32> {
             }
             Ok(0)
         }
-        Some(Command::Export { format, input, .. }) => {
+        Some(Command::Export { format, input, window, .. }) => {
             let output = required_output(output.as_deref(), "export")?;
+            let window = window.window();
             match format {
                 ExportFormat::Chrome => {
-                    let n = report::chrome::export(&input, output)?;
+                    let n = report::chrome::export(&input, output, &window)?;
                     say!("gputrace: wrote {} ({} events)", output.display(), n.events);
+                }
+                ExportFormat::ViteOtf2 if !window.is_everything() => {
+                    return Err(UsageError(
+                        "--from, --to and --ranks are for --format chrome: the ViTE copy is of the whole archive"
+                            .into(),
+                    )
+                    .into());
                 }
                 ExportFormat::ViteOtf2 => {
                     // The copy goes into a directory, never over an archive.
@@ -223,14 +233,23 @@ fn run(mut cli: Cli) -> anyhow::Result<i32> {
             }
             Ok(0)
         }
-        Some(Command::Plot { matrix, metrics, width, input, .. }) => {
+        Some(Command::Plot { matrix, metrics, width, input, window, .. }) => {
             let output = required_output(output.as_deref(), "plot")?;
+            let window = window.window();
             match matrix {
-                None if metrics => report::plot::metrics(&input, output, width)?,
-                None => report::plot::timeline(&input, output, width)?,
-                Some(which) => report::plot::heatmap(&input, output, which.name())?,
+                None if metrics => {
+                    report::plot::metrics(&input, output, width, &window)?;
+                    say!("gputrace: wrote {}", output.display());
+                }
+                None => {
+                    let facts = report::plot::timeline(&input, output, width, &window)?;
+                    say!("gputrace: wrote {} ({})", output.display(), timeline_line(&facts));
+                }
+                Some(which) => {
+                    let facts = report::plot::heatmap(&input, output, which.name(), &window)?;
+                    say!("gputrace: wrote {} (colour scale: {})", output.display(), facts.scale.describe());
+                }
             }
-            say!("gputrace: wrote {}", output.display());
             Ok(0)
         }
         Some(Command::Run(argv)) => {
@@ -246,6 +265,28 @@ fn run(mut cli: Cli) -> anyhow::Result<i32> {
             trace::trace(&argv, &settings)
         }
     }
+}
+
+/// What a timeline shows, in a line: its lanes, its span and its colours
+/// (`16 lanes, 0.000 s to 1.234 s; colours: MPI_Recv 41.2 % (MPI), ...`).
+fn timeline_line(facts: &report::plot::TimelineFacts) -> String {
+    let total: f64 = facts.classes.iter().map(|c| c.seconds).sum();
+    let colours: Vec<String> = facts
+        .classes
+        .iter()
+        .map(|c| {
+            let share = if total > 0.0 { c.seconds * 100.0 / total } else { 0.0 };
+            let kind = if c.kind.is_empty() { "grey".to_owned() } else { c.kind.to_owned() };
+            format!("{} {share:.1} % ({kind})", c.name)
+        })
+        .collect();
+    format!(
+        "{} lanes, {:.6} s to {:.6} s; colours by time: {}",
+        facts.lanes,
+        facts.start_ns as f64 / 1e9,
+        facts.end_ns as f64 / 1e9,
+        colours.join(", ")
+    )
 }
 
 /// The `-o` of the subcommand, taken out of `cli`: given after the

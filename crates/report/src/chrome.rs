@@ -39,6 +39,7 @@ use serde::Serialize;
 use serde::ser::{SerializeMap, Serializer};
 
 use crate::model::{LocationKind, Model, RegionKind};
+use crate::window::{Cut, Window};
 
 /// What an export wrote.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -55,12 +56,17 @@ pub struct ExportSummary {
 }
 
 /// Writes the Chrome JSON of `input` to `output` (gzipped when it ends in `.gz`).
-pub fn export(input: &Path, output: &Path) -> Result<ExportSummary> {
+/// Only what is inside `window` is written (see [`crate::window`]):
+/// regions clipped at its edges, messages whose send and receive are both
+/// inside, analysis instances clipped; times stay those of the archive.
+pub fn export(input: &Path, output: &Path, window: &Window) -> Result<ExportSummary> {
     let mut reader = super::open(input)?;
-    export_to(&mut reader, output)
+    // Checked before the output is made.
+    let cut = window.resolve(&Model::new(reader.defs()))?;
+    export_to(&mut reader, output, &cut)
 }
 
-fn export_to(reader: &mut otf2::reader::TraceReader, output: &Path) -> Result<ExportSummary> {
+fn export_to(reader: &mut otf2::reader::TraceReader, output: &Path, cut: &Cut) -> Result<ExportSummary> {
     // A new file renamed into place when complete: a failed export leaves
     // no half-written file (it would look like a valid, short trace) and
     // an existing one as it was; a link at `output` is replaced, never
@@ -73,14 +79,14 @@ fn export_to(reader: &mut otf2::reader::TraceReader, output: &Path) -> Result<Ex
         // compression: the default level would cap the export well below
         // a million events per second.
         let mut sink = BufWriter::with_capacity(1 << 20, GzEncoder::new(&mut file, Compression::fast()));
-        write(reader, &mut sink).and_then(|summary| {
+        write(reader, &mut sink, cut).and_then(|summary| {
             let encoder = sink.into_inner().map_err(|e| e.into_error())?;
             encoder.finish()?;
             Ok(summary)
         })
     } else {
         let mut sink = BufWriter::with_capacity(1 << 20, &mut file);
-        write(reader, &mut sink).and_then(|summary| {
+        write(reader, &mut sink, cut).and_then(|summary| {
             sink.flush()?;
             Ok(summary)
         })
@@ -266,7 +272,7 @@ impl<W: Write> Events<'_, W> {
 /// Writes the whole JSON document.
 /// Generic in the writer: serde_json writes an event in a dozen small
 /// pieces, each a call through a `dyn Write` otherwise (20% of the time).
-pub fn write<W: Write>(reader: &mut otf2::reader::TraceReader, out: &mut W) -> Result<ExportSummary> {
+pub fn write<W: Write>(reader: &mut otf2::reader::TraceReader, out: &mut W, cut: &Cut) -> Result<ExportSummary> {
     let defs = reader.defs().clone();
     let model = Model::new(&defs);
     let exporter = format!("gputrace {}", env!("CARGO_PKG_VERSION"));
@@ -279,6 +285,9 @@ pub fn write<W: Write>(reader: &mut otf2::reader::TraceReader, out: &mut W) -> R
     // Processes and tracks, with names and a stable order: host threads,
     // then streams.
     for (p, info) in model.processes.iter().enumerate() {
+        if !cut.keeps_process(p) {
+            continue;
+        }
         let name = if info.host.is_empty() { info.name.clone() } else { format!("{} ({})", info.name, info.host) };
         let pid = p + 1;
         events.emit(&Event::Meta { name: "process_name", pid, tid: None, args: MetaArgs::Name { name: &name } });
@@ -298,6 +307,9 @@ pub fn write<W: Write>(reader: &mut otf2::reader::TraceReader, out: &mut W) -> R
     let mut next_tid = vec![0usize; model.processes.len()];
     for loc in &order {
         let Some(info) = model.locations.get(loc) else { continue };
+        if !cut.keeps_process(info.process) {
+            continue;
+        }
         next_tid[info.process] += 1;
         let t = Track { pid: info.process + 1, tid: next_tid[info.process], process: info.process, kind: info.kind };
         tracks.insert(*loc, t);
@@ -322,6 +334,7 @@ pub fn write<W: Write>(reader: &mut otf2::reader::TraceReader, out: &mut W) -> R
         next_tid: &mut next_tid,
         analysis_tracks: HashMap::new(),
         summary: &mut summary,
+        cut,
     };
     analysis.run(reader.anchor_path())?;
 
@@ -350,7 +363,7 @@ pub fn write<W: Write>(reader: &mut otf2::reader::TraceReader, out: &mut W) -> R
         let Some(&track) = tracks.get(&loc) else { continue };
         pass.track = track;
         pass.carried.clear();
-        let result = reader.read_location(loc, &mut pass);
+        let result = cut.read_location(reader, loc, &mut pass);
         pass.events.check()?;
         result.map_err(|e| super::read_error(reader, loc, e))?;
         // Regions a location leaves open are cut at its last event by the
@@ -377,6 +390,8 @@ struct AnalysisTracks<'a, 'w, W> {
     /// (process, place) -> its analysis track.
     analysis_tracks: HashMap<(usize, String), usize>,
     summary: &'a mut ExportSummary,
+    /// The window: instances clipped to it, messages inside it.
+    cut: &'a Cut,
 }
 
 impl<W: Write> AnalysisTracks<'_, '_, W> {
@@ -415,9 +430,15 @@ impl<W: Write> AnalysisTracks<'_, '_, W> {
 
 impl<W: Write> crate::analyze::Sink for AnalysisTracks<'_, '_, W> {
     fn instance(&mut self, i: &crate::analyze::Instance) {
+        let start = i.window.start_ns.max(self.cut.start_ns);
+        let end = i.window.end_ns.min(self.cut.end_ns);
+        let outside = i.window.end_ns < self.cut.start_ns || i.window.start_ns > self.cut.end_ns;
+        if outside || !self.cut.keeps_process(i.process) {
+            return;
+        }
         let Some(tid) = self.track_of(i.process, &i.location) else { return };
-        let ts = Micros(i.window.start_ns);
-        let dur = Micros(i.window.end_ns.saturating_sub(i.window.start_ns));
+        let ts = Micros(start);
+        let dur = Micros(end.saturating_sub(start));
         let args = MarkArgs {
             time_lost: i.time_lost_ns,
             waited_for: i.partner_rank.map(|r| format!("rank {r}")),
@@ -430,6 +451,9 @@ impl<W: Write> crate::analyze::Sink for AnalysisTracks<'_, '_, W> {
 
     fn message(&mut self, pair: &crate::analyze::MessagePair) {
         let (Some(from), Some(to)) = (self.tracks.get(&pair.sender), self.tracks.get(&pair.receiver)) else { return };
+        if !self.cut.contains(pair.sent) || !self.cut.contains(pair.received) {
+            return;
+        }
         // The pairs in the order they were completed: ids below 2^52
         // (exact in JavaScript's doubles), apart from CUDA's (bit 52 set).
         let id = self.summary.flow_starts & ((1 << 52) - 1);

@@ -36,6 +36,7 @@ pub mod stats;
 pub mod summary;
 pub mod table;
 pub mod vite;
+pub mod window;
 
 use std::path::{Path, PathBuf};
 

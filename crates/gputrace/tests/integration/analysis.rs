@@ -615,29 +615,55 @@ fn decode_png(path: &Path) -> (u32, u32, HashSet<[u8; 3]>) {
     (info.width, info.height, colors)
 }
 
-const KERNEL_GREEN: [u8; 3] = [46, 160, 67];
-const COPY_ORANGE: [u8; 3] = [240, 160, 20];
-const PEER_PURPLE: [u8; 3] = [150, 70, 200];
-const MPI_RED: [u8; 3] = [214, 39, 40];
-const NCCL_TEAL: [u8; 3] = [23, 170, 190];
-const API_BLUE: [u8; 3] = [60, 110, 220];
+/// The timeline's colours, in the order of the functions' time
+/// (`report::plot::timeline::PALETTE`), and the grey of the rest.
+const PALETTE: [[u8; 3]; 12] = [
+    [31, 119, 180],
+    [255, 127, 14],
+    [44, 160, 44],
+    [214, 39, 40],
+    [148, 103, 189],
+    [140, 86, 75],
+    [227, 119, 194],
+    [188, 189, 34],
+    [23, 190, 207],
+    [174, 199, 232],
+    [255, 187, 120],
+    [152, 223, 138],
+];
+const OTHER_GREY: [u8; 3] = [150, 150, 150];
 
 #[test]
-fn timeline_pngs_have_a_lane_per_location_in_the_colours_of_the_work() {
-    let cases: [(&Path, usize, &[[u8; 3]]); 3] = [
-        (&p2p_run().0, 4, &[MPI_RED]),
-        (&cuda_run().0, 4, &[KERNEL_GREEN, COPY_ORANGE, API_BLUE]),
-        (&gpu_pair().anchor, 4, &[KERNEL_GREEN, PEER_PURPLE, MPI_RED, NCCL_TEAL, API_BLUE]),
+fn timeline_pngs_have_a_lane_per_location_and_a_colour_per_function() {
+    // (input, lanes, kinds the legend must name)
+    let cases: [(&Path, usize, &[&str]); 3] = [
+        (&p2p_run().0, 4, &["MPI"]),
+        (&cuda_run().0, 4, &["kernel", "GPU memory", "CUDA API"]),
+        (&gpu_pair().anchor, 4, &["kernel", "GPU memory", "MPI", "NCCL", "CUDA API"]),
     ];
-    for (i, (input, lanes, colours)) in cases.into_iter().enumerate() {
+    for (i, (input, lanes, kinds)) in cases.into_iter().enumerate() {
         let png = scratch().join(format!("timeline{i}.png"));
-        ok(gt(&["plot", "-o", s(&png), s(input)]));
-        let (w, h, seen) = decode_png(&png);
-        assert_eq!((w, h), (1600, 48 + 20 * lanes as u32 + 64), "{}", input.display());
-        assert!(seen.len() > 8, "{} colours", seen.len());
-        for c in colours {
-            assert!(seen.contains(c), "{}: colour {c:?} missing", input.display());
+        let out = ok(gt(&["plot", "-o", s(&png), s(input)]));
+        // `... colours by time: NAME SHARE % (KIND), ...`: what the legend lists.
+        let line = text(&out.stderr);
+        let legend = line.trim_end().trim_end_matches(')').split("colours by time: ").nth(1).unwrap().to_owned();
+        let classes: Vec<&str> = legend.split("), ").collect();
+        for kind in kinds {
+            assert!(classes.iter().any(|c| c.ends_with(&format!("({kind}"))), "{kind}: {line}");
         }
+        let grey = classes.last().is_some_and(|c| c.ends_with("(grey"));
+        assert_eq!(grey, classes.len() > 12, "a grey class only beyond 12 functions: {line}");
+        let (w, h, seen) = decode_png(&png);
+        let rows = classes.len().div_ceil(3) as u32;
+        assert_eq!((w, h), (1600, 48 + 20 * lanes as u32 + 40 + 20 * rows + 12), "{}", input.display());
+        // Each listed function's colour is in the picture (in the legend
+        // at least), in order of time; no colour of an absent class.
+        let coloured = classes.len().min(12) - usize::from(grey && classes.len() <= 12);
+        for (k, c) in PALETTE.iter().enumerate() {
+            assert_eq!(seen.contains(c), k < coloured, "{}: colour {k} {c:?}: {line}", input.display());
+        }
+        // (The grey is also among the shades of anti-aliased text.)
+        assert!(!grey || seen.contains(&OTHER_GREY), "{line}");
     }
 }
 

@@ -21,6 +21,15 @@ pub struct EventContext<'a> {
     pub attributes: Attributes<'a>,
 }
 
+impl<'a> EventContext<'a> {
+    /// A record's context made by a visitor rather than read: a filter
+    /// that passes records on (a time window that cuts a region at its
+    /// edge writes an Enter or Leave there, without attributes).
+    pub fn new(location: LocationRef, time: u64, attributes: Attributes<'a>) -> Self {
+        Self { location, time, attributes }
+    }
+}
+
 /// Receives the events of a location, one call per record, in stream
 /// order. Ranks (`receiver`, `sender`, `remote`, `root`) are ranks of the
 /// record's communicator; [`GlobalDefs::comm_rank_location`] maps them to

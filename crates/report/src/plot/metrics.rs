@@ -27,10 +27,10 @@ const COLOURS: [RGBColor; 8] = [
     RGBColor(127, 127, 127),
 ];
 
-/// `gputrace plot --metrics -o FILE`.
-pub fn metrics(input: &Path, output: &Path, width: u32) -> Result<()> {
+/// `gputrace plot --metrics -o FILE`: the samples inside `window`.
+pub fn metrics(input: &Path, output: &Path, width: u32, window: &crate::window::Window) -> Result<()> {
     let mut reader = crate::open(input)?;
-    let c = collect::collect(&mut reader)?;
+    let c = collect::collect_in(&mut reader, false, window)?;
     // Metric name -> (GPU label, series), metrics in the order of their
     // first appearance by name, GPUs in the archive's order.
     let mut panels: Vec<(String, Vec<(String, &MetricSeries)>)> = Vec::new();

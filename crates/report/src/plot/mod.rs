@@ -16,13 +16,10 @@ use std::path::Path;
 use std::sync::Once;
 
 use crate::{Error, Result};
-use plotters::style::RGBColor;
 
-use crate::model::{CopyKind, RegionKind};
-
-pub use heatmap::heatmap;
+pub use heatmap::{HeatmapFacts, Scale, heatmap};
 pub use metrics::metrics;
-pub use timeline::timeline;
+pub use timeline::{Class, TimelineFacts, timeline};
 
 /// The font family every text of a plot uses.
 const FONT: &str = "sans-serif";
@@ -52,73 +49,6 @@ fn write_png(path: &Path, width: u32, height: u32, rgb: &[u8]) -> Result<()> {
     })();
     written.map_err(|e| Error::writing(path)(e.into()))?;
     file.commit().map_err(|e| Error::writing(path)(e.into()))
-}
-
-/// What a timeline pixel shows: the kinds of work, by colour.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Activity {
-    Compute,
-    Copy,
-    PeerCopy,
-    Mpi,
-    Nccl,
-    Sync,
-    CudaApi,
-    Other,
-}
-
-impl Activity {
-    pub const ALL: [Activity; 8] = [
-        Activity::Compute,
-        Activity::Copy,
-        Activity::PeerCopy,
-        Activity::Mpi,
-        Activity::Nccl,
-        Activity::Sync,
-        Activity::CudaApi,
-        Activity::Other,
-    ];
-
-    pub fn of(kind: RegionKind) -> Self {
-        match kind {
-            RegionKind::Kernel | RegionKind::Graph => Activity::Compute,
-            RegionKind::Copy(CopyKind::PtoP) => Activity::PeerCopy,
-            RegionKind::Copy(_) | RegionKind::Memset => Activity::Copy,
-            RegionKind::Mpi => Activity::Mpi,
-            RegionKind::Nccl => Activity::Nccl,
-            RegionKind::Sync => Activity::Sync,
-            RegionKind::CudaApi => Activity::CudaApi,
-            RegionKind::Nvtx | RegionKind::CudaMemory | RegionKind::Other => Activity::Other,
-        }
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Activity::Compute => "kernel (compute)",
-            Activity::Copy => "memcpy / memset",
-            Activity::PeerCopy => "peer copy",
-            Activity::Mpi => "MPI",
-            Activity::Nccl => "NCCL",
-            Activity::Sync => "CUDA sync",
-            Activity::CudaApi => "CUDA API",
-            Activity::Other => "other",
-        }
-    }
-
-    /// Colours distinct on screen and in print, each well away from the
-    /// white background and the grey lanes.
-    pub fn color(self) -> RGBColor {
-        match self {
-            Activity::Compute => RGBColor(46, 160, 67),
-            Activity::Copy => RGBColor(240, 160, 20),
-            Activity::PeerCopy => RGBColor(150, 70, 200),
-            Activity::Mpi => RGBColor(214, 39, 40),
-            Activity::Nccl => RGBColor(23, 170, 190),
-            Activity::Sync => RGBColor(120, 80, 40),
-            Activity::CudaApi => RGBColor(60, 110, 220),
-            Activity::Other => RGBColor(150, 150, 150),
-        }
-    }
 }
 
 /// Tick spacing for an axis spanning `span`: 1, 2 or 5 × a power of ten,

@@ -23,6 +23,9 @@ use otf2::{AttributeValue, CommRef, LocationRef, MetricRef, MetricValue, Paradig
 use crate::durations;
 use crate::matrix::{GpuMatrix, MpiMatrix};
 use crate::model::{CopyKind, LocationKind, Model, NvtxStyle, RegionKind};
+use crate::window::Window;
+
+use super::longest::{Instance, Trace};
 
 /// Categories of per-name statistics, one report each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -114,6 +117,8 @@ pub struct Collected {
     pub memory: super::memory::MemoryStats,
     /// Whether [`Named`] statistics are per process (`--by-rank`).
     pub by_rank: bool,
+    /// The longest instances, for the `*_trace` reports.
+    pub longest: super::longest::Longest,
 }
 
 /// Kernels summed under the NVTX push/pop range whose thread launched them.
@@ -140,6 +145,8 @@ struct Open {
     graph: Option<(u64, u64)>,
     /// Of a copy: the (source, destination) addresses, where known.
     ends: Option<(u64, u64)>,
+    /// The CUDA correlation id, of API calls and GPU work.
+    correlation: Option<u64>,
 }
 
 /// A copy seen only as an RMA operation (Score-P's way): its start.
@@ -184,7 +191,19 @@ pub fn collect(reader: &mut TraceReader) -> Result<Collected> {
 /// Reads every location of the archive; with `by_rank`, the statistics of
 /// names are kept per process (a slot per name and process).
 pub fn collect_with(reader: &mut TraceReader, by_rank: bool) -> Result<Collected> {
+    collect_in(reader, by_rank, &Window::default())
+}
+
+/// [`collect_with`], of what is inside `window` only (see [`crate::window`]).
+pub fn collect_in(reader: &mut TraceReader, by_rank: bool, window: &Window) -> Result<Collected> {
+    collect_longest(reader, by_rank, window, super::longest::DEFAULT_LONGEST)
+}
+
+/// [`collect_in`], keeping the `longest` longest instances of each
+/// `*_trace` report.
+pub fn collect_longest(reader: &mut TraceReader, by_rank: bool, window: &Window, longest: usize) -> Result<Collected> {
     let model = Model::new(reader.defs());
+    let cut = window.resolve(&model)?;
     let defs = reader.defs().clone();
     let processes = model.processes.len();
     let gpus = model.gpus.len();
@@ -204,6 +223,7 @@ pub fn collect_with(reader: &mut TraceReader, by_rank: bool) -> Result<Collected
             graphs: Default::default(),
             memory: Default::default(),
             by_rank,
+            longest: super::longest::Longest::new(longest),
         },
         by_name: HashMap::new(),
         region_slots: HashMap::new(),
@@ -228,8 +248,11 @@ pub fn collect_with(reader: &mut TraceReader, by_rank: bool) -> Result<Collected
     });
     for loc in order {
         let Some(info) = pass.out.model.locations.get(&loc) else { continue };
+        if !cut.keeps_process(info.process) {
+            continue;
+        }
         (pass.location, pass.kind, pass.process, pass.gpu) = (loc, info.kind, info.process, info.gpu);
-        let summary = reader.read_location(loc, &mut pass).map_err(|e| crate::read_error(reader, loc, e))?;
+        let summary = cut.read_location(reader, loc, &mut pass).map_err(|e| crate::read_error(reader, loc, e))?;
         pass.out.events += summary.events;
         pass.out.memory.end_location(loc);
         pass.stack.clear();
@@ -410,6 +433,27 @@ impl Pass<'_> {
         };
         let bytes = matches!(open.kind, RegionKind::Copy(_) | RegionKind::Memset).then_some(open.bytes);
         self.record(category, slot, ns, bytes);
+        let trace = match category {
+            Category::CudaApi => Trace::CudaApi,
+            Category::Kernel | Category::Memory if self.kind == LocationKind::GpuStream => Trace::Gpu,
+            Category::Mpi => Trace::Mpi,
+            _ => return,
+        };
+        if !self.out.longest.wants(trace, ns) {
+            self.out.longest.count(trace);
+            return;
+        }
+        let instance = Instance {
+            ns,
+            start: self.out.model.ns_since_start(open.start),
+            region: open.region,
+            name: self.out.named[&category][slot].name.clone(),
+            location: self.location,
+            process: self.process,
+            correlation: open.correlation,
+            bytes,
+        };
+        self.out.longest.add(trace, instance);
     }
 
     /// A copy known only from its RMA record, on a stream outside any copy
@@ -506,7 +550,8 @@ impl EventVisitor for Pass<'_> {
         let mut nvtx_range = None;
         let mut graph = None;
         let correlation = self.out.model.attributes.correlation;
-        if let Some(corr) = correlation.and_then(|a| ev.attributes.get(a)).and_then(|v| v.as_u64()) {
+        let correlation = correlation.and_then(|a| ev.attributes.get(a)).and_then(|v| v.as_u64());
+        if let Some(corr) = correlation {
             if self.kind == LocationKind::GpuStream
                 && let Some(g) =
                     self.out.model.attributes.graph.and_then(|a| ev.attributes.get(a)).and_then(|v| v.as_u64())
@@ -527,7 +572,7 @@ impl EventVisitor for Pass<'_> {
                 _ => {}
             }
         }
-        self.stack.push(Open { region, kind, start: ev.time, bytes, nvtx_range, graph, ends });
+        self.stack.push(Open { region, kind, start: ev.time, bytes, nvtx_range, graph, ends, correlation });
     }
 
     fn leave(&mut self, ev: &EventContext<'_>, region: RegionRef) {

@@ -7,6 +7,7 @@
 
 pub mod collect;
 pub mod graphs;
+pub mod longest;
 pub mod memory;
 
 use std::io::Write;
@@ -49,6 +50,9 @@ pub const REPORTS: &[(&str, &str)] = &[
         "records CUPTI or NCCL (or gputrace on their way) lost before they became events, per process and kind",
     ),
     ("mpi_matrix", "MPI point-to-point messages, rank x rank: count, bytes, time in send regions"),
+    ("cuda_api_trace", "the longest CUDA API calls: when, how long, correlation id, process, thread (only when asked)"),
+    ("cuda_gpu_trace", "the longest kernels, copies and memsets: when, how long, bytes, GPU, stream (only when asked)"),
+    ("mpi_trace", "the longest MPI calls: when, how long, process, thread (only when asked)"),
     ("gpu_matrix", "bytes between GPUs: peer copies and NCCL send/recv"),
 ];
 
@@ -58,7 +62,14 @@ pub const ALIASES: &[(&str, &str)] = &[
     ("cuda_gpu_kern_sum", "gpu_kern_sum"),
     ("cuda_gpu_mem_time_sum", "gpu_mem_time_sum"),
     ("cuda_gpu_mem_size_sum", "gpu_mem_size_sum"),
+    ("mpi_event_trace", "mpi_trace"),
 ];
+
+/// Reports of single events rather than sums: left out of the default
+/// set, as `nsys stats` leaves its `*_trace` reports out.
+fn per_event(name: &str) -> bool {
+    name.ends_with("_trace")
+}
 
 /// The reports `names` ask for, as `nsys stats --report` takes them:
 /// comma-separated lists (`--report a,b`) split, nsys's names
@@ -82,6 +93,10 @@ pub struct StatsRequest {
     pub format: Format,
     /// A row per name and process in the summaries of durations.
     pub by_rank: bool,
+    /// The part of the archive the reports are of.
+    pub window: crate::window::Window,
+    /// Instances the `*_trace` reports list.
+    pub longest: usize,
 }
 
 /// Checks report names, listing the known ones for an unknown one.
@@ -114,6 +129,11 @@ pub fn run(input: &Path, request: &StatsRequest, out: &mut dyn Write) -> Result<
 /// link rather than writing through it. Returns the files written.
 pub fn write_files(input: &Path, request: &StatsRequest, prefix: &Path) -> Result<Vec<PathBuf>> {
     let tables = tables(input, request)?;
+    // `-o x.json` is the file itself, not a prefix of `x.json.json`.
+    let prefix = match request.format {
+        Format::Json if prefix.extension().is_some_and(|e| e == "json") => prefix.with_extension(""),
+        _ => prefix.to_path_buf(),
+    };
     let with_suffix = |suffix: &str| {
         let mut name = prefix.as_os_str().to_owned();
         name.push(suffix);
@@ -139,10 +159,13 @@ fn tables(input: &Path, request: &StatsRequest) -> Result<Vec<Table>> {
     let reports = resolve(&request.reports);
     check_reports(&reports)?;
     let mut reader = super::open(input)?;
-    let mut collected = collect::collect_with(&mut reader, request.by_rank)?;
+    let mut collected = collect::collect_longest(&mut reader, request.by_rank, &request.window, request.longest)?;
     let explicit = !reports.is_empty();
-    let names: Vec<&str> =
-        if explicit { reports.iter().map(String::as_str).collect() } else { REPORTS.iter().map(|(n, _)| *n).collect() };
+    let names: Vec<&str> = if explicit {
+        reports.iter().map(String::as_str).collect()
+    } else {
+        REPORTS.iter().map(|(n, _)| *n).filter(|n| !per_event(n)).collect()
+    };
     let mut tables = Vec::new();
     for name in names {
         let t = build(&mut collected, name);
@@ -184,7 +207,7 @@ pub fn short_summary(anchor: &Path) -> Result<String> {
         // summary's memory table has their counts (a caching allocator's
         // blocks, held to the end, would read as leaks there).
         // Losses have their lines in the summary already.
-        if matches!(*name, "cuda_mem_largest" | "cuda_mem_leaks" | "cuda_mem_copies" | "lost_sum") {
+        if matches!(*name, "cuda_mem_largest" | "cuda_mem_leaks" | "cuda_mem_copies" | "lost_sum") || per_event(name) {
             continue;
         }
         let mut t = build(&mut collected, name);
@@ -233,6 +256,9 @@ pub fn build(c: &mut Collected, name: &str) -> Table {
         "cuda_uvm_sum" => uvm_table(c),
         "lost_sum" => lost_table(c),
         "mpi_matrix" => c.mpi.table(&c.model),
+        "cuda_api_trace" => longest::table(c, longest::Trace::CudaApi),
+        "cuda_gpu_trace" => longest::table(c, longest::Trace::Gpu),
+        "mpi_trace" => longest::table(c, longest::Trace::Mpi),
         "gpu_matrix" => {
             let nv: Vec<(u64, u64)> = c.nvlink.iter().map(|n| (n.sent, n.received)).collect();
             c.gpu.table(&c.model, &nv)
