@@ -24,3 +24,4 @@ mod scale;
 mod slurm;
 mod stops;
 mod util;
+mod window;
