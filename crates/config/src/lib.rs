@@ -99,6 +99,116 @@ pub struct Config {
     pub cuda_capture: Option<PathBuf>,
     /// Developer setting `GPUTRACE_NCCL_CAPTURE`.
     pub nccl_capture: Option<PathBuf>,
+    /// `GPUTRACE_DELAY`: recording starts this long after the job started.
+    pub delay: Duration,
+    /// `GPUTRACE_DURATION`: and stops this long after it started; zero:
+    /// at the end.
+    pub duration: Duration,
+    /// `GPUTRACE_CAPTURE_RANGE`.
+    pub capture_range: CaptureRange,
+}
+
+impl Config {
+    /// Whether anything limits recording to a window: a delay, a
+    /// duration or a capture range.
+    pub fn windowed(&self) -> bool {
+        !self.delay.is_zero() || !self.duration.is_zero() || self.capture_range != CaptureRange::None
+    }
+}
+
+/// The variable by which `gputrace` hands its processes the moment it
+/// launched the job (CLOCK_REALTIME, nanoseconds), from which
+/// `GPUTRACE_DELAY` counts: gputrace's own hand-over, not a setting.
+pub const WINDOW_ORIGIN_VARIABLE: &str = "GPUTRACE_WINDOW_ORIGIN";
+
+/// What opens and closes the recording window (`GPUTRACE_CAPTURE_RANGE`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum CaptureRange {
+    /// Nothing: recording follows the delay and duration alone.
+    #[default]
+    None,
+    /// Inside the `first`th to `last`th push/pop NVTX range `name` of the
+    /// process (counted from 1).
+    Nvtx { name: String, first: u64, last: u64 },
+    /// Between cudaProfilerStart and cudaProfilerStop.
+    CudaProfilerApi,
+    /// MPI_Pcontrol(0) stops, any other level resumes (Score-P's convention).
+    Pcontrol,
+}
+
+impl std::fmt::Display for CaptureRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CaptureRange::None => f.write_str("none"),
+            CaptureRange::Nvtx { name, first, last } if first == last => write!(f, "nvtx:{name}@{first}"),
+            CaptureRange::Nvtx { name, first, last } => write!(f, "nvtx:{name}@{first}-{last}"),
+            CaptureRange::CudaProfilerApi => f.write_str("cudaProfilerApi"),
+            CaptureRange::Pcontrol => f.write_str("pcontrol"),
+        }
+    }
+}
+
+/// `none`, `nvtx:NAME`, `nvtx:NAME@N`, `nvtx:NAME@N-M`, `cudaProfilerApi`,
+/// `pcontrol`: what is wrong otherwise.
+pub fn parse_capture_range(text: &str) -> Result<CaptureRange, &'static str> {
+    let t = text.trim();
+    if ["none", "no", "off", "false"].iter().any(|w| t.eq_ignore_ascii_case(w)) {
+        return Ok(CaptureRange::None);
+    }
+    if t.eq_ignore_ascii_case("cudaProfilerApi") {
+        return Ok(CaptureRange::CudaProfilerApi);
+    }
+    if t.eq_ignore_ascii_case("pcontrol") || t.eq_ignore_ascii_case("MPI_Pcontrol") {
+        return Ok(CaptureRange::Pcontrol);
+    }
+    let Some(rest) = t.get(..5).filter(|p| p.eq_ignore_ascii_case("nvtx:")).map(|_| &t[5..]) else {
+        return Err("unknown capture range");
+    };
+    // NAME@N or NAME@N-M; an @ followed by anything else is part of the name.
+    let occurrences = |s: &str| -> Option<(u64, u64)> {
+        let (a, b) = s.split_once('-').unwrap_or((s, s));
+        let digits = |x: &str| !x.is_empty() && x.bytes().all(|c| c.is_ascii_digit());
+        if !digits(a) || !digits(b) {
+            return None;
+        }
+        Some((a.parse().ok()?, b.parse().ok()?))
+    };
+    let (name, (first, last)) = match rest.rsplit_once('@') {
+        Some((name, n)) => match occurrences(n) {
+            Some(range) => (name, range),
+            None if n.bytes().next().is_some_and(|c| c.is_ascii_digit()) => {
+                return Err("bad occurrences after @ (N or N-M, from 1)");
+            }
+            None => (rest, (1, 1)),
+        },
+        None => (rest, (1, 1)),
+    };
+    if name.is_empty() {
+        return Err("no NVTX range name after nvtx:");
+    }
+    if first == 0 || last < first {
+        return Err("bad occurrences after @ (N or N-M, from 1)");
+    }
+    Ok(CaptureRange::Nvtx { name: name.to_string(), first, last })
+}
+
+/// `2`, `2.5`, `500ms`, `1min`, `0`: seconds, or with a unit.
+pub fn parse_seconds(text: &str) -> Option<Duration> {
+    let t = text.trim();
+    if ["no", "off", "none", "false"].iter().any(|w| t.eq_ignore_ascii_case(w)) {
+        return Some(Duration::ZERO);
+    }
+    let end = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let number: f64 = t[..end].parse().ok()?;
+    let factor = match t[end..].trim() {
+        "" | "s" => 1.0,
+        "ms" => 1e-3,
+        "us" => 1e-6,
+        "ns" => 1e-9,
+        "min" => 60.0,
+        _ => return None,
+    };
+    Duration::try_from_secs_f64(number * factor).ok().filter(|d| d.as_secs() < 366 * 86_400)
 }
 
 /// The smallest GPUTRACE_TOTAL_MEMORY accepted.
@@ -167,6 +277,9 @@ impl Config {
             merge_ranks: get("GPUTRACE_MERGE_RANKS").count(),
             cuda_capture: get("GPUTRACE_CUDA_CAPTURE").path(),
             nccl_capture: get("GPUTRACE_NCCL_CAPTURE").path(),
+            delay: get("GPUTRACE_DELAY").duration(),
+            duration: get("GPUTRACE_DURATION").duration(),
+            capture_range: get("GPUTRACE_CAPTURE_RANGE").capture_range(),
         };
         (config, errors)
     }
@@ -184,6 +297,8 @@ pub enum Value {
     Set(u64),
     /// The chosen name of a [`VarType::Choice`].
     Choice(&'static str),
+    /// A [`VarType::CaptureRange`].
+    Capture(CaptureRange),
 }
 
 impl Value {
@@ -195,6 +310,9 @@ impl Value {
     }
     fn choice(self) -> &'static str {
         if let Value::Choice(c) = self { c } else { "" }
+    }
+    fn capture_range(self) -> CaptureRange {
+        if let Value::Capture(c) = self { c } else { CaptureRange::None }
     }
     fn count(self) -> u64 {
         if let Value::Count(n) = self { n } else { 0 }
@@ -243,6 +361,12 @@ pub fn parse_value(var: &Var, raw: &str) -> Result<Value, ConfigError> {
         VarType::Path => Ok(Value::Path((!text.is_empty()).then(|| PathBuf::from(text)))),
         VarType::Duration => parse_duration(text).map(Value::Duration).ok_or_else(|| {
             bad("not a duration", "a number with an optional ns, us, ms or s suffix; 0 or no: off".into())
+        }),
+        VarType::Seconds => parse_seconds(text)
+            .map(Value::Duration)
+            .ok_or_else(|| bad("not a time", "seconds (2, 2.5) or a number with ns, us, ms, s or min; 0: none".into())),
+        VarType::CaptureRange => parse_capture_range(text).map(Value::Capture).map_err(|problem| {
+            bad(problem, "none, nvtx:NAME, nvtx:NAME@N, nvtx:NAME@N-M, cudaProfilerApi, pcontrol".into())
         }),
         VarType::Choice(values) => values
             .iter()
@@ -354,6 +478,33 @@ mod tests {
         assert!(c.mpi_groups.contains(MpiGroup::P2p) && c.mpi_groups.contains(MpiGroup::Xnonblock));
         assert!(!c.mpi_groups.contains(MpiGroup::Xreqtest));
         assert_eq!(c.experiment_directory, None);
+        assert!(!c.windowed());
+    }
+
+    #[test]
+    fn windows_parse() {
+        let c = Config::from_pairs(&pairs(&[("GPUTRACE_DELAY", "2.5"), ("GPUTRACE_DURATION", "300ms")])).unwrap();
+        assert_eq!((c.delay, c.duration), (Duration::from_millis(2500), Duration::from_millis(300)));
+        assert!(c.windowed());
+        assert_eq!(parse_seconds("1min"), Some(Duration::from_secs(60)));
+        assert_eq!(parse_seconds("no"), Some(Duration::ZERO));
+        for bad in ["", "-1", "2x", "1e400", "1.2.3"] {
+            assert_eq!(parse_seconds(bad), None, "{bad}");
+        }
+        let nvtx = |name: &str, first, last| CaptureRange::Nvtx { name: name.into(), first, last };
+        assert_eq!(parse_capture_range("nvtx:step"), Ok(nvtx("step", 1, 1)));
+        assert_eq!(parse_capture_range("NVTX:step@3"), Ok(nvtx("step", 3, 3)));
+        assert_eq!(parse_capture_range("nvtx:a@b@2-4"), Ok(nvtx("a@b", 2, 4)));
+        assert_eq!(parse_capture_range("nvtx:user@host"), Ok(nvtx("user@host", 1, 1)));
+        assert_eq!(parse_capture_range("cudaprofilerapi"), Ok(CaptureRange::CudaProfilerApi));
+        assert_eq!(parse_capture_range("pcontrol"), Ok(CaptureRange::Pcontrol));
+        assert_eq!(parse_capture_range("none"), Ok(CaptureRange::None));
+        for bad in ["nvtx:", "nvtx:x@0", "nvtx:x@3-2", "nvtx:x@2-", "cuda", "nvtx:@1"] {
+            assert!(parse_capture_range(bad).is_err(), "{bad}");
+        }
+        assert_eq!(nvtx("step", 2, 5).to_string(), "nvtx:step@2-5");
+        let e = Config::from_pairs(&pairs(&[("GPUTRACE_CAPTURE_RANGE", "nvtx:x@0")])).unwrap_err();
+        assert!(e[0].to_string().contains("GPUTRACE_CAPTURE_RANGE"), "{}", e[0]);
     }
 
     #[test]

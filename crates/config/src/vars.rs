@@ -25,6 +25,11 @@ pub enum VarType {
     Choice(&'static [(&'static str, &'static str)]),
     /// A whole number.
     Count,
+    /// A time in seconds: a number with decimals, or with an `ns`, `us`,
+    /// `ms`, `s` or `min` suffix.
+    Seconds,
+    /// What opens and closes the recording window ([`crate::CaptureRange`]).
+    CaptureRange,
 }
 
 /// One configuration variable.
@@ -357,6 +362,46 @@ pub const VARS: &[Var] = &[
                ranks as traced processes.",
     },
     Var {
+        name: "GPUTRACE_DELAY",
+        ty: VarType::Seconds,
+        default: "0",
+        flag: "--delay",
+        brief: "Start recording this many seconds after the job started (as nsys --delay).",
+        help: "Counted from the moment gputrace launched the job, on every process of it (every rank, \
+               every producer: MPI, CUDA, NCCL, NVTX), so that all start at once; a process started later \
+               starts recording at the same instant. Before it nothing is recorded but what every run needs \
+               (definitions, MPI's clock synchronization). Seconds, decimals allowed (2.5), or with a \
+               unit (500ms). The archive shows each window as a `gputrace capture` region on a lane of \
+               its own in every process (docs/window.md).",
+    },
+    Var {
+        name: "GPUTRACE_DURATION",
+        ty: VarType::Seconds,
+        default: "0",
+        flag: "--duration",
+        brief: "Stop recording this many seconds after it started (after the delay); 0: until the end.",
+        help: "With GPUTRACE_DELAY, the window is [delay, delay + duration) from the job's start. The \
+               program runs on to its end untraced; the merge runs when it ends. A region entered \
+               inside the window keeps its Leave after it, one entered before it is left out whole \
+               (docs/window.md).",
+    },
+    Var {
+        name: "GPUTRACE_CAPTURE_RANGE",
+        ty: VarType::CaptureRange,
+        default: "none",
+        flag: "--capture-range",
+        brief: "Record only inside a range the program marks: an NVTX range, cudaProfilerStart/Stop, MPI_Pcontrol.",
+        help: "`nvtx:NAME` records inside the first push/pop NVTX range NAME of each process (nsys's \
+               --capture-range=nvtx --nvtx-capture=NAME); `nvtx:NAME@N` inside its Nth occurrence, \
+               `nvtx:NAME@N-M` inside each of the Nth to Mth (counted per process, from 1), nothing \
+               between them. `cudaProfilerApi` records between cudaProfilerStart and cudaProfilerStop \
+               (off until the first start). `pcontrol` follows MPI_Pcontrol as Score-P does: on from the \
+               start, MPI_Pcontrol(0) stops recording, any other level resumes it; without it \
+               MPI_Pcontrol is only recorded, never obeyed. A range switches every producer of its \
+               process; together with GPUTRACE_DELAY/DURATION recording needs both open. `none`: no \
+               capture range (docs/window.md).",
+    },
+    Var {
         name: "GPUTRACE_VERBOSE",
         ty: VarType::Bool,
         default: "false",
@@ -409,6 +454,8 @@ impl VarType {
             VarType::Set(_) => "Set",
             VarType::Choice(_) => "Choice",
             VarType::Count => "Number",
+            VarType::Seconds => "Seconds",
+            VarType::CaptureRange => "Capture range",
         }
     }
 }

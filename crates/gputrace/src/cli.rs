@@ -109,6 +109,22 @@ pub struct Cli {
     #[arg(long, value_name = "K")]
     pub merge_ranks: Option<OsString>,
 
+    /// Start recording SECONDS after the job started, in every process
+    /// (GPUTRACE_DELAY), e.g. 2.5 or 500ms.
+    #[arg(long, value_name = "SECONDS", help_heading = "Recording window")]
+    pub delay: Option<OsString>,
+
+    /// Stop recording SECONDS after it started (GPUTRACE_DURATION); the
+    /// program runs on untraced.
+    #[arg(long, value_name = "SECONDS", help_heading = "Recording window")]
+    pub duration: Option<OsString>,
+
+    /// Record only inside a range the program marks (GPUTRACE_CAPTURE_RANGE):
+    /// nvtx:NAME[@N[-M]] (the Nth to Mth NVTX range NAME), cudaProfilerApi
+    /// (cudaProfilerStart to Stop), pcontrol (MPI_Pcontrol(0) off, (1) on).
+    #[arg(long, value_name = "RANGE", help_heading = "Recording window")]
+    pub capture_range: Option<OsString>,
+
     /// Print gputrace's own diagnostics (GPUTRACE_VERBOSE=true).
     #[arg(short, long)]
     pub verbose: bool,
@@ -436,6 +452,9 @@ impl Cli {
             ("GPUTRACE_KEEP_RAW", switch(self.keep_raw, "true")),
             ("GPUTRACE_MERGE_JOBS", text(&self.merge_jobs)),
             ("GPUTRACE_MERGE_RANKS", text(&self.merge_ranks)),
+            ("GPUTRACE_DELAY", text(&self.delay)),
+            ("GPUTRACE_DURATION", text(&self.duration)),
+            ("GPUTRACE_CAPTURE_RANGE", text(&self.capture_range)),
             ("GPUTRACE_VERBOSE", switch(self.verbose, "true")),
             ("GPUTRACE_CUDA_CAPTURE", text(&self.cuda_capture)),
             ("GPUTRACE_NCCL_CAPTURE", text(&self.nccl_capture)),
@@ -514,9 +533,12 @@ fn edit_distance(a: &str, b: &str) -> usize {
 pub fn env_settings() -> Vec<(String, String)> {
     std::env::vars_os()
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.to_string_lossy().into_owned())))
-        // The timer's map is gputrace's own hand-over to its processes,
-        // not a setting (a gputrace run inside a traced program sees it).
-        .filter(|(k, _)| k.starts_with("GPUTRACE_") && k != merge::timer::CALIBRATION_VARIABLE)
+        // The timer's map and the window's origin are gputrace's own
+        // hand-over to its processes, not settings (a gputrace run inside
+        // a traced program sees them).
+        .filter(|(k, _)| {
+            k.starts_with("GPUTRACE_") && k != merge::timer::CALIBRATION_VARIABLE && k != config::WINDOW_ORIGIN_VARIABLE
+        })
         .collect()
 }
 
@@ -554,6 +576,8 @@ mod tests {
             VarType::Path => "/some where/x",
             VarType::Duration => "3ms",
             VarType::Count => "3",
+            VarType::Seconds => "2.5",
+            VarType::CaptureRange => "nvtx:step@2-4",
             VarType::Set(spec) => spec.members[1].name,
             VarType::Choice(values) => values[1].0,
         }

@@ -59,6 +59,10 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
         .map(|(k, v)| (k.clone(), OsString::from(v)))
         .collect();
     env.push(("GPUTRACE_EXPERIMENT_DIRECTORY".into(), dir.clone().into_os_string()));
+    // The moment GPUTRACE_DELAY counts from, the same for every process
+    // of the job (docs/window.md).
+    let origin = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    env.push((config::WINDOW_ORIGIN_VARIABLE.into(), origin.to_string().into()));
     if let Some(map) = merge::timer::calibration_for_children() {
         env.push((merge::timer::CALIBRATION_VARIABLE.into(), map.into()));
     }

@@ -236,9 +236,10 @@ pub fn load(raw_dir: &Path) -> Result<Loaded> {
 pub fn remove_untraced_only(raw_dir: &Path) {
     let Ok(entries) = std::fs::read_dir(raw_dir) else { return };
     for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
-        if path.file_name().and_then(|n| n.to_str()).is_some_and(raw::clock::host_map::is_map_file)
-            && not_a_regular_file(&path).is_none()
-        {
+        // The maps, and the recording windows' switches (`<host>.<pid>.window`).
+        let shared = path.file_name().and_then(|n| n.to_str()).is_some_and(raw::clock::host_map::is_map_file)
+            || path.extension().is_some_and(|x| x == "window");
+        if shared && not_a_regular_file(&path).is_none() {
             let _ = std::fs::remove_file(&path);
             continue;
         }

@@ -19,6 +19,7 @@ pub mod identity;
 pub mod lost;
 pub mod rescue;
 mod session;
+pub mod window;
 
 pub use session::{record_untraced, start, start_with};
 
@@ -94,6 +95,9 @@ struct Shared {
     /// The process's stream of its producer ([`start`]): it also writes
     /// the process-wide counts of [`lost::note`].
     process_losses: AtomicBool,
+    /// The process's stream of its producer: it writes the recording
+    /// windows ([`window::write`]) at its end.
+    windows: AtomicBool,
 }
 
 #[derive(Debug, Default)]
@@ -187,6 +191,7 @@ impl Recorder {
             lost: Default::default(),
             lost_written: Default::default(),
             process_losses: AtomicBool::new(false),
+            windows: AtomicBool::new(false),
         }));
         rec.start_flusher();
         Ok(rec)
@@ -261,9 +266,11 @@ impl Recorder {
     }
 
     /// Makes this the process's stream of its producer, which writes the
-    /// process-wide counts of [`lost::note`] too.
+    /// process-wide counts of [`lost::note`] too, and the recording
+    /// windows at its end.
     pub(crate) fn take_process_losses(&self) {
         self.0.process_losses.store(true, Ordering::Relaxed);
+        self.0.windows.store(true, Ordering::Relaxed);
     }
 
     /// The stream's loss totals now.
@@ -499,6 +506,9 @@ impl Recorder {
     /// work at `exit_started` (before the producer's last flush): the
     /// merge reports the time from then to the archive.
     pub fn finish_from(&self, exit_started: u64) {
+        if self.0.windows.load(Ordering::Relaxed) && self.is_active() {
+            window::write(self);
+        }
         self.close_with(|| Definition::StreamEnd { time: raw::clock::now(), exit_started });
     }
 

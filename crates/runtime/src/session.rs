@@ -58,6 +58,7 @@ pub fn start_with(producer: Producer, config: &Config) -> Option<Recorder> {
     let options = RecorderOptions { total_memory: config.total_memory, filter };
     match Recorder::create(&dir, producer, options) {
         Ok(rec) => {
+            super::window::start(config);
             ATFORK.call_once(|| {
                 // SAFETY: the handler only stores to an atomic, which is
                 // async-signal-safe as fork child handlers must be.

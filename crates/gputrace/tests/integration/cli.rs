@@ -32,6 +32,9 @@ fn every_flag_sets_its_variable_for_the_traced_program() {
         ("GPUTRACE_MERGE_RANKS", "0".into()),
         ("GPUTRACE_CUDA_CAPTURE", capture.to_str().unwrap().to_string()),
         ("GPUTRACE_NCCL_CAPTURE", "/tmp/never-%p.txt".into()),
+        ("GPUTRACE_DELAY", "0.5".into()),
+        ("GPUTRACE_DURATION", "30".into()),
+        ("GPUTRACE_CAPTURE_RANGE", "nvtx:step@2-3".into()),
     ]
     .into_iter()
     .collect();
@@ -69,6 +72,8 @@ fn a_bad_flag_value_is_refused_like_the_variable() {
         ("--nvlink-interval", "often", "GPUTRACE_NVLINK_INTERVAL"),
         ("--gpu-metrics-interval", "fast", "GPUTRACE_GPU_METRICS_INTERVAL"),
         ("--timer", "hpet", "GPUTRACE_TIMER"),
+        ("--delay", "soon", "GPUTRACE_DELAY"),
+        ("--capture-range", "nvtx:", "GPUTRACE_CAPTURE_RANGE"),
     ] {
         let dir = fresh_dir("badflag");
         let out = trace(&dir, &[flag, value, "/bin/echo", "never"], &[]);

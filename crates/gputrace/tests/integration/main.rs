@@ -24,4 +24,5 @@ mod scale;
 mod slurm;
 mod stops;
 mod util;
-mod window;
+mod capture;
+mod report_window;

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_void};
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
@@ -229,6 +229,12 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
                 tracing::debug!(cbid, result = %describe(&agent.cupti, rc), "resource callback not enabled");
             }
         }
+        // The recording window is set up before the recorder (made at the
+        // first GPU work), so that cudaProfilerStart finds it.
+        runtime::window::start(&agent.config);
+        if agent.config.capture_range == config::CaptureRange::CudaProfilerApi {
+            enable_profiler_callbacks(&agent.cupti, handle);
+        }
         // With `memory`, the copy calls: their parameters name the
         // addresses a copy read and wrote (see `copies`).
         if agent.enabled.memory {
@@ -382,6 +388,9 @@ unsafe extern "C" fn on_callback(_: *mut c_void, domain: sys::CUpti_CallbackDoma
                 }
             });
         }
+        if api == ApiDomain::Driver {
+            profiler_call(cbid, data);
+        }
         // SAFETY: as above.
         unsafe { copy_call(api, cbid, data) };
         return;
@@ -417,6 +426,63 @@ unsafe extern "C" fn on_callback(_: *mut c_void, domain: sys::CUpti_CallbackDoma
             agent.note_handle(raw::CudaObject::Stream, resource.context, stream);
         }),
         _ => {}
+    }
+}
+
+/// The driver's cuProfilerStart and cuProfilerStop (which
+/// cudaProfilerStart/Stop call), with `--capture-range cudaProfilerApi`:
+/// their callback ids, 0 until enabled.
+static PROFILER_START: AtomicU32 = AtomicU32::new(0);
+static PROFILER_STOP: AtomicU32 = AtomicU32::new(0);
+
+/// Enables the callbacks of cuProfilerStart and cuProfilerStop, found by
+/// their names among the driver's callback ids.
+fn enable_profiler_callbacks(cupti: &Cupti, handle: sys::CUpti_SubscriberHandle) {
+    let mut unnamed_in_a_row = 0;
+    for cbid in 1..4096u32 {
+        let Some(name) = cupti.callback_name(sys::CUPTI_CB_DOMAIN_DRIVER_API, cbid) else {
+            unnamed_in_a_row += 1;
+            if unnamed_in_a_row > 64 {
+                break;
+            }
+            continue;
+        };
+        unnamed_in_a_row = 0;
+        let slot = match name.to_bytes() {
+            b"cuProfilerStart" => &PROFILER_START,
+            b"cuProfilerStop" => &PROFILER_STOP,
+            _ => continue,
+        };
+        // SAFETY: `handle` is the agent's subscriber.
+        let rc = unsafe { (cupti.enable_callback)(1, handle, sys::CUPTI_CB_DOMAIN_DRIVER_API, cbid) };
+        if rc == sys::CUPTI_SUCCESS {
+            slot.store(cbid, Ordering::Relaxed);
+        } else {
+            diag::warn_once(&format!(
+                "the callback of {} could not be enabled ({}): --capture-range cudaProfilerApi records nothing",
+                name.to_string_lossy(),
+                describe(cupti, rc)
+            ));
+        }
+    }
+    if PROFILER_START.load(Ordering::Relaxed) == 0 || PROFILER_STOP.load(Ordering::Relaxed) == 0 {
+        diag::warn_once(
+            "this CUPTI names no cuProfilerStart/cuProfilerStop: --capture-range cudaProfilerApi records nothing",
+        );
+    }
+}
+
+/// cuProfilerStart opens the recording window as it returns,
+/// cuProfilerStop closes it as it is entered: the window holds what the
+/// program did between them.
+fn profiler_call(cbid: u32, data: &sys::CUpti_CallbackData) {
+    if cbid == 0 {
+        return;
+    }
+    if cbid == PROFILER_START.load(Ordering::Relaxed) && data.callbackSite == sys::CUPTI_API_EXIT {
+        runtime::window::set(runtime::window::RANGE_CLOSED, false);
+    } else if cbid == PROFILER_STOP.load(Ordering::Relaxed) && data.callbackSite == sys::CUPTI_API_ENTER {
+        runtime::window::set(runtime::window::RANGE_CLOSED, true);
     }
 }
 
@@ -567,6 +633,24 @@ extern "C" fn at_exit() {
     });
 }
 
+/// Whether a record's work or call started inside a recording window;
+/// records without a time (devices, contexts, NVLink topology) are
+/// definitions and always kept, as are allocations and frees (the memory
+/// in use is their running sum).
+fn in_window(r: &Record) -> bool {
+    let start = match r {
+        Record::Api { start, .. } | Record::Sync { start, .. } => *start,
+        Record::Kernel { span, .. }
+        | Record::Memcpy { span, .. }
+        | Record::PeerCopy { span, .. }
+        | Record::Memset { span, .. }
+        | Record::GraphTrace { span, .. } => span.start,
+        Record::Uvm(u) => u.start,
+        _ => return true,
+    };
+    runtime::window::contains(start)
+}
+
 /// Names resolved through CUPTI, for live records.
 struct LiveNames<'a> {
     agent: &'a Agent,
@@ -669,6 +753,15 @@ impl Agent {
         if let Some(dir) = &self.capture {
             self.save_capture(dir, records, raw, state);
         }
+        // With a recording window, the work and calls that started inside
+        // it (docs/window.md).
+        let windowed: Vec<Record>;
+        let records = if runtime::window::windowed() {
+            windowed = records.iter().filter(|r| in_window(r)).copied().collect();
+            &windowed[..]
+        } else {
+            records
+        };
         // A new context is reason enough to start when GPU metrics are
         // sampled (they begin with it); otherwise the first GPU work is.
         let context = self.nvml_intervals().any() && records.iter().any(|r| matches!(r, Record::Context { .. }));

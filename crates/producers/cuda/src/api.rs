@@ -91,6 +91,20 @@ fn callback_name(cupti: &Cupti, cbid: u32) -> Option<String> {
 /// Leave in that thread's buffer of `rec`.
 pub(crate) fn call(cupti: &Cupti, rec: &Recorder, cbid: u32, data: &sys::CUpti_CallbackData) {
     let enter = data.callbackSite == sys::CUPTI_API_ENTER;
+    // With a recording window (docs/window.md), a call entered while it is
+    // closed is left out whole: its entry notes that in the word CUPTI
+    // keeps for the call, which its exit reads.
+    if runtime::window::windowed() && !data.correlationData.is_null() {
+        // SAFETY: CUPTI's word for this call, shared by its entry and
+        // exit callbacks on this thread.
+        let skipped = unsafe { &mut *data.correlationData };
+        if enter {
+            *skipped = u64::from(!runtime::window::on());
+        }
+        if *skipped != 0 {
+            return;
+        }
+    }
     record(rec, cbid, enter, data.correlationId, |c| callback_name(cupti, c));
 }
 

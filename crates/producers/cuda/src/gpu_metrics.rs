@@ -172,6 +172,9 @@ impl GpuTrack {
     /// Writes the samples taken so far.
     pub fn write(&mut self, rec: &Recorder) {
         if let Some(location) = self.location {
+            if runtime::window::windowed() {
+                self.pending.retain(|(t, _)| runtime::window::contains(*t));
+            }
             rec.write_batch(location, &self.pending);
         }
         self.pending.clear();

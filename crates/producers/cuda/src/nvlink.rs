@@ -169,6 +169,9 @@ fn run(nvml: Nvml, rec: Recorder, intervals: Intervals, added: Receiver<(u32, [u
         if stopping || now.saturating_sub(last_write) >= WRITE_EVERY_NS {
             for g in &mut gpus {
                 if let Some((location, _)) = g.defined {
+                    if runtime::window::windowed() {
+                        g.pending.retain(|(t, _)| runtime::window::contains(*t));
+                    }
                     rec.write_batch(location, &g.pending);
                 }
                 g.pending.clear();

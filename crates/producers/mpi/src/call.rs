@@ -5,8 +5,9 @@
 //! no — and the wrapper calls PMPI and returns — when the thread is
 //! already inside a wrapper (MPI libraries call `MPI_*` internally, and we
 //! must not record our own PMPI calls), before `MPI_Init` and after
-//! `MPI_Finalize`, and when the function's group is off (unless the
-//! function must be followed anyway, as communicator creation must). Our
+//! `MPI_Finalize`, and when the function's group is off or recording is
+//! paused outside its window (unless the function must be followed
+//! anyway, as communicator creation must). Our
 //! own work before and after the PMPI call runs under `catch_unwind`: a
 //! bug in the tracer loses events, never the call or the program.
 
@@ -255,7 +256,9 @@ impl Call {
         if state::phase() != Phase::Active {
             return None;
         }
-        let recording = state::enabled(info.group);
+        // Outside the recording window (docs/window.md) a call is what a
+        // call of a group that is off is: followed only if it must be.
+        let recording = state::enabled(info.group) && runtime::window::on();
         if !recording && info.follow == Follow::IfEnabled {
             return None;
         }

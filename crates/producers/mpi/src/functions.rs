@@ -490,8 +490,8 @@ macro_rules! define_wrappers {
                 => plain::region();
             [Misc Function IfEnabled] MPI_Op_free(op: *mut Op) -> c_int
                 => plain::region();
-            [Perf Function IfEnabled] MPI_Pcontrol(level: c_int) -> c_int
-                => plain::region();
+            [Perf Function Always] MPI_Pcontrol(level: c_int) -> c_int
+                => perf::pcontrol(level);
             [Err Function IfEnabled] MPI_Comm_set_errhandler(comm: Comm, errhandler: Errhandler) -> c_int
                 => plain::region();
             [Err Function IfEnabled] MPI_Comm_get_errhandler(comm: Comm, errhandler: *mut Errhandler) -> c_int

@@ -70,6 +70,7 @@ fn start<A: MpiAbi>(info: &'static FnInfo, t0: u64) -> bool {
     };
     let rec = state::set_recorder(rec);
     state::set_groups(state::group_mask(&config.mpi_groups));
+    state::set_pcontrol(config.capture_range == config::CaptureRange::Pcontrol);
     let Some((rank, size)) = comms::register_predefined::<A>(rec) else {
         return false;
     };
@@ -96,11 +97,14 @@ fn join_clock_syncs<A: MpiAbi>(rec: Option<&runtime::Recorder>) {
     }
 }
 
-/// Records Enter and Leave of `info` at `t0` and now, if its group is on.
+/// Records Enter and Leave of `info` at `t0` and now, if its group is on
+/// and `t0` inside the recording window. The region is defined either way:
+/// the merge tells a process that reached MPI_Finalize by it.
 fn record_call(info: &'static FnInfo, t0: u64) {
     if let Some(rec) = state::recorder()
         && state::enabled(info.group)
         && let Some(region) = info.region(rec)
+        && runtime::window::contains(t0)
     {
         rec.record(t0, &Event::Enter { region });
         rec.record(raw::clock::now(), &Event::Leave { region });

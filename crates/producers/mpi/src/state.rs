@@ -5,7 +5,7 @@
 //! is a handful of atomics and a `OnceLock`, never a lock.
 
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 
 use config::EnabledSet;
 use runtime::Recorder;
@@ -72,6 +72,17 @@ pub fn group_mask(set: &EnabledSet<Group>) -> u64 {
 
 pub(crate) fn set_groups(mask: u64) {
     GROUPS.store(mask, Ordering::Relaxed);
+}
+
+static PCONTROL: AtomicBool = AtomicBool::new(false);
+
+/// Whether `MPI_Pcontrol` switches recording (`--capture-range pcontrol`).
+pub fn pcontrol() -> bool {
+    PCONTROL.load(Ordering::Relaxed)
+}
+
+pub(crate) fn set_pcontrol(on: bool) {
+    PCONTROL.store(on, Ordering::Relaxed);
 }
 
 /// Whether functions of `g` are recorded.

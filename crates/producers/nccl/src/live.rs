@@ -207,6 +207,12 @@ pub(crate) unsafe fn start(
         // SAFETY: NCCL passes a valid out-pointer.
         unsafe { *handle = std::ptr::null_mut() };
     }
+    // Outside the recording window (docs/window.md) an event is not
+    // started: NCCL gets no handle, so its states and stop are not
+    // recorded either; an event started inside keeps its stop.
+    if !runtime::window::on() {
+        return NCCL_SUCCESS;
+    }
     guarded("startEvent", |live| {
         let now = Stamp::lazy();
         let start = descr();

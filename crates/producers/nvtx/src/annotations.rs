@@ -175,6 +175,20 @@ pub struct Annotations {
     names: AttributeNames,
     /// gputrace's NCCL plugin, looked for when NCCL's domain is created.
     nccl_plugin: OnceLock<Option<NcclPlugin>>,
+    /// `--capture-range nvtx:NAME@N-M`: the range that opens the
+    /// recording window (docs/window.md).
+    capture: Option<Capture>,
+}
+
+/// The NVTX range whose Nth to Mth occurrences open the recording window.
+struct Capture {
+    name: Vec<u8>,
+    first: u64,
+    last: u64,
+    /// Occurrences pushed so far (all threads).
+    seen: AtomicU64,
+    /// Capturing occurrences open now (all threads).
+    open: AtomicU64,
 }
 
 /// FNV-1a: messages are short and not hostile, and SipHash (std's
@@ -211,6 +225,9 @@ struct ThreadState {
     cached: usize,
     /// The recorder made this thread's buffer ready.
     prepared: bool,
+    /// The pushes that opened the recording window: (domain, depth of
+    /// its stack with them).
+    captures: Vec<(u32, usize)>,
 }
 
 impl ThreadState {
@@ -306,6 +323,47 @@ impl Annotations {
             next_resource: AtomicUsize::new(0),
             names,
             nccl_plugin: OnceLock::new(),
+            capture: None,
+        }
+    }
+
+    /// Opens the recording window inside the `first`th to `last`th
+    /// push/pop range named `name` of the process.
+    pub fn with_capture(mut self, name: &str, first: u64, last: u64) -> Self {
+        let (seen, open) = (AtomicU64::new(0), AtomicU64::new(0));
+        self.capture = Some(Capture { name: name.as_bytes().to_vec(), first, last, seen, open });
+        self
+    }
+
+    /// A push of `message`: whether it opens the recording window (and
+    /// then it has).
+    fn capture_opens(&self, message: Message<'_>) -> bool {
+        let Some(c) = &self.capture else { return false };
+        let matches = match message {
+            Message::Text(t) => t == c.name.as_slice(),
+            Message::Registered(h) => self.strings.get(h).is_some_and(|r| r.text.as_bytes() == c.name.as_slice()),
+            Message::None => false,
+        };
+        if !matches {
+            return false;
+        }
+        let k = c.seen.fetch_add(1, Ordering::Relaxed) + 1;
+        if !(c.first..=c.last).contains(&k) {
+            return false;
+        }
+        if c.open.fetch_add(1, Ordering::AcqRel) == 0 {
+            runtime::window::set(runtime::window::RANGE_CLOSED, false);
+        }
+        true
+    }
+
+    /// The pop of a range that opened the window: closes it when it was
+    /// the last one open.
+    fn capture_closes(&self) {
+        if let Some(c) = &self.capture
+            && c.open.fetch_sub(1, Ordering::AcqRel) == 1
+        {
+            runtime::window::set(runtime::window::RANGE_CLOSED, true);
         }
     }
 
@@ -507,11 +565,21 @@ impl Annotations {
         if let Some(plugin) = d.nccl {
             return self.push_to_plugin(id, plugin, a);
         }
+        // With a recording window, a range pushed while it is closed is
+        // left out, and its pop with it (docs/window.md).
+        let windowed = runtime::window::windowed();
+        let opens = windowed && self.capture_opens(a.message);
+        let recording = !windowed || runtime::window::on();
         let (region, level) = self.visit(id, Style::PushPop, a.message, |th, region| {
             let stack = th.stack(id);
-            stack.push(region);
-            stack.len() as i32 - 1
+            stack.push(region.filter(|_| recording));
+            let depth = stack.len();
+            if opens {
+                th.captures.push((id, depth));
+            }
+            depth as i32 - 1
         });
+        let region = region.filter(|_| recording);
         let mut batch = Batch::new();
         if let Some(region) = region {
             self.attributes(&mut batch, d, a);
@@ -547,14 +615,23 @@ impl Annotations {
         let popped = self
             .with_thread(|th| {
                 let stack = th.stack(id);
+                let depth = stack.len();
                 let region = stack.pop()?;
-                Some((region, stack.len() as i32))
+                let level = stack.len() as i32;
+                let closes = th.captures.last() == Some(&(id, depth));
+                if closes {
+                    th.captures.pop();
+                }
+                Some((region, level, closes))
             })
             .flatten();
         match popped {
-            Some((region, level)) => {
+            Some((region, level, closes)) => {
                 if let Some(region) = region {
                     self.rec.record(t, &Event::Leave { region });
+                }
+                if closes {
+                    self.capture_closes();
                 }
                 level
             }
@@ -582,6 +659,9 @@ impl Annotations {
 
     /// nvtxMark.
     pub fn mark(&self, domain: usize, a: &Attributes<'_>) {
+        if !runtime::window::on() {
+            return;
+        }
         let (id, d) = self.domain(domain);
         let Some(region) = self.visit(id, Style::Mark, a.message, |_, _| ()).0 else { return };
         let mut batch = Batch::new();
@@ -596,6 +676,11 @@ impl Annotations {
     pub fn range_start(&self, domain: usize, a: &Attributes<'_>) -> u64 {
         let (id, d) = self.domain(domain);
         let range = self.next_range.fetch_add(1, Ordering::Relaxed) + 1;
+        // Outside the recording window: not recorded, and its end (an id
+        // that is not open) ignored.
+        if !runtime::window::on() {
+            return range;
+        }
         let Some(region) = self.visit(id, Style::StartEnd, a.message, |_, _| ()).0 else { return range };
         let mut batch = Batch::new();
         self.attributes(&mut batch, d, a);

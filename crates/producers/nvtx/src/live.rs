@@ -34,7 +34,11 @@ fn start_once() -> Option<Annotations> {
     // SAFETY: `at_exit` is an `extern "C" fn()` that never unwinds.
     unsafe { libc::atexit(at_exit) };
     tracing::debug!(path = %rec.path().display(), "NVTX recording");
-    Some(Annotations::new(rec))
+    let annotations = Annotations::new(rec);
+    Some(match &config.capture_range {
+        config::CaptureRange::Nvtx { name, first, last } => annotations.with_capture(name, *first, *last),
+        _ => annotations,
+    })
 }
 
 /// Starts the recording (once); false when it is off or impossible.

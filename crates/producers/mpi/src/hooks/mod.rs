@@ -11,6 +11,25 @@ pub mod coll;
 pub mod p2p;
 pub mod wait;
 
+/// `MPI_Pcontrol`: with `--capture-range pcontrol`, recording's switch
+/// (Score-P's convention: level 0 pauses, any other level resumes).
+pub mod perf {
+    use std::ffi::c_int;
+
+    use crate::abi::MpiAbi;
+    use crate::call::Call;
+    use crate::state;
+
+    /// Before the call: a pause takes effect after this call's Enter (its
+    /// Leave is recorded too), a resume before the next call.
+    #[inline]
+    pub fn pcontrol<A: MpiAbi>(_: &Call, level: c_int) {
+        if state::pcontrol() {
+            runtime::window::set(runtime::window::RANGE_CLOSED, level == 0);
+        }
+    }
+}
+
 /// Functions recorded as a region and nothing else.
 pub mod plain {
     use crate::abi::MpiAbi;
