@@ -4,6 +4,7 @@
 mod analysis;
 mod analyze;
 mod bad_input;
+mod capture;
 mod cli;
 mod cuda;
 mod cut_archive;
@@ -20,9 +21,8 @@ mod nvtx;
 mod parallel_merge;
 mod profile;
 mod program_fds;
+mod report_window;
 mod scale;
 mod slurm;
 mod stops;
 mod util;
-mod capture;
-mod report_window;
