@@ -16,19 +16,6 @@ use serde_json::Value;
 
 use crate::util::*;
 
-/// `gputrace ARGS` (analysis commands need no launcher environment).
-fn gt(args: &[&str]) -> Output {
-    run(Command::new(gputrace()).args(args))
-}
-
-fn ok(out: Output) -> Output {
-    assert!(out.status.success(), "exit {:?}: {}{}", out.status, text(&out.stdout), text(&out.stderr));
-    out
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 /// `gputrace stats --format json` of some reports.
 fn stats(input: &Path, reports: &[&str]) -> Value {

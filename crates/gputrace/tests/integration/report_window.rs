@@ -13,18 +13,6 @@ use serde_json::Value;
 
 use crate::util::*;
 
-fn gt(args: &[&str]) -> Output {
-    run(Command::new(gputrace()).args(args))
-}
-
-fn ok(out: Output) -> Output {
-    assert!(out.status.success(), "exit {:?}: {}{}", out.status, text(&out.stdout), text(&out.stderr));
-    out
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
 
 /// cg.c on 4 ranks, 30 iterations of 2 ms: (dir, trace length in ns).
 fn cg_run() -> &'static (PathBuf, u64) {

@@ -126,6 +126,22 @@ pub fn run(cmd: &mut Command) -> Output {
     cmd.output().unwrap()
 }
 
+/// `gputrace ARGS` (analysis commands need no launcher environment).
+pub fn gt(args: &[&str]) -> Output {
+    run(Command::new(gputrace()).args(args))
+}
+
+/// `out`, which must have succeeded.
+pub fn ok(out: Output) -> Output {
+    assert!(out.status.success(), "exit {:?}: {}{}", out.status, text(&out.stdout), text(&out.stderr));
+    out
+}
+
+/// A path as a command-line argument.
+pub fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
 /// For runs whose raw streams a test reads or merges again (gputrace
 /// removes them after a verified merge).
 pub const KEEP_RAW: (&str, &str) = ("GPUTRACE_KEEP_RAW", "true");

@@ -15,17 +15,8 @@ use crate::stats::collect::{self, MetricSeries};
 const PANEL_HEIGHT: u32 = 220;
 const TOP: u32 = 40;
 
-/// One colour per GPU, cycled.
-const COLOURS: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-];
+/// One colour per GPU, cycled: the timeline's palette.
+const COLOURS: &[RGBColor] = &super::timeline::PALETTE;
 
 /// `gputrace plot --metrics -o FILE`: the samples inside `window`.
 pub fn metrics(input: &Path, output: &Path, width: u32, window: &crate::window::Window) -> Result<()> {
