@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
 # What tracing adds to an MPI call, and the time from the program's end to
-# the archive. Traced and untraced runs interleaved, ROUNDS rounds; min and
-# median of each:
+# the archive and to the command's return. Traced and untraced runs
+# interleaved, ROUNDS rounds; min and median of each:
 #  1. one rank sending to and receiving from itself (0-byte messages,
-#     eager): ns per MPI call, untraced, traced with the TSC timer and with
-#     clock_gettime (GPUTRACE_TIMER);
+#     eager, bench/programs/self_sendrecv.c): ns per MPI call, untraced
+#     and traced, under Open MPI's mpirun with its default binding (a rank
+#     of a job of 1 or 2 is bound to a core, which the flusher thread
+#     shares) and with --bind-to none, and under MPICH's mpiexec (Hydra,
+#     its default binding; 2 ranks each sending to itself: MPICH 4.0's
+#     ch4:ucx never completes a singleton's send to itself);
 #  2. the two-rank 0-byte ping-pong: ns per MPI call (a round trip is 4
-#     calls in a row);
-#  3. the bundled example (examples/mpi_ring.c, 4 ranks): the program's
-#     end to the archive written, as the summary reports it.
-# Usage: bench/mpi_call.sh [ROUNDS] [ITERATIONS]   (default 7, 400000)
+#     calls in a row), the same three ways;
+#  3. the self loop of ITERATIONS/2 iterations (~1.2 million events) and
+#     the bundled example (examples/mpi_ring.c, 4 ranks): the program's
+#     end (as gputrace saw its launcher exit) to the archive written, as
+#     the summary says, and to the command's return (that plus the time
+#     from the archive's last file written to the return).
+# Usage: bench/mpi_call.sh [ROUNDS] [ITERATIONS]   (default 10, 400000)
 # GT_BIN=DIR: take gputrace and its libraries from DIR (prebuilt; the GPU
 # machine has no Rust) instead of building target/release.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rounds=${1:-7}
+rounds=${1:-10}
 iters=${2:-400000}
 if [ -n "${GT_BIN:-}" ]; then
   gt=$GT_BIN/gputrace
@@ -25,57 +32,84 @@ else
 fi
 mpicc=$(command -v mpicc.openmpi || command -v mpicc)
 mpirun=$(command -v mpirun.openmpi || command -v mpirun)
+mpiexec=$(command -v mpiexec.mpich || true)
 work=$(mktemp -d /tmp/gputrace-mpi-call.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 "$mpicc" -O2 -o "$work/self" bench/programs/self_sendrecv.c
 "$mpicc" -O2 -Itests/programs/mpi -o "$work/pingpong" tests/programs/mpi/pingpong.c
 "$mpicc" -O2 -o "$work/ring" examples/mpi_ring.c
+if [ -n "$mpiexec" ]; then
+  mpicc.mpich -O2 -o "$work/self_mpich" bench/programs/self_sendrecv.c
+  mpicc.mpich -O2 -Itests/programs/mpi -o "$work/pingpong_mpich" tests/programs/mpi/pingpong.c
+fi
 # Open MPI refuses to start as root without these (CI and the GPU machine).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-# "whole/fastest": the loop's mean, and its fastest 1% batch (what the
-# call costs when nothing else takes the core: these machines are shared).
-run_self() { "$@" "$mpirun" -np 1 "$work/self" -n "$iters" 2>/dev/null | sed -n 's/.*, \([0-9.]*\) ns per MPI call, \([0-9.]*\) ns in the fastest batch.*/\1\/\2/p'; }
-run_pp() { "$@" "$mpirun" -np 2 --bind-to core "$work/pingpong" -n "$iters" 2>/dev/null | sed -n 's/.*, \([0-9.]*\) ns per call.*/\1/p'; }
+self_of() { sed -n 's/.*, \([0-9.]*\) ns per MPI call, .*/\1/p'; }
+pp_of() { sed -n 's/.*, \([0-9.]*\) ns per call.*/\1/p'; }
 traced() { rm -rf "$work/t"; "$gt" -o "$work/t" "$@"; }
-traced_gettime() { rm -rf "$work/t"; "$gt" --timer clock_gettime -o "$work/t" "$@"; }
 plain() { "$@"; }
+# The program's end to the archive and to the return, in ms: "archive/return".
+ends() {
+  rm -rf "$work/e"
+  "$gt" -o "$work/e" "$@" >/dev/null 2>&1
+  local back
+  back=$(date +%s%N)
+  /usr/bin/python3 - "$work/e" "$back" <<'PY'
+import os, re, sys
+d, back = sys.argv[1], int(sys.argv[2])
+text = open(os.path.join(d, "summary.txt")).read()
+after = float(re.search(r"\(([0-9.]+) s after the program's exit\)", text).group(1)) * 1e3
+files = [os.path.join(d, "traces.otf2"), os.path.join(d, "traces.def")]
+for root, _, names in os.walk(os.path.join(d, "traces")):
+    files += [os.path.join(root, n) for n in names]
+written = max(os.stat(f).st_mtime_ns for f in files)
+print(f"{after:.1f}/{after + (back - written) / 1e6:.1f}")
+PY
+}
 
 declare -A r
+modes=(ompi_default ompi_none)
+[ -n "$mpiexec" ] && modes+=(mpich)
 for i in $(seq "$rounds"); do
-  r[self_plain]+="$(run_self plain) "
-  r[self_tsc]+="$(run_self traced) "
-  r[self_gettime]+="$(run_self traced_gettime) "
-  r[pp_plain]+="$(run_pp plain) "
-  r[pp_tsc]+="$(run_pp traced) "
-  rm -rf "$work/ring$i"
-  "$gt" -o "$work/ring$i" "$mpirun" -np 4 "$work/ring" 2000 >/dev/null 2>&1
-  r[ring]+="$(sed -n 's/.*(\([0-9.]*\) s after the program.s exit).*/\1/p' "$work/ring$i/summary.txt" | head -1) "
+  for m in "${modes[@]}"; do
+    case $m in
+      ompi_default) s=("$mpirun" -np 1 "$work/self"); p=("$mpirun" -np 2 "$work/pingpong") ;;
+      ompi_none) s=("$mpirun" -np 1 --bind-to none "$work/self"); p=("$mpirun" -np 2 --bind-to none "$work/pingpong") ;;
+      mpich) s=("$mpiexec" -n 2 "$work/self_mpich"); p=("$mpiexec" -n 2 "$work/pingpong_mpich") ;;
+    esac
+    for how in plain traced; do
+      r[self_${m}_$how]+="$($how "${s[@]}" -n "$iters" 2>/dev/null | self_of) "
+      r[pp_${m}_$how]+="$($how "${p[@]}" -n "$iters" 2>/dev/null | pp_of) "
+    done
+  done
+  r[end_self]+="$(ends "$mpirun" -np 1 "$work/self" -n $((iters / 2))) "
+  r[end_ring]+="$(ends "$mpirun" -np 4 "$work/ring" 2000) "
 done
-/usr/bin/python3 - "${r[self_plain]}" "${r[self_tsc]}" "${r[self_gettime]}" "${r[pp_plain]}" "${r[pp_tsc]}" "${r[ring]}" "$rounds" "$iters" <<'PY'
+args=()
+for k in "${!r[@]}"; do args+=("$k=${r[$k]}"); done
+/usr/bin/python3 - "$rounds" "$iters" "${args[@]}" <<'PY'
 import statistics as st, sys
-v = [a.split() for a in sys.argv[1:7]]
-whole = lambda xs: [float(x.split("/")[0]) for x in xs]
-fast = lambda xs: [float(x.split("/")[1]) for x in xs]
-sp, stsc, sget = (whole(x) for x in v[:3])
-fp, ftsc, fget = (fast(x) for x in v[:3])
-pp, ptsc, ring = ([float(x) for x in a] for a in v[3:])
-rounds, iters = sys.argv[7], sys.argv[8]
-def mm(x): return f"min {min(x):7.1f}  median {st.median(x):7.1f}"
-print(f"== MPI call cost: {rounds} interleaved rounds of {iters} iterations")
-print(f"self send/recv, untraced    ns/call: {mm(sp)}")
-print(f"self send/recv, traced tsc  ns/call: {mm(stsc)}")
-print(f"self send/recv, traced gettime     : {mm(sget)}")
-print(f"  added per call, tsc:           min {min(stsc)-min(sp):6.1f}  median {st.median(stsc)-st.median(sp):6.1f}  (target < 100)")
-print(f"  added per call, clock_gettime: min {min(sget)-min(sp):6.1f}  median {st.median(sget)-st.median(sp):6.1f}")
-print(f"self send/recv, fastest batch ns/call: untraced {mm(fp)}")
-print(f"                                       tsc      {mm(ftsc)}")
-print(f"                                       gettime  {mm(fget)}")
-print(f"  added per call in the fastest batch, tsc:     min {min(ftsc)-min(fp):6.1f}  median {st.median(ftsc)-st.median(fp):6.1f}")
-print(f"  added per call in the fastest batch, gettime: min {min(fget)-min(fp):6.1f}  median {st.median(fget)-st.median(fp):6.1f}")
-print(f"ping-pong 2 ranks, untraced ns/call: {mm(pp)}")
-print(f"ping-pong 2 ranks, traced   ns/call: {mm(ptsc)}")
-print(f"  added per call:                min {min(ptsc)-min(pp):6.1f}  median {st.median(ptsc)-st.median(pp):6.1f}")
-if ring:
-    print(f"bundled example (4 ranks): archive after the program's end, ms: min {1e3*min(ring):.1f}  median {1e3*st.median(ring):.1f}  (target < 50)")
+rounds, iters = sys.argv[1], int(sys.argv[2])
+r = {k: v.split() for k, v in (a.split("=", 1) for a in sys.argv[3:])}
+def mm(x): return f"{min(x):7.1f} {st.median(x):7.1f}"
+print(f"== MPI call cost, ns per call: {rounds} interleaved rounds of {iters} iterations (min, median)")
+print(f"{'':34} {'untraced':>15} {'traced':>15} {'added':>15}")
+names = {"ompi_default": "Open MPI, default binding", "ompi_none": "Open MPI, --bind-to none", "mpich": "MPICH (Hydra default)"}
+for test, what in (("self", "self send/recv"), ("pp", "ping-pong")):
+    for m, name in names.items():
+        if f"{test}_{m}_plain" not in r:
+            continue
+        p = [float(x) for x in r[f"{test}_{m}_plain"]]
+        t = [float(x) for x in r[f"{test}_{m}_traced"]]
+        if not p or not t:
+            print(f"{what + ', ' + name:34} (no figures: the runs failed)")
+            continue
+        print(f"{what + ', ' + name:34} {mm(p)} {mm(t)} {min(t) - min(p):7.1f} {st.median(t) - st.median(p):7.1f}")
+print("(added: min - min and median - median; target: median < 100)")
+for k, what in (("end_self", f"self loop of {iters // 2} iterations"), ("end_ring", "bundled example, 4 ranks")):
+    v = [x.split("/") for x in r[k]]
+    a, b = [float(x[0]) for x in v], [float(x[1]) for x in v]
+    print(f"{what}: the program's end to the archive, ms: min {min(a):.1f} median {st.median(a):.1f}; "
+          f"to the command's return: min {min(b):.1f} median {st.median(b):.1f}")
 PY

@@ -133,6 +133,10 @@ CONVENTIONS = [
     ("clock-resolution",
      "timestamps in the ticks of the TSC (SCOREP_TIMER=tsc) and their resolution",
      None),
+    ("mpi-event-time",
+     "MPI event records (MpiSend, MpiRecv, MpiCollectiveBegin/End, ...) with a timestamp of their own, "
+     "after their call's Enter and before its Leave",
+     None),
 ]
 
 

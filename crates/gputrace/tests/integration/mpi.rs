@@ -536,3 +536,54 @@ fn the_timer_is_chosen_and_named_in_the_archive() {
     assert!(err.contains("GPUTRACE_TIMER=hpet") && err.contains("tsc"), "{err}");
     assert!(!dir.exists(), "an experiment directory for a refused run");
 }
+
+/// A trace of more than the summary reads back (100,000 events): the
+/// summary comes from the merge's counters alone, its figures the
+/// archive's as the Python reader counts them, and one line names the
+/// commands that read the archive.
+#[test]
+fn a_large_trace_is_summarized_from_the_merge_alone() {
+    let (mpicc, mpirun, _) = openmpi();
+    let exe = compile_file(mpicc, &workspace().join("bench/programs/self_sendrecv.c"));
+    let dir = fresh_dir("summary-large");
+    // 1,000 warm-up iterations and 20,000 timed: 42,000 calls, 3 events each.
+    let traced = trace(&dir, &[mpirun, "-np", "1", exe.to_str().unwrap(), "-n", "20000"], &[]);
+    assert_eq!(traced.status.code(), Some(0), "{}", text(&traced.stderr));
+    let stderr = text(&traced.stderr);
+    let facts = facts(&dir.join("traces.otf2"));
+    let events: u64 = facts["locations"].as_object().unwrap().values().map(|l| l["events"].as_u64().unwrap()).sum();
+    assert!(events > 100_000, "{events} events");
+    let thousands = |n: u64| {
+        let s = n.to_string();
+        let mut out = String::new();
+        for (i, c) in s.chars().enumerate() {
+            if i > 0 && (s.len() - i).is_multiple_of(3) {
+                out.push(',');
+            }
+            out.push(c);
+        }
+        out
+    };
+    assert!(stderr.contains(&format!("1 locations, {} events", thousands(events))), "{stderr}");
+    let line =
+        stderr.lines().find(|l| l.contains("stats and analysis: not read back")).unwrap_or_else(|| panic!("{stderr}"));
+    assert!(line.contains(&format!("for {} events (more than 100,000)", thousands(events))), "{line}");
+    assert!(line.contains("gputrace stats --short ") && line.contains("gputrace analyze "), "{line}");
+    assert!(!stderr.contains("** MPI Summary (mpi_sum)"), "the archive was read back: {stderr}");
+    // The merge's table: calls per function, as the archive has them.
+    for name in ["MPI_Send", "MPI_Recv"] {
+        let calls = facts["regions"]["0"][name].as_u64().unwrap();
+        assert_eq!(calls, 21_000, "{name}");
+        let row = stderr.lines().find(|l| l.trim_start_matches("[gputrace]").trim_start().starts_with(name)).unwrap();
+        let said: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(said[2], thousands(calls), "{row}");
+    }
+    let sends = count(&facts, 0, "MpiSend") as u64;
+    assert!(stderr.contains(&format!("messages: {} point-to-point", thousands(sends))), "{stderr}");
+    // summary.txt holds what was printed.
+    let summary = std::fs::read_to_string(dir.join("summary.txt")).unwrap();
+    let printed: Vec<&str> = stderr.lines().filter_map(|l| l.strip_prefix("[gputrace] ")).collect();
+    for l in summary.lines().filter(|l| !l.is_empty()) {
+        assert!(printed.contains(&l), "{l} not printed");
+    }
+}
