@@ -16,7 +16,6 @@ use serde_json::Value;
 
 use crate::util::*;
 
-
 /// `gputrace stats --format json` of some reports.
 fn stats(input: &Path, reports: &[&str]) -> Value {
     let mut args = vec!["stats", "--format", "json", s(input)];

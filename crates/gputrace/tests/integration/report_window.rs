@@ -6,13 +6,12 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::sync::OnceLock;
 
 use serde_json::Value;
 
 use crate::util::*;
-
 
 /// cg.c on 4 ranks, 30 iterations of 2 ms: (dir, trace length in ns).
 fn cg_run() -> &'static (PathBuf, u64) {
