@@ -105,6 +105,8 @@ def read(archive):
                     # A graph execution (GPUTRACE_CUDA_ENABLE=graph).
                     facts.setdefault("graph_runs", []).append(item)
                 elif on_gpu:
+                    # Written where it changes on the stream (None else).
+                    item["grid_x"] = attr(enter, "grid x")
                     facts["kernels"].append(item)
                 else:
                     facts["api"].append(item)

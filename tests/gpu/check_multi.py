@@ -72,6 +72,14 @@ def check_counter(check, f, count_dir, label):
         check(f"{label}: {proc}: kernels, memsets, copies per kind and peer copies equal the counter's",
               proc is not None and want == have, {k: (have[k], want[k]) for k in KEYS if have[k] != want[k]} or want)
         check(f"{label}: {proc}: the counter dropped no record", c.get("dropped", 0) == 0, c.get("dropped"))
+        if c.get("nccl_kernels"):
+            # NCCL launches a block per channel: traced, it must choose the
+            # channels it chose untraced (a different topology seen under
+            # the tracer would change them, and the program's speed).
+            grids = [k["grid_x"] for k in f["kernels"] if (k["creator"] or k["group"]) == proc
+                     and k["grid_x"] is not None and ("ncclDevKernel" in k["name"] or "ncclKernel" in k["name"])]
+            check(f"{label}: {proc}: NCCL's kernels have the grid (channels) they have under the counter",
+                  grids and max(grids) == c["nccl_grid_x_max"], (max(grids) if grids else None, c["nccl_grid_x_max"]))
 
 
 def check_calls_have_records(check, f, label):

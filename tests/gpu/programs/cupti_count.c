@@ -24,6 +24,9 @@
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long long kernels, memsets, memset_bytes, peer_copies, peer_bytes, dropped;
+/* NCCL's kernels and the largest grid among them: NCCL launches a block
+ * per channel, so this says how many channels it chose. */
+static unsigned long long nccl_kernels, nccl_grid_x_max;
 static unsigned long long copies[6], copy_bytes[6];
 static const char *kinds[6] = {"htod", "dtoh", "dtod", "htoh", "ptop", "other"};
 
@@ -62,9 +65,22 @@ static void CUPTIAPI completed(CUcontext ctx, uint32_t stream, uint8_t *buffer, 
   while (valid && cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
     switch (rec->kind) {
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
-      case CUPTI_ACTIVITY_KIND_KERNEL:
+      case CUPTI_ACTIVITY_KIND_KERNEL: {
         kernels++;
+        /* gridX (int32 at byte 52) and name (at byte 104): the same in
+         * every kernel record from CUpti_ActivityKernel4 to Kernel11
+         * (crates/sys/cupti-sys's layout checks). */
+        const unsigned char *b = (const unsigned char *)rec;
+        int grid_x;
+        const char *name;
+        memcpy(&grid_x, b + 52, sizeof grid_x);
+        memcpy(&name, b + 104, sizeof name);
+        if (name && (strstr(name, "ncclDevKernel") || strstr(name, "ncclKernel"))) {
+          nccl_kernels++;
+          if (grid_x > 0 && (unsigned long long)grid_x > nccl_grid_x_max) nccl_grid_x_max = (unsigned long long)grid_x;
+        }
         break;
+      }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         CUpti_ActivityMemcpy6 *m = (CUpti_ActivityMemcpy6 *)rec;
         int i = kind_index(m->copyKind);
@@ -111,6 +127,7 @@ static void at_exit(void) {
           kernels, memsets, memset_bytes);
   for (int i = 0; i < 6; i++) fprintf(f, "copies_%s %llu\nbytes_%s %llu\n", kinds[i], copies[i], kinds[i], copy_bytes[i]);
   fprintf(f, "peer_copies %llu\npeer_bytes %llu\ndropped %llu\n", peer_copies, peer_bytes, dropped);
+  fprintf(f, "nccl_kernels %llu\nnccl_grid_x_max %llu\n", nccl_kernels, nccl_grid_x_max);
   fclose(f);
 }
 
