@@ -71,14 +71,14 @@ pub const CORRECTION_LIMIT: Hook = Hook {
 /// host's TSC map in this directory, racing its siblings.
 pub const RACE_DIR: Hook = Hook {
     name: "_GPUTRACE_TEST_RACE_DIR",
-    read_by: "the raw crate's own tests (crates/raw/src/clock/host_map.rs)",
+    read_by: "the clock crate's own tests (crates/clock/src/host_map.rs)",
     help: "The child publishes its TSC map in this directory and prints the map it got.",
 };
 
 /// When the children of [`RACE_DIR`] start publishing, all at once.
 pub const RACE_AT: Hook = Hook {
     name: "_GPUTRACE_TEST_RACE_AT",
-    read_by: "the raw crate's own tests (crates/raw/src/clock/host_map.rs)",
+    read_by: "the clock crate's own tests (crates/clock/src/host_map.rs)",
     help: "CLOCK_MONOTONIC ns: the children of _GPUTRACE_TEST_RACE_DIR wait until then.",
 };
 

@@ -87,7 +87,7 @@ pub struct Config {
     pub nccl_enable: EnabledSet<NcclLevel>,
     pub nvtx_enable: bool,
     /// `GPUTRACE_TIMER`: `auto`, `tsc` or `clock_gettime` (read by
-    /// `raw::clock` itself, which every producer shares).
+    /// `gputrace_clock` itself, which every producer shares).
     pub timer: &'static str,
     pub verbose: bool,
     pub keep_raw: bool,

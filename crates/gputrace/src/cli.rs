@@ -537,7 +537,9 @@ pub fn env_settings() -> Vec<(String, String)> {
         // hand-over to its processes, not settings (a gputrace run inside
         // a traced program sees them).
         .filter(|(k, _)| {
-            k.starts_with("GPUTRACE_") && k != merge::timer::CALIBRATION_VARIABLE && k != config::WINDOW_ORIGIN_VARIABLE
+            k.starts_with("GPUTRACE_")
+                && k != gputrace_clock::CALIBRATION_VARIABLE
+                && k != config::WINDOW_ORIGIN_VARIABLE
         })
         .collect()
 }

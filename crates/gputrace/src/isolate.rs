@@ -40,7 +40,7 @@ pub const WORKER_COMMAND: &str = "__merge-worker";
 /// What the merge after a run does besides merging.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AfterRun {
-    /// When the program ended ([`merge::now`]'s clock, as gputrace saw its
+    /// When the program ended ([`gputrace_clock::now`]'s clock, as gputrace saw its
     /// launcher exit): the summary's time "after the program ended" runs
     /// from here to the archive.
     pub program_ended: Option<u64>,

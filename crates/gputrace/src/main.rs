@@ -90,7 +90,7 @@ fn run(mut cli: Cli) -> anyhow::Result<i32> {
         // A tool, not a traced run (which calibrates the map it hands
         // on): it reads its host's map file never, and so never writes
         // one into the experiment it merges.
-        merge::timer::init_for_tool();
+        gputrace_clock::init_for_tool();
     }
     match cli.command {
         None => {

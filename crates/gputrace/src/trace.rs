@@ -33,7 +33,7 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
     let config = validate(settings)?;
     // The timer first: every process started on this host reads the map
     // calibrated here, so they all read one clock.
-    merge::timer::init_for_launcher();
+    gputrace_clock::init_for_launcher();
     let launcher = Launcher::detect(&argv[0]);
     if config.merge_ranks > 0 && !matches!(launcher, Launcher::OpenMpi | Launcher::Hydra | Launcher::Srun) {
         return Err(UsageError(format!(
@@ -63,8 +63,8 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
     // of the job (docs/window.md).
     let origin = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
     env.push((config::WINDOW_ORIGIN_VARIABLE.into(), origin.to_string().into()));
-    if let Some(map) = merge::timer::calibration_for_children() {
-        env.push((merge::timer::CALIBRATION_VARIABLE.into(), map.into()));
+    if let Some(map) = gputrace_clock::calibration_for_children() {
+        env.push((gputrace_clock::CALIBRATION_VARIABLE.into(), map.into()));
     }
     // What gputrace knows will not be traced, for the summary (and for
     // the line that says nothing was recorded, which would otherwise
@@ -120,7 +120,7 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
         // Nothing ran: leave no empty experiment directory behind.
         let _ = std::fs::remove_dir_all(&experiment.dir);
     })?;
-    let program_ended = merge::now();
+    let program_ended = gputrace_clock::now();
 
     // A rank may outlive its launcher (mpirun stopped by a signal gives up
     // on its ranks; a rank still writes out its buffers after one): wait

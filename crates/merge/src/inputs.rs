@@ -154,7 +154,7 @@ pub struct Process {
     pub command: Vec<String>,
     /// The timer its producers read (`None`: streams older than the
     /// record, which read CLOCK_MONOTONIC).
-    pub timer: Option<raw::clock::Timer>,
+    pub timer: Option<gputrace_clock::Timer>,
 }
 
 /// Problems met while reading, for the user.
@@ -231,13 +231,13 @@ pub fn load(raw_dir: &Path) -> Result<Loaded> {
 /// producer recorded nothing (an Untraced record; no location, no event
 /// chunk, no damage), once that has been said: for the caller that
 /// removes an experiment directory where nothing was recorded. The TSC
-/// maps of hosts (`raw::clock::host_map`) go too: they were only for the
+/// maps of hosts (`gputrace_clock::host_map`) go too: they were only for the
 /// streams. Anything else is left as it is.
 pub fn remove_untraced_only(raw_dir: &Path) {
     let Ok(entries) = std::fs::read_dir(raw_dir) else { return };
     for path in entries.filter_map(|e| e.ok().map(|e| e.path())) {
         // The maps, and the recording windows' switches (`<host>.<pid>.window`).
-        let shared = path.file_name().and_then(|n| n.to_str()).is_some_and(raw::clock::host_map::is_map_file)
+        let shared = path.file_name().and_then(|n| n.to_str()).is_some_and(gputrace_clock::host_map::is_map_file)
             || path.extension().is_some_and(|x| x == "window");
         if shared && not_a_regular_file(&path).is_none() {
             let _ = std::fs::remove_file(&path);
@@ -266,7 +266,7 @@ fn not_a_regular_file(path: &Path) -> Option<String> {
     if meta.file_type().is_file() {
         return None;
     }
-    let what = raw::file_kind(&meta);
+    let what = gputrace_clock::file_kind(&meta);
     let link = path.symlink_metadata().is_ok_and(|m| m.file_type().is_symlink());
     Some(if link { format!("a link to {what}") } else { what.to_string() })
 }
@@ -665,7 +665,7 @@ mod tests {
         file.write_chunk(raw::ChunkKind::Definitions, None, &defs).unwrap();
         drop(file);
         // A host's TSC map beside the streams: not a stream, not a warning.
-        std::fs::write(raw.join(raw::clock::host_map::file_name(7)), "gputrace-tsc-map\n").unwrap();
+        std::fs::write(raw.join(gputrace_clock::host_map::file_name(7)), "gputrace-tsc-map\n").unwrap();
         let Loaded { processes, not_traced, warnings } = load(&raw).unwrap();
         assert!(warnings.is_empty(), "{warnings:?}");
         assert_eq!(processes.len(), 2, "the ring's two processes, no third");

@@ -52,7 +52,7 @@ pub struct Options<'a> {
     /// under nsys; `GPUTRACE_CUDA_ENABLE=no`): said with what the streams
     /// say, in the summary or in [`Error::NothingRecorded`].
     pub not_traced: &'a [NotTraced],
-    /// When the traced program ended, as its launcher saw it ([`now`]'s
+    /// When the traced program ended, as its launcher saw it ([`gputrace_clock::now`]'s
     /// clock): the summary's time to the archive runs from there. Without
     /// it, from the last process's exit on this host.
     pub program_ended: Option<u64>,
@@ -73,17 +73,6 @@ pub struct Options<'a> {
 /// may run on.
 pub fn jobs() -> usize {
     std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
-}
-
-/// The timer of the raw streams, for the command that starts the traced
-/// processes: it calibrates the TSC map it hands them (docs/architecture.md,
-/// "The clock").
-pub use raw::clock as timer;
-
-/// The clock of the raw streams ([`timer::now`], ns): what
-/// [`Options::program_ended`] is read on.
-pub fn now() -> u64 {
-    raw::clock::now()
 }
 
 /// An archive to write: `dir/name.otf2`, `dir/name.def`, `dir/name/`.
@@ -275,11 +264,11 @@ fn run<E: Extra>(
     // From the program's end to the archive written. Without the
     // launcher's word, the last exit of a process of this host (another
     // host's clock is not ours).
-    let here = raw::clock::domain();
+    let here = gputrace_clock::domain();
     let last_exit = processes.iter().filter(|p| p.clock_domain == here).map(|p| p.exit_started).max().unwrap_or(0);
     let ended = options.program_ended.unwrap_or(last_exit);
     if ended > 0 && options.archive.is_some() {
-        summary.exit_to_archive = Some(now().saturating_sub(ended));
+        summary.exit_to_archive = Some(gputrace_clock::now().saturating_sub(ended));
     }
     Ok(Some(summary))
 }
@@ -443,7 +432,7 @@ impl Passes<'_> {
         archive.set_description(&describe(self.processes))?;
         self.set_properties(archive)?;
         let realtime = reference_realtime(self.processes, first);
-        archive.set_clock_properties(raw::clock::TICKS_PER_SECOND, first, last.saturating_sub(first), realtime);
+        archive.set_clock_properties(gputrace_clock::TICKS_PER_SECOND, first, last.saturating_sub(first), realtime);
         let layout = layout::define(archive.defs(), self.processes, &|w| self.observer.warning(w))?;
         self.no_location_check(&layout)?;
         self.summary.region_names = layout.region_names.clone();

@@ -288,7 +288,7 @@ pub enum Definition {
     },
     /// The timer the process read its timestamps from (written when its
     /// stream opens): the archive says which.
-    Timer(crate::clock::Timer),
+    Timer(gputrace_clock::Timer),
     /// `count` records of kind `what` the stream's source (CUPTI, NCCL)
     /// or the producer's own pipeline lost before they became events, so
     /// far: a later record of the same kind supersedes an earlier one
@@ -573,8 +573,8 @@ impl Definition {
             Definition::Timer(timer) => {
                 out.push(tag::TIMER);
                 match *timer {
-                    crate::clock::Timer::ClockGettime => out.push(0),
-                    crate::clock::Timer::Tsc { hz, source } => {
+                    gputrace_clock::Timer::ClockGettime => out.push(0),
+                    gputrace_clock::Timer::Tsc { hz, source } => {
                         out.push(source.code());
                         put_u64(out, hz);
                     }
@@ -688,10 +688,10 @@ impl Definition {
             }),
             tag::UNTRACED => Definition::Untraced { reason: c.string()? },
             tag::TIMER => Definition::Timer(match c.u8()? {
-                0 => crate::clock::Timer::ClockGettime,
+                0 => gputrace_clock::Timer::ClockGettime,
                 k => {
-                    let source = crate::clock::MapSource::from_code(k).ok_or(Malformed)?;
-                    crate::clock::Timer::Tsc { hz: c.u64()?, source }
+                    let source = gputrace_clock::MapSource::from_code(k).ok_or(Malformed)?;
+                    gputrace_clock::Timer::Tsc { hz: c.u64()?, source }
                 }
             }),
             tag::CUDA_NAME => {
@@ -759,12 +759,18 @@ mod tests {
             Definition::StreamEnd { time: 1234, exit_started: 1200 },
             Definition::Signal { signal: 15, time: 1300 },
             Definition::Untraced { reason: "CUPTI could not be loaded: no libcupti.so".into() },
-            Definition::Timer(crate::clock::Timer::ClockGettime),
-            Definition::Timer(crate::clock::Timer::Tsc { hz: 2_445_406_000, source: crate::clock::MapSource::Command }),
-            Definition::Timer(crate::clock::Timer::Tsc { hz: 3_000_000_000, source: crate::clock::MapSource::Process }),
-            Definition::Timer(crate::clock::Timer::Tsc {
+            Definition::Timer(gputrace_clock::Timer::ClockGettime),
+            Definition::Timer(gputrace_clock::Timer::Tsc {
+                hz: 2_445_406_000,
+                source: gputrace_clock::MapSource::Command,
+            }),
+            Definition::Timer(gputrace_clock::Timer::Tsc {
+                hz: 3_000_000_000,
+                source: gputrace_clock::MapSource::Process,
+            }),
+            Definition::Timer(gputrace_clock::Timer::Tsc {
                 hz: 2_400_000_123,
-                source: crate::clock::MapSource::HostFile,
+                source: gputrace_clock::MapSource::HostFile,
             }),
             Definition::CommName { id: 1, name: "halo rows".into() },
             Definition::ThreadName { tid: 4243, name: "data loader".into() },

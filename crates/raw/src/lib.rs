@@ -10,11 +10,11 @@
 //! damaged or unfinished file. The format is described in
 //! `docs/raw-format.md`.
 //!
-//! Depends on no other gputrace crate: the producers (through the runtime)
-//! and the merge both read and write it.
+//! Depends on no other gputrace crate but the clock (`gputrace-clock`,
+//! whose timer a stream names): the producers (through the runtime) and
+//! the merge both read and write it.
 
 pub mod chunk;
-pub mod clock;
 pub mod defs;
 pub mod event;
 pub mod lost;
@@ -94,24 +94,6 @@ pub fn parse_stream_file_name(name: &str) -> Option<(String, u32, Producer)> {
     let producer = Producer::from_name(parts.next()?)?;
     let pid = parts.next()?.parse().ok()?;
     Some((parts.next()?.to_string(), pid, producer))
-}
-
-/// What a file that is not a regular file is, for an error line: "a
-/// FIFO", "a directory", ...
-pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt;
-    let t = meta.file_type();
-    if t.is_dir() {
-        "a directory"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else if t.is_char_device() || t.is_block_device() {
-        "a device"
-    } else {
-        "not a regular file"
-    }
 }
 
 #[cfg(test)]

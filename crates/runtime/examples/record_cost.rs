@@ -29,10 +29,10 @@ fn main() {
     for _ in 0..5 {
         let start = Instant::now();
         for i in 0..n {
-            let t = raw::clock::now();
+            let t = gputrace_clock::now();
             let msg = Message { peer: 1, comm: 0, tag: 0, bytes: i & 7 };
             rec.record_many(&[(t, Event::Enter { region }), (t, Event::MpiSend(msg))]);
-            rec.record(raw::clock::now(), &Event::Leave { region });
+            rec.record(gputrace_clock::now(), &Event::Leave { region });
         }
         best = best.min(start.elapsed().as_nanos() as f64 / n as f64);
     }

@@ -36,9 +36,9 @@ pub fn process_start_ticks() -> u64 {
     after.split_whitespace().nth(19).and_then(|f| f.parse().ok()).unwrap_or(0)
 }
 
-/// The clock domain of this host (see [`raw::clock::domain`]).
+/// The clock domain of this host (see [`gputrace_clock::domain`]).
 pub fn clock_domain() -> u64 {
-    raw::clock::domain()
+    gputrace_clock::domain()
 }
 
 /// The calling thread's name (`/proc/thread-self/comm`).
@@ -71,7 +71,7 @@ pub fn rank_hint() -> Option<u32> {
 
 /// The stream header of this process for `producer`.
 pub fn stream_header(producer: Producer) -> StreamHeader {
-    let (monotonic_ns, realtime_ns) = raw::clock::paired_readings();
+    let (monotonic_ns, realtime_ns) = gputrace_clock::paired_readings();
     StreamHeader {
         producer,
         host: hostname(),

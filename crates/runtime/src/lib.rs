@@ -148,8 +148,8 @@ impl Recorder {
     /// Creates the stream `<dir>/raw/<host>.<pid>.<producer>.gtr`.
     pub fn create(dir: &Path, producer: Producer, options: RecorderOptions) -> std::io::Result<Recorder> {
         let rec = Self::create_with_header(dir, identity::stream_header(producer), options)?;
-        rec.define(&Definition::Timer(raw::clock::timer()));
-        if let Some(problem) = raw::clock::problem() {
+        rec.define(&Definition::Timer(gputrace_clock::timer()));
+        if let Some(problem) = gputrace_clock::problem() {
             // The host's shared TSC map could not be read or published:
             // said once per process, by its first stream.
             diag::warn_once(problem);
@@ -217,7 +217,7 @@ impl Recorder {
                 if lost::changed(&rec.lost_totals(), &rec.0.lost_written) {
                     rec.flush_definitions();
                 }
-                let now = raw::clock::now();
+                let now = gputrace_clock::now();
                 let buffers: Vec<Arc<ThreadBuffer>> = rec.0.buffers.lock().unwrap_or_else(|e| e.into_inner()).clone();
                 for b in buffers {
                     // Old events, or a thread that went quiet: a rank
@@ -499,7 +499,7 @@ impl Recorder {
 
     /// Flushes everything and marks the stream complete.
     pub fn finish(&self) {
-        self.finish_from(raw::clock::now());
+        self.finish_from(gputrace_clock::now());
     }
 
     /// [`finish`](Self::finish), for a producer whose program ended its
@@ -509,7 +509,7 @@ impl Recorder {
         if self.0.windows.load(Ordering::Relaxed) && self.is_active() {
             window::write(self);
         }
-        self.close_with(|| Definition::StreamEnd { time: raw::clock::now(), exit_started });
+        self.close_with(|| Definition::StreamEnd { time: gputrace_clock::now(), exit_started });
     }
 
     /// Writes every buffer, what was lost, and `last` (made once the
@@ -559,7 +559,7 @@ impl Recorder {
     /// StreamEnd: the process did not finish.
     fn rescue(&self, signal: u32) {
         if self.is_active() {
-            self.close_with(|| Definition::Signal { signal, time: raw::clock::now() });
+            self.close_with(|| Definition::Signal { signal, time: gputrace_clock::now() });
         }
     }
 

@@ -29,7 +29,7 @@ fn events_of_several_threads_come_back_complete() {
             let rec = rec.clone();
             std::thread::spawn(move || {
                 for i in 0..50_000u64 {
-                    let t = raw::clock::now();
+                    let t = gputrace_clock::now();
                     rec.record(t, &Event::Enter { region });
                     rec.record(t + i % 3, &Event::Leave { region });
                 }
@@ -70,7 +70,7 @@ fn kill_child_records_until_killed() {
         if i % 50 == 0 {
             region = rec.region(&format!("r{i}"), None, Paradigm::User, RegionRole::Function, "").unwrap();
         }
-        let t = raw::clock::now();
+        let t = gputrace_clock::now();
         rec.record_many(&[(t, Event::Enter { region }), (t + 1, Event::Leave { region })]);
         std::os::unix::fs::FileExt::write_all_at(&count, &(i + 1).to_le_bytes(), 0).unwrap();
     }
@@ -177,12 +177,12 @@ fn a_recorded_event_is_in_the_file_at_once() {
     let dir = tempfile::tempdir().unwrap();
     let rec = recorder(dir.path(), 1 << 20);
     let region = rec.region("f", None, Paradigm::User, RegionRole::Function, "").unwrap();
-    rec.record(raw::clock::now(), &Event::Enter { region });
+    rec.record(gputrace_clock::now(), &Event::Enter { region });
     // No flush: the event is in the mapped slot, so in the file.
     let raw = RawFile::open(rec.path()).unwrap();
     assert_eq!(all_events(&raw).len(), 1);
     // And the thread goes on recording into a fresh buffer.
-    rec.record(raw::clock::now(), &Event::Leave { region });
+    rec.record(gputrace_clock::now(), &Event::Leave { region });
     rec.finish();
     assert_eq!(all_events(&RawFile::open(rec.path()).unwrap()).len(), 2);
 }
@@ -401,8 +401,8 @@ fn processes_without_the_command_share_the_hosts_map() {
             .args(["--exact", "tests::host_map_child_records", "--nocapture", "--test-threads=1"])
             .env(config::hooks::HOST_MAP.name, exp)
             .env("GPUTRACE_EXPERIMENT_DIRECTORY", exp)
-            .env_remove(raw::clock::CALIBRATION_VARIABLE)
-            .env_remove(raw::clock::TIMER_VARIABLE)
+            .env_remove(gputrace_clock::CALIBRATION_VARIABLE)
+            .env_remove(gputrace_clock::TIMER_VARIABLE)
             .stderr(std::process::Stdio::piped())
             .stdout(std::process::Stdio::null())
             .spawn()
@@ -435,14 +435,17 @@ fn processes_without_the_command_share_the_hosts_map() {
         assert_eq!(timers.len(), 1, "{err}");
         (timers[0], err)
     };
-    let map_file = exp.join("raw").join(raw::clock::host_map::file_name(raw::clock::domain()));
+    let map_file = exp.join("raw").join(gputrace_clock::host_map::file_name(gputrace_clock::domain()));
     let (first, err) = run(&exp);
     assert!(!err.contains("[gputrace]"), "{err}");
-    if !raw::clock::tsc_usable() {
-        assert_eq!(first, raw::clock::Timer::ClockGettime);
+    if !gputrace_clock::tsc_usable() {
+        assert_eq!(first, gputrace_clock::Timer::ClockGettime);
         return;
     }
-    assert!(matches!(first, raw::clock::Timer::Tsc { source: raw::clock::MapSource::HostFile, .. }), "{first:?}");
+    assert!(
+        matches!(first, gputrace_clock::Timer::Tsc { source: gputrace_clock::MapSource::HostFile, .. }),
+        "{first:?}"
+    );
     assert!(map_file.is_file());
     let (second, err) = run(&exp);
     assert!(!err.contains("[gputrace]"), "{err}");
@@ -451,12 +454,12 @@ fn processes_without_the_command_share_the_hosts_map() {
     // A FIFO where the map should be: one line, clock_gettime, no hang.
     let exp = dir.path().join("exp-fifo");
     std::fs::create_dir_all(exp.join("raw")).unwrap();
-    let fifo = exp.join("raw").join(raw::clock::host_map::file_name(raw::clock::domain()));
+    let fifo = exp.join("raw").join(gputrace_clock::host_map::file_name(gputrace_clock::domain()));
     let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
     // SAFETY: a NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
     let (timer, err) = run(&exp);
-    assert_eq!(timer, raw::clock::Timer::ClockGettime);
+    assert_eq!(timer, gputrace_clock::Timer::ClockGettime);
     let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("[gputrace]")).collect();
     assert_eq!(ours.len(), 1, "{err}");
     assert!(ours[0].contains("is a FIFO") && ours[0].contains("reads clock_gettime"), "{err}");

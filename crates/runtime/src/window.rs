@@ -123,7 +123,7 @@ pub fn set(reason: u32, paused: bool) {
             p.paused.store(new, Ordering::Relaxed);
         } else if n < LOG && !(new == 0 && n + 1 == LOG) {
             // The time is read under the lock: the log stays in order.
-            p.log[n].store(raw::clock::now(), Ordering::Relaxed);
+            p.log[n].store(gputrace_clock::now(), Ordering::Relaxed);
             p.count.store(n as u32 + 1, Ordering::Release);
             p.paused.store(new, Ordering::Relaxed);
         } else {
@@ -211,7 +211,7 @@ fn wait_ready(page: &Page) {
 /// The time window on the raw clock: (open, close), close `u64::MAX` when
 /// it never closes.
 fn time_window(config: &Config) -> (u64, u64) {
-    let now = raw::clock::now();
+    let now = gputrace_clock::now();
     // The job's start, from gputrace; this process's set-up without it.
     let origin = std::env::var(config::WINDOW_ORIGIN_VARIABLE)
         .ok()
@@ -230,7 +230,7 @@ fn time_window(config: &Config) -> (u64, u64) {
 
 fn initialize(page: &'static Page, config: &Config) {
     let (open, close) = time_window(config);
-    let now = raw::clock::now();
+    let now = gputrace_clock::now();
     let mut paused = 0;
     if now < open || now >= close {
         paused |= OUTSIDE_TIME;
@@ -254,13 +254,13 @@ fn initialize(page: &'static Page, config: &Config) {
         let spawned = std::thread::Builder::new().name("gputrace-window".into()).spawn(move || {
             crate::rescue::block_in_this_thread();
             let until = |t: u64| loop {
-                let now = raw::clock::now();
+                let now = gputrace_clock::now();
                 if now >= t {
                     break;
                 }
                 std::thread::sleep(Duration::from_nanos((t - now).min(100_000_000)));
             };
-            if open > raw::clock::now() {
+            if open > gputrace_clock::now() {
                 until(open);
                 set(OUTSIDE_TIME, false);
             }
@@ -289,7 +289,7 @@ pub(crate) fn write(rec: &Recorder) {
     let n = p.count.load(Ordering::Relaxed) as usize;
     let from = p.claimed.swap(n as u32, Ordering::Relaxed) as usize;
     let log: Vec<u64> = (from..n).map(|i| p.log[i].load(Ordering::Relaxed)).collect();
-    let now = raw::clock::now();
+    let now = gputrace_clock::now();
     p.lock.store(0, Ordering::Release);
     // An odd start is the close of a window written already, closed then.
     let skip = from % 2;

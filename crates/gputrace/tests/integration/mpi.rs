@@ -425,7 +425,7 @@ fn simulated_nodes_share_one_clock() {
                 raw::Definition::Timer(t) => Some(*t),
                 _ => None,
             });
-            let Some(raw::clock::Timer::Tsc { hz, source: raw::clock::MapSource::HostFile }) = timer else {
+            let Some(gputrace_clock::Timer::Tsc { hz, source: gputrace_clock::MapSource::HostFile }) = timer else {
                 panic!("{}: {timer:?}, not the node's map", path.display());
             };
             assert!(map_hz.contains(&hz), "{}: {hz} Hz is no published map's ({map_hz:?})", path.display());
@@ -476,7 +476,7 @@ fn simulated_nodes_share_one_clock() {
 
 /// Whether the TSC can stand in for CLOCK_MONOTONIC here (x86-64, an
 /// invariant TSC the kernel keeps as a clock source), read as the tests'
-/// own check of what raw::clock decides.
+/// own check of what gputrace_clock decides.
 fn tsc_usable() -> bool {
     let flags = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let sources = std::fs::read_to_string("/sys/devices/system/clocksource/clocksource0/available_clocksource")

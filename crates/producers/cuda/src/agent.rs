@@ -362,7 +362,7 @@ fn guarded(f: impl FnOnce(&Agent)) {
 }
 
 extern "C" fn monotonic_ns() -> u64 {
-    raw::clock::now()
+    gputrace_clock::now()
 }
 
 /// CUPTI's callback API: subscribed to hold CUPTI (and to learn when
@@ -614,7 +614,7 @@ fn release(done: Completed) {
 }
 
 extern "C" fn at_exit() {
-    let exit_started = raw::clock::now();
+    let exit_started = gputrace_clock::now();
     guarded(|agent| {
         // SAFETY: flushing runs buffer_completed for the remaining buffers.
         unsafe { (agent.cupti.activity_flush_all)(sys::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) };

@@ -112,7 +112,7 @@ pub(crate) fn call(cupti: &Cupti, rec: &Recorder, cbid: u32, data: &sys::CUpti_C
 /// benchmark's): a clock read and an append; the names are asked once per
 /// callback id.
 pub fn record(rec: &Recorder, cbid: u32, enter: bool, correlation: u32, name_of: impl Fn(u32) -> Option<String>) {
-    let time = raw::clock::now();
+    let time = gputrace_clock::now();
     let Some(region) = region(rec, cbid, &name_of) else { return };
     let event = if enter { Event::EnterCorrelated { region, correlation } } else { Event::Leave { region } };
     // The thread's buffer through the recorder's per-thread cache (one

@@ -124,7 +124,7 @@ static EARLY: Mutex<Option<Nvml>> = Mutex::new(None);
 fn run(nvml: Nvml, rec: Recorder, intervals: Intervals, added: Receiver<(u32, [u8; 16])>, stop: Arc<AtomicBool>) {
     let mut gpus: Vec<Gpu> = Vec::new();
     let mut known: Vec<u32> = Vec::new();
-    let mut last_write = raw::clock::now();
+    let mut last_write = gputrace_clock::now();
     let fields =
         [(NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, ALL_LINKS), (NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, ALL_LINKS)];
     let ns = |d: Option<Duration>| d.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1));
@@ -149,7 +149,7 @@ fn run(nvml: Nvml, rec: Recorder, intervals: Intervals, added: Receiver<(u32, [u
                 Err(e) => tracing::debug!(ordinal, error = %e, "no NVML device for this GPU"),
             }
         }
-        let now = raw::clock::now();
+        let now = gputrace_clock::now();
         if let Some(every) = nvlink_every
             && (now >= nvlink_due || stopping)
         {
@@ -183,7 +183,7 @@ fn run(nvml: Nvml, rec: Recorder, intervals: Intervals, added: Receiver<(u32, [u
             return;
         }
         let due = [nvlink_every.map(|_| nvlink_due), gpu_every.map(|_| gpu_due)].into_iter().flatten().min();
-        let wait = due.unwrap_or(u64::MAX).saturating_sub(raw::clock::now()).min(WRITE_EVERY_NS);
+        let wait = due.unwrap_or(u64::MAX).saturating_sub(gputrace_clock::now()).min(WRITE_EVERY_NS);
         std::thread::park_timeout(Duration::from_nanos(wait));
     }
 }

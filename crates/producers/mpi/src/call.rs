@@ -266,7 +266,7 @@ impl Call {
         let rec = state::recorder()?;
         // Before the clock: a thread's first call makes its buffer.
         let thread = if recording { rec.this_thread() } else { None };
-        let enter = raw::clock::now();
+        let enter = gputrace_clock::now();
         let region = if recording { shielded(|| info.region(rec)).flatten() } else { None };
         let mut events = [(0, Event::MpiCollectiveBegin); STAGED];
         let mut n = 0;
@@ -284,7 +284,7 @@ impl Call {
     pub fn now(&self) -> u64 {
         match self.leave.get() {
             0 => {
-                let t = raw::clock::now().max(self.enter);
+                let t = gputrace_clock::now().max(self.enter);
                 self.leave.set(t);
                 t
             }

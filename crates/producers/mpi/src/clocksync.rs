@@ -96,7 +96,7 @@ fn ok<A: MpiAbi>(rc: c_int) -> Option<()> {
 /// Measures and records this process's clock offset; collective over
 /// `comm` (a duplicate of the world).
 pub fn synchronize<A: MpiAbi>(rec: Option<&Recorder>, comm: A::Comm) -> Option<()> {
-    let began = raw::clock::now();
+    let began = gputrace_clock::now();
     let rank = pmpi::rank_in::<A>(comm)?;
     let n = pmpi::size_of::<A>(comm)? as usize;
     let mine = domain(rank as u64);
@@ -150,7 +150,7 @@ pub fn synchronize<A: MpiAbi>(rec: Option<&Recorder>, comm: A::Comm) -> Option<(
             comm,
         )
     })?;
-    let local = if got.local == 0 { raw::clock::now() } else { got.local };
+    let local = if got.local == 0 { gputrace_clock::now() } else { got.local };
     if let Some(rec) = rec {
         rec.define(&Definition::ClockSync { local, offset: got.offset, error: got.error });
     }
@@ -161,7 +161,7 @@ pub fn synchronize<A: MpiAbi>(rec: Option<&Recorder>, comm: A::Comm) -> Option<(
             domains = leaders.len() + 1,
             round_trips,
             worst_error_ns = worst,
-            took_us = raw::clock::now().saturating_sub(began) / 1000,
+            took_us = gputrace_clock::now().saturating_sub(began) / 1000,
             "clock synchronization"
         );
     }
@@ -177,7 +177,7 @@ fn measure<A: MpiAbi>(comm: A::Comm, peer: c_int, floor: &mut u64, count: &mut u
     let mut best = u64::MAX;
     while rounds.len() < PING_PONGS && !(rounds.len() >= MIN_PING_PONGS && good_enough(best, floor_before)) {
         let mut worker = 0u64;
-        let sent = raw::clock::now();
+        let sent = gputrace_clock::now();
         // SAFETY: 8-byte buffers; the peer runs `answer`.
         unsafe {
             ok::<A>(pmpi::send::<A>((&PING as *const u64).cast(), 8, A::byte(), peer, TAG_PING, comm))?;
@@ -191,7 +191,7 @@ fn measure<A: MpiAbi>(comm: A::Comm, peer: c_int, floor: &mut u64, count: &mut u
                 A::status_ignore(),
             ))?;
         }
-        let got = raw::clock::now();
+        let got = gputrace_clock::now();
         best = best.min(got.saturating_sub(sent));
         rounds.push((sent, got, worker));
     }
@@ -222,7 +222,7 @@ fn answer<A: MpiAbi>(comm: A::Comm) -> Option<()> {
             if ping == STOP {
                 return Some(());
             }
-            let now = raw::clock::now();
+            let now = gputrace_clock::now();
             ok::<A>(pmpi::send::<A>((&now as *const u64).cast(), 8, A::byte(), 0, TAG_PONG, comm))?;
         }
     }

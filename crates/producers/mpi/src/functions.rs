@@ -9,6 +9,8 @@
 
 /// Defines every `MPI_*` wrapper for the ABI `$abi` (a path to a type
 /// implementing [`MpiAbi`](crate::MpiAbi)), in a module `mpi_wrappers`.
+/// The expansion names `raw` and `config` (a function's region role and
+/// group), so the crate that expands it depends on both.
 #[macro_export]
 macro_rules! define_wrappers {
     ($abi:path) => {

@@ -41,4 +41,3 @@ pub mod state;
 pub mod wrappers;
 
 pub use abi::{Handle, IntHandle, MpiAbi, ObjectHandle};
-pub use raw;

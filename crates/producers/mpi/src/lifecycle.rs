@@ -28,7 +28,7 @@ static SYNC_COMM: AtomicUsize = AtomicUsize::new(0);
 /// Runs `pmpi` (the library's `MPI_Init` or `MPI_Init_thread`, C or
 /// Fortran) and starts recording if it succeeded.
 pub fn init<A: MpiAbi>(info: &'static FnInfo, pmpi: impl FnOnce() -> c_int) -> c_int {
-    let t0 = raw::clock::now();
+    let t0 = gputrace_clock::now();
     if state::phase() != Phase::BeforeInit {
         return pmpi();
     }
@@ -107,13 +107,13 @@ fn record_call(info: &'static FnInfo, t0: u64) {
         && runtime::window::contains(t0)
     {
         rec.record(t0, &Event::Enter { region });
-        rec.record(raw::clock::now(), &Event::Leave { region });
+        rec.record(gputrace_clock::now(), &Event::Leave { region });
     }
 }
 
 /// Runs the library's `MPI_Finalize` after finishing the stream.
 pub fn finalize<A: MpiAbi>(info: &'static FnInfo, pmpi: impl FnOnce() -> c_int) -> c_int {
-    let t0 = raw::clock::now();
+    let t0 = gputrace_clock::now();
     if state::phase() != Phase::Active {
         // A rank that joined the synchronization at MPI_Init without
         // recording joins this one too (see `join_clock_syncs`).
@@ -148,7 +148,7 @@ pub fn finalize<A: MpiAbi>(info: &'static FnInfo, pmpi: impl FnOnce() -> c_int) 
 /// Runs the library's `MPI_Abort` after finishing the stream: the abort
 /// kills this process and usually its peers, and nothing after it runs.
 pub fn abort<A: MpiAbi>(info: &'static FnInfo, pmpi: impl FnOnce() -> c_int) -> c_int {
-    let t0 = raw::clock::now();
+    let t0 = gputrace_clock::now();
     if state::phase() == Phase::Active
         && let Some(_guard) = call::enter_guard()
     {

@@ -114,7 +114,7 @@ macro_rules! __wrappers {
                     pub static $name: $crate::call::FnInfo = $crate::call::FnInfo::new(
                         stringify!($name),
                         $crate::state::Group::$group,
-                        $crate::raw::RegionRole::$role,
+                        ::raw::RegionRole::$role,
                         $crate::call::Follow::$follow,
                     );
                 )*

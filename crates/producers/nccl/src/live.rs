@@ -181,7 +181,7 @@ pub(crate) unsafe fn init(context: *mut *mut c_void, mask: *mut c_int, args: imp
             *context = ctx as *const CommContext as *mut c_void;
         }
         capture(live, || Record::Init {
-            t: raw::clock::now(),
+            t: gputrace_clock::now(),
             tid: identity::thread_id(),
             ctx: ctx as *const CommContext as u64,
             args,
@@ -311,7 +311,11 @@ pub(crate) fn finalize(context: *mut c_void) -> NcclResult {
         if let Some(ctx) = our_context(context) {
             live.profiler.finalize(ctx);
         }
-        capture(live, || Record::Finalize { t: raw::clock::now(), tid: identity::thread_id(), ctx: context as u64 });
+        capture(live, || Record::Finalize {
+            t: gputrace_clock::now(),
+            tid: identity::thread_id(),
+            ctx: context as u64,
+        });
         if let Some(c) = &live.capture {
             c.flush();
         }
@@ -322,7 +326,7 @@ pub(crate) fn finalize(context: *mut c_void) -> NcclResult {
 /// The exit handler: writes what is held back and ends the stream, even
 /// after the plugin switched itself off (what was recorded is kept).
 extern "C" fn at_exit() {
-    let exit_started = raw::clock::now();
+    let exit_started = gputrace_clock::now();
     let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
         if let Some(Some(live)) = LIVE.get() {
             // The exiting thread's group still open (its state is not dropped at exit).

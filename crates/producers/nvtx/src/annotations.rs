@@ -585,7 +585,7 @@ impl Annotations {
             self.attributes(&mut batch, d, a);
             batch.push(Event::Enter { region });
         }
-        let t = raw::clock::now();
+        let t = gputrace_clock::now();
         let level = level.unwrap_or(0);
         if region.is_some() {
             self.rec.record_many(batch.at(t));
@@ -602,7 +602,7 @@ impl Annotations {
     /// nvtxRangePopPayload: a pop that carries a payload (NCCL's, for
     /// the functions that know their communicator only at the end).
     pub fn pop_with(&self, domain: usize, binary: Binary<'_>) -> i32 {
-        let t = raw::clock::now();
+        let t = gputrace_clock::now();
         let (id, d) = self.domain(domain);
         if let Some(plugin) = d.nccl {
             let level = self.with_thread(|th| {
@@ -668,7 +668,7 @@ impl Annotations {
         self.attributes(&mut batch, d, a);
         batch.push(Event::Enter { region });
         batch.push(Event::Leave { region });
-        let t = raw::clock::now();
+        let t = gputrace_clock::now();
         self.rec.record_many(batch.at(t));
     }
 
@@ -686,7 +686,7 @@ impl Annotations {
         self.attributes(&mut batch, d, a);
         batch.push(Event::Enter { region });
         let mut lanes = lock(&self.lanes);
-        let t = raw::clock::now();
+        let t = gputrace_clock::now();
         let index = match lanes.lanes.iter().position(|l| l.open.is_none()) {
             Some(i) => i,
             None => {
@@ -712,7 +712,7 @@ impl Annotations {
     /// nvtxRangeEnd: ends the range `id` (from any thread); an id that is
     /// not open is ignored.
     pub fn range_end(&self, range: u64) {
-        let t = raw::clock::now();
+        let t = gputrace_clock::now();
         let mut lanes = lock(&self.lanes);
         let Some(index) = lanes.open.remove(&range) else { return };
         let lane = &mut lanes.lanes[index];

@@ -73,7 +73,7 @@ pub fn guarded<R>(default: R, f: impl FnOnce(&Annotations) -> R) -> R {
 /// The exit handler: writes the lanes and ends the stream, even after
 /// the recording switched itself off (what was recorded is kept).
 extern "C" fn at_exit() {
-    let exit_started = raw::clock::now();
+    let exit_started = gputrace_clock::now();
     let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
         if let Some(Some(a)) = LIVE.get() {
             a.finish(exit_started);

@@ -10,8 +10,9 @@
 //! processes without MPI, and in a process whose MPI is not Open MPI it
 //! warns once at `MPI_Init` and passes every call through.
 //!
-//! Depends on `gputrace-mpi-core` (and through it the runtime); never on
-//! OTF2, the merge or the reports.
+//! Depends on `gputrace-mpi-core` (and through it the runtime) and on
+//! `raw` and `config`, which its expansion of the signature list names;
+//! never on OTF2, the merge or the reports.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 

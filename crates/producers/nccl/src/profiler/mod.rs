@@ -53,7 +53,7 @@ impl Stamp {
         if t != 0 {
             return t;
         }
-        let t = raw::clock::now().max(1);
+        let t = gputrace_clock::now().max(1);
         self.0.set(t);
         t
     }

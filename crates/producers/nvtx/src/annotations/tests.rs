@@ -25,7 +25,7 @@ struct Read {
 
 impl Read {
     fn of(a: Annotations) -> Read {
-        a.finish(raw::clock::now());
+        a.finish(gputrace_clock::now());
         let raw = RawFile::open(a.recorder().path()).unwrap();
         assert!(raw.problems.is_empty(), "{:?}", raw.problems);
         let mut strings = HashMap::new();

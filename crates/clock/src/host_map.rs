@@ -320,7 +320,7 @@ mod tests {
         let children: Vec<_> = (0..8)
             .map(|_| {
                 std::process::Command::new(std::env::current_exe().unwrap())
-                    .args(["--exact", "clock::host_map::tests::racing_child", "--nocapture", "--test-threads=1"])
+                    .args(["--exact", "host_map::tests::racing_child", "--nocapture", "--test-threads=1"])
                     .env("_GPUTRACE_TEST_RACE_DIR", &raw)
                     .env("_GPUTRACE_TEST_RACE_AT", at.to_string())
                     .stdout(std::process::Stdio::piped())

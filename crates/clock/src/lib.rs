@@ -443,6 +443,24 @@ pub(crate) fn tsc_for_tests() -> bool {
     false
 }
 
+/// What a file that is not a regular file is, for an error line: "a
+/// FIFO", "a directory", ...
+pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let t = meta.file_type();
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_socket() {
+        "a socket"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
