@@ -5,7 +5,7 @@
 use otf2::{CommRef, RegionRef};
 
 use super::critical;
-use super::{Agg, Analysis, Finding, Imbalance, Pass, Pattern, Place, RankTime, What, Window, Worst};
+use super::{Agg, Analysis, Finding, GpuTime, Imbalance, Pass, Pattern, Place, RankTime, What, Window, Worst};
 use crate::analyze::stragglers::Describe;
 use crate::analyze::{render, totals};
 use crate::model::LocationKind;
@@ -13,153 +13,16 @@ use crate::model::LocationKind;
 impl Pass<'_> {
     pub(super) fn finish(mut self, archive: String) -> Analysis {
         let model = self.model;
-        let mut notes = Vec::new();
-        let unmatched = self.msgs.iter().flatten().filter(|m| m.analysed).count();
-        if unmatched > 0 {
-            notes.push(format!("{unmatched} point-to-point messages had no matching send or receive (not analysed)"));
-        }
-        if self.pairs.received_before_sent > 0 {
-            notes.push(format!(
-                "{} of {} messages were received before they were sent: the clocks of their hosts disagree",
-                self.pairs.received_before_sent, self.pairs.matched
-            ));
-        }
-        if !self.colls.is_empty() {
-            notes.push(format!(
-                "{} collective operations were not ended by every rank of their communicator (not analysed)",
-                self.colls.len()
-            ));
-        }
-        // Per process: the busiest host thread's computation.
-        let mut ranks: Vec<RankTime> = model
-            .processes
-            .iter()
-            .enumerate()
-            .map(|(p, info)| RankTime { process: model.process_label(p), rank: info.rank, ..RankTime::default() })
-            .collect();
-        let mut has_host = vec![false; ranks.len()];
-        for loc in &self.locs {
-            if loc.kind != LocationKind::HostThread {
-                continue;
-            }
-            let Some(first) = loc.host.first else { continue };
-            let span = model.ns(loc.host.last.saturating_sub(first));
-            let r = &mut ranks[loc.process];
-            if !has_host[loc.process] || span > r.span_ns {
-                has_host[loc.process] = true;
-                r.span_ns = span;
-                r.computation_ns = span.saturating_sub(model.ns(loc.host.excluded_ns));
-                r.mpi_ns = model.ns(loc.host.mpi_ns);
-            }
-        }
-        for (p, acc) in self.procs.iter().enumerate() {
-            let r = &mut ranks[p];
-            r.gpu_compute_ns = model.ns(acc.compute_ns);
-            r.communication_ns = model.ns(acc.comm_ns);
-            r.overlap_ns = model.ns(acc.overlap_ns);
-        }
-        // Streams and GPUs.
-        let mut streams = Vec::new();
-        for loc in &self.locs {
-            if loc.kind != LocationKind::GpuStream {
-                continue;
-            }
-            let s = &loc.stream;
-            let (Some(first), Some(last)) = (s.first, s.last_end) else { continue };
-            let mut time = s.time.clone();
-            time.process = model.process_label(loc.process);
-            time.rank = model.processes[loc.process].rank;
-            time.location = loc.name.clone();
-            time.gpu = loc.gpu.map(|g| model.gpus[g].label.clone());
-            time.span_ns = model.ns(last.saturating_sub(first));
-            time.busy_ns = time.kernels_ns + time.communication_ns + time.copies_ns + time.memsets_ns;
-            time.idle_host_ns = model.ns(time.idle_host_ns);
-            time.idle_dependency_ns = model.ns(time.idle_dependency_ns);
-            time.idle_unattributed_ns = model.ns(time.idle_unattributed_ns);
-            time.busy_ns = time.busy_ns.min(time.span_ns);
-            time.idle_ns = time.span_ns - time.busy_ns;
-            streams.push(time);
-        }
-        let mut gpus = Vec::new();
-        for (g, gpu) in self.gpus.iter().enumerate() {
-            let (Some(first), Some(last)) = (gpu.first, gpu.idle_since) else { continue };
-            let mut time = gpu.time.clone();
-            if let Some(p) = gpu.process {
-                time.process = model.process_label(p);
-                time.rank = model.processes[p].rank;
-            }
-            time.location = model.gpus[g].label.clone();
-            time.gpu = Some(model.gpus[g].label.clone());
-            time.span_ns = model.ns(last.saturating_sub(first));
-            time.busy_ns = time.busy_ns.min(time.span_ns);
-            time.idle_ns = time.span_ns - time.busy_ns;
-            time.idle_host_ns = model.ns(time.idle_host_ns);
-            time.idle_dependency_ns = model.ns(time.idle_dependency_ns);
-            time.idle_unattributed_ns = model.ns(time.idle_unattributed_ns);
-            gpus.push(time);
-        }
-        // Load imbalance over the processes with host threads (the MPI
-        // ranks, when there are any).
-        let mpi = ranks.iter().any(|r| r.rank.is_some());
-        let pool: Vec<&RankTime> = ranks
-            .iter()
-            .enumerate()
-            .filter(|(p, r)| has_host[*p] && (!mpi || r.rank.is_some()))
-            .map(|(_, r)| r)
-            .collect();
-        let mut imbalance = None;
-        if pool.len() >= 2 {
-            let sum: u64 = pool.iter().map(|r| r.computation_ns).sum();
-            let mean = sum / pool.len() as u64;
-            let slowest = pool.iter().max_by_key(|r| r.computation_ns).expect("two or more");
-            let min = pool.iter().map(|r| r.computation_ns).min().unwrap_or(0);
-            let ratio = if mean > 0 { slowest.computation_ns as f64 / mean as f64 } else { 1.0 };
-            imbalance = Some(Imbalance {
-                max_ns: slowest.computation_ns,
-                mean_ns: mean,
-                min_ns: min,
-                ratio,
-                slowest: slowest.process.clone(),
-                slowest_rank: slowest.rank,
-            });
-        }
+        let mut notes = self.notes();
+        let (mut ranks, has_host) = self.rank_times();
+        let streams = self.stream_times();
+        let gpus = self.gpu_times();
+        let (imbalance, pooled) = imbalance(&ranks, &has_host);
         let mut findings = self.findings_list();
         if let Some(im) = &imbalance
             && im.ratio >= self.options.imbalance_min_ratio
         {
-            let lost = im.max_ns - im.mean_ns;
-            findings.push(Finding {
-                pattern: Pattern::LoadImbalance,
-                title: Pattern::LoadImbalance.title(),
-                category: Pattern::LoadImbalance.category(),
-                rank: im.slowest_rank,
-                process: im.slowest.clone(),
-                location: String::new(),
-                call_path: Vec::new(),
-                kernel: None,
-                communicator: None,
-                communicator_size: None,
-                communicator_ranks: None,
-                time_lost_ns: lost,
-                instances: 1,
-                window: Window { start_ns: 0, end_ns: model.ns(model.length) },
-                worst: Worst {
-                    window: Window { start_ns: 0, end_ns: model.ns(model.length) },
-                    time_lost_ns: lost,
-                    partner_rank: None,
-                },
-                bytes: None,
-                detail: format!(
-                    "{} computes {} outside MPI, NCCL and CUDA synchronization, {:.2}x the mean of {} over {} \
-                     ranks (min {}); the others wait for it",
-                    im.slowest,
-                    crate::numbers::human_ns(im.max_ns),
-                    im.ratio,
-                    crate::numbers::human_ns(im.mean_ns),
-                    pool.len(),
-                    crate::numbers::human_ns(im.min_ns)
-                ),
-            });
+            findings.push(self.imbalance_finding(im, pooled));
         }
         findings.sort_by(|a, b| b.time_lost_ns.cmp(&a.time_lost_ns).then(a.pattern.cmp(&b.pattern)));
         ranks.retain(|r| r.span_ns > 0 || r.gpu_compute_ns > 0 || r.communication_ns > 0);
@@ -191,6 +54,149 @@ impl Pass<'_> {
             messages: self.pairs,
             notes,
             program: None,
+        }
+    }
+
+    /// What the pass could not analyse, said in the report.
+    fn notes(&self) -> Vec<String> {
+        let mut notes = Vec::new();
+        let unmatched = self.msgs.iter().flatten().filter(|m| m.analysed).count();
+        if unmatched > 0 {
+            notes.push(format!("{unmatched} point-to-point messages had no matching send or receive (not analysed)"));
+        }
+        if self.pairs.received_before_sent > 0 {
+            notes.push(format!(
+                "{} of {} messages were received before they were sent: the clocks of their hosts disagree",
+                self.pairs.received_before_sent, self.pairs.matched
+            ));
+        }
+        if !self.colls.is_empty() {
+            notes.push(format!(
+                "{} collective operations were not ended by every rank of their communicator (not analysed)",
+                self.colls.len()
+            ));
+        }
+        notes
+    }
+
+    /// Per process: the busiest host thread's computation, and whether the
+    /// process has a host thread at all.
+    fn rank_times(&self) -> (Vec<RankTime>, Vec<bool>) {
+        let model = self.model;
+        let mut ranks: Vec<RankTime> = model
+            .processes
+            .iter()
+            .enumerate()
+            .map(|(p, info)| RankTime { process: model.process_label(p), rank: info.rank, ..RankTime::default() })
+            .collect();
+        let mut has_host = vec![false; ranks.len()];
+        for loc in &self.locs {
+            if loc.kind != LocationKind::HostThread {
+                continue;
+            }
+            let Some(first) = loc.host.first else { continue };
+            let span = model.ns(loc.host.last.saturating_sub(first));
+            let r = &mut ranks[loc.process];
+            if !has_host[loc.process] || span > r.span_ns {
+                has_host[loc.process] = true;
+                r.span_ns = span;
+                r.computation_ns = span.saturating_sub(model.ns(loc.host.excluded_ns));
+                r.mpi_ns = model.ns(loc.host.mpi_ns);
+            }
+        }
+        for (p, acc) in self.procs.iter().enumerate() {
+            let r = &mut ranks[p];
+            r.gpu_compute_ns = model.ns(acc.compute_ns);
+            r.communication_ns = model.ns(acc.comm_ns);
+            r.overlap_ns = model.ns(acc.overlap_ns);
+        }
+        (ranks, has_host)
+    }
+
+    fn stream_times(&self) -> Vec<GpuTime> {
+        let model = self.model;
+        let mut streams = Vec::new();
+        for loc in &self.locs {
+            if loc.kind != LocationKind::GpuStream {
+                continue;
+            }
+            let s = &loc.stream;
+            let (Some(first), Some(last)) = (s.first, s.last_end) else { continue };
+            let mut time = s.time.clone();
+            time.process = model.process_label(loc.process);
+            time.rank = model.processes[loc.process].rank;
+            time.location = loc.name.clone();
+            time.gpu = loc.gpu.map(|g| model.gpus[g].label.clone());
+            time.span_ns = model.ns(last.saturating_sub(first));
+            time.busy_ns = time.kernels_ns + time.communication_ns + time.copies_ns + time.memsets_ns;
+            time.idle_host_ns = model.ns(time.idle_host_ns);
+            time.idle_dependency_ns = model.ns(time.idle_dependency_ns);
+            time.idle_unattributed_ns = model.ns(time.idle_unattributed_ns);
+            time.busy_ns = time.busy_ns.min(time.span_ns);
+            time.idle_ns = time.span_ns - time.busy_ns;
+            streams.push(time);
+        }
+        streams
+    }
+
+    fn gpu_times(&self) -> Vec<GpuTime> {
+        let model = self.model;
+        let mut gpus = Vec::new();
+        for (g, gpu) in self.gpus.iter().enumerate() {
+            let (Some(first), Some(last)) = (gpu.first, gpu.idle_since) else { continue };
+            let mut time = gpu.time.clone();
+            if let Some(p) = gpu.process {
+                time.process = model.process_label(p);
+                time.rank = model.processes[p].rank;
+            }
+            time.location = model.gpus[g].label.clone();
+            time.gpu = Some(model.gpus[g].label.clone());
+            time.span_ns = model.ns(last.saturating_sub(first));
+            time.busy_ns = time.busy_ns.min(time.span_ns);
+            time.idle_ns = time.span_ns - time.busy_ns;
+            time.idle_host_ns = model.ns(time.idle_host_ns);
+            time.idle_dependency_ns = model.ns(time.idle_dependency_ns);
+            time.idle_unattributed_ns = model.ns(time.idle_unattributed_ns);
+            gpus.push(time);
+        }
+        gpus
+    }
+
+    /// The load imbalance finding of `im`, over `pooled` ranks.
+    fn imbalance_finding(&self, im: &Imbalance, pooled: usize) -> Finding {
+        let model = self.model;
+        let lost = im.max_ns - im.mean_ns;
+        Finding {
+            pattern: Pattern::LoadImbalance,
+            title: Pattern::LoadImbalance.title(),
+            category: Pattern::LoadImbalance.category(),
+            rank: im.slowest_rank,
+            process: im.slowest.clone(),
+            location: String::new(),
+            call_path: Vec::new(),
+            kernel: None,
+            communicator: None,
+            communicator_size: None,
+            communicator_ranks: None,
+            time_lost_ns: lost,
+            instances: 1,
+            window: Window { start_ns: 0, end_ns: model.ns(model.length) },
+            worst: Worst {
+                window: Window { start_ns: 0, end_ns: model.ns(model.length) },
+                time_lost_ns: lost,
+                partner_rank: None,
+            },
+            bytes: None,
+            detail: format!(
+                "{} computes {} outside MPI, NCCL and CUDA synchronization, {:.2}x the mean of {} over {} \
+                 ranks (min {}); the others wait for it",
+                im.slowest,
+                crate::numbers::human_ns(im.max_ns),
+                im.ratio,
+                crate::numbers::human_ns(im.mean_ns),
+                pooled,
+                crate::numbers::human_ns(im.min_ns)
+            ),
         }
     }
 
@@ -251,6 +257,31 @@ impl Pass<'_> {
         }
         out
     }
+}
+
+/// Load imbalance over the processes with host threads (the MPI ranks,
+/// when there are any), and how many processes it compares.
+fn imbalance(ranks: &[RankTime], has_host: &[bool]) -> (Option<Imbalance>, usize) {
+    let mpi = ranks.iter().any(|r| r.rank.is_some());
+    let pool: Vec<&RankTime> =
+        ranks.iter().enumerate().filter(|(p, r)| has_host[*p] && (!mpi || r.rank.is_some())).map(|(_, r)| r).collect();
+    let mut imbalance = None;
+    if pool.len() >= 2 {
+        let sum: u64 = pool.iter().map(|r| r.computation_ns).sum();
+        let mean = sum / pool.len() as u64;
+        let slowest = pool.iter().max_by_key(|r| r.computation_ns).expect("two or more");
+        let min = pool.iter().map(|r| r.computation_ns).min().unwrap_or(0);
+        let ratio = if mean > 0 { slowest.computation_ns as f64 / mean as f64 } else { 1.0 };
+        imbalance = Some(Imbalance {
+            max_ns: slowest.computation_ns,
+            mean_ns: mean,
+            min_ns: min,
+            ratio,
+            slowest: slowest.process.clone(),
+            slowest_rank: slowest.rank,
+        });
+    }
+    (imbalance, pool.len())
 }
 
 impl Describe for Pass<'_> {
