@@ -23,6 +23,7 @@ mod profile;
 mod program_fds;
 mod report_window;
 mod scale;
+mod sizes;
 mod slurm;
 mod stops;
 mod util;
