@@ -151,11 +151,11 @@ pub fn merge(
     let kept = "the half-written archive was removed and the raw streams are kept";
     match (code, status.signal()) {
         (_, Some(sig @ (libc::SIGINT | libc::SIGTERM | libc::SIGHUP | libc::SIGQUIT))) => {
-            Err(anyhow!("the merge was stopped ({}); {kept}: {retry}", merge::inputs::signal_name(sig as u32)))
+            Err(anyhow!("the merge was stopped ({}); {kept}: {retry}", gputrace_summary::signal_name(sig as u32)))
         }
         (_, Some(sig)) => Err(anyhow!(
             "the archive could not be written: the OTF2 library crashed ({}); {kept}: {retry}",
-            merge::inputs::signal_name(sig as u32)
+            gputrace_summary::signal_name(sig as u32)
         )),
         (Some(_), _) if !reason.is_empty() => Err(anyhow!(reason)),
         (code, _) => Err(anyhow!("the merge failed (exit status {code:?}); the raw streams are kept: {retry}")),
@@ -274,7 +274,7 @@ pub fn worker(dir: &Path, force: bool, messages_fd: i32, not_traced: &[String], 
         None => merge::merge(&options, &observer),
     };
     match merged {
-        Ok(summary) => {
+        Ok(mut summary) => {
             let path = experiment.profile();
             let written = profile.as_mut().map(|p| p.write_to(&path).map(|size| (path.clone(), size, p.call_paths())));
             let (shown, failed) = match written {
@@ -282,7 +282,8 @@ pub fn worker(dir: &Path, force: bool, messages_fd: i32, not_traced: &[String], 
                 Some(Err(e)) => (None, Some(e)),
                 None => (None, None),
             };
-            crate::trace::report(&experiment, &summary, &config, shown);
+            summary.profile = shown;
+            crate::trace::report(&experiment, &summary, &config);
             // Verified: every stream read to its end, the archive (and
             // profile) written, nothing warned about. Anything less keeps
             // raw/ for a look.

@@ -141,10 +141,10 @@ pub fn run(dir: &Path, settings: &[(String, String)], force: bool, after: After)
         }
     };
     let mut status = 0;
-    if let Some(summary) = summary {
+    if let Some(mut summary) = summary {
         let path = experiment.profile();
         let written = profile.as_mut().map(|p| p.write_to(&path).map(|size| (path.clone(), size, p.call_paths())));
-        let shown_profile = match written {
+        summary.profile = match written {
             Some(Ok(done)) => Some(done),
             Some(Err(e)) => {
                 say!("gputrace: error: the profile could not be written: {e}");
@@ -153,7 +153,7 @@ pub fn run(dir: &Path, settings: &[(String, String)], force: bool, after: After)
             }
             None => None,
         };
-        crate::trace::report(&experiment, &summary, &config, shown_profile);
+        crate::trace::report(&experiment, &summary, &config);
         let verified = summary.archive.is_some() && !shown.warned() && summary.dropped == 0 && status == 0;
         if after.remove_raw
             && verified

@@ -24,11 +24,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("gputrace-nccl", &["runtime", "raw", "config"]),
     ("gputrace-nvtx", &["runtime", "raw", "config"]),
     ("otf2", &["otf2-sys"]),
-    ("merge", &["raw", "otf2", "config"]),
+    ("gputrace-summary", &[]),
+    ("merge", &["raw", "otf2", "config", "gputrace-summary"]),
     ("cube", &[]),
     ("profile", &["merge", "cube", "otf2", "raw"]),
-    ("report", &["otf2", "cube"]),
-    ("gputrace", &["config", "merge", "profile", "report", "otf2", "mpirt-sys"]),
+    ("report", &["otf2", "cube", "gputrace-summary"]),
+    ("gputrace", &["config", "merge", "profile", "report", "otf2", "mpirt-sys", "gputrace-summary"]),
 ];
 
 /// Arrows that must never appear, whatever the table above says: the
@@ -53,6 +54,12 @@ const NEVER: &[(&str, &str)] = &[
     ("cube", "otf2"),
     ("cube", "raw"),
     ("profile", "report"),
+    // The run summary holds plain values, under the merge and the reports
+    // alike.
+    ("gputrace-summary", "merge"),
+    ("gputrace-summary", "report"),
+    ("gputrace-summary", "raw"),
+    ("gputrace-summary", "otf2"),
     ("otf2", "raw"),
     ("otf2", "config"),
     ("raw", "runtime"),
