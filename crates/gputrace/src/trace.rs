@@ -14,6 +14,7 @@ use report::summary::Render;
 use crate::UsageError;
 use crate::experiment::Experiment;
 use crate::launch::{self, Launcher, MpiFlavor, Plan, launcher};
+use crate::request::AfterRun;
 use crate::{isolate, libs};
 
 /// Checks every `GPUTRACE_*` setting (and the filter file) before anything
@@ -135,8 +136,7 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
 
     // Whatever the merge meets (a full disk, a crash in libotf2), the
     // program's exit code is ours: the merge only adds one line.
-    let after_run =
-        isolate::AfterRun { program_ended: Some(program_ended), remove_raw: !config.keep_raw && alive.is_empty() };
+    let after_run = AfterRun { program_ended: Some(program_ended), remove_raw: !config.keep_raw && alive.is_empty() };
     if config.merge_ranks > 0 {
         let job = Job { launcher_path: &job_launcher, launcher, options: &job_options };
         merge_as_job(&job, &experiment, settings, config.merge_ranks, after_run);
@@ -179,13 +179,7 @@ struct Job<'a> {
 /// program's own launcher: `mpirun -np K gputrace merge --mpi DIR` (srun:
 /// `srun -n K`, with the job's `--mpi` and where it ran). Its ranks print
 /// the summary; a failure is one line.
-fn merge_as_job(
-    job: &Job<'_>,
-    experiment: &Experiment,
-    settings: &[(String, String)],
-    ranks: u64,
-    after: isolate::AfterRun,
-) {
+fn merge_as_job(job: &Job<'_>, experiment: &Experiment, settings: &[(String, String)], ranks: u64, after: AfterRun) {
     let Ok(exe) = std::env::current_exe() else {
         say!("[gputrace] error: cannot find the gputrace binary for the MPI merge; the raw streams are kept");
         return;
@@ -197,12 +191,7 @@ fn merge_as_job(
         _ => cmd.arg("-np"),
     };
     cmd.arg(ranks.to_string()).arg(exe).args(["merge", "--mpi"]);
-    if let Some(t) = after.program_ended {
-        cmd.arg("--program-ended").arg(t.to_string());
-    }
-    if after.remove_raw {
-        cmd.arg("--remove-raw");
-    }
+    cmd.args(after.args());
     cmd.arg(&experiment.dir);
     cmd.env_remove("LD_PRELOAD");
     for (k, v) in settings {
@@ -252,7 +241,7 @@ pub fn merge_again(dir: &Path, settings: &[(String, String)], config: &Config, f
     if !alive.is_empty() {
         say!("[gputrace] warning: {}", merge::writers::describe(&alive));
     }
-    isolate::merge(&experiment, settings, config, force, &[], isolate::AfterRun::default())
+    isolate::merge(&experiment, settings, config, force, &[], AfterRun::default())
 }
 
 /// The summary reads the archive back (`gputrace stats`'s short tables,
