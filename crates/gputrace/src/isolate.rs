@@ -30,23 +30,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use anyhow::{Result, anyhow};
-use config::{Config, MpiGroup};
+use config::Config;
 
 use crate::experiment::{ARCHIVE_NAME, Experiment};
+use crate::request::{AfterRun, Request};
 
 /// The hidden subcommand that runs the worker.
 pub const WORKER_COMMAND: &str = "__merge-worker";
-
-/// What the merge after a run does besides merging.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct AfterRun {
-    /// When the program ended ([`gputrace_clock::now`]'s clock, as gputrace saw its
-    /// launcher exit): the summary's time "after the program ended" runs
-    /// from here to the archive.
-    pub program_ended: Option<u64>,
-    /// Remove raw/ once the archive is verified (GPUTRACE_KEEP_RAW unset).
-    pub remove_raw: bool,
-}
 
 /// Worker exit statuses beyond 0 (merged) and 1 (another error).
 mod status {
@@ -151,11 +141,11 @@ pub fn merge(
     let kept = "the half-written archive was removed and the raw streams are kept";
     match (code, status.signal()) {
         (_, Some(sig @ (libc::SIGINT | libc::SIGTERM | libc::SIGHUP | libc::SIGQUIT))) => {
-            Err(anyhow!("the merge was stopped ({}); {kept}: {retry}", merge::inputs::signal_name(sig as u32)))
+            Err(anyhow!("the merge was stopped ({}); {kept}: {retry}", gputrace_summary::signal_name(sig as u32)))
         }
         (_, Some(sig)) => Err(anyhow!(
             "the archive could not be written: the OTF2 library crashed ({}); {kept}: {retry}",
-            merge::inputs::signal_name(sig as u32)
+            gputrace_summary::signal_name(sig as u32)
         )),
         (Some(_), _) if !reason.is_empty() => Err(anyhow!(reason)),
         (code, _) => Err(anyhow!("the merge failed (exit status {code:?}); the raw streams are kept: {retry}")),
@@ -184,12 +174,7 @@ fn run_worker(
     for n in not_traced {
         cmd.arg("--not-traced").arg(format!("{}:{}", n.what.name(), n.why));
     }
-    if let Some(t) = after_run.program_ended {
-        cmd.arg("--program-ended").arg(t.to_string());
-    }
-    if after_run.remove_raw {
-        cmd.arg("--remove-raw");
-    }
+    cmd.args(after_run.args());
     cmd.arg("--").arg(&experiment.dir);
     for (k, v) in settings {
         cmd.env(k, v);
@@ -248,51 +233,21 @@ pub fn worker(dir: &Path, force: bool, messages_fd: i32, not_traced: &[String], 
         }
     };
     crate::say::init_tracing(config.verbose);
-    let experiment = Experiment::at(dir);
-    let target = merge::Target { dir: &experiment.dir, name: ARCHIVE_NAME, force };
-    let raw_dir = experiment.raw_dir();
-    let not_traced: Vec<merge::NotTraced> = not_traced.iter().filter_map(|a| parse_not_traced(a)).collect();
-    let options = merge::Options {
-        raw_dir: &raw_dir,
-        archive: config.enable_tracing.then_some(target),
-        not_traced: &not_traced,
-        program_ended: after_run.program_ended,
-        mpi_complete: [MpiGroup::P2p, MpiGroup::Coll, MpiGroup::Xnonblock]
-            .into_iter()
-            .all(|g| config.mpi_groups.contains(g)),
-        max_correction_messages: crate::trace::correction_limit(),
-        jobs: match config.merge_jobs {
-            0 => merge::jobs(),
-            n => usize::try_from(n).unwrap_or(usize::MAX),
-        },
-    };
+    let mut request = Request::new(Experiment::at(dir), &config, force, after_run);
+    request.not_traced = not_traced.iter().filter_map(|a| parse_not_traced(a)).collect();
+    let experiment = &request.experiment;
+    let options = request.options();
     let observer = crate::progress::Shown::default();
     // The Cube profile is built in the merge's own pass.
-    let mut profile = config.enable_profiling.then(profile::Profile::new);
+    let mut profile = request.profile();
     let merged = match profile.as_mut() {
         Some(p) => merge::merge_with(&options, &observer, p),
         None => merge::merge(&options, &observer),
     };
     match merged {
-        Ok(summary) => {
-            let path = experiment.profile();
-            let written = profile.as_mut().map(|p| p.write_to(&path).map(|size| (path.clone(), size, p.call_paths())));
-            let (shown, failed) = match written {
-                Some(Ok(done)) => (Some(done), None),
-                Some(Err(e)) => (None, Some(e)),
-                None => (None, None),
-            };
-            crate::trace::report(&experiment, &summary, &config, shown);
-            // Verified: every stream read to its end, the archive (and
-            // profile) written, nothing warned about. Anything less keeps
-            // raw/ for a look.
-            let verified = summary.archive.is_some() && !observer.warned() && summary.dropped == 0 && failed.is_none();
-            if after_run.remove_raw
-                && verified
-                && let Err(e) = std::fs::remove_dir_all(&raw_dir)
-            {
-                say!("[gputrace] warning: cannot remove {}: {e}", raw_dir.display());
-            }
+        Ok(mut summary) => {
+            let failed = request.write_profile(&mut summary, profile.as_mut());
+            request.report(&summary, !observer.warned() && failed.is_none());
             match failed {
                 None => 0,
                 Some(e) => {

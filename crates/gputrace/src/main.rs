@@ -19,6 +19,7 @@ mod launch;
 mod libs;
 mod mpi_merge;
 mod progress;
+mod request;
 mod trace;
 
 use std::io::Write;
@@ -120,10 +121,10 @@ fn run(mut cli: Cli) -> anyhow::Result<i32> {
                 settings.retain(|(k, _)| k != "GPUTRACE_MERGE_JOBS");
                 settings.push(("GPUTRACE_MERGE_JOBS".to_string(), n.to_string()));
             }
-            mpi_merge::run(&dir, &settings, force, mpi_merge::After { program_ended, remove_raw })
+            mpi_merge::run(&dir, &settings, force, request::AfterRun { program_ended, remove_raw })
         }
         Some(Command::MergeWorker { dir, force, messages_fd, not_traced, program_ended, remove_raw }) => {
-            let after_run = isolate::AfterRun { program_ended, remove_raw };
+            let after_run = request::AfterRun { program_ended, remove_raw };
             Ok(isolate::worker(&dir, force, messages_fd, &not_traced, after_run))
         }
         Some(Command::Stats { input, short: true, .. }) => {

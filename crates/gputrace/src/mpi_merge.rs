@@ -20,7 +20,8 @@ use anyhow::{Result, anyhow};
 use mpirt_sys::{Flavor, Mpi};
 
 use crate::UsageError;
-use crate::experiment::{ARCHIVE_NAME, Experiment};
+use crate::experiment::Experiment;
+use crate::request::{AfterRun, Request};
 
 /// The job's MPI as OTF2's collective operations.
 struct Comm(Mpi);
@@ -62,15 +63,8 @@ impl merge::Observer for Rank {
     }
 }
 
-/// What the merge after a run adds (hidden options of `merge --mpi`).
-#[derive(Debug, Default, Clone, Copy)]
-pub struct After {
-    pub program_ended: Option<u64>,
-    pub remove_raw: bool,
-}
-
 /// Runs this process's rank of the merge; returns the exit status.
-pub fn run(dir: &Path, settings: &[(String, String)], force: bool, after: After) -> Result<i32> {
+pub fn run(dir: &Path, settings: &[(String, String)], force: bool, after_run: AfterRun) -> Result<i32> {
     let Some(flavor) = Flavor::from_env() else {
         return Err(UsageError(
             "gputrace merge --mpi is one rank of a merge run as an MPI job, and no MPI launcher started it: \
@@ -90,26 +84,13 @@ pub fn run(dir: &Path, settings: &[(String, String)], force: bool, after: After)
     let mpi = Mpi::init(flavor).map_err(|e| anyhow!("gputrace merge --mpi cannot start MPI: {e}"))?;
     let comm = Arc::new(Comm(mpi));
     let rank = comm.0.rank();
-    let target = merge::Target { dir: &experiment.dir, name: ARCHIVE_NAME, force };
-    let raw_dir = experiment.raw_dir();
-    let options = merge::Options {
-        raw_dir: &raw_dir,
-        archive: config.enable_tracing.then_some(target),
-        not_traced: &[],
-        program_ended: after.program_ended,
-        mpi_complete: [config::MpiGroup::P2p, config::MpiGroup::Coll, config::MpiGroup::Xnonblock]
-            .into_iter()
-            .all(|g| config.mpi_groups.contains(g)),
-        max_correction_messages: crate::trace::correction_limit(),
-        jobs: match config.merge_jobs {
-            0 => merge::jobs(),
-            n => usize::try_from(n).unwrap_or(usize::MAX),
-        },
-    };
+    let request = Request::new(experiment, &config, force, after_run);
+    let experiment = &request.experiment;
+    let options = request.options();
     let shown = crate::progress::Shown::default();
     let quiet = Rank(rank);
     let observer: &dyn merge::Observer = if rank == 0 { &shown } else { &quiet };
-    let mut profile = config.enable_profiling.then(profile::Profile::new);
+    let mut profile = request.profile();
     let shared: Arc<dyn otf2::Collectives> = Arc::clone(&comm) as Arc<dyn otf2::Collectives>;
     let hook = std::env::var(config::hooks::MERGE_RANK_FAILS.name).ok().and_then(|v| v.parse::<u32>().ok());
     let merged = match profile.as_mut() {
@@ -141,26 +122,12 @@ pub fn run(dir: &Path, settings: &[(String, String)], force: bool, after: After)
         }
     };
     let mut status = 0;
-    if let Some(summary) = summary {
-        let path = experiment.profile();
-        let written = profile.as_mut().map(|p| p.write_to(&path).map(|size| (path.clone(), size, p.call_paths())));
-        let shown_profile = match written {
-            Some(Ok(done)) => Some(done),
-            Some(Err(e)) => {
-                say!("gputrace: error: the profile could not be written: {e}");
-                status = 1;
-                None
-            }
-            None => None,
-        };
-        crate::trace::report(&experiment, &summary, &config, shown_profile);
-        let verified = summary.archive.is_some() && !shown.warned() && summary.dropped == 0 && status == 0;
-        if after.remove_raw
-            && verified
-            && let Err(e) = std::fs::remove_dir_all(&raw_dir)
-        {
-            say!("[gputrace] warning: cannot remove {}: {e}", raw_dir.display());
+    if let Some(mut summary) = summary {
+        if let Some(e) = request.write_profile(&mut summary, profile.as_mut()) {
+            say!("gputrace: error: the profile could not be written: {e}");
+            status = 1;
         }
+        request.report(&summary, !shown.warned() && status == 0);
     }
     finalize(comm);
     Ok(status)

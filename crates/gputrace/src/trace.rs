@@ -8,10 +8,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use config::Config;
 use config::filter::Filter;
+use gputrace_summary::RunSummary;
+use report::summary::Render;
 
 use crate::UsageError;
 use crate::experiment::Experiment;
 use crate::launch::{self, Launcher, MpiFlavor, Plan, launcher};
+use crate::request::AfterRun;
 use crate::{isolate, libs};
 
 /// Checks every `GPUTRACE_*` setting (and the filter file) before anything
@@ -133,8 +136,7 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
 
     // Whatever the merge meets (a full disk, a crash in libotf2), the
     // program's exit code is ours: the merge only adds one line.
-    let after_run =
-        isolate::AfterRun { program_ended: Some(program_ended), remove_raw: !config.keep_raw && alive.is_empty() };
+    let after_run = AfterRun { program_ended: Some(program_ended), remove_raw: !config.keep_raw && alive.is_empty() };
     if config.merge_ranks > 0 {
         let job = Job { launcher_path: &job_launcher, launcher, options: &job_options };
         merge_as_job(&job, &experiment, settings, config.merge_ranks, after_run);
@@ -177,13 +179,7 @@ struct Job<'a> {
 /// program's own launcher: `mpirun -np K gputrace merge --mpi DIR` (srun:
 /// `srun -n K`, with the job's `--mpi` and where it ran). Its ranks print
 /// the summary; a failure is one line.
-fn merge_as_job(
-    job: &Job<'_>,
-    experiment: &Experiment,
-    settings: &[(String, String)],
-    ranks: u64,
-    after: isolate::AfterRun,
-) {
+fn merge_as_job(job: &Job<'_>, experiment: &Experiment, settings: &[(String, String)], ranks: u64, after: AfterRun) {
     let Ok(exe) = std::env::current_exe() else {
         say!("[gputrace] error: cannot find the gputrace binary for the MPI merge; the raw streams are kept");
         return;
@@ -195,12 +191,7 @@ fn merge_as_job(
         _ => cmd.arg("-np"),
     };
     cmd.arg(ranks.to_string()).arg(exe).args(["merge", "--mpi"]);
-    if let Some(t) = after.program_ended {
-        cmd.arg("--program-ended").arg(t.to_string());
-    }
-    if after.remove_raw {
-        cmd.arg("--remove-raw");
-    }
+    cmd.args(after.args());
     cmd.arg(&experiment.dir);
     cmd.env_remove("LD_PRELOAD");
     for (k, v) in settings {
@@ -250,7 +241,7 @@ pub fn merge_again(dir: &Path, settings: &[(String, String)], config: &Config, f
     if !alive.is_empty() {
         say!("[gputrace] warning: {}", merge::writers::describe(&alive));
     }
-    isolate::merge(&experiment, settings, config, force, &[], isolate::AfterRun::default())
+    isolate::merge(&experiment, settings, config, force, &[], AfterRun::default())
 }
 
 /// The summary reads the archive back (`gputrace stats`'s short tables,
@@ -265,23 +256,15 @@ pub const SUMMARY_READ_MAX_EVENTS: u64 = 100_000;
 /// form of the archive (the busiest functions, kernels, copies, matrices)
 /// and the analysis's top findings for an archive of up to
 /// [`SUMMARY_READ_MAX_EVENTS`] events; otherwise, or without an archive,
-/// the summary's own tables from the merge's counters. `profile`: the
-/// Cube profile written, its size and call paths.
-pub fn report(
-    experiment: &Experiment,
-    summary: &merge::Summary,
-    config: &Config,
-    profile: Option<(PathBuf, u64, usize)>,
-) {
+/// the summary's own tables from the merge's counters.
+pub fn report(experiment: &Experiment, summary: &RunSummary, config: &Config) {
     if !config.enable_profiling {
         if let Some((path, _)) = &summary.archive {
             say!("[gputrace] archive: {}", path.display());
         }
         return;
     }
-    let mut facts = run_summary(summary);
-    facts.profile = profile;
-    let read_back = summary.events <= SUMMARY_READ_MAX_EVENTS;
+    let read_back = summary.counts.events <= SUMMARY_READ_MAX_EVENTS;
     let anchor = summary.archive.as_ref().map(|(anchor, _)| anchor);
     let short = anchor.filter(|_| read_back).and_then(|anchor| match report::stats::short_summary(anchor) {
         Ok(t) => Some(t),
@@ -291,14 +274,14 @@ pub fn report(
         }
     });
     let mut text = match short {
-        Some(tables) => format!("{}\n{tables}", facts.render(10, false)),
-        None => facts.render(10, true),
+        Some(tables) => format!("{}\n{tables}", summary.render(10, false)),
+        None => summary.render(10, true),
     };
     if let Some(anchor) = anchor {
         text.push_str(&if read_back {
             analysis_lines(anchor, summary.locations, experiment)
         } else {
-            not_read_back(summary.events, experiment)
+            not_read_back(summary.counts.events, experiment)
         });
     }
     // Replaced, never written through: a link at summary.txt may point at
@@ -340,92 +323,6 @@ fn analysis_lines(anchor: &std::path::Path, locations: usize, experiment: &Exper
             tracing::debug!("no analysis: {e:#}");
             String::new()
         }
-    }
-}
-
-/// The merge's findings as the run summary shows them.
-fn run_summary(s: &merge::Summary) -> report::summary::RunSummary {
-    use report::summary::{Ended, Ending, NotTraced, Row};
-    let rows = |regions: Vec<(String, merge::RegionTotals)>| {
-        regions.into_iter().map(|(name, t)| Row { name, calls: t.calls, time: t.time }).collect()
-    };
-    let c = &s.counts;
-    report::summary::RunSummary {
-        processes: s.processes,
-        mpi_ranks: s.mpi_ranks,
-        hosts: s.hosts.len(),
-        locations: s.locations,
-        events: s.events,
-        trace_length: s.trace_length,
-        mpi: rows(s.mpi_functions()),
-        nccl: rows(s.nccl_calls()),
-        kernels_by_name: rows(s.kernels_by_name()),
-        p2p_messages: c.p2p_messages,
-        p2p_bytes: c.p2p_bytes,
-        collectives: c.collectives,
-        collective_bytes: c.collective_bytes,
-        nccl_collectives: c.nccl_collectives,
-        nccl_collective_bytes: c.nccl_collective_bytes,
-        nccl_messages: c.nccl_messages,
-        nccl_message_bytes: c.nccl_message_bytes,
-        kernels: c.kernels,
-        memsets: c.memsets,
-        memset_bytes: c.memset_bytes,
-        copies: s.copies_by_kind().into_iter().map(|(kind, n, bytes)| (kind.to_string(), n, bytes)).collect(),
-        dropped: s.dropped,
-        endings: s
-            .endings
-            .iter()
-            .map(|e| Ending {
-                rank: e.rank,
-                pid: e.pid,
-                host: e.host.clone(),
-                how: match e.how {
-                    merge::How::Signal(sig) => Ended::Signal(merge::inputs::signal_name(sig)),
-                    merge::How::Unclosed => Ended::Unclosed,
-                    merge::How::NoFinalize => Ended::NoFinalize,
-                    merge::How::Damaged => Ended::Damaged,
-                    merge::How::Finished => Ended::Finished,
-                },
-                cut: e.cut,
-                dropped: e.dropped,
-            })
-            .collect(),
-        lost: s
-            .lost
-            .iter()
-            .map(|l| report::summary::Lost {
-                rank: l.rank,
-                pid: l.pid,
-                host: l.host.clone(),
-                counts: l.counts.iter().map(|(what, n)| (what.key(), *n)).collect(),
-            })
-            .collect(),
-        not_traced: s
-            .not_traced
-            .iter()
-            .map(|n| NotTraced { what: n.what.name().to_string(), why: n.why.clone(), processes: n.processes })
-            .collect(),
-        closed_open_regions: s.closed_open_regions,
-        clamped: s.clamped,
-        unmatched_leaves: s.unmatched_leaves,
-        archive: s.archive.clone(),
-        profile: None,
-        merge_time: s.merge_time,
-        exit_to_archive: s.exit_to_archive,
-        clocks: s.clock_correction.as_ref().map(|c| report::summary::Clocks {
-            hosts: c.domains,
-            messages: c.messages,
-            before: c.before,
-            after: c.after,
-            moved_receives: c.method == merge::correct::Method::Timestamps,
-            skipped: match c.method {
-                merge::correct::Method::Skipped { limit } => Some(limit),
-                _ => None,
-            },
-            moved: c.moved,
-            max_shift: c.max_shift,
-        }),
     }
 }
 

@@ -77,6 +77,25 @@ pub struct Report {
     pub moved: u64,
 }
 
+impl Report {
+    /// As the run summary says it.
+    pub fn for_summary(&self) -> gputrace_summary::Clocks {
+        gputrace_summary::Clocks {
+            hosts: self.domains,
+            messages: self.messages,
+            before: self.before,
+            after: self.after,
+            moved_receives: self.method == Method::Timestamps,
+            skipped: match self.method {
+                Method::Skipped { limit } => Some(limit),
+                _ => None,
+            },
+            moved: self.moved,
+            max_shift: self.max_shift,
+        }
+    }
+}
+
 /// How the clocks were corrected.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Method {

@@ -8,6 +8,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
+use gputrace_summary::{Ended, Ending};
+
 use crate::{Error, Result};
 use raw::{
     CommDef, Definition, DeviceDef, LocationKind, MetricDef, NvLinkDef, Paradigm, Problem, Producer, RawFile,
@@ -59,6 +61,17 @@ pub enum Part {
     Cuda,
     Nccl,
     Nvtx,
+}
+
+impl NotTraced {
+    /// As the run summary says it.
+    pub fn for_summary(&self) -> gputrace_summary::NotTraced {
+        gputrace_summary::NotTraced {
+            what: self.what.name().to_string(),
+            why: self.why.clone(),
+            processes: self.processes,
+        }
+    }
 }
 
 impl Part {
@@ -466,12 +479,12 @@ impl Process {
     /// the summary.
     pub fn ending(&self) -> Option<Ending> {
         let how = match (self.signal, self.unclosed) {
-            (Some(sig), _) => How::Signal(sig),
-            (None, true) => How::Unclosed,
+            (Some(sig), _) => Ended::Signal(sig),
+            (None, true) => Ended::Unclosed,
             // (Its definition may be among what a full disk lost.)
-            (None, false) if self.no_finalize && self.mpi.is_some() && self.dropped == 0 => How::NoFinalize,
-            (None, false) if !self.complete => How::Damaged,
-            (None, false) if self.dropped > 0 || self.cut > 0 => How::Finished,
+            (None, false) if self.no_finalize && self.mpi.is_some() && self.dropped == 0 => Ended::NoFinalize,
+            (None, false) if !self.complete => Ended::Damaged,
+            (None, false) if self.dropped > 0 || self.cut > 0 => Ended::Finished,
             (None, false) => return None,
         };
         Some(Ending {
@@ -483,34 +496,6 @@ impl Process {
             dropped: self.dropped,
         })
     }
-}
-
-/// How a process ended that did not end normally, or lost events.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ending {
-    pub rank: u32,
-    pub pid: u32,
-    pub host: String,
-    pub how: How,
-    /// Events being written when it stopped, cut.
-    pub cut: u64,
-    /// Events it could not write (recording had stopped: a full disk).
-    pub dropped: u64,
-}
-
-/// The way a process ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum How {
-    /// Ended by this signal, its buffers written first.
-    Signal(u32),
-    /// Stopped without closing its trace (SIGKILL, or `_exit`).
-    Unclosed,
-    /// An MPI process that exited without `MPI_Finalize`.
-    NoFinalize,
-    /// Finished, its stream damaged.
-    Damaged,
-    /// Finished (with events cut or lost).
-    Finished,
 }
 
 /// MPI ranks as recorded; the others follow in (rank hint, start) order.
@@ -541,26 +526,6 @@ fn assign_ranks(processes: &mut [Process], warnings: &mut Warnings) {
         }
     }
     processes.sort_by_key(|p| p.rank);
-}
-
-/// The usual name of a signal that ends a process (`SIGTERM`), or its
-/// number.
-pub fn signal_name(signal: u32) -> String {
-    let name = match signal as libc::c_int {
-        libc::SIGHUP => "SIGHUP",
-        libc::SIGINT => "SIGINT",
-        libc::SIGQUIT => "SIGQUIT",
-        libc::SIGILL => "SIGILL",
-        libc::SIGABRT => "SIGABRT",
-        libc::SIGBUS => "SIGBUS",
-        libc::SIGFPE => "SIGFPE",
-        libc::SIGKILL => "SIGKILL",
-        libc::SIGSEGV => "SIGSEGV",
-        libc::SIGTERM => "SIGTERM",
-        libc::SIGXCPU => "SIGXCPU",
-        _ => return format!("signal {signal}"),
-    };
-    name.to_string()
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! gputrace's merge: an experiment's raw streams into one OTF2 archive
-//! and a [`Summary`].
+//! and its run summary (a [`RunSummary`], which the `report` crate
+//! renders).
 //!
 //! 1. [`inputs`] reads every stream's header and definitions (event chunks
 //!    are only indexed) and joins the streams of each process;
@@ -35,10 +36,11 @@ use otf2::ArchiveWriter;
 
 use clock::{ClockMap, clock_maps};
 pub use error::{Error, Result};
+use gputrace_summary::Counters;
+use gputrace_summary::RunSummary;
 use inputs::Process;
-pub use inputs::{Ending, How, NotTraced, Part};
+pub use inputs::{NotTraced, Part};
 pub use sink::{Extra, Record, Sink, Work};
-pub use summary::{Counters, Lost, RegionTotals, Summary};
 pub use write::Repairs;
 
 /// What to merge, and where to.
@@ -125,13 +127,13 @@ pub struct Defined<'a> {
 /// Nothing to merge ([`Error::NothingRecorded`], [`Error::NothingToMerge`]),
 /// an archive in the way, or a failed write. A half-written archive is
 /// removed; the raw streams are never touched.
-pub fn merge(options: &Options<'_>, observer: &dyn Observer) -> Result<Summary> {
+pub fn merge(options: &Options<'_>, observer: &dyn Observer) -> Result<RunSummary> {
     merge_with(options, observer, &mut ())
 }
 
 /// [`merge`], with `extra` fed the same events in the same pass (a
 /// profile): with the archive and the summary, or with the summary alone.
-pub fn merge_with<E: Extra>(options: &Options<'_>, observer: &dyn Observer, extra: &mut E) -> Result<Summary> {
+pub fn merge_with<E: Extra>(options: &Options<'_>, observer: &dyn Observer, extra: &mut E) -> Result<RunSummary> {
     let summary = run(options, observer, extra, None)?;
     Ok(summary.expect("a merge on its own has the summary"))
 }
@@ -158,7 +160,7 @@ pub fn merge_collective<E: Extra>(
     observer: &dyn Observer,
     extra: &mut E,
     comm: std::sync::Arc<dyn otf2::Collectives>,
-) -> Result<Option<Summary>> {
+) -> Result<Option<RunSummary>> {
     run(options, observer, extra, Some(comm))
 }
 
@@ -167,7 +169,7 @@ fn run<E: Extra>(
     observer: &dyn Observer,
     extra: &mut E,
     comm: Option<std::sync::Arc<dyn otf2::Collectives>>,
-) -> Result<Option<Summary>> {
+) -> Result<Option<RunSummary>> {
     let start = Instant::now();
     let root = comm.as_ref().is_none_or(|c| c.rank() == 0);
     let mut not_traced = options.not_traced.to_vec();
@@ -221,16 +223,16 @@ fn run<E: Extra>(
         };
     let total: u64 = processes.iter().zip(&mine).filter(|m| *m.1).map(|(p, _)| events_of(p)).sum();
     observer.started(total);
-    let mut summary = Summary {
+    let mut summary = RunSummary {
         processes: processes.len(),
         mpi_ranks: processes.iter().filter(|p| p.mpi.is_some()).count(),
-        hosts: processes.iter().map(|p| p.host.clone()).collect(),
+        hosts: processes.iter().map(|p| p.host.as_str()).collect::<std::collections::BTreeSet<_>>().len(),
         dropped: processes.iter().map(|p| p.dropped).sum(),
         endings: processes.iter().filter_map(Process::ending).collect(),
         lost: lost_by_process(&processes),
-        not_traced,
-        clock_correction: correction,
-        ..Summary::default()
+        not_traced: not_traced.iter().map(NotTraced::for_summary).collect(),
+        clocks: correction.as_ref().map(correct::Report::for_summary),
+        ..RunSummary::default()
     };
     let (first, mut last) = trace_bounds(&processes, &clocks);
     // Receives moved later may end a location.
@@ -244,6 +246,7 @@ fn run<E: Extra>(
         raw_dir: options.raw_dir,
         observer,
         summary: &mut summary,
+        region_names: Vec::new(),
         mpi_complete,
         jobs: options.jobs.max(1),
         mine: &mine,
@@ -255,11 +258,13 @@ fn run<E: Extra>(
         None => pass.count_only(extra),
     };
     let merged = merged.and_then(|()| pass.exchange(extra));
+    let region_names = std::mem::take(&mut pass.region_names);
     observer.finished();
     merged?;
     if !root {
         return Ok(None);
     }
+    summary::tables(&mut summary, &region_names);
     summary.merge_time = start.elapsed();
     // From the program's end to the archive written. Without the
     // launcher's word, the last exit of a process of this host (another
@@ -278,7 +283,9 @@ struct Passes<'a> {
     processes: &'a [Process],
     raw_dir: &'a Path,
     observer: &'a dyn Observer,
-    summary: &'a mut Summary,
+    summary: &'a mut RunSummary,
+    /// The archive's regions by the merge's region index, once defined.
+    region_names: Vec<(String, raw::Paradigm)>,
     mpi_complete: bool,
     jobs: usize,
     /// Whether this merge writes each process (a merge rank's share).
@@ -411,7 +418,6 @@ impl Passes<'_> {
             s.closed_open_regions += head[3];
             s.unmatched_leaves += head[4];
             s.counts.add(&counts);
-            s.events = s.counts.events;
             if !extra.join_encoded(&bytes[(6 + n) * 8..]) {
                 return Err(bad("a rank's profile is garbled"));
             }
@@ -435,7 +441,7 @@ impl Passes<'_> {
         archive.set_clock_properties(gputrace_clock::TICKS_PER_SECOND, first, last.saturating_sub(first), realtime);
         let layout = layout::define(archive.defs(), self.processes, &|w| self.observer.warning(w))?;
         self.no_location_check(&layout)?;
-        self.summary.region_names = layout.region_names.clone();
+        self.region_names = layout.region_names.clone();
         extra.defined(&Defined { defs: archive.defs(), layout: &layout, processes: self.processes });
         for (plan, clock) in layout.processes.iter().zip(clocks) {
             for loc in &plan.locations {
@@ -452,7 +458,7 @@ impl Passes<'_> {
         let mut defs = otf2::Definitions::default();
         let layout = layout::define(&mut defs, self.processes, &|w| self.observer.warning(w))?;
         self.no_location_check(&layout)?;
-        self.summary.region_names = layout.region_names.clone();
+        self.region_names = layout.region_names.clone();
         extra.defined(&Defined { defs: &defs, layout: &layout, processes: self.processes });
         self.locations(&layout, None, extra)
     }
@@ -536,7 +542,6 @@ impl Passes<'_> {
         for r in all.into_iter().flatten() {
             self.add(r);
         }
-        self.summary.events = counts.events;
         self.summary.counts = counts;
         Ok(())
     }
@@ -690,15 +695,15 @@ pub fn timers(processes: &[Process]) -> String {
 
 /// What each process's sources lost, for the summary: the processes
 /// with losses, in rank order.
-fn lost_by_process(processes: &[Process]) -> Vec<summary::Lost> {
-    let mut lost: Vec<summary::Lost> = processes
+fn lost_by_process(processes: &[Process]) -> Vec<gputrace_summary::Lost> {
+    let mut lost: Vec<gputrace_summary::Lost> = processes
         .iter()
         .filter(|p| !p.lost.is_empty())
-        .map(|p| summary::Lost {
+        .map(|p| gputrace_summary::Lost {
             rank: p.rank,
             pid: p.pid,
             host: p.host.clone(),
-            counts: p.lost.iter().map(|(k, n)| (*k, *n)).collect(),
+            counts: p.lost.iter().map(|(k, n)| (k.key(), *n)).collect(),
         })
         .collect();
     lost.sort_by_key(|l| l.rank);

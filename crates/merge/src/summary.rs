@@ -1,264 +1,76 @@
-//! What a merge found, for the run summary (rendered by the `report`
-//! crate): processes, locations and events, time per region, messages
-//! and bytes, GPU work, and what was lost or repaired.
-//!
-//! [`Counters`] is the [`Sink`] that counts the events as they are
-//! merged; [`Summary`] adds what the merge knows besides.
+//! The merge's side of the run summary ([`RunSummary`], declared in
+//! `gputrace-summary` and rendered by the `report` crate): [`Counters`]
+//! as the [`Sink`] that counts the events as they are merged, and the
+//! views of the counters the summary shows (time per region by name,
+//! copies by kind), made from the archive's region names.
 
-use std::collections::{BTreeSet, HashMap};
-use std::path::PathBuf;
-use std::time::Duration;
+use std::collections::HashMap;
 
+use gputrace_summary::{Counters, RegionTotals, Row, RunSummary};
 use otf2::{AttributeRef, AttributeValue};
 use raw::{CopyKind, Paradigm};
 
-use crate::inputs::{Ending, NotTraced};
 use crate::sink::{Message, Record, Sink, SinkError, Work};
 
-/// Time spent in one region, over all locations.
-#[derive(Debug, Clone, Default)]
-pub struct RegionTotals {
-    pub calls: u64,
-    pub time: u64,
-    pub min: u64,
-    pub max: u64,
+/// Fills `summary`'s tables from its counters: MPI functions, NCCL calls
+/// and kernels by time, copies by kind. `region_names`: the archive's
+/// regions by the merge's region index.
+pub fn tables(summary: &mut RunSummary, region_names: &[(String, Paradigm)]) {
+    let rows = |paradigm| -> Vec<Row> {
+        regions_of(&summary.counts, region_names, paradigm)
+            .into_iter()
+            .map(|(name, t)| Row { name, calls: t.calls, time: t.time })
+            .collect()
+    };
+    let (mpi, nccl, mut kernels) = (rows(Paradigm::Mpi), rows(Paradigm::Nccl), rows(Paradigm::Cuda));
+    // Kernels: the CUDA regions that are not API calls (`cu*`) or
+    // bracketed activities (`[CUDA memcpy HtoD]`).
+    kernels.retain(|r| !r.name.starts_with("cu") && !r.name.starts_with('['));
+    summary.mpi = mpi;
+    summary.nccl = nccl;
+    summary.kernels_by_name = kernels;
+    summary.copies = copies_by_kind(&summary.counts);
 }
 
-/// What a merge found.
-#[derive(Debug, Default)]
-pub struct Summary {
-    pub processes: usize,
-    pub mpi_ranks: usize,
-    pub hosts: BTreeSet<String>,
-    pub locations: usize,
-    /// The archive's events (what `otf2-print` lists): Enter and Leave,
-    /// messages, collectives, RMA operations of copies, metrics; those an
-    /// archive would hold when only the summary is made.
-    pub events: u64,
-    /// Raw events read (a GPU copy is two, in the archive four: Enter, an
-    /// RMA get or put, its completion, Leave).
-    pub raw_events: u64,
-    /// Names of the archive's regions, by global region index.
-    pub region_names: Vec<(String, Paradigm)>,
-    pub counts: Counters,
-    pub dropped: u64,
-    pub clamped: u64,
-    pub closed_open_regions: u64,
-    pub unmatched_leaves: u64,
-    /// The processes that did not end normally or lost events.
-    pub endings: Vec<Ending>,
-    /// The processes whose sources (CUPTI, NCCL) lost records before they
-    /// became events, in rank order.
-    pub lost: Vec<Lost>,
-    /// What was not traced, and why.
-    pub not_traced: Vec<NotTraced>,
-    /// The archive's anchor file and its size in bytes, when one was
-    /// written.
-    pub archive: Option<(PathBuf, u64)>,
-    pub merge_time: Duration,
-    /// From the moment the program's last process began finishing its
-    /// trace (its work done) to the archive written, when measurable.
-    pub exit_to_archive: Option<u64>,
-    pub trace_length: u64,
-    /// What the message-based clock correction did, when the processes
-    /// span several hosts.
-    pub clock_correction: Option<crate::correct::Report>,
+/// Copies and bytes by kind (its short name, `HtoD`), the kinds with
+/// copies only, in a fixed order.
+fn copies_by_kind(counts: &Counters) -> Vec<(String, u64, u64)> {
+    [
+        CopyKind::HostToDevice,
+        CopyKind::DeviceToHost,
+        CopyKind::DeviceToDevice,
+        CopyKind::HostToHost,
+        CopyKind::PeerToPeer,
+        CopyKind::Other,
+    ]
+    .into_iter()
+    .filter_map(|k| {
+        let (n, b) = counts.copies[k as usize];
+        (n > 0).then(|| (k.short_name().to_string(), n, b))
+    })
+    .collect()
 }
 
-/// What one process's sources lost, by kind (none zero).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lost {
-    pub rank: u32,
-    pub pid: u32,
-    pub host: String,
-    pub counts: Vec<(raw::SourceLoss, u64)>,
-}
-
-/// The merged events, counted: a [`Sink`].
-#[derive(Debug, Default, Clone)]
-pub struct Counters {
-    /// Events the archive gets (records without a communicator in it are
-    /// counted as what they are, not as events).
-    pub events: u64,
-    /// Time in each region, by global region index.
-    pub region_totals: Vec<RegionTotals>,
-    pub p2p_messages: u64,
-    pub p2p_bytes: u64,
-    pub collectives: u64,
-    pub collective_bytes: u64,
-    pub nccl_collectives: u64,
-    pub nccl_collective_bytes: u64,
-    pub nccl_messages: u64,
-    pub nccl_message_bytes: u64,
-    pub kernels: u64,
-    pub memsets: u64,
-    pub memset_bytes: u64,
-    /// Copies and bytes by kind (index: `CopyKind as usize`).
-    pub copies: [(u64, u64); 8],
-}
-
-impl Counters {
-    /// Adds what `other` counted (another thread's or merge rank's
-    /// locations): the same totals as one `Counters` fed both.
-    pub fn add(&mut self, other: &Counters) {
-        self.events += other.events;
-        if self.region_totals.len() < other.region_totals.len() {
-            self.region_totals.resize(other.region_totals.len(), RegionTotals { min: u64::MAX, ..Default::default() });
-        }
-        for (t, o) in self.region_totals.iter_mut().zip(&other.region_totals) {
-            t.calls += o.calls;
-            t.time += o.time;
-            t.min = t.min.min(o.min);
-            t.max = t.max.max(o.max);
-        }
-        self.p2p_messages += other.p2p_messages;
-        self.p2p_bytes += other.p2p_bytes;
-        self.collectives += other.collectives;
-        self.collective_bytes += other.collective_bytes;
-        self.nccl_collectives += other.nccl_collectives;
-        self.nccl_collective_bytes += other.nccl_collective_bytes;
-        self.nccl_messages += other.nccl_messages;
-        self.nccl_message_bytes += other.nccl_message_bytes;
-        self.kernels += other.kernels;
-        self.memsets += other.memsets;
-        self.memset_bytes += other.memset_bytes;
-        for (c, o) in self.copies.iter_mut().zip(&other.copies) {
-            c.0 += o.0;
-            c.1 += o.1;
-        }
-    }
-
-    /// The counters as little-endian words, for another merge rank.
-    pub fn encode(&self) -> Vec<u64> {
-        let mut w = vec![
-            self.events,
-            self.p2p_messages,
-            self.p2p_bytes,
-            self.collectives,
-            self.collective_bytes,
-            self.nccl_collectives,
-            self.nccl_collective_bytes,
-            self.nccl_messages,
-            self.nccl_message_bytes,
-            self.kernels,
-            self.memsets,
-            self.memset_bytes,
-        ];
-        w.extend(self.copies.iter().flat_map(|c| [c.0, c.1]));
-        w.push(self.region_totals.len() as u64);
-        w.extend(self.region_totals.iter().flat_map(|t| [t.calls, t.time, t.min, t.max]));
-        w
-    }
-
-    /// Counters from [`encode`](Self::encode)'s words; `None` for words
-    /// that are not.
-    pub fn decode(w: &[u64]) -> Option<Counters> {
-        let (head, rest) = w.split_at_checked(12 + 16 + 1)?;
-        let mut c = Counters {
-            events: head[0],
-            p2p_messages: head[1],
-            p2p_bytes: head[2],
-            collectives: head[3],
-            collective_bytes: head[4],
-            nccl_collectives: head[5],
-            nccl_collective_bytes: head[6],
-            nccl_messages: head[7],
-            nccl_message_bytes: head[8],
-            kernels: head[9],
-            memsets: head[10],
-            memset_bytes: head[11],
-            ..Counters::default()
+/// Totals of the regions of `paradigm` that were visited, by name,
+/// busiest first.
+pub fn regions_of(
+    counts: &Counters,
+    region_names: &[(String, Paradigm)],
+    paradigm: Paradigm,
+) -> Vec<(String, RegionTotals)> {
+    let mut by_name: HashMap<&str, RegionTotals> = HashMap::new();
+    for (i, t) in counts.region_totals.iter().enumerate() {
+        let Some((name, p)) = region_names.get(i) else {
+            continue;
         };
-        for (i, pair) in head[12..28].chunks_exact(2).enumerate() {
-            c.copies[i] = (pair[0], pair[1]);
+        if *p != paradigm || t.calls == 0 {
+            continue;
         }
-        let regions = usize::try_from(head[28]).ok()?;
-        if rest.len() != regions.checked_mul(4)? {
-            return None;
-        }
-        c.region_totals =
-            rest.chunks_exact(4).map(|t| RegionTotals { calls: t[0], time: t[1], min: t[2], max: t[3] }).collect();
-        Some(c)
+        by_name.entry(name.as_str()).or_insert(RegionTotals::EMPTY).add(t);
     }
-
-    pub fn copy(&mut self, kind: CopyKind, bytes: u64) {
-        let c = &mut self.copies[kind as usize];
-        c.0 += 1;
-        c.1 += bytes;
-    }
-
-    /// Adds a region visit; `region` indexes `region_names`.
-    #[inline]
-    pub fn region_done(&mut self, region: usize, duration: u64) {
-        if self.region_totals.len() <= region {
-            self.region_totals.resize(region + 1, RegionTotals { min: u64::MAX, ..Default::default() });
-        }
-        let t = &mut self.region_totals[region];
-        t.calls += 1;
-        t.time += duration;
-        t.min = t.min.min(duration);
-        t.max = t.max.max(duration);
-    }
-}
-
-impl Summary {
-    /// MPI functions by time.
-    pub fn mpi_functions(&self) -> Vec<(String, RegionTotals)> {
-        self.regions_of(Paradigm::Mpi)
-    }
-
-    /// NCCL calls (their enqueue on the host) by time.
-    pub fn nccl_calls(&self) -> Vec<(String, RegionTotals)> {
-        self.regions_of(Paradigm::Nccl)
-    }
-
-    /// Kernels by name and time: the CUDA regions that are not API calls
-    /// (`cu*`) or bracketed activities (`[CUDA memcpy HtoD]`).
-    pub fn kernels_by_name(&self) -> Vec<(String, RegionTotals)> {
-        let mut v = self.regions_of(Paradigm::Cuda);
-        v.retain(|(n, _)| !n.starts_with("cu") && !n.starts_with('['));
-        v
-    }
-
-    /// Copies and bytes by kind (its short name, `HtoD`), the kinds with
-    /// copies only, in a fixed order.
-    pub fn copies_by_kind(&self) -> Vec<(&'static str, u64, u64)> {
-        [
-            CopyKind::HostToDevice,
-            CopyKind::DeviceToHost,
-            CopyKind::DeviceToDevice,
-            CopyKind::HostToHost,
-            CopyKind::PeerToPeer,
-            CopyKind::Other,
-        ]
-        .into_iter()
-        .filter_map(|k| {
-            let (n, b) = self.counts.copies[k as usize];
-            (n > 0).then(|| (k.short_name(), n, b))
-        })
-        .collect()
-    }
-
-    /// Totals of the regions of `paradigm` that were visited, by name.
-    pub fn regions_of(&self, paradigm: Paradigm) -> Vec<(String, RegionTotals)> {
-        let mut by_name: HashMap<&str, RegionTotals> = HashMap::new();
-        for (i, t) in self.counts.region_totals.iter().enumerate() {
-            let Some((name, p)) = self.region_names.get(i) else {
-                continue;
-            };
-            if *p != paradigm || t.calls == 0 {
-                continue;
-            }
-            let e = by_name.entry(name.as_str()).or_insert(RegionTotals { min: u64::MAX, ..Default::default() });
-            e.calls += t.calls;
-            e.time += t.time;
-            e.min = e.min.min(t.min);
-            e.max = e.max.max(t.max);
-        }
-        let mut v: Vec<(&str, RegionTotals)> = by_name.into_iter().collect();
-        v.sort_by(|a, b| b.1.time.cmp(&a.1.time).then(a.0.cmp(b.0)));
-        v.into_iter().map(|(n, t)| (n.to_string(), t)).collect()
-    }
+    let mut v: Vec<(&str, RegionTotals)> = by_name.into_iter().collect();
+    v.sort_by(|a, b| b.1.time.cmp(&a.1.time).then(a.0.cmp(b.0)));
+    v.into_iter().map(|(n, t)| (n.to_string(), t)).collect()
 }
 
 impl Sink for Counters {
@@ -279,7 +91,7 @@ impl Sink for Counters {
                 self.memsets += 1;
                 self.memset_bytes += bytes;
             }
-            Work::Copy { kind, bytes } => self.copy(kind, bytes),
+            Work::Copy { kind, bytes } => self.copy(kind as usize, bytes),
         }
         Ok(())
     }
@@ -352,48 +164,33 @@ mod tests {
 
     #[test]
     fn regions_are_summed_by_name_busiest_first() {
-        let mut s = Summary {
-            region_names: vec![
-                ("MPI_Send".into(), Paradigm::Mpi),
-                ("MPI_Recv".into(), Paradigm::Mpi),
-                ("MPI_Recv".into(), Paradigm::Mpi),
-                ("cudaMalloc".into(), Paradigm::Cuda),
-            ],
-            ..Summary::default()
-        };
-        s.counts.region_done(0, 100);
-        s.counts.region_done(1, 300);
-        s.counts.region_done(2, 100);
-        s.counts.region_done(3, 1000);
-        let mpi = s.regions_of(Paradigm::Mpi);
+        let names: Vec<(String, Paradigm)> = vec![
+            ("MPI_Send".into(), Paradigm::Mpi),
+            ("MPI_Recv".into(), Paradigm::Mpi),
+            ("MPI_Recv".into(), Paradigm::Mpi),
+            ("cudaMalloc".into(), Paradigm::Cuda),
+            ("saxpy".into(), Paradigm::Cuda),
+            ("[CUDA memcpy HtoD]".into(), Paradigm::Cuda),
+        ];
+        let mut s = RunSummary::default();
+        for (region, time) in [(0, 100), (1, 300), (2, 100), (3, 1000), (4, 50), (4, 70), (5, 9)] {
+            s.counts.region_done(region, time);
+        }
+        let mpi = regions_of(&s.counts, &names, Paradigm::Mpi);
         assert_eq!(mpi.len(), 2);
         assert_eq!(
             (mpi[0].0.as_str(), mpi[0].1.calls, mpi[0].1.time, mpi[0].1.min, mpi[0].1.max),
             ("MPI_Recv", 2, 400, 100, 300)
         );
         assert_eq!(mpi[1].0, "MPI_Send");
-    }
-
-    #[test]
-    fn counters_add_and_travel_as_words() {
-        let mut a = Counters::default();
-        a.region_done(1, 5);
-        a.copy(CopyKind::DeviceToHost, 10);
-        a.events = 3;
-        let mut b = Counters::default();
-        b.region_done(1, 2);
-        b.region_done(3, 7);
-        b.p2p_messages = 4;
-        let b = Counters::decode(&b.encode()).unwrap();
-        a.add(&b);
-        assert_eq!(a.events, 3);
-        assert_eq!(a.p2p_messages, 4);
-        assert_eq!(a.copies[CopyKind::DeviceToHost as usize], (1, 10));
-        let r = &a.region_totals[1];
-        assert_eq!((r.calls, r.time, r.min, r.max), (2, 7, 2, 5));
-        assert_eq!(a.region_totals[3].calls, 1);
-        assert_eq!(a.region_totals[2].calls, 0);
-        assert!(Counters::decode(&[1, 2, 3]).is_none());
+        s.counts.copy(CopyKind::DeviceToHost as usize, 10);
+        s.counts.copy(CopyKind::HostToDevice as usize, 4);
+        tables(&mut s, &names);
+        let row = |name: &str, calls, time| Row { name: name.into(), calls, time };
+        assert_eq!(s.mpi, [row("MPI_Recv", 2, 400), row("MPI_Send", 1, 100)]);
+        assert_eq!(s.kernels_by_name, [row("saxpy", 2, 120)], "API calls and activities are no kernels");
+        assert!(s.nccl.is_empty());
+        assert_eq!(s.copies, [("HtoD".to_string(), 1, 4), ("DtoH".to_string(), 1, 10)]);
     }
 
     #[test]

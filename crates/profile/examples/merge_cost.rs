@@ -59,7 +59,7 @@ fn main() {
                 let w = Instant::now();
                 p.write_to(&scratch.path().join("profile.cubex")).expect("profile");
                 written.push(w.elapsed());
-                events = s.events;
+                events = s.counts.events;
                 paths = p.call_paths();
             } else {
                 merge::merge(&options, &Quiet).expect("merge");

@@ -2,145 +2,49 @@
 //! `summary.txt`): processes and events, the busiest MPI functions,
 //! messages, NCCL, GPU work, and what was lost or repaired.
 //!
-//! Its facts come from the merge; this crate does not depend on the merge
-//! (reports read archives), so the command hands them over as a
-//! [`RunSummary`].
+//! Its facts come from the merge as a [`RunSummary`], declared in
+//! `gputrace-summary`, a crate under both (this crate does not depend on
+//! the merge: reports read archives); here it is rendered ([`Render`]),
+//! with the same number formatters as every `gputrace stats` table.
 
 use std::fmt::Write;
-use std::path::PathBuf;
-use std::time::Duration;
+
+use gputrace_summary::{Ended, Ending, Lost, RunSummary};
 
 use crate::numbers::{human_bytes, human_ns, plural, thousands};
 
-/// Time spent in one region (by name), over all locations.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Row {
-    pub name: String,
-    pub calls: u64,
-    pub time: u64,
-}
-
-/// How a process that did not end normally, or lost events, ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Ending {
-    pub rank: u32,
-    pub pid: u32,
-    pub host: String,
-    pub how: Ended,
-    /// Events being written when it stopped, cut.
-    pub cut: u64,
-    /// Events it could not write (recording had stopped).
-    pub dropped: u64,
-}
-
-/// What one process's sources (CUPTI, NCCL) lost before it became
-/// events.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Lost {
-    pub rank: u32,
-    pub pid: u32,
-    pub host: String,
-    /// (kind's key, `CUPTI_DROPPED`; count), none zero.
-    pub counts: Vec<(String, u64)>,
-}
-
-/// A part of the program that was not traced, and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NotTraced {
-    /// `CUDA`, `MPI`.
-    pub what: String,
-    pub why: String,
-    /// The processes that said so; 0 when gputrace knew it itself.
-    pub processes: usize,
-}
-
-/// The way a process ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Ended {
-    /// By this signal (named: `SIGTERM`), its buffers written first.
-    Signal(String),
-    /// Without closing its trace.
-    Unclosed,
-    NoFinalize,
-    Damaged,
-    Finished,
-}
-
-/// What a merge found, as the summary shows it.
-#[derive(Debug, Clone, Default)]
-pub struct RunSummary {
-    pub processes: usize,
-    pub mpi_ranks: usize,
-    pub hosts: usize,
-    pub locations: usize,
-    pub events: u64,
-    /// From the first event to the last, in ns.
-    pub trace_length: u64,
-    /// MPI functions, busiest first.
-    pub mpi: Vec<Row>,
-    /// NCCL calls (enqueue on the host), busiest first.
-    pub nccl: Vec<Row>,
-    /// Kernels by name, busiest first.
-    pub kernels_by_name: Vec<Row>,
-    pub p2p_messages: u64,
-    pub p2p_bytes: u64,
-    pub collectives: u64,
-    pub collective_bytes: u64,
-    pub nccl_collectives: u64,
-    pub nccl_collective_bytes: u64,
-    pub nccl_messages: u64,
-    pub nccl_message_bytes: u64,
-    pub kernels: u64,
-    pub memsets: u64,
-    pub memset_bytes: u64,
-    /// Copies by kind (its short name: `HtoD`), with their bytes, in the
-    /// order shown; kinds without copies left out.
-    pub copies: Vec<(String, u64, u64)>,
-    pub dropped: u64,
-    pub endings: Vec<Ending>,
-    /// Processes whose sources lost records, in rank order.
-    pub lost: Vec<Lost>,
-    pub not_traced: Vec<NotTraced>,
-    pub closed_open_regions: u64,
-    pub clamped: u64,
-    pub unmatched_leaves: u64,
-    /// The archive's anchor and its size in bytes, when one was written.
-    pub archive: Option<(PathBuf, u64)>,
-    /// The Cube profile, its size in bytes and number of call paths, when
-    /// one was written.
-    pub profile: Option<(PathBuf, u64, usize)>,
-    pub merge_time: Duration,
-    /// From the program's last process finishing to the archive written.
-    pub exit_to_archive: Option<u64>,
-    /// What the message-based clock correction did, for a job on several
-    /// hosts.
-    pub clocks: Option<Clocks>,
-}
-
-/// The message-based clock correction of a job on several hosts.
-#[derive(Debug, Clone, Default)]
-pub struct Clocks {
-    pub hosts: usize,
-    /// Point-to-point messages paired between hosts.
-    pub messages: u64,
-    /// Received before their send on the measured clocks, and after the
-    /// correction.
-    pub before: u64,
-    pub after: u64,
-    /// Receives moved (true), or hosts' clocks shifted by a constant.
-    pub moved_receives: bool,
-    /// Too many messages between hosts to correct by (the limit).
-    pub skipped: Option<u64>,
-    /// Hosts shifted or receives moved, and by how much at most (ns).
-    pub moved: u64,
-    pub max_shift: u64,
-}
-
-impl RunSummary {
+/// The text of a run summary.
+pub trait Render {
     /// The text of the summary. `tables`: include the per-function tables
     /// (MPI, NCCL, kernels), left out when `gputrace stats`'s short form
     /// follows; at most `top` MPI functions are listed.
-    pub fn render(&self, top: usize, tables: bool) -> String {
+    fn render(&self, top: usize, tables: bool) -> String;
+}
+
+impl Render for RunSummary {
+    fn render(&self, top: usize, tables: bool) -> String {
+        Text(self).render(top, tables)
+    }
+}
+
+/// A line of the summary about one process.
+pub trait Describe {
+    fn describe(&self) -> String;
+}
+
+/// The summary being written (its parts as methods).
+struct Text<'a>(&'a RunSummary);
+
+impl std::ops::Deref for Text<'_> {
+    type Target = RunSummary;
+
+    fn deref(&self) -> &RunSummary {
+        self.0
+    }
+}
+
+impl Text<'_> {
+    fn render(&self, top: usize, tables: bool) -> String {
         let mut s = String::new();
         self.totals(&mut s);
         if tables {
@@ -175,7 +79,7 @@ impl RunSummary {
             self.hosts,
             plural(self.hosts as u64, "s"),
             self.locations,
-            thousands(self.events),
+            thousands(self.counts.events),
             human_ns(self.trace_length),
         );
     }
@@ -204,24 +108,24 @@ impl RunSummary {
     }
 
     fn messages(&self, s: &mut String, tables: bool) {
-        if self.p2p_messages > 0 || self.collectives > 0 {
+        if self.counts.p2p_messages > 0 || self.counts.collectives > 0 {
             let _ = writeln!(
                 s,
                 "messages: {} point-to-point ({}), {} collectives ({} sent)",
-                thousands(self.p2p_messages),
-                human_bytes(self.p2p_bytes),
-                thousands(self.collectives),
-                human_bytes(self.collective_bytes)
+                thousands(self.counts.p2p_messages),
+                human_bytes(self.counts.p2p_bytes),
+                thousands(self.counts.collectives),
+                human_bytes(self.counts.collective_bytes)
             );
         }
-        if self.nccl_collectives > 0 || self.nccl_messages > 0 {
+        if self.counts.nccl_collectives > 0 || self.counts.nccl_messages > 0 {
             let _ = writeln!(
                 s,
                 "NCCL: {} collectives ({} sent), {} send/recv ({})",
-                thousands(self.nccl_collectives),
-                human_bytes(self.nccl_collective_bytes),
-                thousands(self.nccl_messages),
-                human_bytes(self.nccl_message_bytes)
+                thousands(self.counts.nccl_collectives),
+                human_bytes(self.counts.nccl_collective_bytes),
+                thousands(self.counts.nccl_messages),
+                human_bytes(self.counts.nccl_message_bytes)
             );
         }
         if tables && !self.nccl.is_empty() {
@@ -278,10 +182,10 @@ impl RunSummary {
     }
 
     fn gpu_work(&self, s: &mut String, tables: bool) {
-        if self.kernels > 0 && !tables {
-            let _ = writeln!(s, "GPU kernels: {} launches", thousands(self.kernels));
-        } else if self.kernels > 0 {
-            let _ = writeln!(s, "GPU kernels by time (all streams): {} launches", thousands(self.kernels));
+        if self.counts.kernels > 0 && !tables {
+            let _ = writeln!(s, "GPU kernels: {} launches", thousands(self.counts.kernels));
+        } else if self.counts.kernels > 0 {
+            let _ = writeln!(s, "GPU kernels by time (all streams): {} launches", thousands(self.counts.kernels));
             for r in self.kernels_by_name.iter().take(5) {
                 let short = crate::names::for_terminal(&r.name, 48);
                 let _ = writeln!(s, "  {:<48} {:>10} {:>12}", short, thousands(r.calls), human_ns(r.time));
@@ -289,13 +193,13 @@ impl RunSummary {
         }
         let copies: Vec<String> =
             self.copies.iter().map(|(kind, n, b)| format!("{} {kind} ({})", thousands(*n), human_bytes(*b))).collect();
-        if !copies.is_empty() || self.memsets > 0 {
+        if !copies.is_empty() || self.counts.memsets > 0 {
             let _ = writeln!(
                 s,
                 "GPU copies: {}; memsets: {} ({})",
                 if copies.is_empty() { "none".to_string() } else { copies.join(", ") },
-                thousands(self.memsets),
-                human_bytes(self.memset_bytes)
+                thousands(self.counts.memsets),
+                human_bytes(self.counts.memset_bytes)
             );
         }
     }
@@ -354,22 +258,24 @@ impl RunSummary {
     }
 }
 
-impl Lost {
+impl Describe for Lost {
     /// `rank 1 (pid 4242 on vm): 1,234 CUDA activity records dropped by
     /// CUPTI (buffers full: raise GPUTRACE_CUDA_BUFFER)`, kinds joined by
     /// `; `.
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         let what: Vec<String> = self.counts.iter().map(|(key, n)| crate::lost::describe(key, *n)).collect();
         format!("rank {} (pid {} on {}): {}", self.rank, self.pid, self.host, what.join("; "))
     }
 }
 
-impl Ending {
+impl Describe for Ending {
     /// `rank 1 (pid 4242 on vm) ended by SIGSEGV, its buffers written
     /// first; 1 event being written cut`.
-    pub fn describe(&self) -> String {
+    fn describe(&self) -> String {
         let mut how = match &self.how {
-            Ended::Signal(name) => format!("ended by {name}, its buffers written first"),
+            Ended::Signal(signal) => {
+                format!("ended by {}, its buffers written first", gputrace_summary::signal_name(*signal))
+            }
             Ended::Unclosed => "stopped without closing its trace (SIGKILL, or _exit)".to_string(),
             Ended::NoFinalize => "exited without MPI_Finalize".to_string(),
             Ended::Damaged => "finished, its stream damaged".to_string(),
@@ -387,6 +293,8 @@ impl Ending {
 
 #[cfg(test)]
 mod tests {
+    use gputrace_summary::{Clocks, Counters, NotTraced, Row};
+
     use super::*;
 
     #[test]
@@ -396,7 +304,7 @@ mod tests {
             mpi_ranks: 2,
             hosts: 1,
             locations: 2,
-            events: 10,
+            counts: Counters { events: 10, ..Default::default() },
             mpi: vec![
                 Row { name: "MPI_Recv".into(), calls: 2, time: 400 },
                 Row { name: "MPI_Send".into(), calls: 1, time: 100 },
@@ -417,7 +325,7 @@ mod tests {
         let fill = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, \
                     at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)";
         let s = RunSummary {
-            kernels: 3,
+            counts: Counters { kernels: 3, ..Default::default() },
             kernels_by_name: vec![
                 Row { name: gemm.into(), calls: 2, time: 4000 },
                 Row { name: fill.into(), calls: 1, time: 100 },
@@ -516,8 +424,14 @@ mod tests {
 
     #[test]
     fn endings_say_how_and_what_was_lost() {
-        let e =
-            Ending { rank: 1, pid: 4242, host: "vm".into(), how: Ended::Signal("SIGSEGV".into()), cut: 1, dropped: 0 };
+        let e = Ending {
+            rank: 1,
+            pid: 4242,
+            host: "vm".into(),
+            how: Ended::Signal(libc::SIGSEGV as u32),
+            cut: 1,
+            dropped: 0,
+        };
         assert_eq!(
             e.describe(),
             "rank 1 (pid 4242 on vm) ended by SIGSEGV, its buffers written first; 1 event being written cut"

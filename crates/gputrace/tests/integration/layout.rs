@@ -28,11 +28,12 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("gputrace-nccl", &["runtime", "gputrace-clock", "raw", "config"]),
     ("gputrace-nvtx", &["runtime", "gputrace-clock", "raw", "config"]),
     ("otf2", &["otf2-sys"]),
-    ("merge", &["gputrace-clock", "raw", "otf2", "config"]),
+    ("gputrace-summary", &[]),
+    ("merge", &["gputrace-clock", "raw", "otf2", "config", "gputrace-summary"]),
     ("cube", &[]),
     ("profile", &["merge", "cube", "otf2", "raw"]),
-    ("report", &["otf2", "cube"]),
-    ("gputrace", &["config", "gputrace-clock", "merge", "profile", "report", "otf2", "mpirt-sys"]),
+    ("report", &["otf2", "cube", "gputrace-summary"]),
+    ("gputrace", &["config", "gputrace-clock", "merge", "profile", "report", "otf2", "mpirt-sys", "gputrace-summary"]),
 ];
 
 /// Arrows that must never appear, whatever the table above says: the
@@ -57,6 +58,12 @@ const NEVER: &[(&str, &str)] = &[
     ("cube", "otf2"),
     ("cube", "raw"),
     ("profile", "report"),
+    // The run summary holds plain values, under the merge and the reports
+    // alike.
+    ("gputrace-summary", "merge"),
+    ("gputrace-summary", "report"),
+    ("gputrace-summary", "raw"),
+    ("gputrace-summary", "otf2"),
     ("otf2", "raw"),
     ("otf2", "config"),
     ("otf2", "gputrace-clock"),

@@ -34,7 +34,7 @@ const LONG_FILES: &[(&str, usize)] = &[
     ("crates/merge/src/lib.rs", 758),
     ("crates/cube/src/lib.rs", 754),
     ("crates/producers/nvtx/src/annotations.rs", 753),
-    ("crates/merge/src/correct.rs", 736),
+    ("crates/merge/src/correct.rs", 755),
     ("crates/profile/src/lib.rs", 733),
     ("crates/merge/src/inputs.rs", 726),
     ("crates/gputrace/src/cli.rs", 719),
