@@ -50,10 +50,6 @@ pub use replay::{Instance, MessagePair, Sink};
 pub use stragglers::Straggler;
 pub use totals::PatternTotal;
 
-/// The run summary analyses archives of up to this many events (about a
-/// second of the pass); larger ones say how to run `gputrace analyze`.
-pub const SUMMARY_MAX_EVENTS: u64 = 10_000_000;
-
 /// The run summary analyses archives of up to this many locations: the
 /// pass reads every location at once, holding an OTF2 event chunk (1 MiB)
 /// for each, so this bounds what the summary adds to the merge's memory
