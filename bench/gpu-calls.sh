@@ -25,13 +25,12 @@ export PATH=/usr/local/cuda/bin:$PATH
 echo "GPU: $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
 nvcc -O2 -arch=native -o "$work/call_cost" "$root/bench/programs/call_cost.cu" || exit 1
 modes=${MODES:-plain kernel runtime default runtime-all}
+cupti_lib=$(dirname "$(find /usr/local/cuda/ -name 'libcupti.so*' | head -1)")
 if [ -n "${ANCHORS:-}" ] && [ -f "$ANCHORS/cupti_floor.c" ]; then
-  cupti_lib=$(dirname "$(find /usr/local/cuda/ -name 'libcupti.so*' | head -1)")
   gcc -O2 -shared -fPIC -o "$work/libfloor.so" "$ANCHORS/cupti_floor.c" -I/usr/local/cuda/include \
     -L"$cupti_lib" -Wl,-rpath,"$cupti_lib" -lcupti && modes="$modes floor"
 fi
 # CUPTI's own cost of an enabled callback (bench/programs/cupti_callbacks.c)
-cupti_lib=$(dirname "$(find /usr/local/cuda/ -name 'libcupti.so*' | head -1)")
 gcc -O2 -shared -fPIC -o "$work/libcallbacks.so" "$root/bench/programs/cupti_callbacks.c" -I/usr/local/cuda/include \
   -L"$cupti_lib" -Wl,-rpath,"$cupti_lib" -lcupti && modes="$modes callbacks"
 nsys=$(command -v nsys || find /opt/nvidia /usr/local/cuda* -name nsys -type f -perm -u+x 2>/dev/null | grep -v host- | head -1)

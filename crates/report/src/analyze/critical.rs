@@ -20,6 +20,8 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
+use super::describe::Describe;
+
 /// The changes of innermost region kept at most, over all threads (about
 /// half a gigabyte).
 pub const MAX_CHANGES: usize = 32 << 20;
@@ -70,15 +72,6 @@ pub struct CriticalPath {
     pub steps: Vec<PathStep>,
 }
 
-/// What [`Timelines::path`] needs to name things.
-pub(crate) trait Names {
-    fn process_of(&self, loc: usize) -> (String, Option<u32>);
-    fn location(&self, loc: usize) -> String;
-    /// The innermost region of a call-path node ([`NONE`]: none open).
-    fn activity(&self, node: u32) -> String;
-    fn ns(&self, ticks: u64) -> u64;
-}
-
 impl Timelines {
     pub(crate) fn new(locations: usize) -> Self {
         Self {
@@ -122,7 +115,7 @@ impl Timelines {
 
     /// The path, backwards from the location whose last change is the
     /// latest.
-    pub(crate) fn path(mut self, names: &dyn Names) -> Option<CriticalPath> {
+    pub(crate) fn path(mut self, names: &dyn Describe) -> Option<CriticalPath> {
         if self.overflow {
             return None;
         }
@@ -163,7 +156,8 @@ impl Timelines {
             .into_iter()
             .filter(|&(_, ticks)| ticks > 0)
             .map(|((l, node), ticks)| {
-                let (process, rank) = names.process_of(l);
+                let p = names.process_of(l);
+                let (process, rank) = (names.process(p), names.rank(p));
                 let time_ns = names.ns(ticks);
                 PathStep {
                     process,
@@ -217,27 +211,7 @@ impl Timelines {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    struct N;
-    impl Names for N {
-        fn process_of(&self, loc: usize) -> (String, Option<u32>) {
-            (format!("rank {loc}"), Some(loc as u32))
-        }
-        fn location(&self, _: usize) -> String {
-            "Master thread".into()
-        }
-        fn activity(&self, node: u32) -> String {
-            match node {
-                0 => "main".into(),
-                1 => "MPI_Recv".into(),
-                2 => "MPI_Send".into(),
-                _ => "-".into(),
-            }
-        }
-        fn ns(&self, t: u64) -> u64 {
-            t
-        }
-    }
+    use crate::analyze::describe::Plain;
 
     /// Rank 0 computes 0–100 and sends; rank 1 computes 0–10, waits in a
     /// receive 10–100 (a Late Sender caused by rank 0), then computes to
@@ -252,7 +226,7 @@ mod tests {
             tl.change(1, t, node);
         }
         tl.wait(1, 100, 0);
-        let p = tl.path(&N).unwrap();
+        let p = tl.path(&Plain).unwrap();
         assert_eq!((p.length_ns, p.jumps), (150, 1));
         let got: Vec<(&str, &str, u64)> =
             p.steps.iter().map(|s| (s.process.as_str(), s.activity.as_str(), s.time_ns)).collect();
@@ -273,7 +247,7 @@ mod tests {
         tl.change(1, 0, 0);
         tl.wait(0, 40, 1);
         tl.started(0, 50);
-        let p = tl.path(&N).unwrap();
+        let p = tl.path(&Plain).unwrap();
         assert_eq!((p.length_ns, p.jumps), (70, 0));
         assert_eq!(p.processes, [("rank 0".to_string(), 70)]);
     }
@@ -283,6 +257,6 @@ mod tests {
         let mut tl = Timelines::new(1);
         tl.kept = MAX_CHANGES;
         tl.change(0, 1, 0);
-        assert!(tl.path(&N).is_none());
+        assert!(tl.path(&Plain).is_none());
     }
 }

@@ -24,13 +24,16 @@
 //! flight (a send not yet received), per collective operation not yet
 //! completed by every rank, per CUDA launch whose GPU work may still come
 //! (at most [`replay::MAX_LAUNCHES`]) and per finding (aggregated by
-//! pattern, location, call path and communicator): nothing grows with the
-//! length of the trace. Findings are plain data ([`Finding`]) for the
+//! pattern, location, call path and communicator) — bounded whatever the
+//! length of the trace — with one exception: for the critical path, each
+//! host thread's changes of innermost region (16 bytes per enter or
+//! leave, at most [`critical::MAX_CHANGES`], then no path). Findings are plain data ([`Finding`]) for the
 //! terminal, JSON, the Chrome export's analysis tracks and, later, Cube
 //! metrics.
 
 pub mod critical;
 pub mod cube;
+mod describe;
 mod render;
 pub mod replay;
 pub mod stragglers;

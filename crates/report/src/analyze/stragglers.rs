@@ -27,6 +27,8 @@ use std::collections::HashMap;
 use otf2::{CommRef, RegionRef};
 use serde::Serialize;
 
+use super::describe::Describe;
+
 /// One rank's arrival at a collective operation.
 pub(crate) struct Arrival {
     pub loc: usize,
@@ -161,20 +163,6 @@ impl Stragglers {
     }
 }
 
-/// What [`Stragglers::finish`] needs to name and convert.
-pub(crate) trait Describe {
-    /// (paradigm, name, size, members) of a communicator.
-    fn communicator(&self, comm: CommRef) -> Option<(&'static str, String, u64, String)>;
-    fn rank(&self, process: usize) -> Option<u32>;
-    fn process(&self, process: usize) -> String;
-    fn location(&self, loc: usize) -> String;
-    fn region(&self, region: RegionRef) -> String;
-    /// A duration in ticks, as ns.
-    fn ns(&self, ticks: u64) -> u64;
-    /// A time in ticks, as ns since the trace's start.
-    fn since_start(&self, ticks: u64) -> u64;
-}
-
 /// The region in which `late` spent the most time beyond `other`, and how
 /// much.
 fn excess(late: &[(RegionRef, u64)], other: &[(RegionRef, u64)]) -> Option<(RegionRef, u64)> {
@@ -221,6 +209,7 @@ impl RegionClock {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analyze::describe::Plain;
 
     fn arrival(process: usize, enter: u64, since: &[(u32, u64)]) -> Arrival {
         Arrival {
@@ -228,31 +217,6 @@ mod tests {
             process,
             enter,
             since: since.iter().map(|&(r, t)| (RegionRef::from_id(r), t)).collect(),
-        }
-    }
-
-    struct Names;
-    impl Describe for Names {
-        fn communicator(&self, _: CommRef) -> Option<(&'static str, String, u64, String)> {
-            Some(("MPI", "world".into(), 3, "0-2".into()))
-        }
-        fn rank(&self, p: usize) -> Option<u32> {
-            Some(p as u32)
-        }
-        fn process(&self, p: usize) -> String {
-            format!("rank {p}")
-        }
-        fn location(&self, _: usize) -> String {
-            "Master thread".into()
-        }
-        fn region(&self, r: RegionRef) -> String {
-            format!("region {}", r.id())
-        }
-        fn ns(&self, t: u64) -> u64 {
-            t
-        }
-        fn since_start(&self, t: u64) -> u64 {
-            t
         }
     }
 
@@ -278,7 +242,7 @@ mod tests {
             comm,
             &[arrival(0, 5001, &[(1, 100)]), arrival(1, 5000, &[(1, 100)]), arrival(2, 5000, &[(1, 100)])],
         );
-        let rows = s.finish(&Names);
+        let rows = s.finish(&Plain);
         assert_eq!(rows.len(), 2);
         let r = &rows[0];
         assert_eq!((r.rank, r.operations, r.times_last), (Some(2), 4, 3));

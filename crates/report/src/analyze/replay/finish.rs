@@ -6,7 +6,7 @@ use otf2::{CommRef, RegionRef};
 
 use super::critical;
 use super::{Agg, Analysis, Finding, GpuTime, Imbalance, Pass, Pattern, Place, RankTime, What, Window, Worst};
-use crate::analyze::stragglers::Describe;
+use crate::analyze::describe::Describe;
 use crate::analyze::{render, totals};
 use crate::model::LocationKind;
 
@@ -302,31 +302,16 @@ impl Describe for Pass<'_> {
         self.model.process_label(process)
     }
 
+    fn process_of(&self, loc: usize) -> usize {
+        self.locs[loc].process
+    }
+
     fn location(&self, loc: usize) -> String {
         self.locs[loc].name.clone()
     }
 
     fn region(&self, region: RegionRef) -> String {
         self.region_name(region).to_owned()
-    }
-
-    fn ns(&self, ticks: u64) -> u64 {
-        self.model.ns(ticks)
-    }
-
-    fn since_start(&self, ticks: u64) -> u64 {
-        self.model.ns_since_start(ticks)
-    }
-}
-
-impl critical::Names for Pass<'_> {
-    fn process_of(&self, loc: usize) -> (String, Option<u32>) {
-        let p = self.locs[loc].process;
-        (self.model.process_label(p), self.model.processes.get(p).and_then(|i| i.rank))
-    }
-
-    fn location(&self, loc: usize) -> String {
-        self.locs[loc].name.clone()
     }
 
     fn activity(&self, node: u32) -> String {
@@ -339,6 +324,10 @@ impl critical::Names for Pass<'_> {
 
     fn ns(&self, ticks: u64) -> u64 {
         self.model.ns(ticks)
+    }
+
+    fn since_start(&self, ticks: u64) -> u64 {
+        self.model.ns_since_start(ticks)
     }
 }
 

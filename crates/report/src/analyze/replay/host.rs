@@ -53,6 +53,16 @@ pub(super) struct Host {
     pub(super) clock: RegionClock,
 }
 
+impl Host {
+    /// An event at `t` on the thread, before its stack changes: the
+    /// thread's last time, and the time since its last change credited to
+    /// the region on top (unless MPI, NCCL or a synchronization).
+    fn event_at(&mut self, t: u64) {
+        self.last = self.last.max(t);
+        self.clock.credit(self.stack.last().filter(|f| !f.excluded).map(|f| f.region), t);
+    }
+}
+
 fn is_init_or_finalize(name: &str) -> bool {
     matches!(name, "MPI_Init" | "MPI_Init_thread" | "MPI_Finalize")
 }
@@ -84,8 +94,7 @@ impl Pass<'_> {
         let process = self.locs[l].process;
         let host = &mut self.locs[l].host;
         host.first.get_or_insert(t);
-        host.last = host.last.max(t);
-        host.clock.credit(host.stack.last().filter(|f| !f.excluded).map(|f| f.region), t);
+        host.event_at(t);
         let parent = host.stack.last().map_or(0, |f| f.node);
         let in_cuda = host.stack.iter().any(|f| matches!(f.kind, RegionKind::CudaApi | RegionKind::Sync));
         let in_mpi = host.stack.iter().any(|f| f.kind == RegionKind::Mpi);
@@ -163,8 +172,7 @@ impl Pass<'_> {
 
     pub(super) fn host_leave(&mut self, l: usize, t: u64, region: RegionRef) {
         let host = &mut self.locs[l].host;
-        host.last = host.last.max(t);
-        host.clock.credit(host.stack.last().filter(|f| !f.excluded).map(|f| f.region), t);
+        host.event_at(t);
         let Some(depth) = host.stack.iter().rposition(|f| f.region == region) else { return };
         while self.locs[l].host.stack.len() > depth {
             let frame = self.locs[l].host.stack.pop().expect("depth < len");
