@@ -275,7 +275,12 @@ fn nccl_domain_ranges_go_to_the_nccl_plugin() {
     let out = trace(&dir, &[&exe, "3"], &[]);
     let stderr = text(&out.stderr);
     assert!(out.status.success(), "{stderr}");
-    assert!(!stderr.contains("repaired") && !stderr.contains("[gputrace] warning"), "{stderr}");
+    // Nothing lost: the exit handler, run after glibc dropped the main
+    // thread's state, once counted an event lost.
+    assert!(
+        !stderr.contains("repaired") && !stderr.contains("[gputrace] warning") && !stderr.contains("lost:"),
+        "{stderr}"
+    );
     let facts = nvtx_facts(&dir.join("traces.otf2"));
     assert!(facts["regions"].as_object().unwrap().keys().all(|k| !k.starts_with("nccl")), "{}", facts["regions"]);
     let f = crate::util::facts(&dir.join("traces.otf2"));

@@ -329,8 +329,18 @@ extern "C" fn at_exit() {
     let exit_started = gputrace_clock::now();
     let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
         if let Some(Some(live)) = LIVE.get() {
-            // The exiting thread's group still open (its state is not dropped at exit).
-            with_thread(|th| runtime::lost::note(raw::SourceLoss::NcclThreadExit, th.open_calls() as u64));
+            // The exiting thread's group still open: counted here when its
+            // state is still there, taken so that its drop does not count
+            // it again; glibc runs the main thread's thread-local
+            // destructors before the exit handlers, and then the drop has
+            // counted it already (nothing is lost by the state being gone).
+            let _ = THREAD.try_with(|t| {
+                if let Ok(mut t) = t.0.try_borrow_mut()
+                    && let Some(th) = t.take()
+                {
+                    runtime::lost::note(raw::SourceLoss::NcclThreadExit, th.open_calls() as u64);
+                }
+            });
             live.profiler.finish(exit_started);
             if let Some(c) = &live.capture {
                 c.flush();
