@@ -41,6 +41,7 @@ pub mod lost;
 pub mod memory;
 pub mod names;
 pub mod nvlink;
+pub mod nvml_proxy;
 pub mod records;
 pub mod replay;
 pub mod synthetic;

@@ -8,6 +8,10 @@
 //! location. NVML counts all NVLink traffic, including what no copy record
 //! shows (NCCL kernels writing into a peer's memory), which is why it is
 //! used rather than CUPTI: CUPTI's NVLink records give the topology only.
+//!
+//! NVML itself runs in another process ([`crate::nvml_proxy`]): called
+//! from this thread beside the program's own NVML calls (NCCL's), it made
+//! NCCL see fewer NVLinks.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -15,11 +19,11 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use nvml_sys::{ALL_LINKS, Device, NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, Nvml};
+use crate::nvml_proxy::{ProxyError, Remote};
 use raw::{Definition, Event, LocationKind, MetricDef};
 use runtime::Recorder;
 
-use crate::gpu_metrics::{GpuTrack, Readings};
+use crate::gpu_metrics::GpuTrack;
 
 /// Samples are written at least this often.
 const WRITE_EVERY_NS: u64 = 1_000_000_000;
@@ -49,7 +53,8 @@ pub struct Sampler {
 
 struct Gpu {
     ordinal: u32,
-    device: Device,
+    /// The server's number for it.
+    device: u32,
     /// Location and metric ids, defined at the first successful sample so
     /// that a GPU without NVLink gets no empty location.
     defined: Option<(u32, [u32; 2])>,
@@ -72,11 +77,12 @@ pub(crate) fn next_metric_ids(n: u32) -> u32 {
 impl Sampler {
     /// Starts sampling; GPUs are added with [`Sampler::add`]. Fails when
     /// NVML is not available.
-    pub fn start(rec: Recorder, intervals: Intervals) -> Result<Sampler, nvml_sys::NvmlError> {
+    pub fn start(rec: Recorder, intervals: Intervals) -> Result<Sampler, ProxyError> {
         let opened = EARLY.lock().ok().and_then(|mut e| e.take());
         let nvml = match opened {
-            Some(nvml) => nvml,
-            None => Nvml::open()?,
+            Some(Ok(remote)) => remote,
+            Some(Err(e)) => return Err(e),
+            None => Remote::start()?,
         };
         let (add, added) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
@@ -88,15 +94,15 @@ impl Sampler {
         Ok(Sampler { add, stop, thread })
     }
 
-    /// Opens NVML ahead of [`Sampler::start`] (its initialization takes
-    /// tens of milliseconds), on the caller's thread: the agent does it as
-    /// a context is created, off the program's threads.
+    /// Starts the NVML server ahead of [`Sampler::start`] (opening NVML
+    /// takes tens of milliseconds), on the caller's thread: the agent does
+    /// it as a context is created, off the program's threads.
     pub fn open_early() {
-        if let Ok(nvml) = Nvml::open()
-            && let Ok(mut early) = EARLY.lock()
+        let started = Remote::start();
+        if let Ok(mut early) = EARLY.lock()
             && early.is_none()
         {
-            *early = Some(nvml);
+            *early = Some(started);
         }
     }
 
@@ -118,15 +124,14 @@ impl Drop for Sampler {
     }
 }
 
-/// NVML opened by [`Sampler::open_early`], for the sampler to take.
-static EARLY: Mutex<Option<Nvml>> = Mutex::new(None);
+/// The server [`Sampler::open_early`] started (or why it could not), for
+/// the sampler to take.
+static EARLY: Mutex<Option<Result<Remote, ProxyError>>> = Mutex::new(None);
 
-fn run(nvml: Nvml, rec: Recorder, intervals: Intervals, added: Receiver<(u32, [u8; 16])>, stop: Arc<AtomicBool>) {
+fn run(mut nvml: Remote, rec: Recorder, intervals: Intervals, added: Receiver<(u32, [u8; 16])>, stop: Arc<AtomicBool>) {
     let mut gpus: Vec<Gpu> = Vec::new();
     let mut known: Vec<u32> = Vec::new();
     let mut last_write = gputrace_clock::now();
-    let fields =
-        [(NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, ALL_LINKS), (NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, ALL_LINKS)];
     let ns = |d: Option<Duration>| d.map(|d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1));
     let (nvlink_every, gpu_every) = (ns(intervals.nvlink), ns(intervals.gpu));
     let (mut nvlink_due, mut gpu_due) = (0u64, 0u64);
@@ -137,7 +142,7 @@ fn run(nvml: Nvml, rec: Recorder, intervals: Intervals, added: Receiver<(u32, [u
                 continue;
             }
             known.push(ordinal);
-            match nvml.device_by_uuid(&uuid_string(&uuid)) {
+            match nvml.open(&uuid_string(&uuid)) {
                 Ok(device) => gpus.push(Gpu {
                     ordinal,
                     device,
@@ -155,7 +160,7 @@ fn run(nvml: Nvml, rec: Recorder, intervals: Intervals, added: Receiver<(u32, [u
         {
             nvlink_due = now.saturating_add(every);
             for g in &mut gpus {
-                sample_nvlink(&nvml, &rec, g, &fields, now);
+                sample_nvlink(&mut nvml, &rec, g, now);
             }
         }
         if let Some(every) = gpu_every
@@ -163,10 +168,13 @@ fn run(nvml: Nvml, rec: Recorder, intervals: Intervals, added: Receiver<(u32, [u
         {
             gpu_due = now.saturating_add(every);
             for g in &mut gpus {
-                sample_gpu(&nvml, &rec, g, now);
+                sample_gpu(&mut nvml, &rec, g, now);
             }
         }
-        if stopping || now.saturating_sub(last_write) >= WRITE_EVERY_NS {
+        // A server that cannot be asked any more: what was sampled is
+        // written now, and nothing is asked again.
+        let gone = nvml.broken().filter(|_| !gpus.is_empty()).map(str::to_owned);
+        if stopping || gone.is_some() || now.saturating_sub(last_write) >= WRITE_EVERY_NS {
             for g in &mut gpus {
                 if let Some((location, _)) = g.defined {
                     if runtime::window::windowed() {
@@ -179,6 +187,10 @@ fn run(nvml: Nvml, rec: Recorder, intervals: Intervals, added: Receiver<(u32, [u
             }
             last_write = now;
         }
+        if let Some(why) = gone {
+            runtime::diag::warn_once(&format!("NVLink traffic and GPU metrics are no longer sampled: {why}"));
+            gpus.clear();
+        }
         if stopping {
             return;
         }
@@ -188,11 +200,8 @@ fn run(nvml: Nvml, rec: Recorder, intervals: Intervals, added: Receiver<(u32, [u
     }
 }
 
-fn sample_nvlink(nvml: &Nvml, rec: &Recorder, g: &mut Gpu, fields: &[(u32, u32); 2], now: u64) {
-    let Ok(values) = nvml.field_values(g.device, fields) else {
-        return;
-    };
-    let (Some(tx), Some(rx)) = (values[0].as_u64(), values[1].as_u64()) else {
+fn sample_nvlink(nvml: &mut Remote, rec: &Recorder, g: &mut Gpu, now: u64) {
+    let Ok((tx, rx)) = nvml.nvlink(g.device) else {
         return;
     };
     let base = *g.base.get_or_insert([tx, rx]);
@@ -205,21 +214,15 @@ fn sample_nvlink(nvml: &Nvml, rec: &Recorder, g: &mut Gpu, fields: &[(u32, u32);
 
 /// One round of GPU metrics; queries the GPU does not support are not
 /// made again.
-fn sample_gpu(nvml: &Nvml, rec: &Recorder, g: &mut Gpu, now: u64) {
+fn sample_gpu(nvml: &mut Remote, rec: &Recorder, g: &mut Gpu, now: u64) {
     if !g.metrics.state().any_left() {
         return;
     }
-    fn skipped<T>() -> Result<T, nvml_sys::NvmlError> {
-        Err(nvml_sys::NvmlError::Call("skipped", nvml_sys::NVML_ERROR_NOT_SUPPORTED))
-    }
     let m = g.metrics.state();
-    let readings = Readings::from_nvml(
-        if m.wanted(0) || m.wanted(1) { nvml.utilization(g.device) } else { skipped() },
-        if m.wanted(2) { nvml.memory(g.device) } else { skipped() },
-        if m.wanted(3) { nvml.sm_clock(g.device) } else { skipped() },
-        if m.wanted(4) { nvml.power(g.device) } else { skipped() },
-        if m.wanted(5) { nvml.temperature(g.device) } else { skipped() },
-    );
+    let wanted = (0..6).filter(|&i| m.wanted(i)).fold(0u8, |mask, i| mask | 1 << i);
+    let Ok(readings) = nvml.gpu(g.device, wanted) else {
+        return;
+    };
     g.metrics.sample(rec, &readings, now);
 }
 
