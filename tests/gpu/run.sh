@@ -179,7 +179,10 @@ for p in $parts; do
       # drops what it could not write; small buffers alone drop nothing.
       [ -x "$work/cuda_basic" ] || build cuda_basic "$progs/cuda_basic.cu" || continue
       part small env GPUTRACE_CUDA_BUFFER=64k "$gt" -o "$work/exp-small" "$work/cuda_basic" 2000
-      part lost env _GPUTRACE_TEST_CUPTI_REFUSE=2 GPUTRACE_CUDA_BUFFER=64k "$gt" -o "$work/exp-lost" "$work/cuda_basic" 2000
+      # The lost run's buffers are captured (with CUPTI's drop counts) for
+      # the CI test of the accounting (tests/fixtures/cupti/cuda_basic_lost).
+      part lost env _GPUTRACE_TEST_CUPTI_REFUSE=2 GPUTRACE_CUDA_BUFFER=64k GPUTRACE_CUDA_CAPTURE="$work/capture-lost" \
+        "$gt" -o "$work/exp-lost" "$work/cuda_basic" 2000
       grep -h 'lost:' "$work/small.err" "$work/lost.err" | sed 's/^/  [lost] /'
       ;;
     threads)

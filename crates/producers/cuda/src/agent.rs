@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_void};
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Sender};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
@@ -570,6 +570,11 @@ unsafe extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, ma
     }
 }
 
+/// Records CUPTI dropped that no capture holds yet: the next capture
+/// written holds them (a drop reported with an empty buffer goes with the
+/// next buffer that has records).
+static DROPPED_FOR_CAPTURE: AtomicU64 = AtomicU64::new(0);
+
 unsafe extern "C" fn buffer_completed(ctx: sys::CUcontext, stream: u32, buffer: *mut u8, size: usize, valid: usize) {
     guarded(|agent| {
         let mut dropped = 0usize;
@@ -578,6 +583,9 @@ unsafe extern "C" fn buffer_completed(ctx: sys::CUcontext, stream: u32, buffer: 
             && dropped > 0
         {
             crate::lost::note(crate::lost::SourceLoss::CuptiDropped, dropped as u64);
+            if agent.capture.is_some() {
+                DROPPED_FOR_CAPTURE.fetch_add(dropped as u64, Ordering::Relaxed);
+            }
         }
     });
     if buffer.is_null() {
@@ -865,6 +873,7 @@ impl Agent {
             api_version: self.version.api(),
             library_major: self.version.cuda().0,
             records: raw.to_vec(),
+            dropped: DROPPED_FOR_CAPTURE.swap(0, Ordering::Relaxed),
             ..Capture::default()
         };
         for r in records {

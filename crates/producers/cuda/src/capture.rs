@@ -7,7 +7,7 @@
 //! to `<dir>/<pid>-<n>.cupti`:
 //!
 //! ```text
-//! "GTCUPTI1" | api version u32 | library major u32 (0 = unknown)
+//! "GTCUPTI2" | api version u32 | library major u32 (0 = unknown) | dropped u64
 //! | records u64 | per record: length u32, bytes
 //! | strings u64 | per string: pointer u64, length u32, UTF-8 bytes
 //! | API names u64 | per name: domain u8 (1 driver, 2 runtime), cbid u32, length u32, bytes
@@ -16,6 +16,9 @@
 //!
 //! The copy ends (the addresses the copy calls named, with `memory`) are
 //! optional: captures made before they existed end after the API names.
+//! `dropped` is what `cuptiActivityGetNumDroppedRecords` reported since
+//! the previous capture (records CUPTI had no buffer for); captures of
+//! the first format, "GTCUPTI1", have no such field and read as 0.
 //!
 //! All integers are little-endian. A binary format written by hand, not
 //! serde: the records are CUPTI's bytes, kept verbatim for the decoder.
@@ -26,13 +29,16 @@ use std::path::Path;
 
 use crate::records::{ApiDomain, Strings};
 
-const MAGIC: &[u8; 8] = b"GTCUPTI1";
+const MAGIC: &[u8; 8] = b"GTCUPTI2";
+const MAGIC_V1: &[u8; 8] = b"GTCUPTI1";
 
 /// The contents of one captured buffer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Capture {
     pub api_version: u32,
     pub library_major: u32,
+    /// Records CUPTI dropped since the previous capture.
+    pub dropped: u64,
     pub records: Vec<Vec<u8>>,
     pub strings: HashMap<u64, String>,
     pub api_names: HashMap<(ApiDomain, u32), String>,
@@ -58,6 +64,7 @@ impl Capture {
         out.write_all(MAGIC)?;
         out.write_all(&self.api_version.to_le_bytes())?;
         out.write_all(&self.library_major.to_le_bytes())?;
+        out.write_all(&self.dropped.to_le_bytes())?;
         out.write_all(&(self.records.len() as u64).to_le_bytes())?;
         for r in &self.records {
             out.write_all(&(r.len() as u32).to_le_bytes())?;
@@ -97,10 +104,13 @@ impl Capture {
         let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("bad CUPTI capture: {what}"));
         let mut magic = [0u8; 8];
         input.read_exact(&mut magic)?;
-        if &magic != MAGIC {
+        if &magic != MAGIC && &magic != MAGIC_V1 {
             return Err(bad("no magic"));
         }
         let mut c = Capture { api_version: u32_le(input)?, library_major: u32_le(input)?, ..Capture::default() };
+        if &magic == MAGIC {
+            c.dropped = u64_le(input)?;
+        }
         for _ in 0..u64_le(input)? {
             let n = u32_le(input)? as usize;
             if n > 1 << 20 {
@@ -188,5 +198,14 @@ mod tests {
         for cut in [3, 20, 25] {
             assert!(Capture::read(&mut &buf[..buf.len() - cut]).is_err(), "cut {cut}");
         }
+        // A drop count; the first format (no such field) reads as none.
+        c.dropped = 1234;
+        let mut buf = Vec::new();
+        c.write(&mut buf).unwrap();
+        assert_eq!(Capture::read(&mut buf.as_slice()).unwrap(), c);
+        let mut v1 = b"GTCUPTI1".to_vec();
+        v1.extend_from_slice(&buf[8..16]);
+        v1.extend_from_slice(&buf[24..]);
+        assert_eq!(Capture::read(&mut v1.as_slice()).unwrap(), Capture { dropped: 0, ..c });
     }
 }

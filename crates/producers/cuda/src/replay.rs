@@ -54,6 +54,8 @@ pub fn replay_then(
         let records = decode(c)?;
         // What the live agent counts as undecodable, this stream counts.
         rec.note_lost(raw::SourceLoss::CuptiUndecodable, (c.records.len() - records.len()) as u64);
+        // And what CUPTI said it dropped.
+        rec.note_lost(raw::SourceLoss::CuptiDropped, c.dropped);
         converter.convert(&records, c, &rec);
     }
     then(&rec);
