@@ -90,6 +90,7 @@ impl Remote {
         ours.set_read_timeout(Some(PATIENCE)).map_err(broken)?;
         let (to, theirs_in) = (ours.try_clone().map_err(broken)?, theirs.try_clone().map_err(broken)?);
         let mut cmd = Command::new(&path);
+        cmd.arg(std::process::id().to_string());
         cmd.stdin(Stdio::from(OwnedFd::from(theirs_in)))
             .stdout(Stdio::from(OwnedFd::from(theirs)))
             .stderr(Stdio::null());
@@ -242,22 +243,44 @@ fn server_path() -> Result<PathBuf, ProxyError> {
 }
 
 /// The server: answers requests on `input` with NVML until the input
-/// ends. NVML that cannot be opened is said once (`err …`) and ends it.
-pub fn serve(input: impl BufRead, mut output: impl Write) -> io::Result<()> {
+/// ends, or until process `client` is gone (looked at every second: a
+/// child the client forked may hold its end of the socket open). NVML
+/// that cannot be opened is said once (`err …`) and ends it.
+pub fn serve(input: UnixStream, mut output: impl Write, client: Option<u32>) -> io::Result<()> {
     let nvml = match Nvml::open() {
         Ok(n) => n,
         Err(e) => return writeln!(output, "err {e}").and_then(|()| output.flush()),
     };
     writeln!(output, "ready")?;
     output.flush()?;
+    input.set_read_timeout(Some(std::time::Duration::from_secs(1)))?;
+    // Alive: there, and not a zombie (state `Z` after the command's `)`).
+    let alive = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .is_ok_and(|s| s.rsplit_once(')').is_some_and(|(_, rest)| !rest.trim_start().starts_with('Z')))
+    };
+    let mut input = BufReader::new(input);
     let mut devices: Vec<Device> = Vec::new();
-    for line in input.lines() {
-        let line = line?;
-        let answer = answer(&nvml, &mut devices, &line);
+    let mut line = String::new();
+    loop {
+        // A read that times out keeps what it read of the line in `line`.
+        match input.read_line(&mut line) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                if client.is_some_and(|pid| !alive(pid)) {
+                    return Ok(());
+                }
+                continue;
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+        let answer = answer(&nvml, &mut devices, line.trim_end());
+        line.clear();
         writeln!(output, "{answer}")?;
         output.flush()?;
     }
-    Ok(())
 }
 
 fn answer(nvml: &Nvml, devices: &mut Vec<Device>, line: &str) -> String {
@@ -310,19 +333,28 @@ fn read_gpu(nvml: &Nvml, d: Device, wanted: impl Fn(usize) -> bool) -> Readings 
     )
 }
 
-/// `gputrace-nvml`'s main: without [`SERVE_ARG`], starts the server (the
-/// same binary with it, on the same standard input and output) and
-/// exits, so that the server is nobody's child; with it, serves.
+/// `gputrace-nvml [--serve] [PID]`'s main: without [`SERVE_ARG`], starts
+/// the server (the same binary with it and PID, on the same standard
+/// input and output) and exits, so that the server is nobody's child;
+/// with it, serves (standard input must be the socket) until the input
+/// ends or process PID is gone.
 pub fn server_main() -> std::process::ExitCode {
+    use std::os::fd::AsFd;
     use std::process::ExitCode;
-    if std::env::args_os().nth(1).is_some_and(|a| a == SERVE_ARG) {
-        return match serve(io::stdin().lock(), io::stdout().lock()) {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let serving = args.first().is_some_and(|a| a == SERVE_ARG);
+    let client = args.iter().skip(usize::from(serving)).find_map(|a| a.parse::<u32>().ok());
+    if serving {
+        let Ok(socket) = io::stdin().as_fd().try_clone_to_owned() else { return ExitCode::FAILURE };
+        return match serve(UnixStream::from(socket), io::stdout().lock(), client) {
             Ok(()) => ExitCode::SUCCESS,
             Err(_) => ExitCode::FAILURE,
         };
     }
     let Ok(me) = std::env::current_exe() else { return ExitCode::FAILURE };
-    match Command::new(me).arg(SERVE_ARG).stderr(Stdio::null()).spawn() {
+    let mut server = Command::new(me);
+    server.arg(SERVE_ARG).args(client.map(|p| p.to_string())).stderr(Stdio::null());
+    match server.spawn() {
         Ok(_) => ExitCode::SUCCESS,
         Err(e) => {
             // The client reads this as the server's first line.
