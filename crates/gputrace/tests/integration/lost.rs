@@ -103,6 +103,31 @@ with otf2.reader.open(sys.argv[1]) as t:
     assert!(stats(&anchor, &[]).contains("lost_sum"), "lost_sum is in the default set when not empty");
 }
 
+/// Records CUPTI really dropped (buffers refused on the 4-GPU machine,
+/// tests/fixtures/cupti/cuda_basic_lost): the replay of the captured
+/// buffers says what the live run said, in the summary, the archive and
+/// `gputrace stats`.
+#[test]
+fn records_cupti_dropped_on_the_gpu_machine_are_counted_as_the_live_run_counted_them() {
+    let (captures, expected) = fixture("cuda_basic_lost");
+    let live = expected.lines().find(|l| l.starts_with("lost: ")).expect("the live run's line");
+    let dropped: u64 = captures.iter().map(|c| c.dropped).sum();
+    assert_eq!(dropped, 25, "the captures' drop counts");
+    let exp = fresh_dir("lost-real");
+    gputrace_cuda::replay::replay(&captures, &exp, gpu_node_header(12157, "cuda_basic"), all()).unwrap();
+    let out = merge(&exp, false);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    // The same line but for the host's name in the replay's header.
+    assert!(stderr.contains(&live.replace(" on vm)", " on gpu-node)")), "{live}\nnot in\n{stderr}");
+    let anchor = exp.join("traces.otf2");
+    let csv = stats(&anchor, &["--report", "lost_sum", "--format", "csv"]);
+    let row = format!("Process 0,gpu-node,{},{dropped},", SourceLoss::CuptiDropped.key());
+    assert!(csv.lines().any(|l| l.starts_with(&row)), "{row} not in\n{csv}");
+    let printed = text(&run(Command::new("otf2-print").arg("-G").arg(&anchor)).stdout);
+    assert!(printed.lines().any(|l| l.contains("GPUTRACE::LOST::CUPTI_DROPPED") && l.contains("25")), "{printed}");
+}
+
 /// Without losses: no line, no property, no report unless asked for.
 #[test]
 fn a_trace_that_lost_nothing_says_nothing_of_it() {

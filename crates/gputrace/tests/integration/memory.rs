@@ -49,6 +49,7 @@ fn capture(api: u32, major: u32, records: Vec<Vec<u8>>) -> Capture {
     Capture {
         api_version: api,
         library_major: major,
+        dropped: 0,
         records: all,
         strings: HashMap::from([(NAME_PTR, "NVIDIA H100 80GB HBM3".to_string())]),
         api_names: HashMap::new(),
