@@ -85,21 +85,22 @@ fn nccl_stats_summarize_the_collectives() {
     }
 }
 
-/// The real runs of `tests/fixtures/nccl` (2 H200s, NCCL 2.28.3), both
-/// ranks replayed and merged: no repair (every location nests as the
+/// The real runs of `tests/fixtures/nccl` (4 H200s, NCCL 2.28.3), every
+/// rank replayed and merged: no repair (every location nests as the
 /// program's calls did), the sends pair with the receives, and each call
 /// is a region as many times as NCCL's log has it.
 #[test]
 fn nccl_real_runs_merge_without_repairs() {
+    const RANKS: &[&str] = &["0", "1", "2", "3"];
     for (name, ranks) in [
-        ("groups", &["0", "1"][..]),
-        ("halo", &["0", "1"]),
-        ("zero", &["0", "1"]),
-        ("alltoall", &["0", "1"]),
-        ("graph", &["0", "1"]),
-        ("collectives", &["0", "1"]),
-        ("single", &["01"]),
-        ("ddp4", &["0", "1"]),
+        ("groups", RANKS),
+        ("halo", RANKS),
+        ("zero", RANKS),
+        ("alltoall", RANKS),
+        ("graph", RANKS),
+        ("collectives", RANKS),
+        ("single", &["0123"]),
+        ("ddp4", RANKS),
     ] {
         let exp = fresh_dir(&format!("nccl-{name}"));
         let mut log = String::new();

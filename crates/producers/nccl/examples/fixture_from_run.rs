@@ -1,8 +1,5 @@
-//! Makes a test fixture of a run on the GPU machine: the plugin's capture
-//! (version 2, without NCCL's NVTX ranges) joined with the NCCL-domain
-//! ranges the NVTX library recorded in the same process's raw stream,
-//! as the `nvtx_push`/`nvtx_pop` records the plugin now captures itself;
-//! optionally cut to some of the program's iterations; and the lines of
+//! Makes a test fixture of a run on the GPU machine: the plugin's capture,
+//! optionally cut to some of the program's iterations, and the lines of
 //! NCCL's own log (`NCCL_DEBUG_SUBSYS=COLL`) for the calls kept.
 //!
 //! ```text
@@ -10,15 +7,22 @@
 //!     CAPTURE NVTX_STREAM COLL_LOG OUT_PREFIX [FIRST..END ...]
 //! ```
 //!
-//! writes `OUT_PREFIX.ncclcap` and `OUT_PREFIX.coll`. A *unit* is an
-//! outermost NCCL range on the process's main thread, a group from its
-//! `ncclGroupStart` to its `ncclGroupEnd` being one; `FIRST..END` keeps
-//! units FIRST to END-1 (the list is printed), every record outside all
-//! units (initialization, the end) is kept, and every record inside a
-//! unit left out is left out. No value is changed. A range whose end the
-//! NVTX library did not record (its `nvtxRangePopPayload` was not
-//! answered before this change: `ncclCommInitRank`) is left out, said in
-//! a comment record.
+//! writes `OUT_PREFIX.ncclcap` and `OUT_PREFIX.coll`. A capture of
+//! version 3 holds NCCL's NVTX ranges itself (`nvtx_push`/`nvtx_pop`,
+//! recorded by the live plugin): give `-` for NVTX_STREAM, and the kept
+//! lines are written as they were. A capture of version 2 (without them)
+//! is joined with the NCCL-domain ranges the NVTX library recorded in the
+//! same process's raw stream (NVTX_STREAM, `vm.<pid>.nvtx.gtr`), as the
+//! records the plugin now captures itself, and written as version 3.
+//!
+//! A *unit* is an outermost NCCL range on the process's main thread, a
+//! group from its `ncclGroupStart` to its `ncclGroupEnd` being one;
+//! `FIRST..END` keeps units FIRST to END-1 (the list is printed), every
+//! record outside all units (initialization, the end) is kept, and every
+//! record inside a unit left out is left out. No value is changed. A
+//! range of a version 2 join whose end the NVTX library did not record
+//! (its `nvtxRangePopPayload` was not answered then: `ncclCommInitRank`)
+//! is left out, said in a comment record.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -86,6 +90,31 @@ fn nvtx_ranges(path: &Path) -> Vec<Range> {
     ranges
 }
 
+/// NCCL's ranges per thread from a capture's own `nvtx_push`/`nvtx_pop`
+/// records (version 3).
+fn captured_ranges(records: &[Value]) -> Vec<Range> {
+    let mut ranges: Vec<Range> = Vec::new();
+    let mut open: HashMap<u32, Vec<usize>> = HashMap::new();
+    for r in records {
+        let (Some(t), Some(tid)) = (r["t"].as_u64(), r["tid"].as_u64()) else { continue };
+        let tid = tid as u32;
+        match r["record"].as_str() {
+            Some("nvtx_push") => {
+                open.entry(tid).or_default().push(ranges.len());
+                let name = r["range"]["name"].as_str().unwrap_or_default().to_string();
+                ranges.push(Range { tid, name, start: t, end: None });
+            }
+            Some("nvtx_pop") => {
+                if let Some(i) = open.entry(tid).or_default().pop() {
+                    ranges[i].end = Some(t);
+                }
+            }
+            _ => {}
+        }
+    }
+    ranges
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [capture, nvtx, coll, out, keep @ ..] = args.as_slice() else {
@@ -101,12 +130,17 @@ fn main() {
         .collect();
     let text = std::fs::read_to_string(capture).unwrap();
     let mut lines = text.lines();
-    let mut head: Value = serde_json::from_str(lines.next().unwrap()).unwrap();
+    let head_line = lines.next().unwrap();
+    let mut head: Value = serde_json::from_str(head_line).unwrap();
     let pid = head["process"]["pid"].as_u64().unwrap() as u32;
-    head["version"] = json!(3);
-    let records: Vec<Value> = lines.map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<&str> = lines.collect();
+    let records: Vec<Value> = lines.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    // Version 3: NCCL's ranges are in the capture; else joined from the
+    // raw stream.
+    let captured = head["version"].as_u64().is_some_and(|v| v >= 3);
+    assert_eq!(captured, nvtx == "-", "NVTX_STREAM is `-` exactly for a capture of version 3");
 
-    let all = nvtx_ranges(Path::new(nvtx));
+    let all = if captured { captured_ranges(&records) } else { nvtx_ranges(Path::new(nvtx)) };
     let unended: Vec<&Range> = all.iter().filter(|r| r.end.is_none()).collect();
     let ranges: Vec<&Range> = all.iter().filter(|r| r.end.is_some()).collect();
 
@@ -147,49 +181,65 @@ fn main() {
                 .any(|(i, u)| t >= u.0 && t <= u.1 && !keep.iter().any(|&(a, b)| (a..b).contains(&i)))
     };
 
-    // NVTX records by time, then merged into the capture's order.
-    let mut nvtx_records: Vec<(u64, Value)> = Vec::new();
-    for r in &ranges {
-        if dropped(r.start) {
-            continue;
-        }
-        nvtx_records.push((r.start, json!({"record":"nvtx_push","t":r.start,"tid":r.tid,"range":{"name":r.name}})));
-        let end = r.end.unwrap_or(r.start);
-        nvtx_records.push((end, json!({"record":"nvtx_pop","t":end,"tid":r.tid})));
-    }
-    nvtx_records.sort_by_key(|(t, _)| *t);
-    let mut merged: Vec<Value> = Vec::new();
-    let mut pending = nvtx_records.into_iter().peekable();
-    for rec in records {
-        if let Some(t) = rec.get("t").and_then(Value::as_u64) {
-            while pending.peek().is_some_and(|(tn, _)| *tn <= t) {
-                merged.push(pending.next().unwrap().1);
+    let kept: Vec<String> = keep.iter().map(|(a, b)| format!("{a}..{b}")).collect();
+    let units_note =
+        if kept.is_empty() { String::new() } else { format!("; units kept: {} of {}", kept.join(", "), units.len()) };
+    let mut f = std::fs::File::create(format!("{out}.ncclcap")).unwrap();
+    let capture_name = Path::new(capture).file_name().unwrap().to_string_lossy();
+    if captured {
+        // The kept lines as they were.
+        let note = format!(
+            "made by crates/producers/nccl/examples/fixture_from_run.rs from {capture_name} (NCCL's ranges captured by \
+             the plugin){units_note}"
+        );
+        writeln!(f, "{head_line}").unwrap();
+        writeln!(f, "{}", json!({"record":"comment","text":note})).unwrap();
+        for (line, rec) in lines.iter().zip(&records) {
+            if !rec.get("t").and_then(Value::as_u64).is_some_and(dropped) {
+                writeln!(f, "{line}").unwrap();
             }
-            if dropped(t) {
+        }
+    } else {
+        // NVTX records by time, then merged into the capture's order.
+        let mut nvtx_records: Vec<(u64, Value)> = Vec::new();
+        for r in &ranges {
+            if dropped(r.start) {
                 continue;
             }
+            nvtx_records.push((r.start, json!({"record":"nvtx_push","t":r.start,"tid":r.tid,"range":{"name":r.name}})));
+            let end = r.end.unwrap_or(r.start);
+            nvtx_records.push((end, json!({"record":"nvtx_pop","t":end,"tid":r.tid})));
         }
-        merged.push(rec);
-    }
-    merged.extend(pending.map(|(_, v)| v));
+        nvtx_records.sort_by_key(|(t, _)| *t);
+        let mut merged: Vec<Value> = Vec::new();
+        let mut pending = nvtx_records.into_iter().peekable();
+        for rec in records {
+            if let Some(t) = rec.get("t").and_then(Value::as_u64) {
+                while pending.peek().is_some_and(|(tn, _)| *tn <= t) {
+                    merged.push(pending.next().unwrap().1);
+                }
+                if dropped(t) {
+                    continue;
+                }
+            }
+            merged.push(rec);
+        }
+        merged.extend(pending.map(|(_, v)| v));
 
-    let kept: Vec<String> = keep.iter().map(|(a, b)| format!("{a}..{b}")).collect();
-    let mut note = format!(
-        "made by crates/producers/nccl/examples/fixture_from_run.rs from {} and the NCCL-domain NVTX ranges of {}",
-        Path::new(capture).file_name().unwrap().to_string_lossy(),
-        Path::new(nvtx).file_name().unwrap().to_string_lossy()
-    );
-    if !kept.is_empty() {
-        note += &format!("; units kept: {} of {}", kept.join(", "), units.len());
-    }
-    for r in &unended {
-        note += &format!("; left out: {} at {} on {} (its end was not recorded)", r.name, r.start, r.tid);
-    }
-    let mut f = std::fs::File::create(format!("{out}.ncclcap")).unwrap();
-    writeln!(f, "{head}").unwrap();
-    writeln!(f, "{}", json!({"record":"comment","text":note})).unwrap();
-    for m in &merged {
-        writeln!(f, "{m}").unwrap();
+        let mut note = format!(
+            "made by crates/producers/nccl/examples/fixture_from_run.rs from {capture_name} and the NCCL-domain NVTX \
+             ranges of {}{units_note}",
+            Path::new(nvtx).file_name().unwrap().to_string_lossy()
+        );
+        for r in &unended {
+            note += &format!("; left out: {} at {} on {} (its end was not recorded)", r.name, r.start, r.tid);
+        }
+        head["version"] = json!(3);
+        writeln!(f, "{head}").unwrap();
+        writeln!(f, "{}", json!({"record":"comment","text":note})).unwrap();
+        for m in &merged {
+            writeln!(f, "{m}").unwrap();
+        }
     }
 
     // NCCL's log: one line per call, in the order of the calls' ranges.
@@ -213,10 +263,10 @@ fn main() {
     };
     let mut call_ranges: Vec<&&Range> = ranges.iter().filter(|r| calls(&r.name).is_some()).collect();
     call_ranges.sort_by_key(|r| r.start);
-    let lines: Vec<&str> = log.lines().filter(|l| l.contains(": opCount ")).collect();
-    assert_eq!(lines.len(), call_ranges.len(), "one log line per call");
+    let log_lines: Vec<&str> = log.lines().filter(|l| l.contains(": opCount ")).collect();
+    assert_eq!(log_lines.len(), call_ranges.len(), "one log line per call");
     let mut g = std::fs::File::create(format!("{out}.coll")).unwrap();
-    for (line, r) in lines.iter().zip(&call_ranges) {
+    for (line, r) in log_lines.iter().zip(&call_ranges) {
         let func = calls(&r.name).unwrap();
         assert!(line.contains(&format!("NCCL INFO {func}: ")), "log line {line} for call {}", r.name);
         if !dropped(r.start) {
