@@ -45,6 +45,7 @@ pub mod nvml_proxy;
 pub mod records;
 pub mod replay;
 pub mod synthetic;
+mod uvm;
 
 /// The entry point the CUDA driver calls after loading the library from
 /// `CUDA_INJECTION64_PATH`. Returns 1 (success) whatever happens: a

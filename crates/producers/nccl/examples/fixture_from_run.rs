@@ -144,32 +144,7 @@ fn main() {
     let unended: Vec<&Range> = all.iter().filter(|r| r.end.is_none()).collect();
     let ranges: Vec<&Range> = all.iter().filter(|r| r.end.is_some()).collect();
 
-    // Units: outermost ranges of the main thread, a group as one.
-    let mut units: Vec<(u64, u64, Vec<String>)> = Vec::new();
-    let mut depth = 0usize;
-    let mut main: Vec<&&Range> = ranges.iter().filter(|r| r.tid == pid).collect();
-    main.sort_by_key(|r| r.start);
-    let mut last_end = 0;
-    for r in main {
-        let end = r.end.unwrap_or(r.start);
-        if r.start < last_end {
-            continue; // nested in the previous outermost range
-        }
-        last_end = end;
-        let in_group = depth > 0;
-        match r.name.as_str() {
-            "ncclGroupStart" => depth += 1,
-            "ncclGroupEnd" => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-        match units.last_mut() {
-            Some(u) if in_group => {
-                u.1 = end;
-                u.2.push(r.name.clone());
-            }
-            _ => units.push((r.start, end, vec![r.name.clone()])),
-        }
-    }
+    let units = units_of(&ranges, pid);
     for (i, u) in units.iter().enumerate() {
         eprintln!("unit {i}: {}", u.2.join(" "));
     }
@@ -242,7 +217,43 @@ fn main() {
         }
     }
 
-    // NCCL's log: one line per call, in the order of the calls' ranges.
+    write_log(coll, &ranges, &dropped, out);
+}
+
+/// Units: outermost ranges of the main thread (`pid`), a group as one:
+/// (start, end, the names of its ranges).
+fn units_of(ranges: &[&Range], pid: u32) -> Vec<(u64, u64, Vec<String>)> {
+    let mut units: Vec<(u64, u64, Vec<String>)> = Vec::new();
+    let mut depth = 0usize;
+    let mut main: Vec<&&Range> = ranges.iter().filter(|r| r.tid == pid).collect();
+    main.sort_by_key(|r| r.start);
+    let mut last_end = 0;
+    for r in main {
+        let end = r.end.unwrap_or(r.start);
+        if r.start < last_end {
+            continue; // nested in the previous outermost range
+        }
+        last_end = end;
+        let in_group = depth > 0;
+        match r.name.as_str() {
+            "ncclGroupStart" => depth += 1,
+            "ncclGroupEnd" => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+        match units.last_mut() {
+            Some(u) if in_group => {
+                u.1 = end;
+                u.2.push(r.name.clone());
+            }
+            _ => units.push((r.start, end, vec![r.name.clone()])),
+        }
+    }
+    units
+}
+
+/// NCCL's log (`coll`): one line per call, in the order of the calls'
+/// ranges; the kept ones to `OUT_PREFIX.coll`.
+fn write_log(coll: &str, ranges: &[&Range], dropped: &dyn Fn(u64) -> bool, out: &str) {
     let log = std::fs::read_to_string(coll).unwrap();
     let calls = |name: &str| {
         let n = name.strip_prefix("nccl").unwrap_or(name);
