@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 source scripts/env.sh
 iters=${1:-300000}
 cargo build --release -q -p gputrace --bin gputrace --example synth
-cargo build --release -q -p profile --example merge_cost
+cargo build --release -q -p gputrace-profile --example merge_cost
 target=${CARGO_TARGET_DIR:-target}
 gt=$target/release/gputrace
 work=$(mktemp -d /tmp/gputrace-analysis-bench.XXXXXX)

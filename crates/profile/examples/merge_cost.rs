@@ -3,7 +3,7 @@
 //! (and writing profile.cubex), and prints the times (minimum and median
 //! of the runs) and the peak RSS.
 //!
-//! `cargo run --release -p profile --example merge_cost -- DIR [RUNS [plain|profile]]`
+//! `cargo run --release -p gputrace-profile --example merge_cost -- DIR [RUNS [plain|profile]]`
 //! (DIR holds raw/, as `examples/synth` of gputrace makes it; the last
 //! argument runs one of the two only, for a profiler). `JOBS=N` merges on
 //! N threads (default 1).

@@ -18,68 +18,83 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("otf2-sys", &[]),
     ("mpirt-sys", &[]),
     ("gputrace-clock", &[]),
-    ("raw", &["gputrace-clock"]),
-    ("config", &[]),
-    ("runtime", &["gputrace-clock", "raw", "config"]),
-    ("gputrace-cuda", &["runtime", "gputrace-clock", "raw", "config", "cupti-sys", "nvml-sys"]),
-    ("gputrace-mpi-core", &["runtime", "gputrace-clock", "raw", "config"]),
-    ("gputrace-mpi", &["gputrace-mpi-core", "runtime", "raw", "config"]),
-    ("gputrace-mpi-mpich", &["gputrace-mpi-core", "runtime", "raw", "config"]),
-    ("gputrace-nccl", &["runtime", "gputrace-clock", "raw", "config"]),
-    ("gputrace-nvtx", &["runtime", "gputrace-clock", "raw", "config"]),
+    ("gputrace-raw", &["gputrace-clock"]),
+    ("gputrace-config", &[]),
+    ("gputrace-runtime", &["gputrace-clock", "gputrace-raw", "gputrace-config"]),
+    (
+        "gputrace-cuda",
+        &["gputrace-runtime", "gputrace-clock", "gputrace-raw", "gputrace-config", "cupti-sys", "nvml-sys"],
+    ),
+    ("gputrace-mpi-core", &["gputrace-runtime", "gputrace-clock", "gputrace-raw", "gputrace-config"]),
+    ("gputrace-mpi", &["gputrace-mpi-core", "gputrace-runtime", "gputrace-raw", "gputrace-config"]),
+    ("gputrace-mpi-mpich", &["gputrace-mpi-core", "gputrace-runtime", "gputrace-raw", "gputrace-config"]),
+    ("gputrace-nccl", &["gputrace-runtime", "gputrace-clock", "gputrace-raw", "gputrace-config"]),
+    ("gputrace-nvtx", &["gputrace-runtime", "gputrace-clock", "gputrace-raw", "gputrace-config"]),
     ("otf2", &["otf2-sys"]),
     ("gputrace-summary", &[]),
-    ("merge", &["gputrace-clock", "raw", "otf2", "config", "gputrace-summary"]),
-    ("cube", &[]),
-    ("profile", &["merge", "cube", "otf2", "raw"]),
-    ("report", &["otf2", "cube", "gputrace-summary"]),
-    ("gputrace", &["config", "gputrace-clock", "merge", "profile", "report", "otf2", "mpirt-sys", "gputrace-summary"]),
+    ("gputrace-merge", &["gputrace-clock", "gputrace-raw", "otf2", "gputrace-config", "gputrace-summary"]),
+    ("gputrace-cube", &[]),
+    ("gputrace-profile", &["gputrace-merge", "gputrace-cube", "otf2", "gputrace-raw"]),
+    ("gputrace-report", &["otf2", "gputrace-cube", "gputrace-summary"]),
+    (
+        "gputrace",
+        &[
+            "gputrace-config",
+            "gputrace-clock",
+            "gputrace-merge",
+            "gputrace-profile",
+            "gputrace-report",
+            "otf2",
+            "mpirt-sys",
+            "gputrace-summary",
+        ],
+    ),
 ];
 
 /// Arrows that must never appear, whatever the table above says: the
 /// rules of the design, kept even if the table is edited carelessly.
 const NEVER: &[(&str, &str)] = &[
-    ("gputrace", "runtime"),
+    ("gputrace", "gputrace-runtime"),
     ("gputrace", "gputrace-cuda"),
     ("gputrace", "gputrace-mpi-core"),
     ("gputrace", "gputrace-nccl"),
     ("gputrace", "gputrace-nvtx"),
     ("gputrace", "gputrace-mpi"),
     ("gputrace", "gputrace-mpi-mpich"),
-    ("report", "raw"),
-    ("report", "merge"),
-    ("merge", "runtime"),
-    ("merge", "report"),
-    ("merge", "profile"),
-    ("merge", "cube"),
+    ("gputrace-report", "gputrace-raw"),
+    ("gputrace-report", "gputrace-merge"),
+    ("gputrace-merge", "gputrace-runtime"),
+    ("gputrace-merge", "gputrace-report"),
+    ("gputrace-merge", "gputrace-profile"),
+    ("gputrace-merge", "gputrace-cube"),
     // The Cube writer knows nothing of traces: an analysis adds its
     // metrics through it as the profile does.
-    ("cube", "merge"),
-    ("cube", "otf2"),
-    ("cube", "raw"),
-    ("profile", "report"),
+    ("gputrace-cube", "gputrace-merge"),
+    ("gputrace-cube", "otf2"),
+    ("gputrace-cube", "gputrace-raw"),
+    ("gputrace-profile", "gputrace-report"),
     // The run summary holds plain values, under the merge and the reports
     // alike.
-    ("gputrace-summary", "merge"),
-    ("gputrace-summary", "report"),
-    ("gputrace-summary", "raw"),
+    ("gputrace-summary", "gputrace-merge"),
+    ("gputrace-summary", "gputrace-report"),
+    ("gputrace-summary", "gputrace-raw"),
     ("gputrace-summary", "otf2"),
-    ("otf2", "raw"),
-    ("otf2", "config"),
+    ("otf2", "gputrace-raw"),
+    ("otf2", "gputrace-config"),
     ("otf2", "gputrace-clock"),
-    ("report", "gputrace-clock"),
-    ("cube", "gputrace-clock"),
+    ("gputrace-report", "gputrace-clock"),
+    ("gputrace-cube", "gputrace-clock"),
     // The clock is the bottom of the recording side: it reads no stream.
-    ("gputrace-clock", "raw"),
-    ("gputrace-clock", "config"),
-    ("raw", "runtime"),
-    ("config", "runtime"),
-    ("runtime", "otf2"),
+    ("gputrace-clock", "gputrace-raw"),
+    ("gputrace-clock", "gputrace-config"),
+    ("gputrace-raw", "gputrace-runtime"),
+    ("gputrace-config", "gputrace-runtime"),
+    ("gputrace-runtime", "otf2"),
     // The MPI merge's library is the command's alone.
-    ("merge", "mpirt-sys"),
+    ("gputrace-merge", "mpirt-sys"),
     ("otf2", "mpirt-sys"),
-    ("runtime", "mpirt-sys"),
-    ("runtime", "otf2-sys"),
+    ("gputrace-runtime", "mpirt-sys"),
+    ("gputrace-runtime", "otf2-sys"),
     ("gputrace-cuda", "otf2"),
     ("gputrace-mpi-core", "otf2"),
     ("gputrace-nccl", "otf2"),
@@ -303,15 +318,15 @@ fn the_crate_graph_follows_the_floor_plan() {
 #[test]
 fn a_forbidden_arrow_is_caught() {
     let mut arrows = arrows();
-    arrows.get_mut("gputrace").unwrap().insert("runtime".into());
-    arrows.get_mut("otf2").unwrap().insert("raw".into());
-    arrows.get_mut("report").unwrap().insert("raw".into());
-    arrows.get_mut("merge").unwrap().insert("runtime".into());
+    arrows.get_mut("gputrace").unwrap().insert("gputrace-runtime".into());
+    arrows.get_mut("otf2").unwrap().insert("gputrace-raw".into());
+    arrows.get_mut("gputrace-report").unwrap().insert("gputrace-raw".into());
+    arrows.get_mut("gputrace-merge").unwrap().insert("gputrace-runtime".into());
     let wrong = violations(&arrows);
-    assert!(wrong.iter().any(|w| w == "report → raw is forbidden"), "{wrong:?}");
-    assert!(wrong.iter().any(|w| w == "merge → runtime is forbidden"), "{wrong:?}");
-    assert!(wrong.iter().any(|w| w == "gputrace → runtime is forbidden"), "{wrong:?}");
-    assert!(wrong.iter().any(|w| w == "otf2 → raw is forbidden"), "{wrong:?}");
+    assert!(wrong.iter().any(|w| w == "gputrace-report → gputrace-raw is forbidden"), "{wrong:?}");
+    assert!(wrong.iter().any(|w| w == "gputrace-merge → gputrace-runtime is forbidden"), "{wrong:?}");
+    assert!(wrong.iter().any(|w| w == "gputrace → gputrace-runtime is forbidden"), "{wrong:?}");
+    assert!(wrong.iter().any(|w| w == "otf2 → gputrace-raw is forbidden"), "{wrong:?}");
 }
 
 #[test]
@@ -322,12 +337,12 @@ fn a_re_export_tunnel_is_caught() {
     // The merge handing the command the clock, and the MPI core handing
     // its wrappers a crate they do not name, through a chain.
     tunnels.push(Tunnel {
-        from: "merge".into(),
-        to: "runtime".into(),
+        from: "gputrace-merge".into(),
+        to: "gputrace-runtime".into(),
         at: "merge/src/lib.rs:1: pub use runtime;".into(),
     });
     tunnels.push(Tunnel {
-        from: "runtime".into(),
+        from: "gputrace-runtime".into(),
         to: "gputrace-clock".into(),
         at: "runtime/src/lib.rs:1: pub use gputrace_clock;".into(),
     });
@@ -338,8 +353,8 @@ fn a_re_export_tunnel_is_caught() {
     });
     let wrong = tunnel_violations(&arrows, &tunnels);
     let has = |s: &str| wrong.iter().any(|w| w.starts_with(s));
-    assert!(has("gputrace reaches runtime through a re-export in merge"), "{wrong:?}");
-    assert!(has("profile reaches gputrace-clock through a re-export in merge"), "{wrong:?}");
+    assert!(has("gputrace reaches gputrace-runtime through a re-export in gputrace-merge"), "{wrong:?}");
+    assert!(has("gputrace-profile reaches gputrace-clock through a re-export in gputrace-merge"), "{wrong:?}");
     assert!(has("gputrace-mpi reaches gputrace-clock through a re-export in gputrace-mpi-core"), "{wrong:?}");
     assert!(!wrong.iter().any(|w| w.starts_with("gputrace reaches gputrace-clock")), "{wrong:?}");
 }
