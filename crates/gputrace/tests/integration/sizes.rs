@@ -31,7 +31,6 @@ const LONG_FILES: &[(&str, usize)] = &[
     ("crates/report/src/stats/mod.rs", 777),
     ("crates/runtime/src/lib.rs", 770),
     ("crates/raw/src/reader.rs", 766),
-    ("crates/cube/src/lib.rs", 754),
     ("crates/producers/nvtx/src/annotations.rs", 753),
     ("crates/merge/src/correct.rs", 755),
     ("crates/profile/src/lib.rs", 733),
