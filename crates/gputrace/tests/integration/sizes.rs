@@ -33,7 +33,6 @@ const LONG_FILES: &[(&str, usize)] = &[
     ("crates/raw/src/reader.rs", 766),
     ("crates/producers/nvtx/src/annotations.rs", 753),
     ("crates/merge/src/correct.rs", 755),
-    ("crates/profile/src/lib.rs", 733),
     ("crates/merge/src/inputs.rs", 726),
     ("crates/gputrace/src/cli.rs", 719),
     ("crates/producers/nccl/src/exports.rs", 679),
