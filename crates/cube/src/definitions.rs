@@ -19,27 +19,27 @@ macro_rules! handle {
 }
 
 handle!(
-    /// A metric of a [`Cube`].
+    /// A metric of a [`Cube`](crate::Cube).
     MetricId
 );
 handle!(
-    /// A region (function, MPI call, kernel...) of a [`Cube`].
+    /// A region (function, MPI call, kernel...) of a [`Cube`](crate::Cube).
     RegionId
 );
 handle!(
-    /// A call-tree node of a [`Cube`].
+    /// A call-tree node of a [`Cube`](crate::Cube).
     CnodeId
 );
 handle!(
-    /// A system-tree node (machine, host, device) of a [`Cube`].
+    /// A system-tree node (machine, host, device) of a [`Cube`](crate::Cube).
     NodeId
 );
 handle!(
-    /// A location group (process, GPU context) of a [`Cube`].
+    /// A location group (process, GPU context) of a [`Cube`](crate::Cube).
     GroupId
 );
 handle!(
-    /// A location (thread, GPU stream) of a [`Cube`].
+    /// A location (thread, GPU stream) of a [`Cube`](crate::Cube).
     LocationId
 );
 

@@ -10,8 +10,9 @@
 //!    communicators;
 //! 4. [`write`] streams each location's events through its [`timeline`]
 //!    into a [`Sink`] — the archive's event writer, the summary's
-//!    [`Counters`] and the caller's [`Extra`] sink (the Cube profile) —
-//!    one location at a time, so memory does not grow with the trace.
+//!    [`Counters`](gputrace_summary::Counters) and the caller's [`Extra`]
+//!    sink (the Cube profile) — one location at a time, so memory does not
+//!    grow with the trace.
 //!
 //! Inside, `run.rs` takes a merge through these steps, `passes.rs` runs
 //! the event passes (on several threads, and as one rank of a merge run as
