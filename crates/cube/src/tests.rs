@@ -1,6 +1,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::plan::{depth_first, wide};
 
 /// The members of a tar archive, read back by hand (name → bytes).
 fn members(tar: &[u8]) -> BTreeMap<String, Vec<u8>> {

@@ -5,7 +5,8 @@
 
 use std::fmt::Write;
 
-use crate::{Cube, GroupType, LocationType, Plan};
+use crate::plan::Plan;
+use crate::{Cube, GroupType, LocationType};
 
 /// The anchor of `c`.
 pub fn anchor(c: &Cube, plan: &Plan) -> String {

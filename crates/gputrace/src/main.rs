@@ -12,6 +12,7 @@
 mod say;
 
 mod cli;
+mod commands;
 mod experiment;
 mod info;
 mod isolate;
@@ -24,12 +25,11 @@ mod trace;
 
 use std::io::Write;
 
-use anyhow::Context;
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use cli::{AnalyzeFormat, Cli, Command, ExportFormat, Info};
+use cli::{Cli, Command, Info};
 
 /// An error in what the user asked for: exit status 2, as for bad usage.
 #[derive(Debug)]
@@ -87,6 +87,7 @@ fn exit_code_of(e: &anyhow::Error) -> u8 {
 fn run(mut cli: Cli) -> anyhow::Result<i32> {
     let settings = cli.settings();
     let output = where_output_goes(&mut cli)?;
+    let output = output.as_deref();
     if !matches!(cli.command, Some(Command::Run(_))) {
         // A tool, not a traced run (which calibrates the map it hands
         // on): it reads its host's map file never, and so never writes
@@ -106,188 +107,45 @@ fn run(mut cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Some(Command::Merge { dir, force, jobs, mpi: false, .. }) => {
-            let mut settings = settings;
-            if let Some(n) = jobs {
-                settings.retain(|(k, _)| k != "GPUTRACE_MERGE_JOBS");
-                settings.push(("GPUTRACE_MERGE_JOBS".to_string(), n.to_string()));
-            }
+            let settings = with_merge_jobs(settings, jobs);
             let config = trace::validate(&settings)?;
             trace::merge_again(&dir, &settings, &config, force)?;
             Ok(0)
         }
         Some(Command::Merge { dir, force, jobs, mpi: true, program_ended, remove_raw, .. }) => {
-            let mut settings = settings;
-            if let Some(n) = jobs {
-                settings.retain(|(k, _)| k != "GPUTRACE_MERGE_JOBS");
-                settings.push(("GPUTRACE_MERGE_JOBS".to_string(), n.to_string()));
-            }
+            let settings = with_merge_jobs(settings, jobs);
             mpi_merge::run(&dir, &settings, force, request::AfterRun { program_ended, remove_raw })
         }
         Some(Command::MergeWorker { dir, force, messages_fd, not_traced, program_ended, remove_raw }) => {
             let after_run = request::AfterRun { program_ended, remove_raw };
             Ok(isolate::worker(&dir, force, messages_fd, &not_traced, after_run))
         }
-        Some(Command::Stats { input, short: true, .. }) => {
-            let anchor = report::anchor_of(&input)?;
-            let mut out = std::io::stdout().lock();
-            out.write_all(report::stats::short_summary(&anchor)?.as_bytes())?;
-            out.flush()?;
-            Ok(0)
-        }
+        Some(Command::Stats { input, short: true, .. }) => commands::stats_short(&input),
         Some(Command::Stats { input, reports, format, by_rank, window, longest, .. }) => {
             let window = window.window();
             let format = format.table_format();
             let request = report::stats::StatsRequest { reports, format, by_rank, window, longest };
-            match output {
-                Some(prefix) => {
-                    let prefix = required_output(Some(&prefix), "stats")?;
-                    for file in report::stats::write_files(&input, &request, prefix)? {
-                        say!("gputrace: wrote {}", file.display());
-                    }
-                }
-                None => {
-                    let mut out = std::io::stdout().lock();
-                    report::stats::run(&input, &request, &mut out)?;
-                    out.flush()?;
-                }
-            }
-            Ok(0)
+            commands::stats(&input, &request, output)
         }
         Some(Command::Analyze { input, format, gap_threshold, sync_min_calls, short_kernel_min, .. }) => {
-            let gap = config::parse_duration(&gap_threshold).ok_or_else(|| {
-                UsageError(format!(
-                    "--gap-threshold {gap_threshold}: not a duration (500ms, 2ms, 100us, 50000ns, 1s; a bare number \
-                     is milliseconds)"
-                ))
-            })?;
-            let options = report::analyze::Options {
-                gap_threshold_ns: u64::try_from(gap.as_nanos()).unwrap_or(u64::MAX),
-                sync_min_calls,
-                short_kernel_min,
-                ..report::analyze::Options::default()
-            };
-            let file = output.as_deref().map(|o| required_output(Some(o), "analyze")).transpose()?;
-            let analysis = report::analyze::analyze(&input, &options)?;
-            let write = |out: &mut dyn Write| match format {
-                AnalyzeFormat::Table => report::analyze::write_table(&analysis, out),
-                AnalyzeFormat::Json => report::analyze::write_json(&analysis, out),
-            };
-            match file {
-                Some(path) => {
-                    let shown = experiment::show_path(path);
-                    let mut out =
-                        report::output::OutputFile::create(path).with_context(|| format!("cannot create {shown}"))?;
-                    write(&mut out).and_then(|()| out.commit()).with_context(|| format!("writing {shown}"))?;
-                    say!("gputrace: wrote {}", path.display());
-                }
-                None => {
-                    let mut out = std::io::stdout().lock();
-                    write(&mut out)?;
-                    out.flush()?;
-                }
-            }
-            // The wait states as a Cube file beside the archive, as
-            // Scalasca's scout.cubex; not writable there: said, no more.
-            let anchor = std::path::Path::new(&analysis.archive);
-            let scout = anchor.parent().unwrap_or(std::path::Path::new(".")).join("scout.cubex");
-            match report::analyze::cube::write_wait_states(&analysis, &scout) {
-                Ok(0) => {}
-                Ok(_) => say!("[gputrace] MPI wait states as a Cube profile: {}", scout.display()),
-                Err(e) => say!("gputrace: warning: {:#}", anyhow::Error::from(e)),
-            }
-            Ok(0)
+            commands::analyze(&input, format, &gap_threshold, sync_min_calls, short_kernel_min, output)
         }
-        Some(Command::Export { format, input, window, .. }) => {
-            let output = required_output(output.as_deref(), "export")?;
-            let window = window.window();
-            match format {
-                ExportFormat::Chrome => {
-                    let n = report::chrome::export(&input, output, &window)?;
-                    say!("gputrace: wrote {} ({} events)", output.display(), n.events);
-                }
-                ExportFormat::ViteOtf2 if !window.is_everything() => {
-                    return Err(UsageError(
-                        "--from, --to and --ranks are for --format chrome: the ViTE copy is of the whole archive"
-                            .into(),
-                    )
-                    .into());
-                }
-                ExportFormat::ViteOtf2 => {
-                    // The copy goes into a directory, never over an archive.
-                    let taken = if output.exists() && !output.is_dir() {
-                        Some("is not a directory")
-                    } else if output.join("traces.otf2").symlink_metadata().is_ok() {
-                        Some("already holds an archive (traces.otf2)")
-                    } else {
-                        None
-                    };
-                    if let Some(why) = taken {
-                        return Err(UsageError(format!(
-                            "cannot write the ViTE copy to {}: it {why}",
-                            experiment::show_path(output)
-                        ))
-                        .into());
-                    }
-                    let anchor = report::vite::export(&input, output)?;
-                    say!("gputrace: wrote {} (open it with `vite {}`)", output.display(), anchor.display());
-                }
-            }
-            Ok(0)
-        }
+        Some(Command::Export { format, input, window, .. }) => commands::export(format, &input, &window, output),
         Some(Command::Plot { matrix, metrics, width, input, window, .. }) => {
-            let output = required_output(output.as_deref(), "plot")?;
-            let window = window.window();
-            match matrix {
-                None if metrics => {
-                    report::plot::metrics(&input, output, width, &window)?;
-                    say!("gputrace: wrote {}", output.display());
-                }
-                None => {
-                    let facts = report::plot::timeline(&input, output, width, &window)?;
-                    say!("gputrace: wrote {} ({})", output.display(), timeline_line(&facts));
-                }
-                Some(which) => {
-                    let facts = report::plot::heatmap(&input, output, which.name(), &window)?;
-                    say!("gputrace: wrote {} (colour scale: {})", output.display(), facts.scale.describe());
-                }
-            }
-            Ok(0)
+            commands::plot(matrix, metrics, width, &input, &window, output)
         }
-        Some(Command::Run(argv)) => {
-            if let Some(name) = argv.first().and_then(|w| cli::did_you_mean(w, argv.get(1).map(|n| n.as_os_str()))) {
-                let word = argv[0].to_string_lossy();
-                return Err(UsageError(format!(
-                    "`{word}` is not a gputrace command, and {} is an experiment: did you mean `gputrace {name}`? (to \
-                     trace a program named {word}, give its path: ./{word})",
-                    experiment::show_path(std::path::Path::new(&argv[1]))
-                ))
-                .into());
-            }
-            trace::trace(&argv, &settings)
-        }
+        Some(Command::Run(argv)) => commands::run_program(&argv, &settings),
     }
 }
 
-/// What a timeline shows, in a line: its lanes, its span and its colours
-/// (`16 lanes, 0.000 s to 1.234 s; colours: MPI_Recv 41.2 % (MPI), ...`).
-fn timeline_line(facts: &report::plot::TimelineFacts) -> String {
-    let total: f64 = facts.classes.iter().map(|c| c.seconds).sum();
-    let colours: Vec<String> = facts
-        .classes
-        .iter()
-        .map(|c| {
-            let share = if total > 0.0 { c.seconds * 100.0 / total } else { 0.0 };
-            let kind = if c.kind.is_empty() { "grey".to_owned() } else { c.kind.to_owned() };
-            format!("{} {share:.1} % ({kind})", c.name)
-        })
-        .collect();
-    format!(
-        "{} lanes, {:.6} s to {:.6} s; colours by time: {}",
-        facts.lanes,
-        facts.start_ns as f64 / 1e9,
-        facts.end_ns as f64 / 1e9,
-        colours.join(", ")
-    )
+/// The settings of a merge, with `--jobs` (when given) as
+/// `GPUTRACE_MERGE_JOBS` over what the environment says.
+fn with_merge_jobs(mut settings: Vec<(String, String)>, jobs: Option<usize>) -> Vec<(String, String)> {
+    if let Some(n) = jobs {
+        settings.retain(|(k, _)| k != "GPUTRACE_MERGE_JOBS");
+        settings.push(("GPUTRACE_MERGE_JOBS".to_string(), n.to_string()));
+    }
+    settings
 }
 
 /// The `-o` of the subcommand, taken out of `cli`: given after the
@@ -320,23 +178,6 @@ fn where_output_goes(cli: &mut Cli) -> anyhow::Result<Option<std::path::PathBuf>
         }
         (before, after) => Ok(after.or(before)),
     }
-}
-
-/// The `-o` a subcommand writes to. Its directory must exist: an output
-/// that cannot be made is bad input (exit 2), as an experiment directory
-/// that cannot be made is.
-fn required_output<'a>(output: Option<&'a std::path::Path>, command: &str) -> anyhow::Result<&'a std::path::Path> {
-    let output = output.ok_or_else(|| UsageError(format!("gputrace {command} needs -o OUTPUT")))?;
-    let parent = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-    if !parent.is_dir() {
-        return Err(UsageError(format!(
-            "cannot write {}: {} is not an existing directory",
-            experiment::show_path(output),
-            experiment::show_path(parent)
-        ))
-        .into());
-    }
-    Ok(output)
 }
 
 /// Whether the output was a pipe its reader closed (`| head -1`): a

@@ -56,12 +56,53 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
     };
     let dir = std::path::absolute(&experiment.dir).context("cannot resolve the experiment directory")?;
 
+    let (env, not_traced) = producers_env(argv, settings, &config, launcher, &dir);
+    let (argv, env) = launcher.inject(argv, &env);
+    tracing::debug!(?argv, ?env, "launching");
+    let code = launch::run(&Plan { argv, env }).inspect_err(|_| {
+        // Nothing ran: leave no empty experiment directory behind.
+        let _ = std::fs::remove_dir_all(&experiment.dir);
+    })?;
+    let program_ended = gputrace_clock::now();
+
+    // A rank may outlive its launcher (mpirun stopped by a signal gives up
+    // on its ranks; a rank still writes out its buffers after one): wait
+    // for the streams' writers, a bounded time, so their last events are
+    // in the archive.
+    let alive = merge::writers::wait(&experiment.raw_dir(), WRITER_PATIENCE);
+    if !alive.is_empty() {
+        say!("[gputrace] warning: {}", merge::writers::describe(&alive));
+    }
+
+    // Whatever the merge meets (a full disk, a crash in libotf2), the
+    // program's exit code is ours: the merge only adds one line.
+    let after_run = AfterRun { program_ended: Some(program_ended), remove_raw: !config.keep_raw && alive.is_empty() };
+    if config.merge_ranks > 0 {
+        let job = Job { launcher_path: &job_launcher, launcher, options: &job_options };
+        merge_as_job(&job, &experiment, settings, config.merge_ranks, after_run);
+        return Ok(code);
+    }
+    merge_after_run(&experiment, settings, &config, &not_traced, after_run);
+    Ok(code)
+}
+
+/// The environment of the traced processes, and what gputrace knows will
+/// not be traced: the settings, the experiment directory, the window's
+/// origin and the clock's map, and each enabled producer's library (a
+/// missing one said and noted).
+fn producers_env(
+    argv: &[OsString],
+    settings: &[(String, String)],
+    config: &Config,
+    launcher: Launcher,
+    dir: &Path,
+) -> (Vec<(String, OsString)>, Vec<merge::NotTraced>) {
     let mut env: Vec<(String, OsString)> = settings
         .iter()
         .filter(|(k, _)| k != "GPUTRACE_EXPERIMENT_DIRECTORY")
         .map(|(k, v)| (k.clone(), OsString::from(v)))
         .collect();
-    env.push(("GPUTRACE_EXPERIMENT_DIRECTORY".into(), dir.clone().into_os_string()));
+    env.push(("GPUTRACE_EXPERIMENT_DIRECTORY".into(), dir.as_os_str().to_owned()));
     // The moment GPUTRACE_DELAY counts from, the same for every process
     // of the job (docs/window.md).
     let origin = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
@@ -114,35 +155,23 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
             }
         }
     }
-    if let Some(profiler) = warn_about_other_profilers(launcher, argv, &config) {
+    if let Some(profiler) = warn_about_other_profilers(launcher, argv, config) {
         untraced(merge::Part::Cuda, format!("the program ran under {profiler}, which takes CUPTI for itself"));
     }
-    let (argv, env) = launcher.inject(argv, &env);
-    tracing::debug!(?argv, ?env, "launching");
-    let code = launch::run(&Plan { argv, env }).inspect_err(|_| {
-        // Nothing ran: leave no empty experiment directory behind.
-        let _ = std::fs::remove_dir_all(&experiment.dir);
-    })?;
-    let program_ended = gputrace_clock::now();
+    (env, not_traced)
+}
 
-    // A rank may outlive its launcher (mpirun stopped by a signal gives up
-    // on its ranks; a rank still writes out its buffers after one): wait
-    // for the streams' writers, a bounded time, so their last events are
-    // in the archive.
-    let alive = merge::writers::wait(&experiment.raw_dir(), WRITER_PATIENCE);
-    if !alive.is_empty() {
-        say!("[gputrace] warning: {}", merge::writers::describe(&alive));
-    }
-
-    // Whatever the merge meets (a full disk, a crash in libotf2), the
-    // program's exit code is ours: the merge only adds one line.
-    let after_run = AfterRun { program_ended: Some(program_ended), remove_raw: !config.keep_raw && alive.is_empty() };
-    if config.merge_ranks > 0 {
-        let job = Job { launcher_path: &job_launcher, launcher, options: &job_options };
-        merge_as_job(&job, &experiment, settings, config.merge_ranks, after_run);
-        return Ok(code);
-    }
-    match isolate::merge(&experiment, settings, &config, false, &not_traced, after_run) {
+/// The merge after a run, in its worker process; what it meets is said
+/// in one line (the program's exit code stays the command's). Nothing
+/// recorded: why, and the empty experiment directory removed.
+fn merge_after_run(
+    experiment: &Experiment,
+    settings: &[(String, String)],
+    config: &Config,
+    not_traced: &[merge::NotTraced],
+    after_run: AfterRun,
+) {
+    match isolate::merge(experiment, settings, config, false, not_traced, after_run) {
         Ok(()) => {}
         Err(e) if matches!(e.downcast_ref(), Some(isolate::Refused::NothingRecorded(_))) => {
             // Nothing recorded, on a disk that takes no new file: the
@@ -164,7 +193,6 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
         }
         Err(e) => say!("[gputrace] error: {e:#}"),
     }
-    Ok(code)
 }
 
 /// The program's launcher, for the merge as an MPI job.

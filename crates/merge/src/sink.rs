@@ -2,11 +2,11 @@
 //! already on the reference clock and in the archive's ids.
 //!
 //! The OTF2 event writer is one sink (it writes the archive), the run's
-//! [`Counters`](crate::Counters) another (they count for the summary), and
-//! a pair of sinks is a sink: `(&mut writer, &mut counters)` does both in
-//! one pass, `&mut counters` alone only counts (`GPUTRACE_ENABLE_TRACING=
-//! false`). The pass itself never asks whether an archive is being
-//! written.
+//! [`Counters`](gputrace_summary::Counters) another (they count for the
+//! summary), and a pair of sinks is a sink: `(&mut writer, &mut counters)`
+//! does both in one pass, `&mut counters` alone only counts
+//! (`GPUTRACE_ENABLE_TRACING=false`). The pass itself never asks whether
+//! an archive is being written.
 
 use otf2::{
     AttributeRef, AttributeValue, Collective, CommRef, DefsMut, EventWriter, MetricRef, MetricValue, RegionRef,

@@ -1,12 +1,15 @@
 use std::collections::HashMap;
 
+use cube::{CnodeId, LocationId};
 use merge::inputs::RegionDef;
 use merge::layout::{LocationPlan, LocationRole};
 use merge::sink::Message;
+use merge::{Extra, Record, Sink, Work};
 use otf2::{Definitions, LocationGroupType, LocationType as OtfLocationType};
-use raw::CopyKind;
+use raw::{CopyKind, Paradigm, RegionRole};
 
 use super::*;
+use crate::call_tree::ROOT;
 
 const SEND: usize = 0;
 const RECV: usize = 1;
