@@ -288,7 +288,7 @@ pub enum Command {
         what: Info,
     },
     /// The merge's worker process, started by gputrace itself (see
-    /// isolate.rs); not for users.
+    /// merge_worker.rs); not for users.
     #[command(name = "__merge-worker", hide = true)]
     MergeWorker {
         dir: PathBuf,

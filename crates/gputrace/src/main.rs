@@ -15,9 +15,9 @@ mod cli;
 mod commands;
 mod experiment;
 mod info;
-mod isolate;
 mod launch;
 mod libs;
+mod merge_worker;
 mod mpi_merge;
 mod progress;
 mod request;
@@ -73,7 +73,7 @@ fn exit_code_of(e: &anyhow::Error) -> u8 {
     let bad_merge_input = e.downcast_ref::<merge::Error>().is_some_and(merge::Error::is_bad_input);
     if e.is::<UsageError>()
         || e.downcast_ref::<report::Error>().is_some_and(report::Error::is_bad_input)
-        || e.is::<isolate::Refused>()
+        || e.is::<merge_worker::Refused>()
         || bad_merge_input
     {
         2
@@ -118,7 +118,7 @@ fn run(mut cli: Cli) -> anyhow::Result<i32> {
         }
         Some(Command::MergeWorker { dir, force, messages_fd, not_traced, program_ended, remove_raw }) => {
             let after_run = request::AfterRun { program_ended, remove_raw };
-            Ok(isolate::worker(&dir, force, messages_fd, &not_traced, after_run))
+            Ok(merge_worker::worker(&dir, force, messages_fd, &not_traced, after_run))
         }
         Some(Command::Stats { input, short: true, .. }) => commands::stats_short(&input),
         Some(Command::Stats { input, reports, format, by_rank, window, longest, .. }) => {

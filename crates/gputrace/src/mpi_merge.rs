@@ -3,7 +3,7 @@
 //! `gputrace --merge-ranks K mpirun ...` after the program): the K ranks
 //! write one archive together (merge::merge_collective), OTF2's
 //! collective callbacks and the ranks' exchanges going through the job's
-//! MPI library, loaded at run time (mpirt-sys): the binary links no MPI.
+//! MPI library, loaded at run time (merge-mpi-sys): the binary links no MPI.
 //!
 //! Every rank reads the same inputs, so an error in them (nothing to
 //! merge, an archive in the way, more ranks than processes) is the same
@@ -17,7 +17,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use anyhow::{Result, anyhow};
-use mpirt_sys::{Flavor, Mpi};
+use merge_mpi_sys::{Flavor, Mpi};
 
 use crate::UsageError;
 use crate::experiment::Experiment;

@@ -1,5 +1,5 @@
 //! One merge request, set up once for both ways of carrying it out: the
-//! merge worker (`gputrace __merge-worker`, [`crate::isolate`]) and each
+//! merge worker (`gputrace __merge-worker`, [`crate::merge_worker`]) and each
 //! rank of a merge run as an MPI job (`gputrace merge --mpi`,
 //! [`crate::mpi_merge`]). A [`Request`] makes the merge's options and the
 //! Cube profile from the settings, and after the merge writes the profile,

@@ -9,7 +9,7 @@
 //! crate for that: one `write(2)` per line, to a descriptor we choose, and
 //! no error ever surfacing.
 //!
-//! The merge worker (see [`crate::isolate`]) writes its lines to a
+//! The merge worker (see [`crate::merge_worker`]) writes its lines to a
 //! copy of gputrace's stderr handed to it, while its own stderr, which
 //! libotf2 and the C library may scribble on when they fail, goes to the
 //! parent: [`set_fd`] points the lines there.

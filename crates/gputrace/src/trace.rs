@@ -15,7 +15,7 @@ use crate::UsageError;
 use crate::experiment::Experiment;
 use crate::launch::{self, Launcher, MpiFlavor, Plan, launcher};
 use crate::request::AfterRun;
-use crate::{isolate, libs};
+use crate::{libs, merge_worker};
 
 /// Checks every `GPUTRACE_*` setting (and the filter file) before anything
 /// runs; the first problem is a usage error naming variable, value and
@@ -171,13 +171,13 @@ fn merge_after_run(
     not_traced: &[merge::NotTraced],
     after_run: AfterRun,
 ) {
-    match isolate::merge(experiment, settings, config, false, not_traced, after_run) {
+    match merge_worker::merge(experiment, settings, config, false, not_traced, after_run) {
         Ok(()) => {}
-        Err(e) if matches!(e.downcast_ref(), Some(isolate::Refused::NothingRecorded(_))) => {
+        Err(e) if matches!(e.downcast_ref(), Some(merge_worker::Refused::NothingRecorded(_))) => {
             // Nothing recorded, on a disk that takes no new file: the
             // processes could not create their streams (each said so), which
             // is not that the program did nothing.
-            match isolate::cannot_create_in(&experiment.raw_dir()) {
+            match merge_worker::cannot_create_in(&experiment.raw_dir()) {
                 Some(why) => say!(
                     "[gputrace] error: the trace could not be written: no raw stream could be created in {}: {why}; \
                      free some room there or trace into another directory (-o)",
@@ -269,7 +269,7 @@ pub fn merge_again(dir: &Path, settings: &[(String, String)], config: &Config, f
     if !alive.is_empty() {
         say!("[gputrace] warning: {}", merge::writers::describe(&alive));
     }
-    isolate::merge(&experiment, settings, config, force, &[], AfterRun::default())
+    merge_worker::merge(&experiment, settings, config, force, &[], AfterRun::default())
 }
 
 /// The summary reads the archive back (`gputrace stats`'s short tables,
