@@ -162,7 +162,7 @@ pub fn plot(
 
 /// `gputrace PROGRAM...`: traces the program, unless its first word is a
 /// misspelt subcommand followed by an experiment directory.
-pub fn run_program(argv: &[OsString], settings: &[(String, String)]) -> anyhow::Result<i32> {
+pub fn run_program(argv: &[OsString], settings: Vec<(String, String)>) -> anyhow::Result<i32> {
     if let Some(name) = argv.first().and_then(|w| cli::did_you_mean(w, argv.get(1).map(|n| n.as_os_str()))) {
         let word = argv[0].to_string_lossy();
         return Err(UsageError(format!(
@@ -172,7 +172,7 @@ pub fn run_program(argv: &[OsString], settings: &[(String, String)]) -> anyhow::
         ))
         .into());
     }
-    trace::trace(argv, settings)
+    trace::trace(argv, &trace::Settings::validate(settings)?)
 }
 
 /// What a timeline shows, in a line: its lanes, its span and its colours

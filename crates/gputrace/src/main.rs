@@ -107,13 +107,12 @@ fn run(mut cli: Cli) -> anyhow::Result<i32> {
             Ok(0)
         }
         Some(Command::Merge { dir, force, jobs, mpi: false, .. }) => {
-            let settings = with_merge_jobs(settings, jobs);
-            let config = trace::validate(&settings)?;
-            trace::merge_again(&dir, &settings, &config, force)?;
+            let settings = trace::Settings::validate(with_merge_jobs(settings, jobs))?;
+            trace::merge_again(&dir, &settings, force)?;
             Ok(0)
         }
         Some(Command::Merge { dir, force, jobs, mpi: true, program_ended, remove_raw, .. }) => {
-            let settings = with_merge_jobs(settings, jobs);
+            let settings = trace::Settings::validate(with_merge_jobs(settings, jobs))?;
             mpi_merge::run(&dir, &settings, force, request::AfterRun { program_ended, remove_raw })
         }
         Some(Command::MergeWorker { dir, force, messages_fd, not_traced, program_ended, remove_raw }) => {
@@ -134,7 +133,7 @@ fn run(mut cli: Cli) -> anyhow::Result<i32> {
         Some(Command::Plot { matrix, metrics, width, input, window, .. }) => {
             commands::plot(matrix, metrics, width, &input, &window, output)
         }
-        Some(Command::Run(argv)) => commands::run_program(&argv, &settings),
+        Some(Command::Run(argv)) => commands::run_program(&argv, settings),
     }
 }
 

@@ -34,6 +34,7 @@ use config::Config;
 
 use crate::experiment::{ARCHIVE_NAME, Experiment};
 use crate::request::{AfterRun, Request};
+use crate::trace::Settings;
 
 /// The hidden subcommand that runs the worker.
 pub const WORKER_COMMAND: &str = "__merge-worker";
@@ -80,25 +81,24 @@ impl std::fmt::Display for DiskFull {
 
 impl std::error::Error for DiskFull {}
 
-/// Merges `experiment` in a worker process and prints its summary; the
-/// settings are the validated `GPUTRACE_*` pairs. Errors are one line
+/// Merges `experiment` in a worker process and prints its summary, the
+/// worker getting the settings' pairs as its environment. Errors are one line
 /// each: [`Refused`] (nothing to merge), [`DiskFull`], or what
 /// else stopped the worker.
 pub fn merge(
     experiment: &Experiment,
-    settings: &[(String, String)],
-    config: &Config,
+    settings: &Settings,
     force: bool,
     not_traced: &[merge::NotTraced],
     after_run: AfterRun,
 ) -> Result<()> {
     let archive_existed = archive_exists(&experiment.dir);
-    let (status, reason, junk) = run_worker(experiment, settings, force, not_traced, after_run)?;
+    let (status, reason, junk) = run_worker(experiment, settings.pairs(), force, not_traced, after_run)?;
     let status = status.map_err(|e| anyhow!("waiting for the merge: {e}"))?;
     if status.success() {
         return Ok(());
     }
-    if config.verbose && !junk.is_empty() {
+    if settings.config().verbose && !junk.is_empty() {
         for l in String::from_utf8_lossy(&junk).lines() {
             say!("[gputrace] merge worker: {l}");
         }

@@ -64,7 +64,7 @@ impl merge::Observer for Rank {
 }
 
 /// Runs this process's rank of the merge; returns the exit status.
-pub fn run(dir: &Path, settings: &[(String, String)], force: bool, after_run: AfterRun) -> Result<i32> {
+pub fn run(dir: &Path, settings: &crate::trace::Settings, force: bool, after_run: AfterRun) -> Result<i32> {
     let Some(flavor) = Flavor::from_env() else {
         return Err(UsageError(
             "gputrace merge --mpi is one rank of a merge run as an MPI job, and no MPI launcher started it: \
@@ -74,8 +74,8 @@ pub fn run(dir: &Path, settings: &[(String, String)], force: bool, after_run: Af
         )
         .into());
     };
-    // Checked before MPI starts: the same on every rank.
-    let config = crate::trace::validate(settings)?;
+    // Checked (by the caller) before MPI starts: the same on every rank.
+    let config = settings.config();
     crate::say::init_tracing(config.verbose);
     let experiment = Experiment::at(dir);
     if !experiment.raw_dir().is_dir() {
@@ -84,7 +84,7 @@ pub fn run(dir: &Path, settings: &[(String, String)], force: bool, after_run: Af
     let mpi = Mpi::init(flavor).map_err(|e| anyhow!("gputrace merge --mpi cannot start MPI: {e}"))?;
     let comm = Arc::new(Comm(mpi));
     let rank = comm.0.rank();
-    let request = Request::new(experiment, &config, force, after_run);
+    let request = Request::new(experiment, config, force, after_run);
     let experiment = &request.experiment;
     let options = request.options();
     let shown = crate::progress::Shown::default();

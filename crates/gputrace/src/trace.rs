@@ -17,23 +17,44 @@ use crate::launch::{self, Launcher, MpiFlavor, Plan, launcher};
 use crate::request::AfterRun;
 use crate::{libs, merge_worker};
 
-/// Checks every `GPUTRACE_*` setting (and the filter file) before anything
-/// runs; the first problem is a usage error naming variable, value and
-/// what is allowed.
-pub fn validate(settings: &[(String, String)]) -> Result<Config> {
-    let config = Config::from_pairs(settings).map_err(|errors| {
-        let lines: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
-        UsageError(lines.join("\ngputrace: error: "))
-    })?;
-    if let Some(path) = &config.filtering_file {
-        Filter::load(path).map_err(|e| UsageError(format!("GPUTRACE_FILTERING_FILE: {e}")))?;
+/// The run's settings, checked once: the typed [`Config`] this process
+/// acts on, and the `GPUTRACE_*` pairs it came from, which are what
+/// crosses a process boundary (the traced ranks, the merge worker and the
+/// MPI merge's ranks get them as their environment and parse them there).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pairs: Vec<(String, String)>,
+    config: Config,
+}
+
+impl Settings {
+    /// Checks every `GPUTRACE_*` setting (and the filter file) before
+    /// anything runs; the first problem is a usage error naming variable,
+    /// value and what is allowed.
+    pub fn validate(pairs: Vec<(String, String)>) -> Result<Settings> {
+        let config = Config::from_pairs(&pairs).map_err(|errors| {
+            let lines: Vec<String> = errors.iter().map(|e| e.to_string()).collect();
+            UsageError(lines.join("\ngputrace: error: "))
+        })?;
+        if let Some(path) = &config.filtering_file {
+            Filter::load(path).map_err(|e| UsageError(format!("GPUTRACE_FILTERING_FILE: {e}")))?;
+        }
+        Ok(Settings { pairs, config })
     }
-    Ok(config)
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// The pairs, for a child process's environment.
+    pub fn pairs(&self) -> &[(String, String)] {
+        &self.pairs
+    }
 }
 
 /// Runs `argv` traced; returns the exit code of the command.
-pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
-    let config = validate(settings)?;
+pub fn trace(argv: &[OsString], settings: &Settings) -> Result<i32> {
+    let config = settings.config();
     // The timer first: every process started on this host reads the map
     // calibrated here, so they all read one clock.
     gputrace_clock::init_for_launcher();
@@ -56,7 +77,7 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
     };
     let dir = std::path::absolute(&experiment.dir).context("cannot resolve the experiment directory")?;
 
-    let (env, not_traced) = producers_env(argv, settings, &config, launcher, &dir);
+    let (env, not_traced) = producers_env(argv, settings, launcher, &dir);
     let (argv, env) = launcher.inject(argv, &env);
     tracing::debug!(?argv, ?env, "launching");
     let code = launch::run(&Plan { argv, env }).inspect_err(|_| {
@@ -82,7 +103,7 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
         merge_as_job(&job, &experiment, settings, config.merge_ranks, after_run);
         return Ok(code);
     }
-    merge_after_run(&experiment, settings, &config, &not_traced, after_run);
+    merge_after_run(&experiment, settings, &not_traced, after_run);
     Ok(code)
 }
 
@@ -92,12 +113,13 @@ pub fn trace(argv: &[OsString], settings: &[(String, String)]) -> Result<i32> {
 /// missing one said and noted).
 fn producers_env(
     argv: &[OsString],
-    settings: &[(String, String)],
-    config: &Config,
+    settings: &Settings,
     launcher: Launcher,
     dir: &Path,
 ) -> (Vec<(String, OsString)>, Vec<merge::NotTraced>) {
+    let config = settings.config();
     let mut env: Vec<(String, OsString)> = settings
+        .pairs()
         .iter()
         .filter(|(k, _)| k != "GPUTRACE_EXPERIMENT_DIRECTORY")
         .map(|(k, v)| (k.clone(), OsString::from(v)))
@@ -121,7 +143,8 @@ fn producers_env(
         env.push(("LD_PRELOAD".into(), preload));
     }
     if config.cuda_enable.is_empty() {
-        let value = settings.iter().rev().find(|(k, _)| k == "GPUTRACE_CUDA_ENABLE").map_or("", |(_, v)| v.as_str());
+        let value =
+            settings.pairs().iter().rev().find(|(k, _)| k == "GPUTRACE_CUDA_ENABLE").map_or("", |(_, v)| v.as_str());
         untraced(merge::Part::Cuda, format!("GPUTRACE_CUDA_ENABLE={value}"));
     } else {
         match libs::find(libs::CUDA_AGENT) {
@@ -164,14 +187,8 @@ fn producers_env(
 /// The merge after a run, in its worker process; what it meets is said
 /// in one line (the program's exit code stays the command's). Nothing
 /// recorded: why, and the empty experiment directory removed.
-fn merge_after_run(
-    experiment: &Experiment,
-    settings: &[(String, String)],
-    config: &Config,
-    not_traced: &[merge::NotTraced],
-    after_run: AfterRun,
-) {
-    match merge_worker::merge(experiment, settings, config, false, not_traced, after_run) {
+fn merge_after_run(experiment: &Experiment, settings: &Settings, not_traced: &[merge::NotTraced], after_run: AfterRun) {
+    match merge_worker::merge(experiment, settings, false, not_traced, after_run) {
         Ok(()) => {}
         Err(e) if matches!(e.downcast_ref(), Some(merge_worker::Refused::NothingRecorded(_))) => {
             // Nothing recorded, on a disk that takes no new file: the
@@ -207,7 +224,7 @@ struct Job<'a> {
 /// program's own launcher: `mpirun -np K gputrace merge --mpi DIR` (srun:
 /// `srun -n K`, with the job's `--mpi` and where it ran). Its ranks print
 /// the summary; a failure is one line.
-fn merge_as_job(job: &Job<'_>, experiment: &Experiment, settings: &[(String, String)], ranks: u64, after: AfterRun) {
+fn merge_as_job(job: &Job<'_>, experiment: &Experiment, settings: &Settings, ranks: u64, after: AfterRun) {
     let Ok(exe) = std::env::current_exe() else {
         say!("[gputrace] error: cannot find the gputrace binary for the MPI merge; the raw streams are kept");
         return;
@@ -222,7 +239,7 @@ fn merge_as_job(job: &Job<'_>, experiment: &Experiment, settings: &[(String, Str
     cmd.args(after.args());
     cmd.arg(&experiment.dir);
     cmd.env_remove("LD_PRELOAD");
-    for (k, v) in settings {
+    for (k, v) in settings.pairs() {
         cmd.env(k, v);
     }
     launch::end_with_gputrace(&mut cmd);
@@ -252,7 +269,7 @@ fn merge_as_job(job: &Job<'_>, experiment: &Experiment, settings: &[(String, Str
 const WRITER_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// `gputrace merge DIR`.
-pub fn merge_again(dir: &Path, settings: &[(String, String)], config: &Config, force: bool) -> Result<()> {
+pub fn merge_again(dir: &Path, settings: &Settings, force: bool) -> Result<()> {
     let experiment = Experiment::at(dir);
     if !experiment.raw_dir().is_dir() {
         if dir.join(format!("{}.otf2", crate::experiment::ARCHIVE_NAME)).is_file() {
@@ -269,7 +286,7 @@ pub fn merge_again(dir: &Path, settings: &[(String, String)], config: &Config, f
     if !alive.is_empty() {
         say!("[gputrace] warning: {}", merge::writers::describe(&alive));
     }
-    merge_worker::merge(&experiment, settings, config, force, &[], AfterRun::default())
+    merge_worker::merge(&experiment, settings, force, &[], AfterRun::default())
 }
 
 /// The summary reads the archive back (`gputrace stats`'s short tables,
