@@ -15,13 +15,14 @@
 
 mod buffer;
 pub mod diag;
+pub mod guard;
 pub mod identity;
 pub mod lost;
 pub mod rescue;
 mod session;
 pub mod window;
 
-pub use session::{record_untraced, start, start_with};
+pub use session::{prelude, record_untraced, start, start_with};
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
