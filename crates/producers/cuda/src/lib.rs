@@ -51,6 +51,6 @@ pub mod synthetic;
 /// tracing problem never stops CUDA from initializing.
 #[unsafe(no_mangle)]
 pub extern "C" fn InitializeInjection() -> std::ffi::c_int {
-    let _ = std::panic::catch_unwind(agent::start);
+    let _ = runtime::guard::shield(agent::start);
     1
 }
