@@ -145,13 +145,7 @@ mod tests {
     /// first, that it stopped recording.
     #[test]
     fn a_guard_warns_once() {
-        let out = std::process::Command::new(std::env::current_exe().unwrap())
-            .args(["--exact", "guard::tests::guard_child_panics_twice", "--nocapture", "--test-threads=1"])
-            .env(config::hooks::PANIC.name, "1")
-            .env_remove("RUST_BACKTRACE")
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = crate::tests::panicking_child("guard::tests::guard_child_panics_twice");
         let stopped: Vec<&str> = err.lines().filter(|l| l.contains("stopped recording")).collect();
         assert_eq!(
             stopped,

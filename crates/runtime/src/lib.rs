@@ -1,5 +1,5 @@
 //! The in-process recorder that every producer (MPI hooks, CUDA agent, NCCL
-//! plugin) uses to write its raw stream.
+//! plugin, NVTX library) uses to write its raw stream.
 //!
 //! A [`Recorder`] owns one stream file. Threads record events into their own
 //! [`buffer`]s without locking — slots of the file itself, mapped, so that
@@ -9,6 +9,12 @@
 //! When writing fails (a full disk), the recorder stops, counts what it
 //! drops and says so once; the count and the closing record go into a slot
 //! reserved for them when the stream was created.
+//!
+//! Every producer also starts and runs in the shell kept here: it reads
+//! its configuration through [`prelude`] and runs its work under a
+//! [`guard::Guard`], so that a panic switches it off with one warning
+//! (the MPI wrappers under the guard's [`guard::shield`] only: see
+//! `gputrace_mpi_core::call::shielded`).
 //!
 //! Depends on `raw` and `config` only; never on OTF2 (it runs inside the
 //! traced process) nor on the merge or the command.
