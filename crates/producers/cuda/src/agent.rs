@@ -3,10 +3,11 @@
 //!
 //! Everything CUPTI calls lands here, in `extern "C"` functions that never
 //! unwind (each body runs under the agent's [`runtime::guard::Guard`]; a
-//! panic switches the agent off with one warning). CUPTI's buffer callback only queues a completed
-//! buffer ([`crate::handoff`]); the agent's own thread `gputrace-cupti`
-//! converts it (and the exiting thread what is left at exit), never the
-//! application's threads, whose only cost is CUPTI's own record keeping.
+//! panic switches the agent off with one warning). CUPTI's buffer callback
+//! only queues a completed buffer ([`crate::handoff`]); the agent's own
+//! thread `gputrace-cupti` converts it (and the exiting thread what is
+//! left at exit), never the application's threads, whose only cost is
+//! CUPTI's own record keeping.
 //!
 //! CUPTI's buffers are only ever flushed *forced* at exit: a forced flush
 //! hands over buffers with records of work still in flight, which CUPTI

@@ -6,8 +6,9 @@
 //! [`runtime::guard::Guard`]: a panic switches the plugin off with one
 //! `[gputrace] warning:` line, sets NCCL's activation mask to 0 (so that
 //! NCCL stops calling), and the callback still returns `ncclSuccess` —
-//! NCCL never fails because of the plugin. Only `init` can refuse, and it does not: when recording is off
-//! or impossible it returns success with an empty mask.
+//! NCCL never fails because of the plugin. Only `init` can refuse, and it
+//! does not: when recording is off or impossible it returns success with
+//! an empty mask.
 
 use std::cell::RefCell;
 use std::ffi::{c_int, c_void};
