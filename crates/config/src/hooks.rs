@@ -37,7 +37,7 @@ pub const KILL_DIR: Hook = Hook {
 /// the recorder.
 pub const PANIC: Hook = Hook {
     name: "_GPUTRACE_TEST_PANIC",
-    read_by: "the runtime's own tests (crates/runtime/src/tests.rs)",
+    read_by: "the runtime's own tests (crates/runtime/src/tests.rs, guard.rs)",
     help: "The child panics inside the tracer, to show that one [gputrace] line is all the \
            program's stderr gets.",
 };

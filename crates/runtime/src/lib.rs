@@ -1,5 +1,5 @@
 //! The in-process recorder that every producer (MPI hooks, CUDA agent, NCCL
-//! plugin) uses to write its raw stream.
+//! plugin, NVTX library) uses to write its raw stream.
 //!
 //! A [`Recorder`] owns one stream file. Threads record events into their own
 //! [`buffer`]s without locking — slots of the file itself, mapped, so that
@@ -10,29 +10,37 @@
 //! drops and says so once; the count and the closing record go into a slot
 //! reserved for them when the stream was created.
 //!
+//! Every producer also starts and runs in the shell kept here: it reads
+//! its configuration through [`prelude`] and runs its work under a
+//! [`guard::Guard`], so that a panic switches it off with one warning
+//! (the MPI wrappers under the guard's [`guard::shield`] only: see
+//! `gputrace_mpi_core::call::shielded`).
+//!
 //! Depends on `raw` and `config` only; never on OTF2 (it runs inside the
 //! traced process) nor on the merge or the command.
 
 mod buffer;
+mod deftable;
 pub mod diag;
+pub mod guard;
 pub mod identity;
 pub mod lost;
 pub mod rescue;
 mod session;
 pub mod window;
 
-pub use session::{record_untraced, start, start_with};
+pub use session::{prelude, record_untraced, start, start_with};
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use buffer::{Inner, Pending, Pushed, Store, ThreadBuffer};
+use deftable::{DefTable, Defs};
 
 use config::filter::Filter;
 use raw::chunk::ChunkKind;
@@ -98,14 +106,6 @@ struct Shared {
     /// The process's stream of its producer: it writes the recording
     /// windows ([`window::write`]) at its end.
     windows: AtomicBool,
-}
-
-#[derive(Debug, Default)]
-struct DefTable {
-    pending: Vec<u8>,
-    strings: HashMap<String, u32>,
-    next_region: u32,
-    next_location: u32,
 }
 
 static NEXT_RECORDER: AtomicUsize = AtomicUsize::new(1);
@@ -736,33 +736,6 @@ impl Recorder {
                 self.path().display()
             ));
         }
-    }
-}
-
-/// The definition table, locked. Dropping it raises the recorder's
-/// pending flag if definitions wait to be written, so the next append
-/// writes them first.
-struct Defs<'a> {
-    guard: MutexGuard<'a, DefTable>,
-    flag: &'a AtomicBool,
-}
-
-impl std::ops::Deref for Defs<'_> {
-    type Target = DefTable;
-    fn deref(&self) -> &DefTable {
-        &self.guard
-    }
-}
-
-impl std::ops::DerefMut for Defs<'_> {
-    fn deref_mut(&mut self) -> &mut DefTable {
-        &mut self.guard
-    }
-}
-
-impl Drop for Defs<'_> {
-    fn drop(&mut self) {
-        self.flag.store(!self.guard.pending.is_empty(), Ordering::Release);
     }
 }
 

@@ -28,16 +28,38 @@ pub(crate) fn in_forked_child() -> bool {
     FORKED.load(Ordering::Relaxed)
 }
 
-/// Opens the raw stream of `producer` for this process as the environment
-/// configures it. Returns `None`, after saying why on stderr, when
-/// recording is off or impossible; the program then runs untraced.
-pub fn start(producer: Producer) -> Option<(Recorder, Config)> {
-    diag::quiet_panics();
+/// What every producer does first: reads the configuration from the
+/// environment (leniently: a bad variable is one warning and its default),
+/// sets up `GPUTRACE_VERBOSE`'s diagnostics, and decides whether the
+/// producer records. `select` is the producer's own part of that decision:
+/// what it records (its enabled set, say), or `None` when nothing. Returns
+/// the configuration and what `select` made, or `None` when nothing is
+/// recorded in this process (the run records neither a trace nor a
+/// profile, or `select` said so); nothing more is printed in that case.
+pub fn prelude<T>(select: impl FnOnce(&Config) -> Option<T>) -> Option<(Config, T)> {
     let (config, problems) = Config::from_env_lenient();
     diag::init_tracing(config.verbose);
     for p in problems {
         diag::warn_once(&format!("{p}; using the default"));
     }
+    decide(config, select)
+}
+
+/// The decision of [`prelude`], on a configuration already read.
+fn decide<T>(config: Config, select: impl FnOnce(&Config) -> Option<T>) -> Option<(Config, T)> {
+    if !config.enable_tracing && !config.enable_profiling {
+        return None;
+    }
+    let selected = select(&config)?;
+    Some((config, selected))
+}
+
+/// Opens the raw stream of `producer` for this process as the environment
+/// configures it. Returns `None`, after saying why on stderr, when
+/// recording is off or impossible; the program then runs untraced.
+pub fn start(producer: Producer) -> Option<(Recorder, Config)> {
+    diag::quiet_panics();
+    let (config, ()) = prelude(|_| Some(()))?;
     start_with(producer, &config).map(|rec| (rec, config))
 }
 
@@ -96,5 +118,44 @@ pub fn record_untraced(producer: Producer, config: &Config, reason: &str) {
             rec.finish();
         }
         Err(e) => tracing::debug!(error = %e, "the untraced stream was not written"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(pairs: &[(&str, &str)]) -> Config {
+        let pairs: Vec<(String, String)> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Config::from_pairs(&pairs).unwrap()
+    }
+
+    #[test]
+    fn the_prelude_hands_over_the_configuration_and_the_producers_choice() {
+        let (config, chosen) = decide(config(&[("GPUTRACE_NVTX_ENABLE", "false")]), |c| Some(c.nvtx_enable)).unwrap();
+        assert!(!chosen);
+        assert!(config.enable_tracing);
+    }
+
+    #[test]
+    fn a_producer_that_selects_nothing_records_nothing() {
+        assert!(decide(config(&[]), |_| None::<()>).is_none());
+    }
+
+    #[test]
+    fn without_trace_and_profile_no_producer_records() {
+        let off = [("GPUTRACE_ENABLE_TRACING", "false"), ("GPUTRACE_ENABLE_PROFILING", "false")];
+        let mut asked = false;
+        assert!(
+            decide(config(&off), |_| {
+                asked = true;
+                Some(())
+            })
+            .is_none()
+        );
+        assert!(!asked, "the producer is not asked");
+        // One of the two is enough.
+        assert!(decide(config(&off[..1]), |_| Some(())).is_some());
+        assert!(decide(config(&off[1..]), |_| Some(())).is_some());
     }
 }

@@ -306,6 +306,18 @@ fn a_live_writer_is_seen_and_a_dead_one_is_not() {
     assert_eq!(raw::writer_pid(&stream).unwrap(), None);
 }
 
+/// Runs this test binary again as a child running only `test`, with the
+/// panic hook's variable set; returns the child's stderr.
+pub(crate) fn panicking_child(test: &str) -> String {
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", test, "--nocapture", "--test-threads=1"])
+        .env(config::hooks::PANIC.name, "1")
+        .env_remove("RUST_BACKTRACE")
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// The child's part of the panic test: two panics caught by a shield.
 #[test]
 fn panic_child_panics_twice() {
@@ -322,13 +334,7 @@ fn panic_child_panics_twice() {
 /// application's stderr, never Rust's report.
 #[test]
 fn a_caught_panic_is_one_line_on_stderr() {
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "tests::panic_child_panics_twice", "--nocapture", "--test-threads=1"])
-        .env(config::hooks::PANIC.name, "1")
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = panicking_child("tests::panic_child_panics_twice");
     let ours: Vec<&str> = err.lines().filter(|l| l.starts_with("[gputrace]")).collect();
     assert_eq!(ours.len(), 1, "{err}");
     assert!(ours[0].contains("internal error in the tracer"), "{err}");

@@ -2,11 +2,12 @@
 //! activity buffers, and finishing at exit.
 //!
 //! Everything CUPTI calls lands here, in `extern "C"` functions that never
-//! unwind (each body runs under `catch_unwind`; a panic switches the agent
-//! off with one warning). CUPTI's buffer callback only queues a completed
-//! buffer ([`crate::handoff`]); the agent's own thread `gputrace-cupti`
-//! converts it (and the exiting thread what is left at exit), never the
-//! application's threads, whose only cost is CUPTI's own record keeping.
+//! unwind (each body runs under the agent's [`runtime::guard::Guard`]; a
+//! panic switches the agent off with one warning). CUPTI's buffer callback
+//! only queues a completed buffer ([`crate::handoff`]); the agent's own
+//! thread `gputrace-cupti` converts it (and the exiting thread what is
+//! left at exit), never the application's threads, whose only cost is
+//! CUPTI's own record keeping.
 //!
 //! CUPTI's buffers are only ever flushed *forced* at exit: a forced flush
 //! hands over buffers with records of work still in flight, which CUPTI
@@ -15,7 +16,6 @@
 use std::alloc::{Layout, alloc, dealloc};
 use std::collections::HashMap;
 use std::ffi::{CStr, c_char, c_void};
-use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Sender};
@@ -27,6 +27,7 @@ use cupti_sys::{self as sys, Cupti, CuptiVersion};
 use raw::Producer;
 use runtime::Recorder;
 use runtime::diag;
+use runtime::guard::Guard;
 
 use crate::capture::Capture;
 use crate::convert::{Converter, Enabled, Names};
@@ -69,7 +70,8 @@ static RECORDER: OnceLock<Option<Recorder>> = OnceLock::new();
 /// The runtime API is recorded from callbacks ([`crate::api`]).
 static API_CALLBACKS: AtomicBool = AtomicBool::new(false);
 static STARTED: AtomicBool = AtomicBool::new(false);
-static OFF: AtomicBool = AtomicBool::new(false);
+/// Off after a panic in the agent's work (see [`guarded`]).
+static GUARD: Guard = Guard::new(|_| "the CUDA agent failed and stopped recording; the program goes on".into());
 /// Unified-memory counters wait for the first context (see `uvm::start_uvm`).
 static UVM_PENDING: AtomicBool = AtomicBool::new(false);
 
@@ -83,15 +85,10 @@ pub fn start() {
     if STARTED.swap(true, Ordering::SeqCst) {
         return;
     }
-    let (config, problems) = Config::from_env_lenient();
-    diag::init_tracing(config.verbose);
-    for p in problems {
-        diag::warn_once(&format!("{p}; using the default"));
-    }
-    let enabled = Enabled::from_set(&config.cuda_enable);
-    if !enabled.any() || (!config.enable_tracing && !config.enable_profiling) {
+    let Some((config, enabled)) = runtime::prelude(|c| Some(Enabled::from_set(&c.cuda_enable)).filter(Enabled::any))
+    else {
         return;
-    }
+    };
     let kept = config.clone();
     if let Err(why) = setup(config, enabled) {
         diag::warn_once(&format!("CUDA is not traced: {why}"));
@@ -293,15 +290,10 @@ fn thread_name(tid: u32) -> String {
 }
 
 /// Runs `f` with the agent unless it is off; a panic switches it off.
+/// (Its warning names no callback: any failure stops the whole agent.)
 fn guarded(f: impl FnOnce(&Agent)) {
-    if OFF.load(Ordering::Relaxed) {
-        return;
-    }
     let Some(agent) = AGENT.get() else { return };
-    if std::panic::catch_unwind(AssertUnwindSafe(|| f(agent))).is_err() {
-        OFF.store(true, Ordering::Relaxed);
-        diag::warn_once("the CUDA agent failed and stopped recording; the program goes on");
-    }
+    GUARD.run("CUPTI callback", || f(agent));
 }
 
 extern "C" fn monotonic_ns() -> u64 {
@@ -436,7 +428,7 @@ fn profiler_call(cbid: u32, data: &sys::CUpti_CallbackData) {
 ///
 /// `data` is the callback data CUPTI passed for call `cbid` of `domain`.
 unsafe fn copy_call(domain: ApiDomain, cbid: u32, data: &sys::CUpti_CallbackData) {
-    if data.callbackSite != sys::CUPTI_API_ENTER || data.functionParams.is_null() || OFF.load(Ordering::Relaxed) {
+    if data.callbackSite != sys::CUPTI_API_ENTER || data.functionParams.is_null() || GUARD.off() {
         return;
     }
     // The work calls' callbacks (`runtime`) come here too: copy ends are
@@ -535,7 +527,7 @@ unsafe extern "C" fn buffer_completed(ctx: sys::CUcontext, stream: u32, buffer: 
         return;
     }
     let done = Completed { buffer: buffer as usize, size, valid };
-    if OFF.load(Ordering::Relaxed) || AGENT.get().is_none() {
+    if GUARD.off() || AGENT.get().is_none() {
         release(done);
     } else if let Err(done) = handoff::queue(done, convert) {
         convert(done);

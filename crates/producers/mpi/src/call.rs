@@ -8,12 +8,12 @@
 //! `MPI_Finalize`, and when the function's group is off or recording is
 //! paused outside its window (unless the function must be followed
 //! anyway, as communicator creation must). Our
-//! own work before and after the PMPI call runs under `catch_unwind`: a
-//! bug in the tracer loses events, never the call or the program.
+//! own work before and after the PMPI call runs under the runtime's
+//! `shield` ([`shielded`]): a bug in the tracer loses events, never the
+//! call or the program.
 
 use std::cell::{Cell, RefCell, UnsafeCell};
 use std::ffi::c_int;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr::NonNull;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -155,10 +155,17 @@ impl Drop for Guard {
 }
 
 /// Runs `f`, swallowing a panic (the panic message has been printed by
-/// the panic hook; the program goes on untraced at this point).
+/// the panic hook; the program goes on untraced at this point): the
+/// runtime's [`shield`](runtime::guard::shield). Unlike the other
+/// producers, the MPI wrappers have no [`Guard`](runtime::guard::Guard)
+/// that a panic switches off: the wrapper calls the real MPI function
+/// whatever happens, a panic loses what that call's hook would have
+/// recorded, and recording goes on, since the switch that stops it (the
+/// phase, [`state`]) would also leave the stream unfinished at
+/// `MPI_Finalize`.
 #[inline]
 pub fn shielded<R>(f: impl FnOnce() -> R) -> Option<R> {
-    catch_unwind(AssertUnwindSafe(f)).ok()
+    runtime::guard::shield(f)
 }
 
 /// What a hook does after the PMPI call, given its return code.

@@ -2,21 +2,21 @@
 //! callback, and finishing at exit.
 //!
 //! Every entry point NCCL calls lands in a function here, through
-//! [`crate::exports`]. Each runs its work under `catch_unwind`: a panic
-//! switches the plugin off with one `[gputrace] warning:` line, sets
-//! NCCL's activation mask to 0 (so that NCCL stops calling), and the
-//! callback still returns `ncclSuccess` — NCCL never fails because of the
-//! plugin. Only `init` can refuse, and it does not: when recording is off
-//! or impossible it returns success with an empty mask.
+//! [`crate::exports`]. Each runs its work under the plugin's
+//! [`runtime::guard::Guard`]: a panic switches the plugin off with one
+//! `[gputrace] warning:` line, sets NCCL's activation mask to 0 (so that
+//! NCCL stops calling), and the callback still returns `ncclSuccess` —
+//! NCCL never fails because of the plugin. Only `init` can refuse, and it
+//! does not: when recording is off or impossible it returns success with
+//! an empty mask.
 
 use std::cell::RefCell;
 use std::ffi::{c_int, c_void};
-use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
-use config::Config;
 use raw::Producer;
+use runtime::guard::{Guard, shield};
 use runtime::{diag, identity};
 
 use crate::abi::{NCCL_SUCCESS, NcclResult};
@@ -34,7 +34,10 @@ struct Live {
 }
 
 static LIVE: OnceLock<Option<Live>> = OnceLock::new();
-static OFF: AtomicBool = AtomicBool::new(false);
+/// Off after an internal error in a callback (named in the warning).
+static GUARD: Guard =
+    Guard::new(|what| format!("the NCCL plugin failed ({what}) and stopped recording; the program goes on"))
+        .when_off(stop_nccl_calling);
 /// NCCL's activation mask, as `init` handed it (one per NCCL library).
 static MASKS: Mutex<Vec<usize>> = Mutex::new(Vec::new());
 
@@ -62,15 +65,7 @@ impl Drop for ThreadSlot {
 }
 
 fn start_once() -> Option<Live> {
-    let (config, problems) = Config::from_env_lenient();
-    diag::init_tracing(config.verbose);
-    for p in problems {
-        diag::warn_once(&format!("{p}; using the default"));
-    }
-    let levels = Levels::from_set(&config.nccl_enable);
-    if !levels.any() {
-        return None;
-    }
+    let (config, levels) = runtime::prelude(|c| Some(Levels::from_set(&c.nccl_enable)).filter(Levels::any))?;
     let rec = runtime::start_with(Producer::Nccl, &config)?;
     let capture = config.nccl_capture.as_ref().and_then(|template| {
         let template = template.to_string_lossy();
@@ -85,12 +80,11 @@ fn start_once() -> Option<Live> {
     Some(Live { profiler: Profiler::new(rec, levels), capture, pid: std::process::id() as i32 })
 }
 
-/// Switches the plugin off after an internal error.
-fn disable(what: &str) {
-    if OFF.swap(true, Ordering::SeqCst) {
-        return;
-    }
-    diag::warn_once(&format!("the NCCL plugin failed ({what}) and stopped recording; the program goes on"));
+/// What the plugin does besides the other producers when it switches
+/// off: NCCL would go on building descriptors and calling for every
+/// event, to callbacks that return at once; with its activation masks at
+/// 0 it stops calling.
+fn stop_nccl_calling() {
     for &mask in MASKS.lock().unwrap_or_else(|e| e.into_inner()).iter() {
         // SAFETY: `mask` is the int NCCL passed to `init` (its process-wide
         // activation mask, which NCCL reads atomically); we are inside a
@@ -101,13 +95,8 @@ fn disable(what: &str) {
 
 /// Runs `f` with the plugin unless it is off; a panic switches it off.
 fn guarded(what: &str, f: impl FnOnce(&Live)) {
-    if OFF.load(Ordering::Relaxed) {
-        return;
-    }
     let Some(Some(live)) = LIVE.get() else { return };
-    if std::panic::catch_unwind(AssertUnwindSafe(|| f(live))).is_err() {
-        disable(what);
-    }
+    GUARD.run(what, || f(live));
 }
 
 /// Runs `f` with this thread's state.
@@ -161,15 +150,12 @@ fn capture(live: &Live, record: impl FnOnce() -> Record) {
 ///
 /// `context` and `mask` are NCCL's valid out-pointers.
 pub(crate) unsafe fn init(context: *mut *mut c_void, mask: *mut c_int, args: impl FnOnce() -> InitArgs) -> NcclResult {
-    let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: NCCL passes valid out-pointers.
-        unsafe {
-            *context = std::ptr::null_mut();
-            *mask = 0;
-        }
-        if OFF.load(Ordering::Relaxed) {
-            return;
-        }
+    // SAFETY: NCCL passes valid out-pointers.
+    unsafe {
+        *context = std::ptr::null_mut();
+        *mask = 0;
+    }
+    GUARD.run("init", || {
         let Some(live) = LIVE.get_or_init(start_once) else { return };
         let args = args();
         let ctx = live.profiler.init(&args);
@@ -186,10 +172,7 @@ pub(crate) unsafe fn init(context: *mut *mut c_void, mask: *mut c_int, args: imp
             ctx: ctx as *const CommContext as u64,
             args,
         });
-    }));
-    if r.is_err() {
-        disable("init");
-    }
+    });
     NCCL_SUCCESS
 }
 
@@ -279,10 +262,9 @@ pub(crate) unsafe fn stop(handle: *mut c_void) -> NcclResult {
 /// NVTX library asks before handing NCCL's NVTX ranges over, which may be
 /// before NCCL's first `init` (`ncclCommInitRank`'s range comes first).
 pub(crate) fn nvtx_recording() -> bool {
-    if OFF.load(Ordering::Relaxed) {
-        return false;
-    }
-    std::panic::catch_unwind(|| LIVE.get_or_init(start_once).is_some()).unwrap_or(false)
+    // A panic here answers no, and leaves the plugin on: its own `init`
+    // tries again and switches it off if it fails there too.
+    !GUARD.off() && shield(|| LIVE.get_or_init(start_once).is_some()).unwrap_or(false)
 }
 
 /// One of NCCL's NVTX ranges begins on the calling thread.
@@ -327,7 +309,7 @@ pub(crate) fn finalize(context: *mut c_void) -> NcclResult {
 /// after the plugin switched itself off (what was recorded is kept).
 extern "C" fn at_exit() {
     let exit_started = gputrace_clock::now();
-    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+    shield(|| {
         if let Some(Some(live)) = LIVE.get() {
             // The exiting thread's group still open: counted here when its
             // state is still there, taken so that its drop does not count
@@ -346,5 +328,5 @@ extern "C" fn at_exit() {
                 c.flush();
             }
         }
-    }));
+    });
 }

@@ -16,6 +16,7 @@ use crate::abi::{self, EventAttributes, ExtModuleInfo, GetExportTable, ResourceA
 use crate::annotations::{Attributes, Message, Payload};
 use crate::live::{self, guarded};
 use raw::CudaObject;
+use runtime::guard::shield;
 
 /// `wchar_t` on Linux.
 type WChar = i32;
@@ -492,7 +493,7 @@ pub unsafe extern "C" fn InitializeInjectionNvtx2(get: Option<GetExportTable>) -
     if !live::start() {
         return 0;
     }
-    let filled = std::panic::catch_unwind(|| {
+    let filled = shield(|| {
         // SAFETY: `get` is the instance's, called during its
         // initialization; each entry has the signature of its slot.
         unsafe {
@@ -524,7 +525,7 @@ pub unsafe extern "C" fn InitializeInjectionNvtxExtension(info: *mut ExtModuleIn
     if info.is_null() || !live::start() {
         return 0;
     }
-    let filled = std::panic::catch_unwind(|| {
+    let filled = shield(|| {
         // SAFETY: NVTX's module description, sized by its `struct_size`;
         // a segment's slots may be written during this call.
         unsafe {

@@ -4,32 +4,24 @@
 //! NVTX calls `InitializeInjectionNvtx2` once per NVTX instance (each
 //! library or program compiled with the NVTX headers has its own), the
 //! first time that instance is used; the first call starts the recording
-//! for the whole process. Every annotation runs under `catch_unwind`: a
-//! panic switches the library off with one `[gputrace] warning:` line and
-//! the program goes on, its annotations no longer recorded.
+//! for the whole process. Every annotation runs under the library's
+//! [`runtime::guard::Guard`]: a panic switches the library off with one
+//! `[gputrace] warning:` line and the program goes on, its annotations no
+//! longer recorded.
 
-use std::panic::AssertUnwindSafe;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, Ordering};
 
-use config::Config;
 use raw::Producer;
-use runtime::diag;
+use runtime::guard::{Guard, shield};
 
 use crate::annotations::Annotations;
 
 static LIVE: OnceLock<Option<Annotations>> = OnceLock::new();
-static OFF: AtomicBool = AtomicBool::new(false);
+/// Off after a panic in an annotation's work (see [`guarded`]).
+static GUARD: Guard = Guard::new(|_| "the NVTX recording failed and stopped; the program goes on".into());
 
 fn start_once() -> Option<Annotations> {
-    let (config, problems) = Config::from_env_lenient();
-    diag::init_tracing(config.verbose);
-    for p in problems {
-        diag::warn_once(&format!("{p}; using the default"));
-    }
-    if !config.nvtx_enable {
-        return None;
-    }
+    let (config, ()) = runtime::prelude(|c| c.nvtx_enable.then_some(()))?;
     let rec = runtime::start_with(Producer::Nvtx, &config)?;
     // SAFETY: `at_exit` is an `extern "C" fn()` that never unwinds.
     unsafe { libc::atexit(at_exit) };
@@ -43,40 +35,30 @@ fn start_once() -> Option<Annotations> {
 
 /// Starts the recording (once); false when it is off or impossible.
 pub fn start() -> bool {
-    std::panic::catch_unwind(|| LIVE.get_or_init(start_once).is_some()).unwrap_or(false)
+    shield(|| LIVE.get_or_init(start_once).is_some()).unwrap_or(false)
 }
 
 /// Whether annotations are being recorded.
 pub fn on() -> bool {
-    !OFF.load(Ordering::Relaxed) && matches!(LIVE.get(), Some(Some(_)))
+    !GUARD.off() && matches!(LIVE.get(), Some(Some(_)))
 }
 
 /// Runs `f` with the recording unless it is off; a panic switches it off
-/// and `default` is returned.
+/// and `default` is returned. (Its warning names no entry point: any
+/// failure stops the whole recording.)
 #[inline]
 pub fn guarded<R>(default: R, f: impl FnOnce(&Annotations) -> R) -> R {
-    if OFF.load(Ordering::Relaxed) {
-        return default;
-    }
     let Some(Some(a)) = LIVE.get() else { return default };
-    match std::panic::catch_unwind(AssertUnwindSafe(|| f(a))) {
-        Ok(r) => r,
-        Err(_) => {
-            if !OFF.swap(true, Ordering::SeqCst) {
-                diag::warn_once("the NVTX recording failed and stopped; the program goes on");
-            }
-            default
-        }
-    }
+    GUARD.run("annotation", || f(a)).unwrap_or(default)
 }
 
 /// The exit handler: writes the lanes and ends the stream, even after
 /// the recording switched itself off (what was recorded is kept).
 extern "C" fn at_exit() {
     let exit_started = gputrace_clock::now();
-    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| {
+    shield(|| {
         if let Some(Some(a)) = LIVE.get() {
             a.finish(exit_started);
         }
-    }));
+    });
 }
