@@ -48,3 +48,77 @@ fn a_server_that_is_not_there_is_an_error_not_a_hang() {
         Ok(_) => panic!("started a server that does not exist"),
     }
 }
+
+/// A stand-in server (a shell script that answers as `gputrace-nvml`
+/// does, detached the same way) for the client's side of the protocol,
+/// which the CI machine cannot reach with real NVML.
+fn stand_in(name: &str, body: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = std::env::temp_dir().join(format!("gputrace-nvml-test-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("server.sh");
+    // A background list reads /dev/null unless told otherwise: its input
+    // is the socket, as the real server's is.
+    std::fs::write(&path, format!("#!/bin/sh\nexec 3<&0\n( {body} ) <&3 &\nexit 0\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+#[test]
+fn the_client_reads_every_kind_of_answer() {
+    let server = stand_in(
+        "answers",
+        "echo ready; read l; echo 'ok 0'; read l; echo 'ok 123 456'; read l; echo 'ok 1 u f 4 5 6'; \
+         read l; echo 'err no device 9'",
+    );
+    let mut remote = Remote::start_at(server).unwrap();
+    assert_eq!(remote.open("GPU-00000000-0000-0000-0000-000000000000").unwrap(), 0);
+    assert_eq!(remote.nvlink(0).unwrap(), (123, 456));
+    let r = remote.gpu(0, 0b11_1101).unwrap();
+    use gputrace_cuda::gpu_metrics::Reading::*;
+    assert_eq!(r.0, [Value(1), Unsupported, Failed, Value(4), Value(5), Value(6)]);
+    match remote.nvlink(9) {
+        Err(ProxyError::Server(why)) => assert_eq!(why, "no device 9"),
+        other => panic!("{other:?}"),
+    }
+    // An error answer is the server's word, not a broken server.
+    assert!(remote.broken().is_none());
+}
+
+/// Run again as a child with SIGPIPE at its default action, as in a C
+/// program (Rust programs ignore it): a write to a server that is gone
+/// must be an error there too, not the signal that kills the program.
+#[test]
+fn a_server_that_ends_is_broken_for_good_without_a_signal() {
+    const CHILD: &str = "GPUTRACE_TEST_NVML_PROXY_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        // SAFETY: setting a signal's disposition to its default, before
+        // any thread of this child's own is started.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+        let server = stand_in("ends", "echo ready");
+        let mut remote = Remote::start_at(server).unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(matches!(remote.open("GPU-x"), Err(ProxyError::Broken(_))));
+        assert!(remote.broken().is_some());
+        assert!(matches!(remote.nvlink(0), Err(ProxyError::Broken(_))));
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "a_server_that_ends_is_broken_for_good_without_a_signal", "--nocapture"])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(out.status.signal(), None, "killed by a signal: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
+#[test]
+fn nonsense_from_a_server_is_an_error() {
+    let server = stand_in("nonsense", "echo hello");
+    match Remote::start_at(server) {
+        Err(ProxyError::Broken(why)) => assert!(why.contains("hello"), "{why}"),
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("accepted a server that did not say ready"),
+    }
+}
