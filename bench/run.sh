@@ -41,7 +41,7 @@ PY
 echo "== 1. what tracing adds to an MPI call (bench/mpi_call.sh: self send/receive and ping-pong, 7 interleaved rounds)"
 bench/mpi_call.sh 7 "$iters"
 "$gt" --keep-raw -o "$work/pp1" mpirun.openmpi -np 2 --bind-to core "$work/pingpong" -n "$iters" >/dev/null 2>&1
-cargo run --release -q -p gputrace-runtime --example record_cost 5000000 | sed 's/^/recorder alone: /'
+cargo run --release -q -p gputrace-recorder --example record_cost 5000000 | sed 's/^/recorder alone: /'
 ev=$(grep -h "events" "$work/pp1/summary.txt" | head -1 | sed -n 's/.*, \([0-9,]*\) events.*/\1/p' | tr -d ,)
 raw=$(du -s --block-size=1 "$work/pp1/raw" | cut -f1)
 echo "ping-pong trace: $ev events, raw $(( raw / ev )).$(( raw * 10 / ev % 10 )) bytes/event"

@@ -25,28 +25,28 @@ pub const CLOCK_DOMAIN: Hook = Hook {
            clocks are measured against rank 0 as if the ranks ran on different hosts.",
 };
 
-/// Makes a test binary of the runtime, run again as a child, record until
+/// Makes a test binary of the recorder, run again as a child, record until
 /// it is killed.
 pub const KILL_DIR: Hook = Hook {
     name: "_GPUTRACE_TEST_KILL_DIR",
-    read_by: "the runtime's own tests (crates/runtime/src/tests.rs)",
+    read_by: "the recorder's own tests (crates/recorder/src/tests.rs)",
     help: "The child records into this directory until the parent test kills it.",
 };
 
-/// Makes a test binary of the runtime, run again as a child, panic inside
+/// Makes a test binary of the recorder, run again as a child, panic inside
 /// the recorder.
 pub const PANIC: Hook = Hook {
     name: "_GPUTRACE_TEST_PANIC",
-    read_by: "the runtime's own tests (crates/runtime/src/tests.rs, guard.rs)",
+    read_by: "the recorder's own tests (crates/recorder/src/tests.rs, guard.rs)",
     help: "The child panics inside the tracer, to show that one [gputrace] line is all the \
            program's stderr gets.",
 };
 
-/// Makes a test binary of the runtime, run again as a child, record one
+/// Makes a test binary of the recorder, run again as a child, record one
 /// stream in this experiment directory without the command's TSC map.
 pub const HOST_MAP: Hook = Hook {
     name: "_GPUTRACE_TEST_HOST_MAP",
-    read_by: "the runtime's own tests (crates/runtime/src/tests.rs)",
+    read_by: "the recorder's own tests (crates/recorder/src/tests.rs)",
     help: "The child records one stream there, reading the TSC through the host's map file.",
 };
 

@@ -20,16 +20,16 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("gputrace-clock", &[]),
     ("gputrace-raw", &["gputrace-clock"]),
     ("gputrace-config", &[]),
-    ("gputrace-runtime", &["gputrace-clock", "gputrace-raw", "gputrace-config"]),
+    ("gputrace-recorder", &["gputrace-clock", "gputrace-raw", "gputrace-config"]),
     (
         "gputrace-cuda",
-        &["gputrace-runtime", "gputrace-clock", "gputrace-raw", "gputrace-config", "cupti-sys", "nvml-sys"],
+        &["gputrace-recorder", "gputrace-clock", "gputrace-raw", "gputrace-config", "cupti-sys", "nvml-sys"],
     ),
-    ("gputrace-mpi-core", &["gputrace-runtime", "gputrace-clock", "gputrace-raw", "gputrace-config"]),
-    ("gputrace-mpi", &["gputrace-mpi-core", "gputrace-runtime", "gputrace-raw", "gputrace-config"]),
-    ("gputrace-mpi-mpich", &["gputrace-mpi-core", "gputrace-runtime", "gputrace-raw", "gputrace-config"]),
-    ("gputrace-nccl", &["gputrace-runtime", "gputrace-clock", "gputrace-raw", "gputrace-config"]),
-    ("gputrace-nvtx", &["gputrace-runtime", "gputrace-clock", "gputrace-raw", "gputrace-config"]),
+    ("gputrace-mpi-core", &["gputrace-recorder", "gputrace-clock", "gputrace-raw", "gputrace-config"]),
+    ("gputrace-mpi", &["gputrace-mpi-core", "gputrace-recorder", "gputrace-raw", "gputrace-config"]),
+    ("gputrace-mpi-mpich", &["gputrace-mpi-core", "gputrace-recorder", "gputrace-raw", "gputrace-config"]),
+    ("gputrace-nccl", &["gputrace-recorder", "gputrace-clock", "gputrace-raw", "gputrace-config"]),
+    ("gputrace-nvtx", &["gputrace-recorder", "gputrace-clock", "gputrace-raw", "gputrace-config"]),
     ("otf2", &["otf2-sys"]),
     ("gputrace-summary", &[]),
     ("gputrace-merge", &["gputrace-clock", "gputrace-raw", "otf2", "gputrace-config", "gputrace-summary"]),
@@ -54,7 +54,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
 /// Arrows that must never appear, whatever the table above says: the
 /// rules of the design, kept even if the table is edited carelessly.
 const NEVER: &[(&str, &str)] = &[
-    ("gputrace", "gputrace-runtime"),
+    ("gputrace", "gputrace-recorder"),
     ("gputrace", "gputrace-cuda"),
     ("gputrace", "gputrace-mpi-core"),
     ("gputrace", "gputrace-nccl"),
@@ -63,7 +63,7 @@ const NEVER: &[(&str, &str)] = &[
     ("gputrace", "gputrace-mpi-mpich"),
     ("gputrace-report", "gputrace-raw"),
     ("gputrace-report", "gputrace-merge"),
-    ("gputrace-merge", "gputrace-runtime"),
+    ("gputrace-merge", "gputrace-recorder"),
     ("gputrace-merge", "gputrace-report"),
     ("gputrace-merge", "gputrace-profile"),
     ("gputrace-merge", "gputrace-cube"),
@@ -87,14 +87,14 @@ const NEVER: &[(&str, &str)] = &[
     // The clock is the bottom of the recording side: it reads no stream.
     ("gputrace-clock", "gputrace-raw"),
     ("gputrace-clock", "gputrace-config"),
-    ("gputrace-raw", "gputrace-runtime"),
-    ("gputrace-config", "gputrace-runtime"),
-    ("gputrace-runtime", "otf2"),
+    ("gputrace-raw", "gputrace-recorder"),
+    ("gputrace-config", "gputrace-recorder"),
+    ("gputrace-recorder", "otf2"),
     // The MPI merge's library is the command's alone.
     ("gputrace-merge", "merge-mpi-sys"),
     ("otf2", "merge-mpi-sys"),
-    ("gputrace-runtime", "merge-mpi-sys"),
-    ("gputrace-runtime", "otf2-sys"),
+    ("gputrace-recorder", "merge-mpi-sys"),
+    ("gputrace-recorder", "otf2-sys"),
     ("gputrace-cuda", "otf2"),
     ("gputrace-mpi-core", "otf2"),
     ("gputrace-nccl", "otf2"),
@@ -318,14 +318,14 @@ fn the_crate_graph_follows_the_floor_plan() {
 #[test]
 fn a_forbidden_arrow_is_caught() {
     let mut arrows = arrows();
-    arrows.get_mut("gputrace").unwrap().insert("gputrace-runtime".into());
+    arrows.get_mut("gputrace").unwrap().insert("gputrace-recorder".into());
     arrows.get_mut("otf2").unwrap().insert("gputrace-raw".into());
     arrows.get_mut("gputrace-report").unwrap().insert("gputrace-raw".into());
-    arrows.get_mut("gputrace-merge").unwrap().insert("gputrace-runtime".into());
+    arrows.get_mut("gputrace-merge").unwrap().insert("gputrace-recorder".into());
     let wrong = violations(&arrows);
     assert!(wrong.iter().any(|w| w == "gputrace-report → gputrace-raw is forbidden"), "{wrong:?}");
-    assert!(wrong.iter().any(|w| w == "gputrace-merge → gputrace-runtime is forbidden"), "{wrong:?}");
-    assert!(wrong.iter().any(|w| w == "gputrace → gputrace-runtime is forbidden"), "{wrong:?}");
+    assert!(wrong.iter().any(|w| w == "gputrace-merge → gputrace-recorder is forbidden"), "{wrong:?}");
+    assert!(wrong.iter().any(|w| w == "gputrace → gputrace-recorder is forbidden"), "{wrong:?}");
     assert!(wrong.iter().any(|w| w == "otf2 → gputrace-raw is forbidden"), "{wrong:?}");
 }
 
@@ -338,11 +338,11 @@ fn a_re_export_tunnel_is_caught() {
     // its wrappers a crate they do not name, through a chain.
     tunnels.push(Tunnel {
         from: "gputrace-merge".into(),
-        to: "gputrace-runtime".into(),
-        at: "merge/src/lib.rs:1: pub use runtime;".into(),
+        to: "gputrace-recorder".into(),
+        at: "merge/src/lib.rs:1: pub use recorder;".into(),
     });
     tunnels.push(Tunnel {
-        from: "gputrace-runtime".into(),
+        from: "gputrace-recorder".into(),
         to: "gputrace-clock".into(),
         at: "runtime/src/lib.rs:1: pub use gputrace_clock;".into(),
     });
@@ -353,7 +353,7 @@ fn a_re_export_tunnel_is_caught() {
     });
     let wrong = tunnel_violations(&arrows, &tunnels);
     let has = |s: &str| wrong.iter().any(|w| w.starts_with(s));
-    assert!(has("gputrace reaches gputrace-runtime through a re-export in gputrace-merge"), "{wrong:?}");
+    assert!(has("gputrace reaches gputrace-recorder through a re-export in gputrace-merge"), "{wrong:?}");
     assert!(has("gputrace-profile reaches gputrace-clock through a re-export in gputrace-merge"), "{wrong:?}");
     assert!(has("gputrace-mpi reaches gputrace-clock through a re-export in gputrace-mpi-core"), "{wrong:?}");
     assert!(!wrong.iter().any(|w| w.starts_with("gputrace reaches gputrace-clock")), "{wrong:?}");

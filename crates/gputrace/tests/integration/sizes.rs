@@ -29,7 +29,7 @@ const LONG_FILES: &[(&str, usize)] = &[
     ("crates/raw/src/event.rs", 848),
     ("crates/config/src/lib.rs", 782),
     ("crates/report/src/stats/mod.rs", 777),
-    ("crates/runtime/src/lib.rs", 743),
+    ("crates/recorder/src/lib.rs", 743),
     ("crates/raw/src/reader.rs", 766),
     ("crates/producers/nvtx/src/annotations.rs", 753),
     ("crates/merge/src/correct.rs", 755),

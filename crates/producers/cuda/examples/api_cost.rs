@@ -9,7 +9,7 @@
 use std::time::Instant;
 
 use raw::Producer;
-use runtime::{Recorder, RecorderOptions};
+use recorder::{Recorder, RecorderOptions};
 
 fn main() {
     let calls: u64 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(2_000_000);

@@ -2,7 +2,7 @@
 //! activity buffers, and finishing at exit.
 //!
 //! Everything CUPTI calls lands here, in `extern "C"` functions that never
-//! unwind (each body runs under the agent's [`runtime::guard::Guard`]; a
+//! unwind (each body runs under the agent's [`recorder::guard::Guard`]; a
 //! panic switches the agent off with one warning). CUPTI's buffer callback
 //! only queues a completed buffer ([`crate::handoff`]); the agent's own
 //! thread `gputrace-cupti` converts it (and the exiting thread what is
@@ -25,9 +25,9 @@ use std::time::Duration;
 use config::Config;
 use cupti_sys::{self as sys, Cupti, CuptiVersion};
 use raw::Producer;
-use runtime::Recorder;
-use runtime::diag;
-use runtime::guard::Guard;
+use recorder::Recorder;
+use recorder::diag;
+use recorder::guard::Guard;
 
 use crate::capture::Capture;
 use crate::convert::{Converter, Enabled, Names};
@@ -85,7 +85,7 @@ pub fn start() {
     if STARTED.swap(true, Ordering::SeqCst) {
         return;
     }
-    let Some((config, enabled)) = runtime::prelude(|c| Some(Enabled::from_set(&c.cuda_enable)).filter(Enabled::any))
+    let Some((config, enabled)) = recorder::prelude(|c| Some(Enabled::from_set(&c.cuda_enable)).filter(Enabled::any))
     else {
         return;
     };
@@ -93,7 +93,7 @@ pub fn start() {
     if let Err(why) = setup(config, enabled) {
         diag::warn_once(&format!("CUDA is not traced: {why}"));
         // The merge says why rather than that the program did no GPU work.
-        runtime::record_untraced(Producer::Cuda, &kept, &why);
+        recorder::record_untraced(Producer::Cuda, &kept, &why);
     }
 }
 
@@ -229,7 +229,7 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
         }
         // The recording window is set up before the recorder (made at the
         // first GPU work), so that cudaProfilerStart finds it.
-        runtime::window::start(&agent.config);
+        recorder::window::start(&agent.config);
         if agent.config.capture_range == config::CaptureRange::CudaProfilerApi {
             enable_profiler_callbacks(&agent.cupti, handle);
         }
@@ -415,9 +415,9 @@ fn profiler_call(cbid: u32, data: &sys::CUpti_CallbackData) {
         return;
     }
     if cbid == PROFILER_START.load(Ordering::Relaxed) && data.callbackSite == sys::CUPTI_API_EXIT {
-        runtime::window::set(runtime::window::RANGE_CLOSED, false);
+        recorder::window::set(recorder::window::RANGE_CLOSED, false);
     } else if cbid == PROFILER_STOP.load(Ordering::Relaxed) && data.callbackSite == sys::CUPTI_API_ENTER {
-        runtime::window::set(runtime::window::RANGE_CLOSED, true);
+        recorder::window::set(recorder::window::RANGE_CLOSED, true);
     }
 }
 
@@ -470,7 +470,7 @@ fn early(ordinal: u32) {
         let (tx, rx) = mpsc::channel::<u32>();
         let spawned = std::thread::Builder::new().name("gputrace-early".into()).spawn(move || {
             if let Ok(mut own) = OWN_THREADS.lock() {
-                own.push(runtime::identity::thread_id());
+                own.push(recorder::identity::thread_id());
             }
             Sampler::open_early();
             for ordinal in rx {
@@ -591,7 +591,7 @@ fn in_window(r: &Record) -> bool {
         Record::Uvm(u) => u.start,
         _ => return true,
     };
-    runtime::window::contains(start)
+    recorder::window::contains(start)
 }
 
 /// Names resolved through CUPTI, for live records.
@@ -699,7 +699,7 @@ impl Agent {
         // With a recording window, the work and calls that started inside
         // it (docs/window.md).
         let windowed: Vec<Record>;
-        let records = if runtime::window::windowed() {
+        let records = if recorder::window::windowed() {
             windowed = records.iter().filter(|r| in_window(r)).copied().collect();
             &windowed[..]
         } else {
@@ -843,7 +843,7 @@ impl Agent {
 /// The process's CUDA stream, created at the first call (borrowed: the
 /// callbacks on the program's threads take no reference count).
 fn recorder(config: &Config) -> Option<&'static Recorder> {
-    RECORDER.get_or_init(|| runtime::start_with(Producer::Cuda, config)).as_ref()
+    RECORDER.get_or_init(|| recorder::start_with(Producer::Cuda, config)).as_ref()
 }
 
 /// The process's CUDA stream if it was created.

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use cupti_sys::{self as sys, Cupti};
 use raw::{Event, Paradigm, RegionRole};
-use runtime::Recorder;
+use recorder::Recorder;
 
 use crate::names;
 
@@ -94,12 +94,12 @@ pub(crate) fn call(cupti: &Cupti, rec: &Recorder, cbid: u32, data: &sys::CUpti_C
     // With a recording window (docs/window.md), a call entered while it is
     // closed is left out whole: its entry notes that in the word CUPTI
     // keeps for the call, which its exit reads.
-    if runtime::window::windowed() && !data.correlationData.is_null() {
+    if recorder::window::windowed() && !data.correlationData.is_null() {
         // SAFETY: CUPTI's word for this call, shared by its entry and
         // exit callbacks on this thread.
         let skipped = unsafe { &mut *data.correlationData };
         if enter {
-            *skipped = u64::from(!runtime::window::on());
+            *skipped = u64::from(!recorder::window::on());
         }
         if *skipped != 0 {
             return;
@@ -138,7 +138,7 @@ fn note_sync(correlation: u32) {
             // Records that never came: forget them rather than grow.
             map.clear();
         }
-        map.insert(correlation, runtime::identity::thread_id());
+        map.insert(correlation, recorder::identity::thread_id());
     }
 }
 

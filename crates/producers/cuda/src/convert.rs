@@ -24,7 +24,7 @@ use config::{CudaSource, EnabledSet};
 use raw::{
     Definition, DeviceDef, Event, LinkEnd, LocationKind, MemCopy, MemoryKind, NvLinkDef, Paradigm, PeerEnds, RegionRole,
 };
-use runtime::Recorder;
+use recorder::Recorder;
 
 use crate::graphs::Graphs;
 use crate::memory::Memory;

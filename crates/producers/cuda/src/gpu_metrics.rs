@@ -11,7 +11,7 @@
 
 use nvml_sys::{Memory, NvmlError, Utilization};
 use raw::{Definition, Event, LocationKind, MetricDef};
-use runtime::Recorder;
+use recorder::Recorder;
 
 /// The metrics: (name, unit, description). The order is that of
 /// [`Readings::from_nvml`]'s values.
@@ -172,8 +172,8 @@ impl GpuTrack {
     /// Writes the samples taken so far.
     pub fn write(&mut self, rec: &Recorder) {
         if let Some(location) = self.location {
-            if runtime::window::windowed() {
-                self.pending.retain(|(t, _)| runtime::window::contains(*t));
+            if recorder::window::windowed() {
+                self.pending.retain(|(t, _)| recorder::window::contains(*t));
             }
             rec.write_batch(location, &self.pending);
         }

@@ -16,7 +16,7 @@
 use std::collections::HashMap;
 
 use raw::{Paradigm, RegionRole};
-use runtime::Recorder;
+use recorder::Recorder;
 
 use crate::records::GraphNode;
 

@@ -52,6 +52,6 @@ mod uvm;
 /// tracing problem never stops CUDA from initializing.
 #[unsafe(no_mangle)]
 pub extern "C" fn InitializeInjection() -> std::ffi::c_int {
-    let _ = runtime::guard::shield(agent::start);
+    let _ = recorder::guard::shield(agent::start);
     1
 }

@@ -4,7 +4,7 @@
 //! recorder at hand, and records lost before the first GPU work come
 //! before the stream exists), which the process's CUDA stream writes as
 //! `SourceLost` records with its next definitions and at exit (see
-//! `runtime::lost`). The merge sums them per process; the run summary
+//! `recorder::lost`). The merge sums them per process; the run summary
 //! says them in a `lost:` line, the archive holds them as the process's
 //! `GPUTRACE::LOST::<KIND>` properties, `gputrace stats` in `lost_sum`.
 //!
@@ -32,7 +32,7 @@ pub use raw::SourceLoss;
 /// Counts `count` records of kind `what` lost in this process.
 #[inline]
 pub fn note(what: SourceLoss, count: u64) {
-    runtime::lost::note(what, count);
+    recorder::lost::note(what, count);
 }
 
 /// Whether to refuse the buffer CUPTI asks for now (no buffer: CUPTI

@@ -22,7 +22,7 @@ use raw::RegionRole;
 use raw::{
     Definition, Event, LocationKind, MemoryKind, MemoryOp as RawMemoryOp, MetricDef, Paradigm, PoolOp as RawPoolOp,
 };
-use runtime::Recorder;
+use recorder::Recorder;
 
 use crate::records::{MemoryOp, PoolOp, UvmCounter};
 

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use crate::nvml_proxy::{ProxyError, Remote};
 use raw::{Definition, Event, LocationKind, MetricDef};
-use runtime::Recorder;
+use recorder::Recorder;
 
 use crate::gpu_metrics::GpuTrack;
 
@@ -177,8 +177,8 @@ fn run(mut nvml: Remote, rec: Recorder, intervals: Intervals, added: Receiver<(u
         if stopping || gone.is_some() || now.saturating_sub(last_write) >= WRITE_EVERY_NS {
             for g in &mut gpus {
                 if let Some((location, _)) = g.defined {
-                    if runtime::window::windowed() {
-                        g.pending.retain(|(t, _)| runtime::window::contains(*t));
+                    if recorder::window::windowed() {
+                        g.pending.retain(|(t, _)| recorder::window::contains(*t));
                     }
                     rec.write_batch(location, &g.pending);
                 }
@@ -188,7 +188,7 @@ fn run(mut nvml: Remote, rec: Recorder, intervals: Intervals, added: Receiver<(u
             last_write = now;
         }
         if let Some(why) = gone {
-            runtime::diag::warn_once(&format!("NVLink traffic and GPU metrics are no longer sampled: {why}"));
+            recorder::diag::warn_once(&format!("NVLink traffic and GPU metrics are no longer sampled: {why}"));
             gpus.clear();
         }
         if stopping {

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use cupti_sys::CuptiVersion;
 use raw::StreamHeader;
-use runtime::Recorder;
-use runtime::RecorderOptions;
+use recorder::Recorder;
+use recorder::RecorderOptions;
 
 use crate::capture::Capture;
 use crate::convert::{Converter, Enabled, Names};

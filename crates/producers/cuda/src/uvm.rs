@@ -3,7 +3,7 @@
 //! when CUPTI is not ready yet, at the first context (see
 //! [`crate::memory`] for what their records become).
 
-use runtime::diag;
+use recorder::diag;
 
 use cupti_sys::{self as sys, Cupti};
 

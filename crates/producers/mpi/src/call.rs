@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use raw::{Event, Paradigm, RegionRole};
-use runtime::{Recorder, ThisThread};
+use recorder::{Recorder, ThisThread};
 
 use crate::abi::MAX_STATUS_BYTES;
 use crate::comms;
@@ -156,8 +156,8 @@ impl Drop for Guard {
 
 /// Runs `f`, swallowing a panic (the panic message has been printed by
 /// the panic hook; the program goes on untraced at this point): the
-/// runtime's [`shield`](runtime::guard::shield). Unlike the other
-/// producers, the MPI wrappers have no [`Guard`](runtime::guard::Guard)
+/// runtime's [`shield`](recorder::guard::shield). Unlike the other
+/// producers, the MPI wrappers have no [`Guard`](recorder::guard::Guard)
 /// that a panic switches off: the wrapper calls the real MPI function
 /// whatever happens, a panic loses what that call's hook would have
 /// recorded, and recording goes on, since the switch that stops it (the
@@ -165,7 +165,7 @@ impl Drop for Guard {
 /// `MPI_Finalize`.
 #[inline]
 pub fn shielded<R>(f: impl FnOnce() -> R) -> Option<R> {
-    runtime::guard::shield(f)
+    recorder::guard::shield(f)
 }
 
 /// What a hook does after the PMPI call, given its return code.
@@ -265,7 +265,7 @@ impl Call {
         }
         // Outside the recording window (docs/window.md) a call is what a
         // call of a group that is off is: followed only if it must be.
-        let recording = state::enabled(info.group) && runtime::window::on();
+        let recording = state::enabled(info.group) && recorder::window::on();
         if !recording && info.follow == Follow::IfEnabled {
             return None;
         }

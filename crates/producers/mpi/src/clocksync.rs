@@ -25,7 +25,7 @@
 use std::ffi::{c_int, c_void};
 
 use raw::Definition;
-use runtime::Recorder;
+use recorder::Recorder;
 
 use crate::abi::MpiAbi;
 use crate::pmpi;
@@ -67,7 +67,7 @@ fn domain(rank: u64) -> u64 {
         }
     }
     // The same hash of the boot id that the stream header records.
-    runtime::identity::clock_domain()
+    recorder::identity::clock_domain()
 }
 
 /// One rank's result: offset, error and the local time it refers to (0:
@@ -252,6 +252,6 @@ mod tests {
 
     #[test]
     fn the_domain_is_the_hosts() {
-        assert_eq!(domain(3), runtime::identity::clock_domain());
+        assert_eq!(domain(3), recorder::identity::clock_domain());
     }
 }

@@ -23,7 +23,7 @@ use std::sync::{OnceLock, RwLock};
 
 use raw::defs::rank_runs;
 use raw::{CommDef, Definition};
-use runtime::Recorder;
+use recorder::Recorder;
 
 use crate::abi::{Handle, MpiAbi};
 use crate::call::{self, Call, PerThread};

@@ -37,7 +37,7 @@ pub fn init<A: MpiAbi>(info: &'static FnInfo, pmpi: impl FnOnce() -> c_int) -> c
     };
     if let Err(found) = A::detect() {
         state::set_phase(Phase::Disabled);
-        runtime::diag::warn(&format!(
+        recorder::diag::warn(&format!(
             "this library traces {} programs, but {found}; MPI calls are not recorded \
              (use the gputrace MPI library built for this MPI)",
             A::NAME
@@ -46,9 +46,9 @@ pub fn init<A: MpiAbi>(info: &'static FnInfo, pmpi: impl FnOnce() -> c_int) -> c
     }
     // A runtime installs its own crash handlers (Open MPI's backtrace) only
     // where it finds the default action: let it find it.
-    runtime::rescue::step_aside();
+    recorder::rescue::step_aside();
     let rc = pmpi();
-    runtime::rescue::step_in();
+    recorder::rescue::step_in();
     if rc == A::SUCCESS {
         if shielded(|| start::<A>(info, t0)) != Some(true) {
             state::set_phase(Phase::Disabled);
@@ -60,7 +60,7 @@ pub fn init<A: MpiAbi>(info: &'static FnInfo, pmpi: impl FnOnce() -> c_int) -> c
 }
 
 fn start<A: MpiAbi>(info: &'static FnInfo, t0: u64) -> bool {
-    let Some((rec, config)) = runtime::start(Producer::Mpi) else {
+    let Some((rec, config)) = recorder::start(Producer::Mpi) else {
         // Not recording (no stream could be created: a full disk, no
         // inode left): this rank still joins the clock synchronizations,
         // which are collective, or the ranks that record wait for it for
@@ -87,7 +87,7 @@ fn start<A: MpiAbi>(info: &'static FnInfo, t0: u64) -> bool {
 /// The clock synchronization at `MPI_Init`, on a duplicate of
 /// `MPI_COMM_WORLD` kept for the one at `MPI_Finalize`: every rank that
 /// initialized MPI under the hooks joins both, recording or not.
-fn join_clock_syncs<A: MpiAbi>(rec: Option<&runtime::Recorder>) {
+fn join_clock_syncs<A: MpiAbi>(rec: Option<&recorder::Recorder>) {
     let mut dup = A::comm_null();
     // SAFETY: MPI is initialized; `dup` is writable. Every rank makes this
     // call here, right after PMPI_Init.
@@ -104,7 +104,7 @@ fn record_call(info: &'static FnInfo, t0: u64) {
     if let Some(rec) = state::recorder()
         && state::enabled(info.group)
         && let Some(region) = info.region(rec)
-        && runtime::window::contains(t0)
+        && recorder::window::contains(t0)
     {
         rec.record(t0, &Event::Enter { region });
         rec.record(gputrace_clock::now(), &Event::Leave { region });

@@ -129,7 +129,7 @@ static NOTHING_WARNED: AtomicBool = AtomicBool::new(false);
 /// kind of failure, however many symbols fail.
 fn warn_once_per_process(flag: &AtomicBool, message: &str) {
     if !flag.swap(true, Ordering::Relaxed) {
-        runtime::diag::warn(message);
+        recorder::diag::warn(message);
     }
 }
 

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard};
 
 use raw::{Collective, Message};
-use runtime::Recorder;
+use recorder::Recorder;
 
 /// Work to finish when a request completes that needs the ABI's types:
 /// registering the communicator of an `MPI_Comm_idup`.

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 
 use config::EnabledSet;
-use runtime::Recorder;
+use recorder::Recorder;
 
 /// Where the process is in MPI's lifetime, as far as recording goes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

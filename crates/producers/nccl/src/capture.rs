@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use raw::{Producer, StreamHeader};
-use runtime::diag;
+use recorder::diag;
 use serde::{Deserialize, Serialize};
 
 use crate::levels::Levels;

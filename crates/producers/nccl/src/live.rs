@@ -3,7 +3,7 @@
 //!
 //! Every entry point NCCL calls lands in a function here, through
 //! [`crate::exports`]. Each runs its work under the plugin's
-//! [`runtime::guard::Guard`]: a panic switches the plugin off with one
+//! [`recorder::guard::Guard`]: a panic switches the plugin off with one
 //! `[gputrace] warning:` line, sets NCCL's activation mask to 0 (so that
 //! NCCL stops calling), and the callback still returns `ncclSuccess` —
 //! NCCL never fails because of the plugin. Only `init` can refuse, and it
@@ -16,8 +16,8 @@ use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use raw::Producer;
-use runtime::guard::{Guard, shield};
-use runtime::{diag, identity};
+use recorder::guard::{Guard, shield};
+use recorder::{diag, identity};
 
 use crate::abi::{NCCL_SUCCESS, NcclResult};
 use crate::capture::{CaptureWriter, Record};
@@ -59,14 +59,14 @@ struct ThreadSlot(RefCell<Option<ThreadState>>);
 impl Drop for ThreadSlot {
     fn drop(&mut self) {
         if let Some(th) = self.0.get_mut() {
-            runtime::lost::note(raw::SourceLoss::NcclThreadExit, th.open_calls() as u64);
+            recorder::lost::note(raw::SourceLoss::NcclThreadExit, th.open_calls() as u64);
         }
     }
 }
 
 fn start_once() -> Option<Live> {
-    let (config, levels) = runtime::prelude(|c| Some(Levels::from_set(&c.nccl_enable)).filter(Levels::any))?;
-    let rec = runtime::start_with(Producer::Nccl, &config)?;
+    let (config, levels) = recorder::prelude(|c| Some(Levels::from_set(&c.nccl_enable)).filter(Levels::any))?;
+    let rec = recorder::start_with(Producer::Nccl, &config)?;
     let capture = config.nccl_capture.as_ref().and_then(|template| {
         let template = template.to_string_lossy();
         let header = identity::stream_header(Producer::Nccl);
@@ -111,7 +111,7 @@ fn with_thread<R>(f: impl FnOnce(&mut ThreadState) -> R) -> Option<R> {
         .flatten()
         // A thread being torn down: the event is lost, and counted.
         .or_else(|| {
-            runtime::lost::note(raw::SourceLoss::NcclThreadGone, 1);
+            recorder::lost::note(raw::SourceLoss::NcclThreadGone, 1);
             None
         })
 }
@@ -193,7 +193,7 @@ pub(crate) unsafe fn start(
     // Outside the recording window (docs/window.md) an event is not
     // started: NCCL gets no handle, so its states and stop are not
     // recorded either; an event started inside keeps its stop.
-    if !runtime::window::on() {
+    if !recorder::window::on() {
         return NCCL_SUCCESS;
     }
     guarded("startEvent", |live| {
@@ -320,7 +320,7 @@ extern "C" fn at_exit() {
                 if let Ok(mut t) = t.0.try_borrow_mut()
                     && let Some(th) = t.take()
                 {
-                    runtime::lost::note(raw::SourceLoss::NcclThreadExit, th.open_calls() as u64);
+                    recorder::lost::note(raw::SourceLoss::NcclThreadExit, th.open_calls() as u64);
                 }
             });
             live.profiler.finish(exit_started);

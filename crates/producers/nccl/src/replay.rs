@@ -14,8 +14,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use raw::{LocationKind, StreamHeader};
-use runtime::Recorder;
-use runtime::RecorderOptions;
+use recorder::Recorder;
+use recorder::RecorderOptions;
 
 use crate::capture::{Capture, CaptureError, Record};
 use crate::handle::{self, HandlePtr};

@@ -34,7 +34,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use raw::{Definition, Event, LocationKind, Paradigm, RegionRole};
-use runtime::Recorder;
+use recorder::Recorder;
 
 use crate::handles::Handles;
 use crate::nccl::{Binary, NcclPlugin};
@@ -352,7 +352,7 @@ impl Annotations {
             return false;
         }
         if c.open.fetch_add(1, Ordering::AcqRel) == 0 {
-            runtime::window::set(runtime::window::RANGE_CLOSED, false);
+            recorder::window::set(recorder::window::RANGE_CLOSED, false);
         }
         true
     }
@@ -363,7 +363,7 @@ impl Annotations {
         if let Some(c) = &self.capture
             && c.open.fetch_sub(1, Ordering::AcqRel) == 1
         {
-            runtime::window::set(runtime::window::RANGE_CLOSED, true);
+            recorder::window::set(recorder::window::RANGE_CLOSED, true);
         }
     }
 
@@ -567,9 +567,9 @@ impl Annotations {
         }
         // With a recording window, a range pushed while it is closed is
         // left out, and its pop with it (docs/window.md).
-        let windowed = runtime::window::windowed();
+        let windowed = recorder::window::windowed();
         let opens = windowed && self.capture_opens(a.message);
-        let recording = !windowed || runtime::window::on();
+        let recording = !windowed || recorder::window::on();
         let (region, level) = self.visit(id, Style::PushPop, a.message, |th, region| {
             let stack = th.stack(id);
             stack.push(region.filter(|_| recording));
@@ -659,7 +659,7 @@ impl Annotations {
 
     /// nvtxMark.
     pub fn mark(&self, domain: usize, a: &Attributes<'_>) {
-        if !runtime::window::on() {
+        if !recorder::window::on() {
             return;
         }
         let (id, d) = self.domain(domain);
@@ -678,7 +678,7 @@ impl Annotations {
         let range = self.next_range.fetch_add(1, Ordering::Relaxed) + 1;
         // Outside the recording window: not recorded, and its end (an id
         // that is not open) ignored.
-        if !runtime::window::on() {
+        if !recorder::window::on() {
             return range;
         }
         let Some(region) = self.visit(id, Style::StartEnd, a.message, |_, _| ()).0 else { return range };

@@ -16,7 +16,7 @@ use crate::abi::{self, EventAttributes, ExtModuleInfo, GetExportTable, ResourceA
 use crate::annotations::{Attributes, Message, Payload};
 use crate::live::{self, guarded};
 use raw::CudaObject;
-use runtime::guard::shield;
+use recorder::guard::shield;
 
 /// `wchar_t` on Linux.
 type WChar = i32;

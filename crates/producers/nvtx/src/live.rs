@@ -5,14 +5,14 @@
 //! library or program compiled with the NVTX headers has its own), the
 //! first time that instance is used; the first call starts the recording
 //! for the whole process. Every annotation runs under the library's
-//! [`runtime::guard::Guard`]: a panic switches the library off with one
+//! [`recorder::guard::Guard`]: a panic switches the library off with one
 //! `[gputrace] warning:` line and the program goes on, its annotations no
 //! longer recorded.
 
 use std::sync::OnceLock;
 
 use raw::Producer;
-use runtime::guard::{Guard, shield};
+use recorder::guard::{Guard, shield};
 
 use crate::annotations::Annotations;
 
@@ -21,8 +21,8 @@ static LIVE: OnceLock<Option<Annotations>> = OnceLock::new();
 static GUARD: Guard = Guard::new(|_| "the NVTX recording failed and stopped; the program goes on".into());
 
 fn start_once() -> Option<Annotations> {
-    let (config, ()) = runtime::prelude(|c| c.nvtx_enable.then_some(()))?;
-    let rec = runtime::start_with(Producer::Nvtx, &config)?;
+    let (config, ()) = recorder::prelude(|c| c.nvtx_enable.then_some(()))?;
+    let rec = recorder::start_with(Producer::Nvtx, &config)?;
     // SAFETY: `at_exit` is an `extern "C" fn()` that never unwinds.
     unsafe { libc::atexit(at_exit) };
     tracing::debug!(path = %rec.path().display(), "NVTX recording");

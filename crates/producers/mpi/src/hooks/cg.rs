@@ -130,7 +130,7 @@ impl<A: MpiAbi> Post for IdupStarted<A> {
         };
         // SAFETY: the successful call wrote the request.
         let key = unsafe { A::Request::read(self.request) }.key();
-        let finish = move |rec: &runtime::Recorder| {
+        let finish = move |rec: &recorder::Recorder| {
             let mut idup = idup;
             // An intercommunicator's sides cannot agree without blocking
             // here; its key is then this process's own (documented).

@@ -25,7 +25,7 @@ pub mod perf {
     #[inline]
     pub fn pcontrol<A: MpiAbi>(_: &Call, level: c_int) {
         if state::pcontrol() {
-            runtime::window::set(runtime::window::RANGE_CLOSED, level == 0);
+            recorder::window::set(recorder::window::RANGE_CLOSED, level == 0);
         }
     }
 }

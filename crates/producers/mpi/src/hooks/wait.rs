@@ -282,7 +282,7 @@ pub fn start<A: MpiAbi>(call: &Call, request: *mut A::Request) -> Option<Started
 pub fn startall<A: MpiAbi>(_: &Call, count: c_int, requests: *mut A::Request) -> Option<Started> {
     // Outside the recording window a persistent request starts unrecorded
     // (and stays inactive in the table: its completion is not recorded).
-    (requests::any() && runtime::window::on()).then(|| Started { keys: save_keys::<A>(count, requests) })
+    (requests::any() && recorder::window::on()).then(|| Started { keys: save_keys::<A>(count, requests) })
 }
 
 /// After `MPI_Request_free`: forget the request.

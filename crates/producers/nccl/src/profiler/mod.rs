@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use raw::{Definition, Event, Paradigm, RegionRole};
-use runtime::Recorder;
+use recorder::Recorder;
 
 use crate::handle::{self, HandlePtr, Kind};
 use crate::levels::Levels;

@@ -30,7 +30,7 @@ use std::collections::HashMap;
 use std::ptr::NonNull;
 
 use raw::{Collective, Event, Message};
-use runtime::Recorder;
+use recorder::Recorder;
 
 use super::nvtx::NvtxLayer;
 use super::{CommContext, Profiler};

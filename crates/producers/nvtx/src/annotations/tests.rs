@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use raw::{Definition, Event, LocationKind, Paradigm, Producer, RawFile, RegionRole};
-use runtime::{Recorder, RecorderOptions};
+use recorder::{Recorder, RecorderOptions};
 
 use super::*;
 
@@ -80,7 +80,7 @@ impl Read {
 }
 
 fn thread_location() -> String {
-    runtime::identity::thread_name()
+    recorder::identity::thread_name()
 }
 
 #[test]

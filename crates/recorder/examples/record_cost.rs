@@ -8,8 +8,8 @@ use std::io::Write as _;
 use std::time::Instant;
 
 use raw::{Event, Message, Paradigm, Producer, RegionRole};
-use runtime::Recorder;
-use runtime::RecorderOptions;
+use recorder::Recorder;
+use recorder::RecorderOptions;
 
 fn main() {
     let dir = std::env::temp_dir().join(format!("gputrace-record-cost-{}", std::process::id()));
