@@ -346,10 +346,16 @@ pub fn server_main() -> std::process::ExitCode {
     let client = args.iter().skip(usize::from(serving)).find_map(|a| a.parse::<u32>().ok());
     if serving {
         let Ok(socket) = io::stdin().as_fd().try_clone_to_owned() else { return ExitCode::FAILURE };
-        return match serve(UnixStream::from(socket), io::stdout().lock(), client) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(_) => ExitCode::FAILURE,
+        let code = match serve(UnixStream::from(socket), io::stdout().lock(), client) {
+            Ok(()) => 0,
+            Err(_) => 1,
         };
+        // Gone at once, without running NVML's teardown at exit (every
+        // answer was flushed; nothing else is left to write): on 4 × H200
+        // the servers of a 4-rank job were still there when gputrace
+        // returned, and gone a second later.
+        // SAFETY: _exit ends the process; no Rust state needs dropping.
+        unsafe { libc::_exit(code) }
     }
     let Ok(me) = std::env::current_exe() else { return ExitCode::FAILURE };
     let mut server = Command::new(me);
