@@ -40,7 +40,6 @@ const LONG_FILES: &[(&str, usize)] = &[
     ("crates/report/src/stats/collect.rs", 646),
     // NCCL's profiler ABI, declared by hand version by version.
     ("crates/producers/nccl/src/abi.rs", 645),
-    ("crates/producers/cuda/src/convert.rs", 632),
     ("crates/producers/nccl/src/profiler/thread.rs", 626),
     ("crates/report/src/chrome.rs", 625),
     ("crates/raw/src/writer.rs", 606),
@@ -57,7 +56,6 @@ const LONG_FILES: &[(&str, usize)] = &[
 const LONG_FNS: &[(&str, &str, usize)] = &[
     ("crates/raw/src/defs.rs", "encode", 169),
     ("crates/producers/cuda/src/agent.rs", "setup", 158),
-    ("crates/producers/cuda/src/convert.rs", "record", 142),
     // Data tables: each launcher's options that take values, one per line.
     ("crates/gputrace/src/launch/launcher.rs", "options_with_values", 166),
     // Synthetic test input and example programs.

@@ -21,15 +21,13 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 
 use config::{CudaSource, EnabledSet};
-use raw::{
-    Definition, DeviceDef, Event, LinkEnd, LocationKind, MemCopy, MemoryKind, NvLinkDef, Paradigm, PeerEnds, RegionRole,
-};
+use raw::{Definition, DeviceDef, Event, LinkEnd, LocationKind, NvLinkDef, Paradigm, RegionRole};
 use recorder::Recorder;
 
 use crate::graphs::Graphs;
 use crate::memory::Memory;
 use crate::names;
-use crate::records::{ApiDomain, GraphNode, NvLink, Record, Span, Strings};
+use crate::records::{ApiDomain, NvLink, Record, Span, Strings};
 
 /// Names the records refer to by number.
 pub trait Names: Strings {
@@ -189,6 +187,8 @@ pub const SOURCE_ADDRESS: &str = "source address";
 /// The attribute of the address a copy wrote to (with `memory`).
 pub const DESTINATION_ADDRESS: &str = "destination address";
 
+mod work;
+
 impl Converter {
     /// A converter for process `pid`; `thread_name` names host threads.
     pub fn new(enabled: Enabled, pid: u32, thread_name: fn(u32) -> String) -> Converter {
@@ -317,66 +317,11 @@ impl Converter {
                 let loc = self.thread_location(thread, rec);
                 push(out, loc, start, end, Event::EnterCorrelated { region, correlation }, Event::Leave { region });
             }
-            Record::Kernel { span, correlation, name, config, graph } => {
-                if !e.kernel {
-                    return;
-                }
-                let Some(region) = self.kernel_region(name, names, rec) else {
-                    return;
-                };
-                let loc = self.stream_location(&span, rec);
-                let pre = self.graphs.attributes(graph, rec);
-                let begin = Event::KernelBegin { region, correlation, config };
-                push_with(out, loc, span.start, span.end, begin, Event::Leave { region }, Pre::of(pre));
-            }
-            Record::GraphTrace { span, correlation, graph } => {
-                let Some(region) = self.graphs.region(graph, rec) else {
-                    return;
-                };
-                let loc = self.stream_location(&span, rec);
-                let (name, value) = self.graphs.execution_attribute(graph, rec);
-                let mut pre = Pre::NONE;
-                pre.push(name, value);
-                let begin = Event::EnterCorrelated { region, correlation };
-                push_with(out, loc, span.start, span.end, begin, Event::Leave { region }, pre);
-            }
-            Record::Memcpy { span, correlation, bytes, kind, src, dst, graph } => {
-                let kind = names::copy_kind(kind);
-                // Copies between GPUs come with both ends from the peer
-                // records (MEMCPY2); their plain records would count twice.
-                if !e.memcpy || kind == raw::CopyKind::PeerToPeer {
-                    return;
-                }
-                let ends = names.copy_ends(correlation);
-                self.copy(out, rec, &span, correlation, kind, bytes, (src, dst), None, graph, ends);
-            }
-            Record::PeerCopy { span, correlation, bytes, src, dst, ends, graph } => {
-                if !e.peer {
-                    return;
-                }
-                let peer = PeerEnds {
-                    src_device: ends[0].0,
-                    src_context: ends[0].1,
-                    dst_device: ends[1].0,
-                    dst_context: ends[1].1,
-                };
-                let kind = raw::CopyKind::PeerToPeer;
-                let ends = names.copy_ends(correlation);
-                self.copy(out, rec, &span, correlation, kind, bytes, (src, dst), Some(peer), graph, ends);
-            }
-            Record::Memset { span, correlation, bytes, memory, graph } => {
-                if !e.memset {
-                    return;
-                }
-                let Some(region) = self.named_region(names::MEMSET_REGION, RegionRole::DataTransfer, rec) else {
-                    return;
-                };
-                let loc = self.stream_location(&span, rec);
-                let memory = MemoryKind::from_u8(memory.min(255) as u8);
-                let begin = Event::MemsetBegin { region, correlation, bytes, memory };
-                let pre = self.graphs.attributes(graph, rec);
-                push_with(out, loc, span.start, span.end, begin, Event::Leave { region }, Pre::of(pre));
-            }
+            Record::Kernel { .. }
+            | Record::GraphTrace { .. }
+            | Record::Memcpy { .. }
+            | Record::PeerCopy { .. }
+            | Record::Memset { .. } => self.work(r, names, rec, out),
             Record::Device { id, name, uuid, multiprocessors, memory, cc } => {
                 self.device_uuids.insert(id, uuid);
                 if self.devices.insert(id) {
@@ -420,47 +365,6 @@ impl Converter {
             // not know: counted, not dropped silently.
             Record::Other(_) => rec.note_lost(raw::SourceLoss::CuptiUndecodable, 1),
         }
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn copy(
-        &mut self,
-        out: &mut HashMap<u32, Vec<Interval>>,
-        rec: &Recorder,
-        span: &Span,
-        correlation: u32,
-        kind: raw::CopyKind,
-        bytes: u64,
-        (src, dst): (u8, u8),
-        peer: Option<PeerEnds>,
-        graph: GraphNode,
-        ends: Option<crate::copies::Ends>,
-    ) {
-        let Some(region) = self.named_region(names::copy_region(kind), RegionRole::DataTransfer, rec) else {
-            return;
-        };
-        let loc = self.stream_location(span, rec);
-        let id = self.next_copy;
-        self.next_copy += 1;
-        let copy = MemCopy {
-            region,
-            correlation,
-            kind,
-            src: MemoryKind::from_u8(src),
-            dst: MemoryKind::from_u8(dst),
-            bytes,
-            peer,
-            id,
-        };
-        let mut pre = Pre::of(self.graphs.attributes(graph, rec));
-        if let Some((src, dst)) = ends {
-            let (src_name, dst_name) = *self
-                .address_names
-                .get_or_insert_with(|| (rec.intern(SOURCE_ADDRESS), rec.intern(DESTINATION_ADDRESS)));
-            pre.push(src_name, src);
-            pre.push(dst_name, dst);
-        }
-        push_with(out, loc, span.start, span.end, Event::CopyBegin(copy), Event::CopyEnd { region, id }, pre);
     }
 
     fn thread_location(&mut self, tid: u32, rec: &Recorder) -> u32 {
