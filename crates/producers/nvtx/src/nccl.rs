@@ -66,7 +66,7 @@ impl NcclPlugin {
         let (recording, push, pop) =
             (sym(c"gputrace_nccl_nvtx_recording")?, sym(c"gputrace_nccl_nvtx_push")?, sym(c"gputrace_nccl_nvtx_pop")?);
         // SAFETY: the plugin defines these symbols with these signatures
-        // (crates/producers/nccl/src/exports.rs).
+        // (crates/producers/nccl/src/exports/mod.rs).
         let (recording, push, pop) = unsafe {
             (
                 std::mem::transmute::<*mut c_void, Recording>(recording),
