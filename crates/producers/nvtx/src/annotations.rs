@@ -27,86 +27,27 @@
 //! SIGKILL cuts short is lost with its batch; ranges on threads are in
 //! the thread's mapped slot like every other event.
 
-use std::cell::RefCell;
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
-use raw::{Definition, Event, LocationKind, Paradigm, RegionRole};
+use raw::{Definition, Event, LocationKind, Paradigm};
 use recorder::Recorder;
 
 use crate::handles::Handles;
 use crate::nccl::{Binary, NcclPlugin};
 
+mod attributes;
+mod capture;
+mod thread;
+
+pub use attributes::{Attributes, Message, Payload, Style};
+use capture::Capture;
+use thread::{Batch, THREAD, ThreadState};
+
 /// A lane writes its events when it holds this many.
 pub const LANE_BATCH: usize = 4096;
-
-/// Entries of a thread's message cache before it starts over (programs
-/// that put a counter in every message would otherwise grow it for ever).
-const THREAD_CACHE: usize = 1 << 16;
-
-/// How an annotation is shown, and the role of its region.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Style {
-    PushPop = 0,
-    StartEnd = 1,
-    Mark = 2,
-}
-
-impl Style {
-    pub fn role(self) -> RegionRole {
-        match self {
-            Style::PushPop => RegionRole::Function,
-            Style::StartEnd => RegionRole::Code,
-            Style::Mark => RegionRole::Artificial,
-        }
-    }
-}
-
-/// An annotation's message.
-#[derive(Clone, Copy, Debug)]
-pub enum Message<'a> {
-    None,
-    /// UTF-8 (a C string, or a wide string converted), read lossily.
-    Text(&'a [u8]),
-    /// A handle from [`Annotations::register_string`].
-    Registered(usize),
-}
-
-/// An annotation's payload.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Payload {
-    None,
-    Unsigned(u64),
-    Signed(i64),
-    Float(f64),
-}
-
-/// What an annotation says besides where and when.
-#[derive(Clone, Copy, Debug)]
-pub struct Attributes<'a> {
-    pub message: Message<'a>,
-    /// 0: none.
-    pub category: u32,
-    /// ARGB.
-    pub color: Option<u32>,
-    pub payload: Payload,
-    /// A payload of the payload extension (schema id, bytes): NCCL's.
-    pub binary: Binary<'a>,
-}
-
-impl<'a> Attributes<'a> {
-    /// Only a message.
-    pub fn message(message: Message<'a>) -> Self {
-        Attributes { message, category: 0, color: None, payload: Payload::None, binary: None }
-    }
-
-    /// Only a text message.
-    pub fn text(text: &'a str) -> Self {
-        Self::message(Message::Text(text.as_bytes()))
-    }
-}
 
 struct Domain {
     /// The region group of its annotations.
@@ -180,125 +121,6 @@ pub struct Annotations {
     capture: Option<Capture>,
 }
 
-/// The NVTX range whose Nth to Mth occurrences open the recording window.
-struct Capture {
-    name: Vec<u8>,
-    first: u64,
-    last: u64,
-    /// Occurrences pushed so far (all threads).
-    seen: AtomicU64,
-    /// Capturing occurrences open now (all threads).
-    open: AtomicU64,
-}
-
-/// FNV-1a: messages are short and not hostile, and SipHash (std's
-/// default) was a fifth of an annotation's cost.
-#[derive(Default)]
-struct Fnv(u64);
-
-impl Hasher for Fnv {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut h = if self.0 == 0 { 0xcbf2_9ce4_8422_2325 } else { self.0 };
-        for b in bytes {
-            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
-        }
-        self.0 = h;
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-/// Message → region, of one (domain, style).
-type Names = HashMap<Box<[u8]>, Option<u32>, BuildHasherDefault<Fnv>>;
-
-#[derive(Default)]
-struct ThreadState {
-    /// The [`Annotations`] this state belongs to.
-    instance: usize,
-    /// Per domain: the regions pushed and not yet popped (`None` for one
-    /// the filter left out).
-    stacks: Vec<(u32, Vec<Option<u32>>)>,
-    /// Per (domain, style): the messages seen on this thread.
-    names: Vec<((u32, Style), Names)>,
-    cached: usize,
-    /// The recorder made this thread's buffer ready.
-    prepared: bool,
-    /// The pushes that opened the recording window: (domain, depth of
-    /// its stack with them).
-    captures: Vec<(u32, usize)>,
-}
-
-impl ThreadState {
-    /// The region of a text message, from this thread's cache or defined.
-    fn text_region(&mut self, a: &Annotations, domain: u32, style: Style, text: &[u8]) -> Option<u32> {
-        let i = match self.names.iter().position(|(k, _)| *k == (domain, style)) {
-            Some(i) => i,
-            None => {
-                self.names.push(((domain, style), Names::default()));
-                self.names.len() - 1
-            }
-        };
-        if let Some(&region) = self.names[i].1.get(text) {
-            return region;
-        }
-        let region = a.define_region(domain, style, &String::from_utf8_lossy(text));
-        if self.cached >= THREAD_CACHE {
-            for (_, names) in &mut self.names {
-                names.clear();
-            }
-            self.cached = 0;
-        }
-        self.names[i].1.insert(text.into(), region);
-        self.cached += 1;
-        region
-    }
-
-    fn stack(&mut self, domain: u32) -> &mut Vec<Option<u32>> {
-        let i = match self.stacks.iter().position(|(d, _)| *d == domain) {
-            Some(i) => i,
-            None => {
-                self.stacks.push((domain, Vec::new()));
-                self.stacks.len() - 1
-            }
-        };
-        &mut self.stacks[i].1
-    }
-}
-
-thread_local! {
-    static THREAD: RefCell<ThreadState> = RefCell::new(ThreadState::default());
-}
-
-/// A few events recorded together, without allocating; made before the
-/// clock is read, stamped after.
-struct Batch {
-    events: [(u64, Event); 6],
-    len: usize,
-}
-
-impl Batch {
-    fn new() -> Self {
-        Batch { events: [(0, Event::MpiCollectiveBegin); 6], len: 0 }
-    }
-
-    fn push(&mut self, e: Event) {
-        if let Some(slot) = self.events.get_mut(self.len) {
-            *slot = (0, e);
-            self.len += 1;
-        }
-    }
-
-    /// The events, all at `t`.
-    fn at(&mut self, t: u64) -> &[(u64, Event)] {
-        for e in &mut self.events[..self.len] {
-            e.0 = t;
-        }
-        &self.events[..self.len]
-    }
-}
-
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -324,46 +146,6 @@ impl Annotations {
             names,
             nccl_plugin: OnceLock::new(),
             capture: None,
-        }
-    }
-
-    /// Opens the recording window inside the `first`th to `last`th
-    /// push/pop range named `name` of the process.
-    pub fn with_capture(mut self, name: &str, first: u64, last: u64) -> Self {
-        let (seen, open) = (AtomicU64::new(0), AtomicU64::new(0));
-        self.capture = Some(Capture { name: name.as_bytes().to_vec(), first, last, seen, open });
-        self
-    }
-
-    /// A push of `message`: whether it opens the recording window (and
-    /// then it has).
-    fn capture_opens(&self, message: Message<'_>) -> bool {
-        let Some(c) = &self.capture else { return false };
-        let matches = match message {
-            Message::Text(t) => t == c.name.as_slice(),
-            Message::Registered(h) => self.strings.get(h).is_some_and(|r| r.text.as_bytes() == c.name.as_slice()),
-            Message::None => false,
-        };
-        if !matches {
-            return false;
-        }
-        let k = c.seen.fetch_add(1, Ordering::Relaxed) + 1;
-        if !(c.first..=c.last).contains(&k) {
-            return false;
-        }
-        if c.open.fetch_add(1, Ordering::AcqRel) == 0 {
-            recorder::window::set(recorder::window::RANGE_CLOSED, false);
-        }
-        true
-    }
-
-    /// The pop of a range that opened the window: closes it when it was
-    /// the last one open.
-    fn capture_closes(&self) {
-        if let Some(c) = &self.capture
-            && c.open.fetch_sub(1, Ordering::AcqRel) == 1
-        {
-            recorder::window::set(recorder::window::RANGE_CLOSED, true);
         }
     }
 
@@ -460,7 +242,7 @@ impl Annotations {
             .try_with(|t| {
                 let mut t = t.try_borrow_mut().ok()?;
                 if t.instance != self.instance {
-                    *t = ThreadState { instance: self.instance, ..ThreadState::default() };
+                    *t = ThreadState::of(self.instance);
                 }
                 Some(f(&mut t))
             })
