@@ -34,11 +34,9 @@ const LONG_FILES: &[(&str, usize)] = &[
     ("crates/merge/src/correct.rs", 755),
     ("crates/merge/src/inputs.rs", 726),
     ("crates/gputrace/src/cli.rs", 719),
-    ("crates/producers/nccl/src/profiler/mod.rs", 670),
     ("crates/report/src/stats/collect.rs", 646),
     // NCCL's profiler ABI, declared by hand version by version.
     ("crates/producers/nccl/src/abi.rs", 645),
-    ("crates/producers/nccl/src/profiler/thread.rs", 626),
     ("crates/report/src/chrome.rs", 625),
     ("crates/raw/src/writer.rs", 606),
     // Tests.

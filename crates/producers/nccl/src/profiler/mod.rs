@@ -27,7 +27,7 @@ use recorder::Recorder;
 
 use crate::handle::{self, HandlePtr, Kind};
 use crate::levels::Levels;
-use crate::model::{CommTag, Descr, Func, InitArgs, NvtxPayload, NvtxRange, StateChange, Sym, name_hash, state};
+use crate::model::{CommTag, Descr, Func, InitArgs, StateChange, Sym, name_hash, state};
 
 pub use side::GpuClock;
 pub use thread::ThreadState;
@@ -491,124 +491,6 @@ impl Profiler {
             // SAFETY: `h` is ours and, per the contract, unused from now on.
             unsafe { handle::free(h) };
         }
-    }
-
-    /// One of NCCL's NVTX ranges begins on this thread.
-    pub(crate) fn nvtx_push(&self, th: &mut ThreadState, range: &NvtxRange, now: &Stamp) {
-        th.nvtx.push(*range, now.get());
-    }
-
-    /// The innermost of NCCL's NVTX ranges on this thread ends; `payload`
-    /// is what NCCL gave at the end, if anything. See [`nvtx`] for what a
-    /// range becomes.
-    pub(crate) fn nvtx_pop(&self, th: &mut ThreadState, payload: Option<NvtxPayload>, now: &Stamp) {
-        let Some(mut r) = th.nvtx.stack.pop() else { return };
-        nvtx::NvtxLayer::with_pop_payload(&mut r, payload);
-        let t = now.get().max(r.start);
-        let l = &self.levels;
-        match r.kind {
-            nvtx::RangeKind::Call(func) => {
-                let on = if matches!(func, Func::Send | Func::Recv | Func::SendRecv) { l.p2p } else { l.coll };
-                // A call NCCL reported events in is recorded by them.
-                if on && r.calls == 0 {
-                    self.nvtx_call(th, &r, func, t);
-                }
-            }
-            nvtx::RangeKind::GroupStart => {
-                if l.group {
-                    let region = *self
-                        .regions
-                        .group_start
-                        .get_or_init(|| define(&self.rec, "ncclGroupStart", RegionRole::Function));
-                    self.nvtx_region(th, region, &[], &r, t);
-                }
-            }
-            nvtx::RangeKind::GroupEnd => {
-                if l.group {
-                    self.nvtx_region(th, self.group_end_region(), &[], &r, t);
-                }
-                th.nvtx.group_depth = th.nvtx.group_depth.saturating_sub(1);
-                if th.nvtx.group_depth == 0
-                    && let Some((t0, mark)) = th.nvtx.group.take()
-                    && l.group
-                    && let Some(region) = self.group_region()
-                {
-                    th.nvtx.insert(mark, t0, &[(t0, Event::Enter { region })]);
-                    th.nvtx.held.push((t, Event::Leave { region }));
-                }
-            }
-            nvtx::RangeKind::Other => {
-                let region = {
-                    let mut named = self.regions.named.lock().unwrap_or_else(|e| e.into_inner());
-                    *named
-                        .entry(r.range.name)
-                        .or_insert_with(|| define(&self.rec, r.range.name.as_str(), RegionRole::Function))
-                };
-                self.nvtx_region(th, region, &[], &r, t);
-            }
-        }
-        th.release_held(&self.rec);
-    }
-
-    /// A range's region: `before` and the Enter where it began, the Leave
-    /// at `t`.
-    fn nvtx_region(
-        &self,
-        th: &mut ThreadState,
-        region: Option<u32>,
-        before: &[(u64, Event)],
-        r: &nvtx::OpenRange,
-        t: u64,
-    ) {
-        let Some(region) = region else { return };
-        let mut enter: Vec<(u64, Event)> = before.to_vec();
-        enter.push((r.start, Event::Enter { region }));
-        th.nvtx.insert(r.mark, r.start, &enter);
-        th.nvtx.held.push((t, Event::Leave { region }));
-    }
-
-    /// A call NCCL reported no event for (a collective of count 0; NCCL
-    /// drops it before any event): its region, with the bytes its payload
-    /// gives, and its collective when the payload names a communicator of
-    /// this process.
-    fn nvtx_call(&self, th: &mut ThreadState, r: &nvtx::OpenRange, func: Func, t: u64) {
-        let Some(region) = self.func_region(func) else { return };
-        let a = &self.attrs;
-        let payload = r.range.payload;
-        let bytes = payload.and_then(|pl| pl.bytes);
-        let mut attrs = Vec::with_capacity(4);
-        if let Some(b) = bytes {
-            attrs.push(self.attr(a.bytes, b, r.start));
-            if b == 0 {
-                attrs.push(self.attr(a.count, 0, r.start));
-            }
-        }
-        let arg = payload.and_then(|pl| pl.root_or_peer);
-        let ctx = payload.and_then(|pl| {
-            let comms = self.comms.lock().unwrap_or_else(|e| e.into_inner());
-            comms.iter().find(|c| c.comm_id == Some(pl.comm)).copied()
-        });
-        // The payload's bytes are count × type size: the shape's count in
-        // bytes of one byte each.
-        let shape = match (ctx, bytes) {
-            (Some(c), Some(b)) => crate::bytes::shape(func, b, 1, c.nranks, c.rank(), arg.unwrap_or(-1)),
-            _ => None,
-        };
-        if let Some(root) = shape.and_then(|s| s.root) {
-            attrs.push(self.attr(a.root, u64::from(root), r.start));
-        } else if let (Some(peer), Func::Send | Func::Recv) = (arg, func) {
-            attrs.push(self.attr(a.peer, peer.max(0) as u64, r.start));
-        }
-        attrs.push((r.start, Event::Enter { region }));
-        let mut after = Vec::with_capacity(2);
-        if let (Some(s), Some(c)) = (shape, ctx) {
-            let k = raw::Collective { op: s.op, comm: c.id, root: s.root, sent: s.sent, received: s.received };
-            attrs.push((r.start, Event::MpiCollectiveBegin));
-            after.push((t, Event::MpiCollectiveEnd(k)));
-        }
-        after.push((t, Event::Leave { region }));
-        th.nvtx.insert(r.mark, r.start, &attrs);
-        th.nvtx.held.extend_from_slice(&after);
     }
 
     fn is_captured(&self, parent: usize) -> bool {
