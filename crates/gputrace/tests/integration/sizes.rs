@@ -31,9 +31,6 @@ const LONG_FILES: &[(&str, usize)] = &[
     ("crates/report/src/stats/mod.rs", 777),
     ("crates/recorder/src/lib.rs", 743),
     ("crates/raw/src/reader.rs", 766),
-    ("crates/merge/src/correct.rs", 755),
-    ("crates/merge/src/inputs.rs", 726),
-    ("crates/gputrace/src/cli.rs", 719),
     ("crates/report/src/stats/collect.rs", 646),
     // NCCL's profiler ABI, declared by hand version by version.
     ("crates/producers/nccl/src/abi.rs", 645),
