@@ -28,7 +28,6 @@ const LONG_FILES: &[(&str, usize)] = &[
     ("crates/config/src/lib.rs", 782),
     ("crates/report/src/stats/mod.rs", 777),
     ("crates/runtime/src/lib.rs", 743),
-    ("crates/raw/src/reader.rs", 766),
     ("crates/producers/nvtx/src/annotations.rs", 753),
     ("crates/merge/src/correct.rs", 755),
     ("crates/merge/src/inputs.rs", 726),
