@@ -40,7 +40,6 @@ const LONG_FILES: &[(&str, usize)] = &[
     ("crates/producers/cuda/src/convert.rs", 632),
     ("crates/producers/nccl/src/profiler/thread.rs", 626),
     ("crates/report/src/chrome.rs", 625),
-    ("crates/raw/src/writer.rs", 606),
     // Tests.
     ("crates/gputrace/tests/integration/analysis.rs", 808),
     ("crates/producers/nccl/tests/replay.rs", 744),
