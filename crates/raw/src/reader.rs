@@ -14,16 +14,21 @@
 //! [`open_budget`]). Past the budget, a stream's file is opened for each
 //! chunk read and closed after it.
 
+mod budget;
+mod events;
+mod salvage;
+
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
 
-use crate::chunk::{ChunkHeader, ChunkKind, HEADER_LEN, MAGIC, SEAL_LEN, SLOT_PREFIX, Seal, split_commit_word};
+use crate::chunk::{ChunkHeader, ChunkKind, HEADER_LEN};
 use crate::varint::Cursor;
-use crate::{Definition, Event, Producer, StreamHeader, parse_stream_file_name};
+use crate::{Definition, Producer, StreamHeader, parse_stream_file_name};
+use budget::Handle;
+pub use budget::open_budget;
+pub use events::{Events, OwnedEvents};
+use salvage::Unwritten;
 
 /// Something of the file that could not be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,17 +117,6 @@ pub enum ReadError {
     Io { path: PathBuf, source: io::Error },
     #[error("{path} is not a gputrace raw stream")]
     NotAStream { path: PathBuf },
-}
-
-const SCAN_WINDOW: usize = 1 << 20;
-
-/// Bytes where a chunk should start that no writer wrote (see
-/// [`RawFile::unwritten`]); `next` is where reading goes on.
-enum Unwritten {
-    /// Zeros a writer reserved: skipped silently.
-    Reserved { next: u64 },
-    /// A chunk being written when its process ended: a torn write.
-    Torn { next: u64 },
 }
 
 impl RawFile {
@@ -225,164 +219,6 @@ impl RawFile {
         Events::of_payload(payload, chunk.header.event_count)
     }
 
-    /// Reads the slot chunk at `pos`: its committed bytes, sealed or not.
-    fn read_slot(&mut self, pos: u64, slot: ChunkHeader) -> io::Result<()> {
-        let slot_end = (pos + HEADER_LEN as u64 + u64::from(slot.payload_len)).min(self.size);
-        let payload_at = pos + SLOT_PREFIX as u64;
-        if payload_at > slot_end {
-            self.problems.push(Problem::Truncated { offset: pos, have: slot_end - pos, need: SLOT_PREFIX as u64 });
-            return Ok(());
-        }
-        let mut word = [0u8; 8];
-        self.file.read_exact_at(&mut word, pos + HEADER_LEN as u64)?;
-        let (bytes, events) = split_commit_word(u64::from_le_bytes(word));
-        let room = slot_end - payload_at;
-        let nominal_end = pos + HEADER_LEN as u64 + u64::from(slot.payload_len);
-        let mut cut_short = false;
-        if u64::from(bytes) > room {
-            if nominal_end <= self.size {
-                let reason = format!("commit word claims {bytes} bytes in a slot of {room}");
-                self.problems.push(Problem::Damaged { offset: pos, len: slot_end - pos, reason });
-                return Ok(());
-            }
-            // The file was cut inside the slot (a copy cut short): keep
-            // the events that are there.
-            let need = SLOT_PREFIX as u64 + u64::from(bytes);
-            self.problems.push(Problem::Truncated { offset: pos, have: slot_end - pos, need });
-            cut_short = true;
-        }
-        let mut payload = vec![0u8; u64::from(bytes).min(room) as usize];
-        self.file.read_exact_at(&mut payload, payload_at)?;
-        let seal_at = payload_at + u64::from(bytes);
-        let mut seal = [0u8; SEAL_LEN];
-        let sealed = if !cut_short && seal_at + SEAL_LEN as u64 <= slot_end {
-            self.file.read_exact_at(&mut seal, seal_at)?;
-            Seal::decode(&seal).filter(|s| s.bytes == bytes && s.events == events)
-        } else {
-            None
-        };
-        match slot.kind {
-            ChunkKind::Definitions => self.decode_definitions(pos, &payload),
-            ChunkKind::StreamHeader => {}
-            ChunkKind::Events if payload.is_empty() => {}
-            ChunkKind::Events => {
-                let mut header = ChunkHeader { flags: 0, payload_len: payload.len() as u32, ..slot };
-                if let Some(s) = sealed {
-                    header.payload_crc = s.payload_crc;
-                    header.event_count = s.events;
-                    header.min_time = s.min_time;
-                    header.max_time = s.max_time;
-                } else {
-                    // The process ended while recording here: what the
-                    // seal would have said comes from the events.
-                    header.payload_crc = crc32fast::hash(&payload);
-                    header.event_count = events;
-                    let probe = EventChunk { offset: payload_at, header };
-                    let (mut n, mut min, mut max) = (0u32, u64::MAX, 0u64);
-                    for (t, _) in RawFile::events(&probe, &payload) {
-                        n += 1;
-                        min = min.min(t);
-                        max = max.max(t);
-                    }
-                    header.event_count = n;
-                    header.min_time = if n == 0 { 0 } else { min };
-                    header.max_time = max;
-                    if !cut_short {
-                        let cut = self.torn_events(seal_at, slot_end)?;
-                        self.problems.push(Problem::OpenSlot { offset: pos, events: n, cut });
-                    }
-                }
-                self.chunks.push(EventChunk { offset: payload_at, header });
-            }
-        }
-        Ok(())
-    }
-
-    /// How many events were being written after the committed bytes of an
-    /// open slot: 0 when the bytes after them are zeros (nothing was).
-    fn torn_events(&self, from: u64, slot_end: u64) -> io::Result<u32> {
-        let mut tail = vec![0u8; (slot_end - from).min(4096) as usize];
-        self.file.read_exact_at(&mut tail, from)?;
-        let Some(last) = tail.iter().rposition(|b| *b != 0) else {
-            return Ok(0);
-        };
-        // Staged events are committed together: count those the torn bytes
-        // held (at least the one being written).
-        let mut c = Cursor::new(&tail[..=last]);
-        let mut n = 0;
-        while !c.is_empty() && Event::decode(&mut c).is_ok() {
-            n += 1;
-        }
-        Ok(n.max(1))
-    }
-
-    /// What the bytes at `pos`, where a chunk should start and none does,
-    /// are when they begin with zeros: space a writer reserved and never
-    /// used, or a chunk whose header was not written; `None` when they are
-    /// neither (damage).
-    ///
-    /// Zeros followed by a chunk (or the end) are reserved space: the gap
-    /// before a page-aligned slot, which can be shorter than a header, or
-    /// a slot that was allocated and never started. Zeros followed by bytes
-    /// that make no chunk are a chunk whose header — written after its
-    /// payload, its first byte last of all — was not (or not wholly)
-    /// written when its process ended.
-    fn unwritten(&self, pos: u64) -> io::Result<Option<Unwritten>> {
-        let mut first = [0u8; 1];
-        self.file.read_exact_at(&mut first, pos)?;
-        if first[0] != 0 {
-            return Ok(None);
-        }
-        let next = self.skip_zeros(pos)?;
-        if next >= self.size || self.header_at(next)?.is_ok() {
-            return Ok(Some(Unwritten::Reserved { next }));
-        }
-        Ok(Some(Unwritten::Torn { next: self.find_next_header(next + 1)? }))
-    }
-
-    /// The offset of the first non-zero byte at or after `from`, or the end.
-    fn skip_zeros(&self, mut from: u64) -> io::Result<u64> {
-        let mut window = vec![0u8; SCAN_WINDOW];
-        while from < self.size {
-            let n = (self.size - from).min(SCAN_WINDOW as u64) as usize;
-            self.file.read_exact_at(&mut window[..n], from)?;
-            if let Some(i) = window[..n].iter().position(|b| *b != 0) {
-                return Ok(from + i as u64);
-            }
-            from += n as u64;
-        }
-        Ok(self.size)
-    }
-
-    fn header_at(&self, pos: u64) -> io::Result<Result<ChunkHeader, String>> {
-        let mut h = [0u8; HEADER_LEN];
-        let avail = (self.size - pos).min(HEADER_LEN as u64) as usize;
-        self.file.read_exact_at(&mut h[..avail], pos)?;
-        if avail < HEADER_LEN {
-            return Ok(Err("file ends inside a chunk header".into()));
-        }
-        Ok(ChunkHeader::decode(&h).map_err(|p| p.to_string()))
-    }
-
-    /// The offset of the next decodable header at or after `from`, or the
-    /// end of the file.
-    fn find_next_header(&self, mut from: u64) -> io::Result<u64> {
-        let mut window = vec![0u8; SCAN_WINDOW];
-        while from < self.size {
-            let n = (self.size - from).min(SCAN_WINDOW as u64) as usize;
-            self.file.read_exact_at(&mut window[..n], from)?;
-            for i in memchr_all(&window[..n], MAGIC[0]) {
-                let pos = from + i as u64;
-                if self.header_at(pos)?.is_ok() {
-                    return Ok(pos);
-                }
-            }
-            // Step back a little so a magic split across windows is found.
-            from += (n as u64).saturating_sub(HEADER_LEN as u64).max(1);
-        }
-        Ok(self.size)
-    }
-
     fn decode_definitions(&mut self, offset: u64, payload: &[u8]) {
         let mut c = Cursor::new(payload);
         while !c.is_empty() {
@@ -399,88 +235,6 @@ impl RawFile {
             }
         }
     }
-}
-
-fn memchr_all(hay: &[u8], needle: u8) -> impl Iterator<Item = usize> + '_ {
-    hay.iter().enumerate().filter(move |(_, b)| **b == needle).map(|(i, _)| i)
-}
-
-/// Raw stream files a process keeps open at once (all [`RawFile`]s
-/// together): a quarter of its open-file limit (`RLIMIT_NOFILE`, the soft
-/// one), leaving the rest to the archive's files and everything else; at
-/// least 4 and at most 65,536.
-pub fn open_budget() -> usize {
-    static BUDGET: OnceLock<usize> = OnceLock::new();
-    *BUDGET.get_or_init(|| {
-        let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
-        // SAFETY: `lim` is a valid rlimit to fill.
-        let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 { lim.rlim_cur } else { 1024 };
-        usize::try_from(soft / 4).unwrap_or(usize::MAX).clamp(4, 65_536)
-    })
-}
-
-/// Raw files held open now, out of [`open_budget`].
-static HELD: AtomicUsize = AtomicUsize::new(0);
-
-/// A stream's file: held open while it is indexed and afterwards while the
-/// budget allows, else opened for each read.
-#[derive(Debug)]
-struct Handle {
-    path: PathBuf,
-    /// The open file, and whether it counts against the budget (a file
-    /// being indexed does not: [`RawFile::open`] settles it at the end).
-    held: Mutex<(Option<Arc<File>>, bool)>,
-}
-
-impl Handle {
-    fn indexing(path: &Path, file: File) -> Handle {
-        Handle { path: path.to_path_buf(), held: Mutex::new((Some(Arc::new(file)), false)) }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, (Option<Arc<File>>, bool)> {
-        self.held.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Keeps the file open if the budget allows, else closes it.
-    fn settle(&self) {
-        let mut held = self.lock();
-        if held.0.is_some() && !held.1 {
-            if take_budget() {
-                held.1 = true;
-            } else {
-                held.0 = None;
-            }
-        }
-    }
-
-    fn file(&self) -> io::Result<Arc<File>> {
-        let mut held = self.lock();
-        if let Some(f) = &held.0 {
-            return Ok(Arc::clone(f));
-        }
-        let f = Arc::new(File::open(&self.path)?);
-        if take_budget() {
-            *held = (Some(Arc::clone(&f)), true);
-        }
-        Ok(f)
-    }
-
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        self.file()?.read_exact_at(buf, offset)
-    }
-}
-
-impl Drop for Handle {
-    fn drop(&mut self) {
-        if self.lock().1 {
-            HELD.fetch_sub(1, Ordering::Relaxed);
-        }
-    }
-}
-
-fn take_budget() -> bool {
-    let budget = open_budget();
-    HELD.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| (n < budget).then_some(n + 1)).is_ok()
 }
 
 /// A header made from the file name, for a file whose header was lost.
@@ -501,115 +255,11 @@ fn placeholder_header(path: &Path) -> StreamHeader {
     }
 }
 
-/// The events of one chunk, with absolute timestamps. Stops at the first
-/// undecodable byte (the checksum makes that a bug, not damage).
-#[derive(Debug, Clone)]
-pub struct Events<'a> {
-    cursor: Cursor<'a>,
-    time: u64,
-    left: u32,
-}
-
-impl<'a> Events<'a> {
-    /// The events of a chunk payload that holds `count` of them.
-    pub fn of_payload(payload: &'a [u8], count: u32) -> Events<'a> {
-        let mut cursor = Cursor::new(payload);
-        match cursor.u64() {
-            Ok(time) => Events { cursor, time, left: count },
-            Err(_) => Events { cursor, time: 0, left: 0 },
-        }
-    }
-}
-
-/// [`Events`] that own their payload: for a reader that keeps many chunks
-/// open at once (the merge's timeline) and reuses their buffers
-/// ([`into_payload`](Self::into_payload)).
-#[derive(Debug)]
-pub struct OwnedEvents {
-    payload: Vec<u8>,
-    pos: usize,
-    time: u64,
-    left: u32,
-}
-
-impl OwnedEvents {
-    /// The events of `chunk`, whose payload [`RawFile::read_payload`] put
-    /// in `payload`.
-    pub fn new(chunk: &EventChunk, payload: Vec<u8>) -> OwnedEvents {
-        let mut cursor = Cursor::new(&payload);
-        let (time, left) = match cursor.u64() {
-            Ok(time) => (time, chunk.header.event_count),
-            Err(_) => (0, 0),
-        };
-        let pos = cursor.position();
-        OwnedEvents { payload, pos, time, left }
-    }
-
-    /// The payload buffer, for the next chunk.
-    pub fn into_payload(self) -> Vec<u8> {
-        self.payload
-    }
-}
-
-impl Iterator for OwnedEvents {
-    type Item = (u64, Event);
-
-    #[inline]
-    fn next(&mut self) -> Option<(u64, Event)> {
-        if self.left == 0 {
-            return None;
-        }
-        self.left -= 1;
-        let mut cursor = Cursor::new(&self.payload[self.pos..]);
-        match Event::decode(&mut cursor) {
-            Ok((delta, ev)) => {
-                self.pos += cursor.position();
-                self.time = self.time.wrapping_add_signed(delta);
-                Some((self.time, ev))
-            }
-            Err(_) => {
-                self.left = 0;
-                None
-            }
-        }
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (0, Some(self.left as usize))
-    }
-}
-
-impl Iterator for Events<'_> {
-    type Item = (u64, Event);
-
-    #[inline]
-    fn next(&mut self) -> Option<(u64, Event)> {
-        if self.left == 0 {
-            return None;
-        }
-        self.left -= 1;
-        match Event::decode(&mut self.cursor) {
-            Ok((delta, ev)) => {
-                self.time = self.time.wrapping_add_signed(delta);
-                Some((self.time, ev))
-            }
-            Err(_) => {
-                self.left = 0;
-                None
-            }
-        }
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (0, Some(self.left as usize))
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::StreamFile;
     use crate::writer::page_size;
+    use crate::{Event, StreamFile};
 
     pub(crate) fn header() -> StreamHeader {
         StreamHeader {
