@@ -27,7 +27,6 @@ const LONG_FILES: &[(&str, usize)] = &[
     ("crates/producers/cuda/src/agent.rs", 897),
     ("crates/raw/src/defs.rs", 859),
     ("crates/raw/src/event.rs", 848),
-    ("crates/report/src/stats/mod.rs", 777),
     ("crates/runtime/src/lib.rs", 743),
     ("crates/raw/src/reader.rs", 766),
     ("crates/producers/nvtx/src/annotations.rs", 753),
