@@ -35,7 +35,6 @@ const LONG_FILES: &[(&str, usize)] = &[
     ("crates/gputrace/src/cli.rs", 719),
     ("crates/producers/nccl/src/exports.rs", 679),
     ("crates/producers/nccl/src/profiler/mod.rs", 670),
-    ("crates/report/src/stats/collect.rs", 646),
     // NCCL's profiler ABI, declared by hand version by version.
     ("crates/producers/nccl/src/abi.rs", 645),
     ("crates/producers/cuda/src/convert.rs", 632),
