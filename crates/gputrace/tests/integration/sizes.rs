@@ -39,7 +39,6 @@ const LONG_FILES: &[(&str, usize)] = &[
     ("crates/producers/nccl/src/abi.rs", 645),
     ("crates/producers/cuda/src/convert.rs", 632),
     ("crates/producers/nccl/src/profiler/thread.rs", 626),
-    ("crates/report/src/chrome.rs", 625),
     ("crates/raw/src/writer.rs", 606),
     // Tests.
     ("crates/gputrace/tests/integration/analysis.rs", 808),
