@@ -96,3 +96,19 @@ pub const CUPTI_REFUSE: Hook = Hook {
 /// Every test hook.
 pub const ALL: &[Hook] =
     &[CLOCK_DOMAIN, KILL_DIR, PANIC, HOST_MAP, MERGE_RANK_FAILS, CORRECTION_LIMIT, RACE_DIR, RACE_AT, CUPTI_REFUSE];
+
+#[cfg(test)]
+mod tests {
+    use crate::settings::tests::pairs;
+    use crate::{Config, hooks, vars};
+
+    #[test]
+    fn test_hooks_are_outside_the_variables() {
+        for hook in hooks::ALL {
+            assert!(hook.name.starts_with("_GPUTRACE_TEST_"), "{}", hook.name);
+            assert!(vars::find(hook.name).is_none());
+            // gputrace neither checks nor refuses them.
+            Config::from_pairs(&pairs(&[(hook.name, "anything")])).unwrap();
+        }
+    }
+}

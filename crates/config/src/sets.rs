@@ -307,3 +307,111 @@ macro_rules! set_members {
         }
     };
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::settings::tests::pairs;
+    use crate::{Config, CudaSource, MpiGroup, NcclLevel, VARS, VarType, vars};
+
+    use super::*;
+
+    /// One set's enum against the table, the parser and the listing.
+    fn members_round_trip<M: SetMember + std::fmt::Display>() {
+        let var = vars::find(M::VARIABLE).unwrap_or_else(|| panic!("{} is not in the table", M::VARIABLE));
+        assert_eq!(var.ty, VarType::Set(M::SPEC), "{}: the table's set is the enum's", M::VARIABLE);
+        assert_eq!(M::ALL.len(), M::SPEC.members.len());
+        for (i, &m) in M::ALL.iter().enumerate() {
+            // The listing (info config-vars, the docs) shows the enum's names.
+            assert_eq!((M::SPEC.members[i].name, M::SPEC.members[i].help), (m.name(), m.help()));
+            assert_eq!(m.bit(), 1 << i);
+            assert_eq!(m.to_string(), m.name());
+            // Parsed alone, in capitals, and through the variable.
+            assert_eq!(EnabledSet::<M>::parse(m.name()), Ok(EnabledSet::of(&[m])), "{}", m.name());
+            assert_eq!(EnabledSet::<M>::parse(&m.name().to_uppercase()), Ok(EnabledSet::of(&[m])));
+            let c = Config::from_pairs(&pairs(&[(M::VARIABLE, m.name())])).unwrap();
+            let parsed = match M::VARIABLE {
+                "GPUTRACE_MPI_ENABLE_GROUPS" => c.mpi_groups.bits(),
+                "GPUTRACE_CUDA_ENABLE" => c.cuda_enable.bits(),
+                "GPUTRACE_NCCL_ENABLE" => c.nccl_enable.bits(),
+                other => panic!("{other}: no field"),
+            };
+            assert_eq!(parsed, m.bit(), "{}={}", M::VARIABLE, m.name());
+            assert_eq!(EnabledSet::<M>::of(&[m]).iter().collect::<Vec<_>>(), [m]);
+        }
+        // Names: lower case, no list separator (a hyphen inside joins
+        // words: `runtime-all`), none twice (members and aliases).
+        let names: Vec<&str> = M::SPEC.values().map(|(name, _)| name).collect();
+        for name in &names {
+            assert!(
+                !name.is_empty()
+                    && !name.starts_with('-')
+                    && !name.ends_with('-')
+                    && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-'),
+                "{name}"
+            );
+            assert_eq!(names.iter().filter(|n| *n == name).count(), 1, "{name} twice");
+        }
+        // Every name is allowed, in the listing's order, in the message.
+        let err = Config::from_pairs(&pairs(&[(M::VARIABLE, "bogus")])).unwrap_err()[0].to_string();
+        assert!(err.ends_with(&format!("; allowed: {}", names.join(", "))), "{err}");
+        // The default parses to what its alias stands for.
+        let default = M::SPEC.aliases.iter().find(|a| a.name == "default").unwrap();
+        assert_eq!(EnabledSet::<M>::parse(var.default).unwrap().bits(), default.mask);
+    }
+
+    #[test]
+    fn every_member_round_trips_through_parse_and_the_listing() {
+        members_round_trip::<MpiGroup>();
+        members_round_trip::<CudaSource>();
+        members_round_trip::<NcclLevel>();
+        // And no other set-valued variable exists without an enum.
+        let sets: Vec<&str> = VARS.iter().filter(|v| matches!(v.ty, VarType::Set(_))).map(|v| v.name).collect();
+        assert_eq!(sets, [MpiGroup::VARIABLE, CudaSource::VARIABLE, NcclLevel::VARIABLE]);
+    }
+
+    /// The names and expansions are those of the string tables the enums
+    /// replaced: parsing is unchanged.
+    #[test]
+    fn sets_accept_what_they_accepted_before() {
+        fn names<M: SetMember>(text: &str) -> String {
+            EnabledSet::<M>::parse(text).unwrap().iter().map(M::name).collect::<Vec<_>>().join(",")
+        }
+        fn allowed<M: SetMember>() -> String {
+            M::SPEC.values().map(|(name, _)| name).collect::<Vec<_>>().join(",")
+        }
+        assert_eq!(
+            allowed::<MpiGroup>(),
+            "cg,coll,env,err,ext,io,misc,perf,p2p,rma,spawn,topo,type,xnonblock,xreqtest,default,all,none,no"
+        );
+        assert_eq!(names::<MpiGroup>("default"), "cg,coll,env,io,p2p,rma,topo,xnonblock");
+        assert_eq!(
+            names::<MpiGroup>("all"),
+            "cg,coll,env,err,ext,io,misc,perf,p2p,rma,spawn,topo,type,xnonblock,xreqtest"
+        );
+        assert_eq!(
+            allowed::<CudaSource>(),
+            "driver,runtime,runtime-all,kernel,memcpy,memset,peer,sync,nvlink,graph,memory,uvm,default,yes,all,no,none"
+        );
+        assert_eq!(names::<CudaSource>("default,graph"), "runtime,kernel,memcpy,memset,peer,nvlink,graph");
+        for default in ["default", "yes"] {
+            assert_eq!(names::<CudaSource>(default), "runtime,kernel,memcpy,memset,peer,nvlink");
+        }
+        assert_eq!(
+            names::<CudaSource>("all"),
+            "driver,runtime,runtime-all,kernel,memcpy,memset,peer,sync,nvlink,memory,uvm"
+        );
+        assert_eq!(names::<CudaSource>("default,driver"), "driver,runtime,kernel,memcpy,memset,peer,nvlink");
+        assert_eq!(allowed::<NcclLevel>(), "group,coll,p2p,proxy,kernel,default,yes,all,no,none");
+        assert_eq!(names::<NcclLevel>("default"), "group,coll,p2p");
+        assert_eq!(names::<NcclLevel>("YES"), "group,coll,p2p");
+        assert_eq!(names::<NcclLevel>("all"), "group,coll,p2p,proxy,kernel");
+        for nothing in ["no", "none", "None"] {
+            assert_eq!(names::<CudaSource>(nothing), "");
+            assert_eq!(names::<NcclLevel>(nothing), "");
+            assert_eq!(names::<MpiGroup>(nothing), "");
+        }
+        assert_eq!(MpiGroup::SPEC.nothing(), "none");
+        assert_eq!(CudaSource::SPEC.nothing(), "no");
+        assert_eq!(NcclLevel::SPEC.nothing(), "no");
+    }
+}

@@ -1,8 +1,9 @@
 //! The table of every `GPUTRACE_*` variable: name, type, default and help.
 //!
-//! This table is the single source: the parser in [`super`], `gputrace info
-//! config-vars` and `docs/configuration.md` all read it, so a variable
-//! cannot exist in one and be missing from another. The members of the
+//! This table is the single source: the parser
+//! ([`parse_value`](crate::parse_value)), `gputrace info config-vars` and
+//! `docs/configuration.md` all read it, so a variable cannot exist in one
+//! and be missing from another. The members of the
 //! set-valued variables are enums declared here, once
 //! ([`set_members!`](crate::set_members)).
 
@@ -456,6 +457,20 @@ impl VarType {
             VarType::Count => "Number",
             VarType::Seconds => "Seconds",
             VarType::CaptureRange => "Capture range",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variable_has_its_own_flag() {
+        let all: Vec<&Var> = VARS.iter().chain(DEVELOPER_VARS).collect();
+        for v in &all {
+            assert!(v.flag.starts_with("--") && v.flag.len() > 3, "{}: {}", v.name, v.flag);
+            assert_eq!(all.iter().filter(|w| w.flag == v.flag).count(), 1, "{} shared", v.flag);
         }
     }
 }

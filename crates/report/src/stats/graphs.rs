@@ -119,7 +119,7 @@ pub fn table(g: &GraphExecutions, model: &Model, times: &mut durations::Table, e
         let rest =
             [per_launch(&nodes), per_launch(&per.counts[0]), per_launch(&per.counts[1]), per_launch(&per.counts[2])];
         let s = times.get_mut(per.time);
-        t.rows.push(super::stat_row(Some(Cell::Text(label)), s, estimated, rest));
+        t.rows.push(super::summaries::stat_row(Some(Cell::Text(label)), s, estimated, rest));
     }
     if graphs.values().any(|p| p.traced < p.launches) {
         t.notes
