@@ -118,6 +118,10 @@ pub fn run(dir: &Path, settings: &crate::trace::Settings, force: bool, after_run
                 comm.0.size(),
                 experiment.dir.display()
             );
+            // MPICH's launcher forwards a rank's stderr through its proxy
+            // and drops what it had not forwarded when the abort kills the
+            // job: the line first (1 run in 4 lost it under load).
+            std::thread::sleep(std::time::Duration::from_millis(200));
             comm.0.abort(1);
         }
     };
