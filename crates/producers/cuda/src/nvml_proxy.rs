@@ -63,8 +63,8 @@ pub enum ProxyError {
 /// with an error (std sends with `MSG_NOSIGNAL`) instead of raising
 /// SIGPIPE in the program.
 pub struct Remote {
-    to: UnixStream,
-    from: BufReader<UnixStream>,
+    /// The socket, read through the buffer and written to directly.
+    socket: BufReader<UnixStream>,
     line: String,
     /// Why the server cannot be asked any more (it ended, or answered
     /// nonsense), once it cannot.
@@ -88,7 +88,7 @@ impl Remote {
         let broken = |e: io::Error| ProxyError::Start(path.clone(), e);
         let (ours, theirs) = UnixStream::pair().map_err(broken)?;
         ours.set_read_timeout(Some(PATIENCE)).map_err(broken)?;
-        let (to, theirs_in) = (ours.try_clone().map_err(broken)?, theirs.try_clone().map_err(broken)?);
+        let theirs_in = theirs.try_clone().map_err(broken)?;
         let mut cmd = Command::new(&path);
         cmd.arg(std::process::id().to_string());
         cmd.stdin(Stdio::from(OwnedFd::from(theirs_in)))
@@ -105,7 +105,7 @@ impl Remote {
         // The starter exits as soon as the server runs: reaped here, so
         // that no child of ours is left for the program to meet.
         let _ = starter.wait();
-        let mut remote = Remote { to, from: BufReader::new(ours), line: String::new(), broken: None };
+        let mut remote = Remote { socket: BufReader::new(ours), line: String::new(), broken: None };
         match remote.answer()? {
             Answer::Ready => Ok(remote),
             Answer::Err(why) => Err(ProxyError::Server(why)),
@@ -144,23 +144,27 @@ impl Remote {
         if let Some(why) = &self.broken {
             return Err(ProxyError::Broken(why.clone()));
         }
-        let answer = writeln!(self.to, "{request}")
-            .and_then(|()| self.to.flush())
+        // One write of the whole line.
+        let answer = self
+            .socket
+            .get_ref()
+            .write_all(format!("{request}\n").as_bytes())
             .map_err(|e| ProxyError::Broken(e.to_string()))
-            .and_then(|()| self.answer());
+            .and_then(|()| self.answer())
+            .and_then(|a| match a {
+                Answer::Ok(words) => Ok(words),
+                Answer::Err(why) => Err(ProxyError::Server(why)),
+                Answer::Ready => Err(ProxyError::Broken("ready again".into())),
+            });
         if let Err(ProxyError::Broken(why)) = &answer {
             self.broken = Some(why.clone());
         }
-        match answer? {
-            Answer::Ok(words) => Ok(words),
-            Answer::Err(why) => Err(ProxyError::Server(why)),
-            Answer::Ready => Err(ProxyError::Broken("ready again".into())),
-        }
+        answer
     }
 
     fn answer(&mut self) -> Result<Answer, ProxyError> {
         self.line.clear();
-        match self.from.read_line(&mut self.line) {
+        match self.socket.read_line(&mut self.line) {
             Ok(0) => Err(ProxyError::Broken("no answer".into())),
             Ok(_) => parse_answer(self.line.trim_end()),
             Err(e) => Err(ProxyError::Broken(e.to_string())),
