@@ -78,11 +78,14 @@ impl Sampler {
     /// Starts sampling; GPUs are added with [`Sampler::add`]. Fails when
     /// NVML is not available.
     pub fn start(rec: Recorder, intervals: Intervals) -> Result<Sampler, ProxyError> {
-        let opened = EARLY.lock().ok().and_then(|mut e| e.take());
+        let opened = match EARLY.lock() {
+            Ok(mut early) => std::mem::replace(&mut *early, Early::Taken),
+            Err(_) => Early::Idle,
+        };
         let nvml = match opened {
-            Some(Ok(remote)) => remote,
-            Some(Err(e)) => return Err(e),
-            None => Remote::start()?,
+            Early::Started(Ok(remote)) => remote,
+            Early::Started(Err(e)) => return Err(e),
+            Early::Idle | Early::Taken => Remote::start()?,
         };
         let (add, added) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
@@ -98,11 +101,14 @@ impl Sampler {
     /// takes tens of milliseconds), on the caller's thread: the agent does
     /// it as a context is created, off the program's threads.
     pub fn open_early() {
-        let started = Remote::start();
+        // Started under the lock: a sampler that starts meanwhile (from a
+        // buffer's device records) waits for this server and takes it
+        // instead of starting a second one; one that started before has
+        // its own, and none is started here that nobody would take.
         if let Ok(mut early) = EARLY.lock()
-            && early.is_none()
+            && matches!(*early, Early::Idle)
         {
-            *early = Some(started);
+            *early = Early::Started(Remote::start());
         }
     }
 
@@ -126,7 +132,16 @@ impl Drop for Sampler {
 
 /// The server [`Sampler::open_early`] started (or why it could not), for
 /// the sampler to take.
-static EARLY: Mutex<Option<Result<Remote, ProxyError>>> = Mutex::new(None);
+static EARLY: Mutex<Early> = Mutex::new(Early::Idle);
+
+enum Early {
+    /// Nothing started yet.
+    Idle,
+    /// Started early, not yet taken.
+    Started(Result<Remote, ProxyError>),
+    /// The sampler runs (with this server or one of its own).
+    Taken,
+}
 
 fn run(mut nvml: Remote, rec: Recorder, intervals: Intervals, added: Receiver<(u32, [u8; 16])>, stop: Arc<AtomicBool>) {
     let mut gpus: Vec<Gpu> = Vec::new();
