@@ -52,22 +52,20 @@ fn a_server_that_is_not_there_is_an_error_not_a_hang() {
 /// A stand-in server (a shell script that answers as `gputrace-nvml`
 /// does, detached the same way) for the client's side of the protocol,
 /// which the CI machine cannot reach with real NVML.
-fn stand_in(name: &str, body: &str) -> PathBuf {
+fn stand_in(body: &str) -> (tempfile::TempDir, PathBuf) {
     use std::os::unix::fs::PermissionsExt;
-    let dir = std::env::temp_dir().join(format!("gputrace-nvml-test-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("server.sh");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("server.sh");
     // A background list reads /dev/null unless told otherwise: its input
     // is the socket, as the real server's is.
     std::fs::write(&path, format!("#!/bin/sh\nexec 3<&0\n( {body} ) <&3 &\nexit 0\n")).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
+    (dir, path)
 }
 
 #[test]
 fn the_client_reads_every_kind_of_answer() {
-    let server = stand_in(
-        "answers",
+    let (_dir, server) = stand_in(
         "echo ready; read l; echo 'ok 0'; read l; echo 'ok 123 456'; read l; echo 'ok 1 u f 4 5 6'; \
          read l; echo 'err no device 9'",
     );
@@ -95,7 +93,7 @@ fn a_server_that_ends_is_broken_for_good_without_a_signal() {
         // SAFETY: setting a signal's disposition to its default, before
         // any thread of this child's own is started.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
-        let server = stand_in("ends", "echo ready");
+        let (_dir, server) = stand_in("echo ready");
         let mut remote = Remote::start_at(server).unwrap();
         std::thread::sleep(Duration::from_millis(100));
         assert!(matches!(remote.open("GPU-x"), Err(ProxyError::Broken(_))));
@@ -115,7 +113,7 @@ fn a_server_that_ends_is_broken_for_good_without_a_signal() {
 
 #[test]
 fn nonsense_from_a_server_is_an_error() {
-    let server = stand_in("nonsense", "echo hello");
+    let (_dir, server) = stand_in("echo hello");
     match Remote::start_at(server) {
         Err(ProxyError::Broken(why)) => assert!(why.contains("hello"), "{why}"),
         Err(e) => panic!("{e}"),
