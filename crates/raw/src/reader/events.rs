@@ -61,22 +61,10 @@ impl Iterator for OwnedEvents {
 
     #[inline]
     fn next(&mut self) -> Option<(u64, Event)> {
-        if self.left == 0 {
-            return None;
-        }
-        self.left -= 1;
         let mut cursor = Cursor::new(&self.payload[self.pos..]);
-        match Event::decode(&mut cursor) {
-            Ok((delta, ev)) => {
-                self.pos += cursor.position();
-                self.time = self.time.wrapping_add_signed(delta);
-                Some((self.time, ev))
-            }
-            Err(_) => {
-                self.left = 0;
-                None
-            }
-        }
+        let next = step(&mut self.time, &mut self.left, &mut cursor);
+        self.pos += cursor.position();
+        next
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -89,23 +77,31 @@ impl Iterator for Events<'_> {
 
     #[inline]
     fn next(&mut self) -> Option<(u64, Event)> {
-        if self.left == 0 {
-            return None;
-        }
-        self.left -= 1;
-        match Event::decode(&mut self.cursor) {
-            Ok((delta, ev)) => {
-                self.time = self.time.wrapping_add_signed(delta);
-                Some((self.time, ev))
-            }
-            Err(_) => {
-                self.left = 0;
-                None
-            }
-        }
+        step(&mut self.time, &mut self.left, &mut self.cursor)
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         (0, Some(self.left as usize))
+    }
+}
+
+/// The next of `left` events at `cursor`, its timestamp the running
+/// `time` plus its delta; none left, or an undecodable one (which ends
+/// the chunk), is `None`. What [`Events`] and [`OwnedEvents`] both do.
+#[inline]
+fn step(time: &mut u64, left: &mut u32, cursor: &mut Cursor<'_>) -> Option<(u64, Event)> {
+    if *left == 0 {
+        return None;
+    }
+    *left -= 1;
+    match Event::decode(cursor) {
+        Ok((delta, ev)) => {
+            *time = time.wrapping_add_signed(delta);
+            Some((*time, ev))
+        }
+        Err(_) => {
+            *left = 0;
+            None
+        }
     }
 }
