@@ -268,6 +268,44 @@ pub enum Definition {
         what: SourceLoss,
         count: u64,
     },
+    /// A kernel node of a CUDA graph made on thread `thread` at `time`
+    /// (format version 6): CUPTI's id of the node, and of the node it was
+    /// cloned from when a graph was instantiated or cloned (0: made by
+    /// stream capture or the graph API). The CUDA agent writes them so
+    /// that the merge can tell which NCCL calls a graph's kernel runs.
+    GraphNode {
+        node: u64,
+        original: u64,
+        thread: u32,
+        time: u64,
+    },
+    /// An NCCL send, receive or collective captured into a CUDA graph on
+    /// thread `thread` (format version 6): nothing moved at the call; each
+    /// launch of the graph moves it. `start..end` holds the call and its
+    /// group's end, when NCCL adds its kernel to the graph; `call` names
+    /// the call for [`Definition::GraphLaunchReported`].
+    GraphCaptured {
+        call: u64,
+        thread: u32,
+        start: u64,
+        end: u64,
+        op: CapturedOp,
+    },
+    /// NCCL reported the launches of captured call `call` itself (a graph
+    /// with proxy operations, across nodes): they are recorded as they
+    /// happen, and the merge adds none for the call's kernel (format
+    /// version 6).
+    GraphLaunchReported {
+        call: u64,
+    },
+}
+
+/// What a graph-captured NCCL call moves at each launch of its graph.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CapturedOp {
+    Send(crate::Message),
+    Recv(crate::Message),
+    Collective(crate::Collective),
 }
 
 /// What a [`Definition::CudaName`] or [`Definition::CudaHandle`] is about.
@@ -300,6 +338,9 @@ mod tag {
     pub const CUDA_HANDLE: u8 = 19;
     pub const TIMER: u8 = 20;
     pub const SOURCE_LOST: u8 = 21;
+    pub const GRAPH_NODE: u8 = 22;
+    pub const GRAPH_CAPTURED: u8 = 23;
+    pub const GRAPH_LAUNCH_REPORTED: u8 = 24;
 }
 
 /// Compresses world ranks, in communicator order, into runs.
@@ -414,15 +455,55 @@ mod tests {
                 cumulative: true,
             }),
         ];
+        round_trip(&defs);
+    }
+
+    fn round_trip(defs: &[Definition]) {
         let mut buf = Vec::new();
-        for d in &defs {
+        for d in defs {
             d.encode(&mut buf);
         }
         let mut c = Cursor::new(&buf);
-        for d in &defs {
+        for d in defs {
             assert_eq!(&Definition::decode(&mut c).unwrap(), d);
         }
         assert!(c.is_empty());
+    }
+
+    #[test]
+    fn graph_definitions_round_trip() {
+        round_trip(&[
+            Definition::GraphNode { node: 0x1_0000_0042, original: 0, thread: 4711, time: 99 },
+            Definition::GraphNode { node: 0x1_0000_0043, original: 0x1_0000_0042, thread: 4712, time: 100 },
+            Definition::GraphCaptured {
+                call: 0x5555_0000_1230,
+                thread: 4711,
+                start: 90,
+                end: 101,
+                op: CapturedOp::Send(crate::Message { peer: 1, comm: 2, tag: 0, bytes: 262_144 }),
+            },
+            Definition::GraphCaptured {
+                call: 0x5555_0000_1240,
+                thread: 4711,
+                start: 91,
+                end: 101,
+                op: CapturedOp::Recv(crate::Message { peer: 3, comm: 2, tag: 0, bytes: 262_144 }),
+            },
+            Definition::GraphCaptured {
+                call: 0x5555_0000_1250,
+                thread: 4711,
+                start: 92,
+                end: 102,
+                op: CapturedOp::Collective(crate::Collective {
+                    op: crate::CollectiveOp::Allreduce,
+                    comm: 2,
+                    root: None,
+                    sent: 1024,
+                    received: 1024,
+                }),
+            },
+            Definition::GraphLaunchReported { call: 0x5555_0000_1250 },
+        ]);
     }
 
     #[test]

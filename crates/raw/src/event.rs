@@ -11,6 +11,9 @@
 mod decode;
 mod encode;
 
+pub(crate) use decode::{get_coll, get_msg};
+pub(crate) use encode::{put_coll, put_msg};
+
 /// A collective operation, numbered as OTF2 numbers them so that the merge
 /// can pass the value through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -26,8 +26,8 @@ pub mod writer;
 
 pub use chunk::{ChunkHeader, ChunkKind};
 pub use defs::{
-    CommDef, CudaObject, Definition, DeviceDef, LinkEnd, LocationKind, MetricDef, NvLinkDef, Paradigm, RankRuns,
-    RegionRole, StreamHeader,
+    CapturedOp, CommDef, CudaObject, Definition, DeviceDef, LinkEnd, LocationKind, MetricDef, NvLinkDef, Paradigm,
+    RankRuns, RegionRole, StreamHeader,
 };
 pub use event::{
     Collective, CollectiveOp, CopyKind, Event, KernelConfig, MemCopy, MemoryKind, MemoryOp, Message, PeerEnds, PoolOp,
@@ -36,6 +36,11 @@ pub use lost::SourceLoss;
 pub use reader::{EventChunk, Events, OwnedEvents, Problem, RawFile};
 pub use writer::{EventSpan, EventsEncoder};
 pub use writer::{Slot, SlotError, StreamFile, writer_pid};
+
+/// The attribute event, before a kernel's, copy's or memset's begin, that
+/// holds CUPTI's id of the CUDA graph node it ran as (CUDA agent); the
+/// merge finds a graph's NCCL kernels by it.
+pub const GRAPH_NODE_ATTRIBUTE: &str = "CUDA graph node id";
 
 /// Which part of gputrace wrote a stream.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -2,8 +2,8 @@
 //! field for field; an unknown tag or value is [`Malformed`].
 
 use super::{
-    CommDef, CudaObject, Definition, DeviceDef, LinkEnd, LocationKind, MetricDef, NvLinkDef, Paradigm, RegionRole,
-    StreamHeader, tag,
+    CapturedOp, CommDef, CudaObject, Definition, DeviceDef, LinkEnd, LocationKind, MetricDef, NvLinkDef, Paradigm,
+    RegionRole, StreamHeader, tag,
 };
 use crate::Producer;
 use crate::lost::SourceLoss;
@@ -204,6 +204,20 @@ impl Definition {
                 stream: c.u32()?,
             },
             tag::SOURCE_LOST => Definition::SourceLost { what: SourceLoss::from_code(c.u8()?), count: c.u64()? },
+            tag::GRAPH_NODE => {
+                Definition::GraphNode { node: c.u64()?, original: c.u64()?, thread: c.u32()?, time: c.u64()? }
+            }
+            tag::GRAPH_CAPTURED => {
+                let (call, thread, start, end) = (c.u64()?, c.u32()?, c.u64()?, c.u64()?);
+                let op = match c.u8()? {
+                    0 => CapturedOp::Send(crate::event::get_msg(c)?),
+                    1 => CapturedOp::Recv(crate::event::get_msg(c)?),
+                    2 => CapturedOp::Collective(crate::event::get_coll(c)?),
+                    _ => return Err(Malformed),
+                };
+                Definition::GraphCaptured { call, thread, start, end, op }
+            }
+            tag::GRAPH_LAUNCH_REPORTED => Definition::GraphLaunchReported { call: c.u64()? },
             _ => return Err(Malformed),
         })
     }

@@ -2,7 +2,8 @@
 //! its fields as varints, in the order `decode.rs` reads them.
 
 use super::{
-    CommDef, CudaObject, Definition, DeviceDef, LinkEnd, LocationKind, MetricDef, NvLinkDef, StreamHeader, tag,
+    CapturedOp, CommDef, CudaObject, Definition, DeviceDef, LinkEnd, LocationKind, MetricDef, NvLinkDef, StreamHeader,
+    tag,
 };
 use crate::varint;
 
@@ -140,6 +141,44 @@ impl StreamHeader {
     }
 }
 
+/// The CUDA graph definitions (format version 6).
+fn put_graph(out: &mut Vec<u8>, def: &Definition) {
+    use varint::put_u64;
+    match def {
+        Definition::GraphNode { node, original, thread, time } => {
+            out.push(tag::GRAPH_NODE);
+            for v in [*node, *original, u64::from(*thread), *time] {
+                put_u64(out, v);
+            }
+        }
+        Definition::GraphCaptured { call, thread, start, end, op } => {
+            out.push(tag::GRAPH_CAPTURED);
+            for v in [*call, u64::from(*thread), *start, *end] {
+                put_u64(out, v);
+            }
+            match op {
+                CapturedOp::Send(m) => {
+                    out.push(0);
+                    crate::event::put_msg(out, m);
+                }
+                CapturedOp::Recv(m) => {
+                    out.push(1);
+                    crate::event::put_msg(out, m);
+                }
+                CapturedOp::Collective(k) => {
+                    out.push(2);
+                    crate::event::put_coll(out, k);
+                }
+            }
+        }
+        Definition::GraphLaunchReported { call } => {
+            out.push(tag::GRAPH_LAUNCH_REPORTED);
+            put_u64(out, *call);
+        }
+        _ => {}
+    }
+}
+
 impl Definition {
     pub fn encode(&self, out: &mut Vec<u8>) {
         use varint::{put_bytes, put_i64, put_u64};
@@ -255,6 +294,9 @@ impl Definition {
                 out.push(tag::METRIC);
                 put_metric(out, m);
             }
+            Definition::GraphNode { .. }
+            | Definition::GraphCaptured { .. }
+            | Definition::GraphLaunchReported { .. } => put_graph(out, self),
         }
     }
 }

@@ -7,11 +7,11 @@ use super::{
 };
 use crate::varint::{Cursor, Malformed};
 
-fn get_msg(c: &mut Cursor<'_>) -> Result<Message, Malformed> {
+pub(crate) fn get_msg(c: &mut Cursor<'_>) -> Result<Message, Malformed> {
     Ok(Message { peer: c.u32()?, comm: c.u32()?, tag: c.i32()?, bytes: c.u64()? })
 }
 
-fn get_coll(c: &mut Cursor<'_>) -> Result<Collective, Malformed> {
+pub(crate) fn get_coll(c: &mut Cursor<'_>) -> Result<Collective, Malformed> {
     let op = CollectiveOp::from_u8(c.u8()?).ok_or(Malformed)?;
     let comm = c.u32()?;
     let root = match c.u64()? {

@@ -13,14 +13,14 @@ fn put_region<S: Sink>(out: &mut S, tag: u8, delta: i64, region: u32) {
 }
 
 #[inline(always)]
-fn put_msg<S: Sink>(out: &mut S, m: &Message) {
+pub(crate) fn put_msg<S: Sink>(out: &mut S, m: &Message) {
     varint::put_u64(out, u64::from(m.peer));
     varint::put_u64(out, u64::from(m.comm));
     varint::put_i64(out, i64::from(m.tag));
     varint::put_u64(out, m.bytes);
 }
 
-fn put_coll<S: Sink>(out: &mut S, k: &Collective) {
+pub(crate) fn put_coll<S: Sink>(out: &mut S, k: &Collective) {
     out.push(k.op as u8);
     varint::put_u64(out, u64::from(k.comm));
     varint::put_u64(out, k.root.map_or(0, |r| u64::from(r) + 1));
