@@ -148,6 +148,8 @@ cupti_functions! {
         );
         activity_flush_period = cuptiActivityFlushPeriod(u32);
         get_stream_id_ex = cuptiGetStreamIdEx(CUcontext, CUstream, u8, *mut u32);
+        /// CUPTI's id of a graph node, the one its work's records carry.
+        get_graph_node_id = cuptiGetGraphNodeId(CUgraphNode, *mut u64);
         /// Since CUDA 12.5 (checked in the 12.0–12.6 libraries).
         activity_enable_driver_api = cuptiActivityEnableDriverApi(CUpti_CallbackId, u8);
         /// Since CUDA 12.5 (checked in the 12.0–12.6 libraries).

@@ -5,10 +5,14 @@
 
 pub type CUcontext = *mut CUctx_st;
 pub type CUstream = *mut CUstream_st;
+pub type CUgraph = *mut CUgraph_st;
+pub type CUgraphNode = *mut CUgraphNode_st;
+pub type CUgraphExec = *mut CUgraphExec_st;
 pub type CUuuid = CUuuid_st;
 pub type CUaccessProperty_enum = ::std::os::raw::c_uint;
 pub type CUaccessPolicyWindow_v1 = CUaccessPolicyWindow_st;
 pub type CUaccessPolicyWindow = CUaccessPolicyWindow_v1;
+pub type CUgraphNodeType_enum = ::std::os::raw::c_uint;
 pub type CUptiResult = ::std::os::raw::c_uint;
 pub type CUpti_ApiCallbackSite = ::std::os::raw::c_uint;
 pub type CUpti_CallbackDomain = ::std::os::raw::c_uint;
@@ -78,6 +82,21 @@ pub struct CUstream_st {
     _unused: [u8; 0],
 }
 #[repr(C)]
+#[derive(Debug)]
+pub struct CUgraph_st {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct CUgraphNode_st {
+    _unused: [u8; 0],
+}
+#[repr(C)]
+#[derive(Debug)]
+pub struct CUgraphExec_st {
+    _unused: [u8; 0],
+}
+#[repr(C)]
 #[derive(Debug, Copy, Clone)]
 pub struct CUuuid_st {
     pub bytes: [::std::os::raw::c_char; 16usize],
@@ -110,6 +129,17 @@ pub struct CUpti_ResourceData {
     pub context: CUcontext,
     pub resourceHandle: CUpti_ResourceData__bindgen_ty_1,
     pub resourceDescriptor: *mut ::std::os::raw::c_void,
+}
+#[repr(C)]
+#[derive(Debug, Copy, Clone)]
+pub struct CUpti_GraphData {
+    pub graph: CUgraph,
+    pub originalGraph: CUgraph,
+    pub node: CUgraphNode,
+    pub originalNode: CUgraphNode,
+    pub nodeType: CUgraphNodeType,
+    pub dependency: CUgraphNode,
+    pub graphExec: CUgraphExec,
 }
 #[repr(C)]
 #[derive(Debug, Copy, Clone)]
@@ -1905,6 +1935,24 @@ const _: () = {
     ["Offset of field: CUaccessPolicyWindow_st::missProp"]
         [::std::mem::offset_of!(CUaccessPolicyWindow_st, missProp) - 24usize];
 };
+pub const CU_GRAPH_NODE_TYPE_KERNEL: CUgraphNodeType_enum = 0;
+pub const CU_GRAPH_NODE_TYPE_MEMCPY: CUgraphNodeType_enum = 1;
+pub const CU_GRAPH_NODE_TYPE_MEMSET: CUgraphNodeType_enum = 2;
+pub const CU_GRAPH_NODE_TYPE_HOST: CUgraphNodeType_enum = 3;
+pub const CU_GRAPH_NODE_TYPE_GRAPH: CUgraphNodeType_enum = 4;
+pub const CU_GRAPH_NODE_TYPE_EMPTY: CUgraphNodeType_enum = 5;
+pub const CU_GRAPH_NODE_TYPE_WAIT_EVENT: CUgraphNodeType_enum = 6;
+pub const CU_GRAPH_NODE_TYPE_EVENT_RECORD: CUgraphNodeType_enum = 7;
+pub const CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL: CUgraphNodeType_enum = 8;
+pub const CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT: CUgraphNodeType_enum = 9;
+pub const CU_GRAPH_NODE_TYPE_MEM_ALLOC: CUgraphNodeType_enum = 10;
+pub const CU_GRAPH_NODE_TYPE_MEM_FREE: CUgraphNodeType_enum = 11;
+pub const CU_GRAPH_NODE_TYPE_BATCH_MEM_OP: CUgraphNodeType_enum = 12;
+pub const CU_GRAPH_NODE_TYPE_CONDITIONAL: CUgraphNodeType_enum = 13;
+pub const CU_GRAPH_NODE_TYPE_MEMCPY_BATCH: CUgraphNodeType_enum = 14;
+pub const CU_GRAPH_NODE_TYPE_RESERVED_16: CUgraphNodeType_enum = 16;
+pub const CU_GRAPH_NODE_TYPE_EXTERNAL_ENGINE: CUgraphNodeType_enum = 17;
+pub const CU_GRAPH_NODE_TYPE_FABRIC_CPY_BATCH: CUgraphNodeType_enum = 18;
 pub const CUPTI_SUCCESS: CUptiResult = 0;
 pub const CUPTI_ERROR_INVALID_PARAMETER: CUptiResult = 1;
 pub const CUPTI_ERROR_INVALID_DEVICE: CUptiResult = 2;
@@ -2042,6 +2090,25 @@ const _: () = {
         [::std::mem::offset_of!(CUpti_ResourceData, resourceHandle) - 8usize];
     ["Offset of field: CUpti_ResourceData::resourceDescriptor"]
         [::std::mem::offset_of!(CUpti_ResourceData, resourceDescriptor) - 16usize];
+};
+#[allow(clippy::unnecessary_operation, clippy::identity_op)]
+const _: () = {
+    ["Size of CUpti_GraphData"][::std::mem::size_of::<CUpti_GraphData>() - 56usize];
+    ["Alignment of CUpti_GraphData"][::std::mem::align_of::<CUpti_GraphData>() - 8usize];
+    ["Offset of field: CUpti_GraphData::graph"]
+        [::std::mem::offset_of!(CUpti_GraphData, graph) - 0usize];
+    ["Offset of field: CUpti_GraphData::originalGraph"]
+        [::std::mem::offset_of!(CUpti_GraphData, originalGraph) - 8usize];
+    ["Offset of field: CUpti_GraphData::node"]
+        [::std::mem::offset_of!(CUpti_GraphData, node) - 16usize];
+    ["Offset of field: CUpti_GraphData::originalNode"]
+        [::std::mem::offset_of!(CUpti_GraphData, originalNode) - 24usize];
+    ["Offset of field: CUpti_GraphData::nodeType"]
+        [::std::mem::offset_of!(CUpti_GraphData, nodeType) - 32usize];
+    ["Offset of field: CUpti_GraphData::dependency"]
+        [::std::mem::offset_of!(CUpti_GraphData, dependency) - 40usize];
+    ["Offset of field: CUpti_GraphData::graphExec"]
+        [::std::mem::offset_of!(CUpti_GraphData, graphExec) - 48usize];
 };
 #[allow(clippy::unnecessary_operation, clippy::identity_op)]
 const _: () = {
@@ -7659,6 +7726,7 @@ impl CUpti_ActivityKernel12__bindgen_ty_1__bindgen_ty_1 {
     }
 }
 pub use self::CUaccessProperty_enum as CUaccessProperty;
+pub use self::CUgraphNodeType_enum as CUgraphNodeType;
 unsafe extern "C" {
     pub fn cuptiGetResultString(
         result: CUptiResult,
@@ -7696,6 +7764,7 @@ unsafe extern "C" {
         streamId: *mut u32,
     ) -> CUptiResult;
     pub fn cuptiGetDeviceId(context: CUcontext, deviceId: *mut u32) -> CUptiResult;
+    pub fn cuptiGetGraphNodeId(node: CUgraphNode, nodeId: *mut u64) -> CUptiResult;
     pub fn cuptiActivityEnable(kind: CUpti_ActivityKind) -> CUptiResult;
     pub fn cuptiActivityDisable(kind: CUpti_ActivityKind) -> CUptiResult;
     pub fn cuptiActivityGetNumDroppedRecords(
