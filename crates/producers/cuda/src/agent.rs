@@ -47,7 +47,8 @@ struct Agent {
     state: Mutex<State>,
     capture: Option<PathBuf>,
     captured: AtomicUsize,
-    /// Context and stream handles seen created, waiting for the stream.
+    /// Context and stream handles and graph kernel nodes seen created,
+    /// waiting for the stream.
     handles: Mutex<Vec<raw::Definition>>,
     /// Copy calls' ends, waiting for their records (`memory` only).
     copies: CopyAddresses,
@@ -178,7 +179,7 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
     // `runtime` without `runtime-all`: CUPTI records the calls that make or
     // wait for GPU work only, and the getters and queries cost nothing.
     if runtime_records && !enabled.runtime_all {
-        select_runtime_calls(&cupti);
+        crate::api::select_runtime_calls(&cupti);
     }
     // Unified memory: inside cuInit, where the agent starts, CUPTI answers
     // NOT_READY (the driver is not initialized yet); then it is set up
@@ -216,17 +217,7 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
     };
     let _ = AGENT.set(agent);
     if let Some(agent) = AGENT.get() {
-        // Contexts and streams as they are created: their handles, so that
-        // the names a program gives them through NVTX find them (a cost at
-        // creation only); the first context also starts GPU metrics and
-        // unified memory (see `on_callback`).
-        for cbid in [sys::CUPTI_CBID_RESOURCE_CONTEXT_CREATED, sys::CUPTI_CBID_RESOURCE_STREAM_CREATED] {
-            // SAFETY: `handle` is the subscriber made above.
-            let rc = unsafe { (agent.cupti.enable_callback)(1, handle, sys::CUPTI_CB_DOMAIN_RESOURCE, cbid) };
-            if rc != sys::CUPTI_SUCCESS {
-                tracing::debug!(cbid, result = %describe(&agent.cupti, rc), "resource callback not enabled");
-            }
-        }
+        enable_resource_callbacks(agent, handle);
         // The recording window is set up before the recorder (made at the
         // first GPU work), so that cudaProfilerStart finds it.
         recorder::window::start(&agent.config);
@@ -256,28 +247,19 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
     Ok(())
 }
 
-/// Has CUPTI record, of the runtime calls, those [`names::is_work_call`]
-/// names (`cuptiActivityEnableRuntimeApi`, CUDA 12.5 and later): every
-/// runtime callback id CUPTI names is switched on or off. Where CUPTI
-/// lacks the call every runtime call is recorded and the converter
-/// leaves the others out (the cost of `runtime-all`, the trace of
-/// `runtime`).
-fn select_runtime_calls(cupti: &Cupti) {
-    let Some(enable) = cupti.activity_enable_runtime_api else {
-        tracing::debug!("this CUPTI records every runtime call (no cuptiActivityEnableRuntimeApi)");
-        return;
-    };
-    let named = crate::api::runtime_callbacks(cupti);
-    let mut kept = 0u32;
-    for (cbid, name) in &named {
-        let keep = crate::names::is_work_call(crate::names::api_name(name));
-        // SAFETY: a callback id CUPTI named; no memory preconditions.
-        if unsafe { enable(*cbid, u8::from(keep)) } == sys::CUPTI_SUCCESS && keep {
-            kept += 1;
+/// Contexts and streams as they are created: their handles, so that the
+/// names a program gives them through NVTX find them (a cost at creation
+/// only; the first context also starts GPU metrics and unified memory,
+/// see `on_callback`); with `kernel`, graph kernel nodes (see `graphs`).
+fn enable_resource_callbacks(agent: &Agent, handle: sys::CUpti_SubscriberHandle) {
+    let made = [sys::CUPTI_CBID_RESOURCE_CONTEXT_CREATED, sys::CUPTI_CBID_RESOURCE_STREAM_CREATED];
+    for cbid in made.into_iter().chain(crate::graphs::node_callbacks(agent.enabled.kernel)) {
+        // SAFETY: `handle` is the agent's subscriber.
+        let rc = unsafe { (agent.cupti.enable_callback)(1, handle, sys::CUPTI_CB_DOMAIN_RESOURCE, cbid) };
+        if rc != sys::CUPTI_SUCCESS {
+            tracing::debug!(cbid, result = %describe(&agent.cupti, rc), "resource callback not enabled");
         }
     }
-    let named = named.len();
-    tracing::debug!(kept, named, "runtime calls recorded by CUPTI");
 }
 
 /// CUPTI's text for `rc`.
@@ -359,6 +341,11 @@ unsafe extern "C" fn on_callback(_: *mut c_void, domain: sys::CUpti_CallbackDoma
             // SAFETY: for STREAM_CREATED the handle is the stream.
             let stream = unsafe { resource.resourceHandle.stream };
             agent.note_handle(raw::CudaObject::Stream, resource.context, stream);
+        }),
+        sys::CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED | sys::CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED => guarded(|agent| {
+            // SAFETY: CUPTI's data for this graph callback.
+            let made = unsafe { crate::graphs::node_made(&agent.cupti, cbid, &resource) };
+            agent.handles.lock().map(|mut noted| noted.extend(made)).unwrap_or_default();
         }),
         _ => {}
     }

@@ -199,3 +199,27 @@ fn region(rec: &Recorder, cbid: u32, name_of: &impl Fn(u32) -> Option<String>) -
     }
     id
 }
+
+/// Has CUPTI record, of the runtime calls, those [`names::is_work_call`]
+/// names (`cuptiActivityEnableRuntimeApi`, CUDA 12.5 and later): every
+/// runtime callback id CUPTI names is switched on or off. Where CUPTI
+/// lacks the call every runtime call is recorded and the converter
+/// leaves the others out (the cost of `runtime-all`, the trace of
+/// `runtime`).
+pub fn select_runtime_calls(cupti: &Cupti) {
+    let Some(enable) = cupti.activity_enable_runtime_api else {
+        tracing::debug!("this CUPTI records every runtime call (no cuptiActivityEnableRuntimeApi)");
+        return;
+    };
+    let named = runtime_callbacks(cupti);
+    let mut kept = 0u32;
+    for (cbid, name) in &named {
+        let keep = names::is_work_call(names::api_name(name));
+        // SAFETY: a callback id CUPTI named; no memory preconditions.
+        if unsafe { enable(*cbid, u8::from(keep)) } == sys::CUPTI_SUCCESS && keep {
+            kept += 1;
+        }
+    }
+    let named = named.len();
+    tracing::debug!(kept, named, "runtime calls recorded by CUPTI");
+}

@@ -12,9 +12,18 @@
 //! graph execution instead of the nodes' records; each becomes a region
 //! `CUDA graph <id>` on the stream it was launched into, entered with the
 //! launch's correlation id and carrying the graph id too.
+//!
+//! With `kernel` the agent also notes each kernel node as it is made, by
+//! stream capture or the graph API, and as instantiating (or cloning) a
+//! graph copies it: CUPTI's node ids, the thread and the time
+//! ([`raw::Definition::GraphNode`]). A graph's kernel records carry the
+//! id of the copy; the chain of copies leads to the node made inside the
+//! call that captured it, e.g. an NCCL call, whose traffic the merge then
+//! adds at every run of that kernel.
 
 use std::collections::HashMap;
 
+use cupti_sys::{self as sys, Cupti};
 use raw::{Paradigm, RegionRole};
 use recorder::Recorder;
 
@@ -23,13 +32,50 @@ use crate::records::GraphNode;
 /// The name of the attribute that holds a graph's id.
 pub const GRAPH_ID: &str = "CUDA graph id";
 /// The name of the attribute that holds a graph node's id.
-pub const GRAPH_NODE_ID: &str = "CUDA graph node id";
+pub const GRAPH_NODE_ID: &str = raw::GRAPH_NODE_ATTRIBUTE;
 /// The region group of graph executions.
 pub const GRAPH_GROUP: &str = "CUDA graph";
 
 /// The name of the region of graph `id`'s executions.
 pub fn region_name(id: u32) -> String {
     format!("CUDA graph {id}")
+}
+
+/// The resource callbacks of kernel nodes made and cloned, when kernels
+/// are recorded (a cost per node made, none per launch).
+pub fn node_callbacks(kernels: bool) -> impl Iterator<Item = u32> {
+    let both = [sys::CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, sys::CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED];
+    kernels.then_some(both).into_iter().flatten()
+}
+
+/// The definition of a kernel node made (`GRAPHNODE_CREATED`) or cloned
+/// (`GRAPHNODE_CLONED`) on this thread now; `None` for other nodes, or
+/// where CUPTI cannot name them.
+///
+/// # Safety
+///
+/// `resource` is the data CUPTI passed to the resource callback `cbid`.
+pub unsafe fn node_made(cupti: &Cupti, cbid: u32, resource: &sys::CUpti_ResourceData) -> Option<raw::Definition> {
+    let node_id = cupti.get_graph_node_id?;
+    let data = resource.resourceDescriptor as *const sys::CUpti_GraphData;
+    if data.is_null() {
+        return None;
+    }
+    // SAFETY: for the graph callbacks the descriptor is a CUpti_GraphData,
+    // valid during the callback.
+    let data = unsafe { *data };
+    if data.nodeType != sys::CU_GRAPH_NODE_TYPE_KERNEL {
+        return None;
+    }
+    let id = |node: sys::CUgraphNode| {
+        let mut id = 0u64;
+        // SAFETY: a node handle from CUPTI's data; the output is ours.
+        (unsafe { node_id(node, &mut id) } == sys::CUPTI_SUCCESS).then_some(id)
+    };
+    let node = id(data.node)?;
+    let original = if cbid == sys::CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED { id(data.originalNode)? } else { 0 };
+    let (thread, time) = (recorder::identity::thread_id(), gputrace_clock::now());
+    Some(raw::Definition::GraphNode { node, original, thread, time })
 }
 
 /// The graph-related definitions of one process, made on first use.
