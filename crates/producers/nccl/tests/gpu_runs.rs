@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use common::{Attr, Stream};
 use gputrace_nccl::capture::Capture;
 use gputrace_nccl::replay;
-use raw::{CollectiveOp, Event, Message};
+use raw::{CapturedOp, CollectiveOp, Definition, Event, Message};
 
 /// Ranks of every communicator in these runs.
 const RANKS: u32 = 4;
@@ -421,15 +421,34 @@ fn pytorch_ddp_calls_on_two_threads() {
 /// NCCL 2.28 reports a graph's launches to the plugin only through the
 /// host callback it puts in the graph for proxy operations; between GPUs
 /// of one node (NVLink, no proxy) the graph has none, and the capture
-/// holds the captured calls and nothing of the 50 launches.
+/// holds the captured calls and nothing of the 50 launches. The calls are
+/// regions without traffic; what each launch moves is defined for the
+/// merge, which adds it at every run of the graph's NCCL kernel.
 #[test]
-fn graph_captured_calls_are_regions_without_traffic() {
+fn graph_captured_calls_are_regions_and_define_what_each_launch_moves() {
     for rank in 0..RANKS {
         let name = format!("graph_rank{rank}");
-        let (_s, calls) = replay_run(&name);
+        let (s, calls) = replay_run(&name);
         check_against_log(&name, &calls);
         check_against_program(&name, rank, &calls, 1, 1);
         assert_eq!(calls.len(), 4);
         assert!(calls.iter().all(|c| c.inside == ["ncclGroup"] && c.messages.is_empty()), "{calls:?}");
+        let mut moved: Vec<(&str, u32, u64)> = s
+            .defs
+            .iter()
+            .filter_map(|d| match d {
+                Definition::GraphCaptured { op: CapturedOp::Send(m), .. } => Some(("send", m.peer, m.bytes)),
+                Definition::GraphCaptured { op: CapturedOp::Recv(m), .. } => Some(("recv", m.peer, m.bytes)),
+                _ => None,
+            })
+            .collect();
+        moved.sort();
+        // The halo: a send to and a receive from each neighbour.
+        let (up, down) = ((rank + 1) % RANKS, (rank + RANKS - 1) % RANKS);
+        let mut want =
+            vec![("recv", up, 262_144), ("recv", down, 262_144), ("send", up, 262_144), ("send", down, 262_144)];
+        want.sort();
+        assert_eq!(moved, want, "{name}");
+        assert!(s.defs.iter().all(|d| !matches!(d, Definition::GraphLaunchReported { .. })), "{name}");
     }
 }

@@ -7,15 +7,13 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
+use common::builder::*;
 use common::{Attr, Stream};
 use gputrace_nccl::capture::{Capture, CaptureError, Record};
 use gputrace_nccl::levels::Levels;
-use gputrace_nccl::model::{
-    ApiCall, CollLaunch, CommTag, Descr, Func, InitArgs, NvtxPayload, NvtxRange, P2pLaunch, ProxyOp, Start,
-    StateChange, Sym,
-};
+use gputrace_nccl::model::{CommTag, Descr, Func, InitArgs, NvtxPayload, ProxyOp, Start, StateChange, Sym};
 use gputrace_nccl::replay;
-use raw::{Collective, CollectiveOp, Event, Message, Producer, StreamHeader};
+use raw::{CapturedOp, Collective, CollectiveOp, Definition, Event, Message};
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../tests/fixtures/nccl").join(name)
@@ -186,124 +184,6 @@ fn malformed_captures_are_errors() {
 }
 
 // ---- sequences built here ----
-
-struct Builder {
-    c: Capture,
-    t: u64,
-}
-
-const PID: u32 = 500;
-const MAIN: u32 = 500;
-const PROXY: u32 = 501;
-
-impl Builder {
-    fn new(levels: Levels) -> Builder {
-        let header = StreamHeader {
-            producer: Producer::Nccl,
-            host: "testhost".into(),
-            pid: PID,
-            process_start: 1,
-            clock_domain: 2,
-            monotonic_ns: 1_000,
-            realtime_ns: 2_000,
-            rank_hint: None,
-            command: vec![],
-        };
-        let mut c = Capture { levels, header, records: Vec::new() };
-        c.records.push(Record::Thread { tid: MAIN, name: "main".into() });
-        c.records.push(Record::Thread { tid: PROXY, name: "proxy".into() });
-        Builder { c, t: 10_000 }
-    }
-
-    fn tick(&mut self, dt: u64) -> u64 {
-        self.t += dt;
-        self.t
-    }
-
-    fn init(&mut self, ctx: u64, args: InitArgs) -> &mut Self {
-        let t = self.tick(10);
-        self.c.records.push(Record::Init { t, tid: MAIN, ctx, args });
-        self
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn start(&mut self, tid: u32, ctx: u64, h: u64, parent: u64, rank: i32, descr: Descr) -> &mut Self {
-        let t = self.tick(100);
-        self.c.records.push(Record::Start {
-            t,
-            tid,
-            ctx,
-            handle: h,
-            start: Start { descr, parent: parent as usize, rank },
-        });
-        self
-    }
-
-    fn state(&mut self, tid: u32, h: u64, state: StateChange) -> &mut Self {
-        let t = self.tick(100);
-        self.c.records.push(Record::State { t, tid, handle: h, state });
-        self
-    }
-
-    fn stop(&mut self, tid: u32, h: u64) -> &mut Self {
-        let t = self.tick(100);
-        self.c.records.push(Record::Stop { t, tid, handle: h });
-        self
-    }
-
-    fn nvtx_push(&mut self, name: &str, payload: Option<NvtxPayload>) -> &mut Self {
-        let t = self.tick(100);
-        self.c.records.push(Record::NvtxPush { t, tid: MAIN, range: NvtxRange { name: Sym::intern(name), payload } });
-        self
-    }
-
-    fn nvtx_pop(&mut self) -> &mut Self {
-        let t = self.tick(100);
-        self.c.records.push(Record::NvtxPop { t, tid: MAIN, payload: None });
-        self
-    }
-
-    fn finalize(&mut self, ctx: u64) -> &mut Self {
-        let t = self.tick(100);
-        self.c.records.push(Record::Finalize { t, tid: MAIN, ctx });
-        self
-    }
-}
-
-fn v5_init(rank: i32) -> InitArgs {
-    InitArgs {
-        version: 5,
-        comm_id: Some(0xc0ffee),
-        name: Some("world".into()),
-        n_nodes: Some(1),
-        nranks: Some(4),
-        rank: Some(rank),
-    }
-}
-
-fn coll(func: Func, count: u64, datatype: &str, root: i32) -> CollLaunch {
-    CollLaunch {
-        seq: 7,
-        func,
-        count,
-        root,
-        datatype: Sym::intern(datatype),
-        reduction: None,
-        channels: 4,
-        warps: 8,
-        algo: Sym::intern("TREE"),
-        proto: Sym::intern("LL128"),
-        comm: None,
-    }
-}
-
-fn api(func: Func, count: u64, root: i32, graph: bool) -> ApiCall {
-    ApiCall { func, count, datatype: Sym::intern("ncclFloat16"), root, graph_captured: graph }
-}
-
-fn p2p(func: Func, count: u64, peer: i32) -> P2pLaunch {
-    P2pLaunch { func, count, datatype: Sym::intern("ncclInt64"), peer, channels: 2, comm: None }
-}
 
 fn collectives(s: &Stream) -> Vec<Collective> {
     s.events
@@ -477,6 +357,27 @@ fn graph_launches_are_the_collectives_of_a_captured_call() {
         .collect();
     assert_eq!(on_proxy.len(), 2);
     assert_eq!(collectives(&s).len(), 2);
+    // The capture defines what a launch moves, and that NCCL reported
+    // the launches itself: the merge adds nothing at the graph's kernel.
+    let captured: Vec<u64> = s
+        .defs
+        .iter()
+        .filter_map(|d| match d {
+            Definition::GraphCaptured { call, op: CapturedOp::Collective(k), .. } => {
+                assert_eq!(k.op, CollectiveOp::Allreduce);
+                Some(*call)
+            }
+            Definition::GraphCaptured { .. } => panic!("{d:?}"),
+            _ => None,
+        })
+        .collect();
+    let reported: Vec<u64> = s
+        .defs
+        .iter()
+        .filter_map(|d| if let Definition::GraphLaunchReported { call } = d { Some(*call) } else { None })
+        .collect();
+    assert_eq!(captured.len(), 1);
+    assert_eq!(reported, captured);
 }
 
 #[test]

@@ -18,7 +18,7 @@ mod nvtx;
 mod side;
 mod thread;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 
@@ -209,8 +209,9 @@ pub struct Profiler {
     strings: StringIds,
     side: side::Side,
     /// Graph-captured API calls: their launches (graph replays) are
-    /// recorded as collectives of their own.
-    captured: Mutex<HashSet<usize>>,
+    /// recorded as collectives of their own where NCCL reports them; true
+    /// once one was (the merge then adds none for the call's kernel).
+    captured: Mutex<HashMap<usize, bool>>,
     /// Every communicator's context, for NVTX payloads that name one by
     /// its hash.
     comms: Mutex<Vec<&'static CommContext>>,
@@ -338,7 +339,7 @@ impl Profiler {
                 if call.graph_captured {
                     let mut c = self.captured.lock().unwrap_or_else(|e| e.into_inner());
                     if c.len() < CAPTURED_LIMIT {
-                        c.insert(handle::key(h));
+                        c.insert(handle::key(h), false);
                     }
                 }
                 th.add_api_call(self, h, start.parent, ctx, call, is_coll, start.rank, now.get());
@@ -353,7 +354,7 @@ impl Profiler {
                 if th.attach_coll(start.parent, &coll) {
                     return None;
                 }
-                let standalone = start.parent == 0 || ctx.version < 5 || self.is_captured(start.parent);
+                let standalone = start.parent == 0 || ctx.version < 5 || self.launch_of_captured(start.parent);
                 if !standalone {
                     // The user's call, recorded already (its group ended
                     // before NCCL launched it: a non-blocking communicator).
@@ -370,6 +371,7 @@ impl Profiler {
                 if th.attach_p2p(start.parent, &p2p) {
                     return None;
                 }
+                self.launch_of_captured(start.parent);
                 ctx.ensure_defined(&self.rec, p2p.comm, start.rank);
                 Some(handle::alloc(Kind::P2p { ctx, p2p, start: now.get() }))
             }
@@ -493,8 +495,19 @@ impl Profiler {
         }
     }
 
-    fn is_captured(&self, parent: usize) -> bool {
-        self.captured.lock().unwrap_or_else(|e| e.into_inner()).contains(&parent)
+    /// Whether `parent` is a graph-captured call, whose launch NCCL
+    /// reports now; the first time, the raw stream says so (see
+    /// [`raw::Definition::GraphLaunchReported`]).
+    fn launch_of_captured(&self, parent: usize) -> bool {
+        let mut captured = self.captured.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(reported) = captured.get_mut(&parent) else {
+            return false;
+        };
+        if !*reported {
+            *reported = true;
+            self.rec.define(&raw::Definition::GraphLaunchReported { call: parent as u64 });
+        }
+        true
     }
 
     fn group_region(&self) -> Option<u32> {

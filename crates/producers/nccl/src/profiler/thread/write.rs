@@ -1,7 +1,7 @@
 //! A thread's NCCL calls written out: collectives, sends and receives,
 //! groups closed with their calls, as regions, messages and collectives.
 
-use raw::{Collective, Event, Message};
+use raw::{CapturedOp, Collective, Definition, Event, Message};
 
 use super::{Func, Launch, PendingCall, ThreadState, Via, release};
 use crate::bytes;
@@ -133,12 +133,21 @@ impl ThreadState {
                 (first.start, stop.unwrap_or(now))
             };
             let from = ev.len();
-            match first.via.filter(|v| v.is_p2p_collective()) {
+            let captured = match first.via.filter(|v| v.is_p2p_collective()) {
                 Some(via) => {
                     let calls: Vec<&PendingCall> = unit.iter().map(|&i| &g.calls[i]).collect();
-                    self.write_p2p_collective(p, &calls, via, start, stop, &mut ev);
+                    self.write_p2p_collective(p, &calls, via, start, stop, &mut ev)
                 }
                 None => self.write_call(p, first, start, stop, &mut ev),
+            };
+            if let Some(op) = captured {
+                p.rec.define(&Definition::GraphCaptured {
+                    call: first.key as u64,
+                    thread: self.tid,
+                    start: first.start,
+                    end: now,
+                    op,
+                });
             }
             let mark = unit.iter().filter_map(|&i| g.calls[i].mark).max();
             if let (true, Some(mark)) = (placed, mark) {
@@ -167,7 +176,9 @@ impl ThreadState {
     }
 
     /// One `ncclAlltoAll`, `ncclGather` or `ncclScatter` call, from the
-    /// sends and receives NCCL made of it: one region, one collective.
+    /// sends and receives NCCL made of it: one region, one collective. A
+    /// call captured into a CUDA graph is its region only; its collective
+    /// is returned, for each launch of the graph.
     fn write_p2p_collective(
         &self,
         p: &Profiler,
@@ -176,7 +187,7 @@ impl ThreadState {
         start: u64,
         stop: u64,
         ev: &mut Vec<(u64, Event)>,
-    ) {
+    ) -> Option<CapturedOp> {
         let first = calls[0];
         let ctx = first.ctx;
         let call = &first.call;
@@ -215,11 +226,23 @@ impl ThreadState {
                 ev.push(p.attr(a.channels, u64::from(ch), start));
             }
         }
-        let collective = shape.filter(|_| !call.graph_captured).map(|s| collective_of(&s, ctx.id));
-        push_collective(ev, region, collective, start, stop);
+        let collective = shape.map(|s| collective_of(&s, ctx.id));
+        let (live, captured) = split_captured(collective, call.graph_captured);
+        push_collective(ev, region, live, start, stop);
+        captured.map(CapturedOp::Collective)
     }
 
-    fn write_call(&self, p: &Profiler, c: &PendingCall, start: u64, stop: u64, ev: &mut Vec<(u64, Event)>) {
+    /// One call: its region and its collective or message; for a call
+    /// captured into a CUDA graph the region only, and what each launch of
+    /// the graph moves is returned.
+    fn write_call(
+        &self,
+        p: &Profiler,
+        c: &PendingCall,
+        start: u64,
+        stop: u64,
+        ev: &mut Vec<(u64, Event)>,
+    ) -> Option<CapturedOp> {
         let call = &c.call;
         let region = p.func_region(call.func);
         let size = call.datatype.datatype_size();
@@ -229,7 +252,6 @@ impl ThreadState {
             ev.push(p.attr(a.count, call.count, start));
             ev.push(p.attr_str(a.datatype, call.datatype, start));
         }
-        let live = !call.graph_captured;
         if c.is_coll {
             let shape = bytes::shape(call.func, call.count, size, c.ctx.nranks, c.ctx.rank(), call.root);
             if region.is_some() {
@@ -243,8 +265,10 @@ impl ThreadState {
                     ev.push(p.attr(a.sequence, seq, start));
                 }
             }
-            let collective = shape.filter(|_| live).map(|s| collective_of(&s, c.ctx.id));
-            push_collective(ev, region, collective, start, stop);
+            let collective = shape.map(|s| collective_of(&s, c.ctx.id));
+            let (live, captured) = split_captured(collective, call.graph_captured);
+            push_collective(ev, region, live, start, stop);
+            captured.map(CapturedOp::Collective)
         } else {
             let launch = match c.launch {
                 Some(Launch::P2p { peer, channels }) => Some((peer, channels)),
@@ -258,10 +282,11 @@ impl ThreadState {
                     ev.push(p.attr(a.channels, u64::from(channels), start));
                 }
             }
-            let msg = launch.filter(|_| live).and_then(|(peer, _)| {
+            let msg = launch.and_then(|(peer, _)| {
                 let peer = u32::try_from(peer).ok()?;
                 Some(Message { peer, comm: c.ctx.id, tag: 0, bytes: call.count.saturating_mul(size) })
             });
+            let (msg, captured) = split_captured(msg, call.graph_captured);
             let func = call.func;
             if let Some(region) = region {
                 ev.push((start, Event::Enter { region }));
@@ -275,8 +300,19 @@ impl ThreadState {
             if let Some(region) = region {
                 ev.push((stop, Event::Leave { region }));
             }
+            match func {
+                Func::Send => captured.map(CapturedOp::Send),
+                Func::Recv => captured.map(CapturedOp::Recv),
+                _ => None,
+            }
         }
     }
+}
+
+/// What a call moves now (`live`), or, for a call captured into a CUDA
+/// graph, at each launch of the graph (`captured`).
+fn split_captured<T>(what: Option<T>, graph_captured: bool) -> (Option<T>, Option<T>) {
+    if graph_captured { (None, what) } else { (what, None) }
 }
 
 /// The group's calls as units, by index: each call alone, but the calls
