@@ -5,7 +5,7 @@
 //! are joined by that identity. Its MPI stream, if any, says its rank;
 //! processes without one are numbered after the MPI ranks, in start order.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use gputrace_summary::{Ended, Ending};
@@ -41,6 +41,33 @@ pub struct StreamDefs {
     pub cuda_handles: HashMap<(raw::CudaObject, u64), (u32, u32)>,
     /// Why the producer recorded nothing (an Untraced record).
     pub untraced: Option<String>,
+    /// CUDA graph kernel nodes made and cloned (see [`crate::graph_traffic`]).
+    pub graph_nodes: Vec<GraphNode>,
+    /// NCCL calls captured into CUDA graphs (see [`crate::graph_traffic`]).
+    pub graph_captured: Vec<Captured>,
+    /// Captured calls whose launches NCCL reported itself.
+    pub graph_reported: HashSet<u64>,
+}
+
+/// A CUDA graph kernel node made on `thread` at `time`, or cloned from
+/// `original` (non-zero).
+#[derive(Debug, Clone, Copy)]
+pub struct GraphNode {
+    pub node: u64,
+    pub original: u64,
+    pub thread: u32,
+    pub time: u64,
+}
+
+/// An NCCL call captured into a CUDA graph on `thread`, whose kernel
+/// node was made within `start..=end`, and what each launch moves.
+#[derive(Debug, Clone, Copy)]
+pub struct Captured {
+    pub call: u64,
+    pub thread: u32,
+    pub start: u64,
+    pub end: u64,
+    pub op: raw::CapturedOp,
 }
 
 /// A part of the program that was not traced, and why: a producer's
@@ -425,6 +452,15 @@ fn stream_defs(p: &mut Process, s: &RawFile) -> StreamDefs {
                 d.nccl_comms.insert(*id, c);
             }
             Definition::Untraced { reason } => d.untraced = Some(reason.clone()),
+            &Definition::GraphNode { node, original, thread, time } => {
+                d.graph_nodes.push(GraphNode { node, original, thread, time })
+            }
+            &Definition::GraphCaptured { call, thread, start, end, op } => {
+                d.graph_captured.push(Captured { call, thread, start, end, op })
+            }
+            Definition::GraphLaunchReported { call } => {
+                d.graph_reported.insert(*call);
+            }
             Definition::Timer(t) => p.timer = p.timer.or(Some(*t)),
             Definition::Region { .. } | Definition::Location { .. } => {}
         }

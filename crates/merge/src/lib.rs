@@ -28,6 +28,7 @@ mod archive;
 pub mod clock;
 pub mod correct;
 mod error;
+pub mod graph_traffic;
 pub mod inputs;
 pub mod layout;
 mod passes;

@@ -26,6 +26,8 @@ use crate::layout::{CudaAttributes, Layout, LocationPlan, LocationRole, ProcessP
 use crate::sink::SinkError;
 use crate::sink::{Message, Record, Sink, Work};
 
+mod graph;
+
 /// The pass's own result: one word (see [`SinkError`]).
 type Step = std::result::Result<(), SinkError>;
 use crate::timeline::{Source, Timeline};
@@ -46,6 +48,10 @@ struct Pass<'a, S: Sink> {
     /// written for each region of this location: written again only when
     /// they change (docs/otf2-mapping.md, "Attributes written once").
     repeating: HashMap<RegionRef, Vec<(AttributeRef, AttributeValue)>>,
+    /// A graph launch call whose NCCL traffic was written where it
+    /// began: its region and correlation id, for the rest at its end
+    /// ([`crate::graph_traffic`]).
+    graph_launch: Option<(RegionRef, u32)>,
 }
 
 /// What the pass of one location met and repaired.
@@ -129,6 +135,7 @@ pub fn location_events(cx: Context<'_>, loc: &LocationPlan, sink: impl Sink) -> 
         attributes: cx.attributes,
         repairs: Repairs::default(),
         repeating: HashMap::new(),
+        graph_launch: None,
     };
     let mut last = 0u64;
     let mut count = 0u64;
@@ -271,7 +278,12 @@ impl<S: Sink> Pass<'_, S> {
     fn event(&mut self, t: u64, stream: usize, ev: Event) -> Step {
         match ev {
             Event::Enter { region } => self.enter(t, stream, region, Work::Call, &[])?,
-            Event::Leave { region } => self.leave(t, stream, region)?,
+            Event::Leave { region } => {
+                if self.graph_launch.is_some() {
+                    self.graph_launch_ends(t, stream, region)?;
+                }
+                self.leave(t, stream, region)?
+            }
             Event::MpiSend(m) | Event::MpiIsend { msg: m, .. } => {
                 let request = if let Event::MpiIsend { request, .. } = ev { Some(request) } else { None };
                 let (comm, nccl) = (self.comm(stream, m.comm), self.is_nccl(stream));
@@ -315,6 +327,9 @@ impl<S: Sink> Pass<'_, S> {
             Event::EnterCorrelated { region, correlation } => {
                 let attrs: Vec<_> = self.cuda().map(|a| (a.correlation, correlation.into())).into_iter().collect();
                 self.enter(t, stream, region, Work::Call, &attrs)?;
+                if !self.plan.graph_traffic.is_empty() && self.graph_launch.is_none() {
+                    self.graph_launch_begins(t, stream, region, correlation)?;
+                }
             }
             Event::KernelBegin { region, correlation, config } => {
                 let attrs = match self.cuda() {

@@ -132,3 +132,46 @@ fn nccl_real_runs_merge_without_repairs() {
         assert_eq!(regions as usize, log.lines().count(), "{name}: {}", facts["regions"]);
     }
 }
+
+/// The raw streams of a real 4-rank run (4 H200s, NCCL 2.28.3) of
+/// `nccl_four_mpi graph 50`: each rank captures a halo exchange (a send
+/// to and a receive from each neighbour, in a group) into a CUDA graph
+/// once and launches it 50 times. Between GPUs of one node NCCL reports
+/// nothing per launch; the merge joins the captured calls (NCCL streams)
+/// to the graph's kernel nodes and their launches (CUDA streams), and
+/// writes each launch's traffic inside its `cudaGraphLaunch`: per rank a
+/// message per captured send and launch, each matched by its receive.
+#[test]
+fn nccl_graph_launches_move_what_the_capture_holds() {
+    let exp = fresh_dir("nccl-graph4");
+    std::fs::create_dir_all(&exp).unwrap();
+    let tgz = workspace().join("tests/fixtures/nccl/graph4_raw.tgz");
+    let out = run(Command::new("tar").arg("xzf").arg(&tgz).arg("-C").arg(&exp));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = run(Command::new(gputrace()).arg("merge").arg(&exp));
+    let err = text(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(!err.contains("repaired"), "{err}");
+    assert!(err.contains("NCCL: 0 collectives (0 B sent), 400 send/recv (100.0 MiB)"), "{err}");
+    // The program's own word: launches per rank and captured sends.
+    let expect = std::fs::read_to_string(workspace().join("tests/fixtures/nccl/graph4_raw.out")).unwrap();
+    let launches: Vec<usize> = expect
+        .lines()
+        .filter_map(|l| l.split_once("graph_launches=").and_then(|(_, n)| n.trim().parse().ok()))
+        .collect();
+    assert_eq!(launches, [50; 4]);
+    let captured = expect.lines().filter(|l| l.contains("op=ncclSend calls=2 ")).count();
+    assert_eq!(captured, 4);
+    let facts = facts(&exp.join("traces.otf2"));
+    assert_well_formed(&facts);
+    let (sends, recvs) = (messages(&facts, "sends"), messages(&facts, "recvs"));
+    assert_eq!(sends, recvs);
+    for rank in 0..4i64 {
+        let from: Vec<_> = sends.iter().filter(|m| m.0 == rank).collect();
+        assert_eq!(from.len(), 50 * 2, "rank {rank}");
+        // The halo's two neighbours, 256 KiB each time.
+        let peers: std::collections::BTreeSet<i64> = from.iter().map(|m| m.1).collect();
+        assert_eq!(peers, [(rank + 1) % 4, (rank + 3) % 4].into(), "rank {rank}");
+        assert!(from.iter().all(|m| m.4 == 262_144 && m.2.starts_with("NCCL comm")), "rank {rank}");
+    }
+}

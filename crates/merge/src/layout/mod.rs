@@ -107,6 +107,8 @@ pub struct ProcessPlan {
     pub devices: HashMap<u32, usize>,
     /// What the process ran, when its command is known.
     pub program: Option<Program>,
+    /// What each run of a CUDA graph's NCCL kernel moves, by graph node.
+    pub graph_traffic: crate::graph_traffic::GraphTraffic,
 }
 
 /// Everything the event pass needs.
@@ -185,8 +187,12 @@ pub fn define(defs: &mut Definitions, processes: &[Process], warn: &dyn Fn(&str)
         for (what, n) in &p.lost {
             defs.location_group_property(group, &crate::lost_property(*what), AttributeValue::U64(*n));
         }
-        let mut plan =
-            ProcessPlan { group: Some(group), program: program(defs, p, &mut programs), ..ProcessPlan::default() };
+        let mut plan = ProcessPlan {
+            group: Some(group),
+            program: program(defs, p, &mut programs),
+            graph_traffic: crate::graph_traffic::of(p),
+            ..ProcessPlan::default()
+        };
         let names: HashMap<u32, &str> =
             p.defs.iter().flat_map(|d| d.thread_names.iter().map(|(tid, name)| (*tid, name.as_str()))).collect();
         let threads = host_threads(p);
