@@ -13,7 +13,7 @@ const SOURCES: [(&str, &str); 4] = [
 ];
 
 /// The functions `Cupti` loads; each generated file must declare them all.
-const FUNCTIONS: [&str; 27] = [
+const FUNCTIONS: [&str; 28] = [
     "cuptiGetVersion",
     "cuptiGetResultString",
     "cuptiSubscribe",
@@ -35,6 +35,7 @@ const FUNCTIONS: [&str; 27] = [
     "cuptiGetDeviceId",
     "cuptiGetContextId",
     "cuptiGetStreamIdEx",
+    "cuptiGetGraphNodeId",
     "cuptiActivityEnableDriverApi",
     "cuptiActivityEnableRuntimeApi",
     "cuptiActivityPushExternalCorrelationId",
