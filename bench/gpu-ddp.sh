@@ -10,7 +10,9 @@
 # each untraced, under gputrace with the default, with every runtime call
 # (default,runtime-all), (with MODES naming them) the default without API
 # calls (noapi), kernels alone (kernel) or any set of members joined by
-# '+' (kernel+sync), with the thinnest CUPTI client
+# '+' (kernel+sync), any of them with settings after a colon
+# (default:GPUTRACE_GPU_METRICS_INTERVAL=0,GPUTRACE_NVLINK_INTERVAL=0),
+# with the thinnest CUPTI client
 # (../shared/anchors/cupti_floor.c, when ANCHORS names its directory) and,
 # with NSYS=1 in the first round also under nsys (-t cuda,nvtx). Prints a table of
 # minima and medians with the cost against untraced.
@@ -51,6 +53,13 @@ launch() {
   local out="$work/$tag.$mode"
   rm -rf "$work/exp"
   local to=(timeout -k 10 "${LAUNCH_TIMEOUT:-240}")
+  # MODE:VAR=VALUE,VAR=VALUE runs MODE with those variables set (gputrace's
+  # settings: default:GPUTRACE_GPU_METRICS_INTERVAL=0).
+  if [[ $mode == *:* ]]; then
+    local vars=${mode#*:}
+    to=(env ${vars//,/ } "${to[@]}")
+    mode=${mode%%:*}
+  fi
   case $mode in
     plain) "${to[@]}" "$@" >"$out" 2>&1 ;;
     default) "${to[@]}" "$gt" -o "$work/exp" "$@" >"$out" 2>&1 ;;
