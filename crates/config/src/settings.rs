@@ -55,6 +55,19 @@ impl Config {
     pub fn windowed(&self) -> bool {
         !self.delay.is_zero() || !self.duration.is_zero() || self.capture_range != CaptureRange::None
     }
+
+    /// Whether the source of stem `stem` (raw's table of sources: `mpi`,
+    /// `cuda`, `nccl`, `nvtx`) is recorded; `false` for a stem it does
+    /// not know.
+    pub fn records(&self, stem: &str) -> bool {
+        match stem {
+            "mpi" => !self.mpi_groups.is_empty(),
+            "cuda" => !self.cuda_enable.is_empty(),
+            "nccl" => !self.nccl_enable.is_empty(),
+            "nvtx" => self.nvtx_enable,
+            _ => false,
+        }
+    }
 }
 
 impl Config {

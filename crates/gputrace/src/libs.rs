@@ -1,19 +1,10 @@
-//! Finding gputrace's own libraries (the MPI hooks, the CUDA agent, the
-//! NCCL plugin and the NVTX injection library) next to the `gputrace`
-//! binary.
+//! Finding gputrace's own libraries (the MPI hooks, and the libraries
+//! of raw's table of sources: the CUDA agent, the NCCL plugin, the NVTX
+//! injection library) next to the `gputrace` binary.
 
 use std::path::{Path, PathBuf};
 
 use crate::launch::MpiFlavor;
-
-/// File name of the CUDA agent.
-pub const CUDA_AGENT: &str = "libgputrace_cuda.so";
-
-/// File name of the NCCL profiler plugin.
-pub const NCCL_PLUGIN: &str = "libgputrace_nccl.so";
-
-/// File name of the NVTX injection library.
-pub const NVTX_INJECTION: &str = "libgputrace_nvtx.so";
 
 /// File name of the MPI hooks for `flavor`.
 pub fn mpi_hooks_name(flavor: MpiFlavor) -> &'static str {

@@ -172,7 +172,7 @@ fn run_worker(
         cmd.arg("--force");
     }
     for n in not_traced {
-        cmd.arg("--not-traced").arg(format!("{}:{}", n.what.name(), n.why));
+        cmd.arg("--not-traced").arg(format!("{}:{}", n.what.title(), n.why));
     }
     cmd.args(after_run.args());
     cmd.arg("--").arg(&experiment.dir);
@@ -289,9 +289,7 @@ pub fn worker(dir: &Path, force: bool, messages_fd: i32, not_traced: &[String], 
 /// `CUDA:why` (as [`run_worker`] passes what was not traced) → the fact.
 fn parse_not_traced(arg: &str) -> Option<merge::NotTraced> {
     let (what, why) = arg.split_once(':')?;
-    let what = [merge::Part::Mpi, merge::Part::Cuda, merge::Part::Nccl, merge::Part::Nvtx]
-        .into_iter()
-        .find(|p| p.name() == what)?;
+    let what = raw::source::by_name(what)?.producer;
     Some(merge::NotTraced { what, why: why.to_string(), processes: 0 })
 }
 

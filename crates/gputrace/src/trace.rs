@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use config::Config;
 use config::filter::Filter;
 use gputrace_summary::RunSummary;
+use raw::Producer;
 use report::summary::Render;
 
 use crate::UsageError;
@@ -136,7 +137,7 @@ fn producers_env(
     // the line that says nothing was recorded, which would otherwise
     // blame the program).
     let mut not_traced: Vec<merge::NotTraced> = Vec::new();
-    let mut untraced = |what: merge::Part, why: String| {
+    let mut untraced = |what: Producer, why: String| {
         not_traced.push(merge::NotTraced { what, why, processes: 0 });
     };
     if let Some(preload) = mpi_preload(launcher, argv, &mut untraced) {
@@ -145,41 +146,25 @@ fn producers_env(
     if config.cuda_enable.is_empty() {
         let value =
             settings.pairs().iter().rev().find(|(k, _)| k == "GPUTRACE_CUDA_ENABLE").map_or("", |(_, v)| v.as_str());
-        untraced(merge::Part::Cuda, format!("GPUTRACE_CUDA_ENABLE={value}"));
-    } else {
-        match libs::find(libs::CUDA_AGENT) {
-            Some(agent) => env.push(("CUDA_INJECTION64_PATH".into(), agent.into_os_string())),
-            None => {
-                say!("[gputrace] warning: {} not found next to gputrace; CUDA is not traced", libs::CUDA_AGENT);
-                untraced(merge::Part::Cuda, format!("{} not found next to gputrace", libs::CUDA_AGENT));
-            }
-        }
+        untraced(Producer::Cuda, format!("GPUTRACE_CUDA_ENABLE={value}"));
     }
-    if !config.nccl_enable.is_empty() {
-        // NCCL (2.23 and later) loads the profiler plugin this names, a
-        // full path being accepted; older NCCL ignores the variable.
-        match libs::find(libs::NCCL_PLUGIN) {
-            Some(plugin) => env.push(("NCCL_PROFILER_PLUGIN".into(), plugin.into_os_string())),
-            None => tracing::debug!("{} not found next to gputrace; NCCL is not traced", libs::NCCL_PLUGIN),
-        }
-    }
-    if config.nvtx_enable {
-        // Every NVTX instance of a rank loads the library this names at
-        // its first annotation. Off, nothing is set: NVTX without a tool
-        // costs the program nothing.
-        match libs::find(libs::NVTX_INJECTION) {
-            Some(lib) => env.push(("NVTX_INJECTION64_PATH".into(), lib.into_os_string())),
-            None => {
-                say!(
-                    "[gputrace] warning: {} not found next to gputrace; NVTX annotations are not traced",
-                    libs::NVTX_INJECTION
-                );
-                untraced(merge::Part::Nvtx, format!("{} not found next to gputrace", libs::NVTX_INJECTION));
+    // Each source recorded by a library of its own: the variable that has
+    // the program load it (MPI's hooks, chosen per MPI flavour, above).
+    // Off, nothing is set: an NVTX without a tool, an NCCL without a
+    // plugin cost the program nothing.
+    for source in raw::source::SOURCES.iter().filter(|s| config.records(s.stem)) {
+        let Some(name) = source.library else { continue };
+        match libs::find(name) {
+            Some(lib) => env.push((source.loaded_by.into(), lib.into_os_string())),
+            None if source.said_when_missing => {
+                say!("[gputrace] warning: {name} not found next to gputrace; {} is not traced", source.name);
+                untraced(source.producer, format!("{name} not found next to gputrace"));
             }
+            None => tracing::debug!("{name} not found next to gputrace; {} is not traced", source.name),
         }
     }
     if let Some(profiler) = warn_about_other_profilers(launcher, argv, config) {
-        untraced(merge::Part::Cuda, format!("the program ran under {profiler}, which takes CUPTI for itself"));
+        untraced(Producer::Cuda, format!("the program ran under {profiler}, which takes CUPTI for itself"));
     }
     (env, not_traced)
 }
@@ -384,11 +369,7 @@ pub fn correction_limit() -> u64 {
 /// launcher's MPI, before whatever the user preloads already. `None` when
 /// the hooks are missing (MPI then goes untraced, with a warning) or the
 /// launcher cannot pass them to its workers only.
-fn mpi_preload(
-    launcher: Launcher,
-    argv: &[OsString],
-    untraced: &mut impl FnMut(merge::Part, String),
-) -> Option<OsString> {
+fn mpi_preload(launcher: Launcher, argv: &[OsString], untraced: &mut impl FnMut(Producer, String)) -> Option<OsString> {
     let flavor = match launcher {
         Launcher::OpenMpi => MpiFlavor::OpenMpi,
         Launcher::Hydra => MpiFlavor::Mpich,
@@ -401,7 +382,7 @@ fn mpi_preload(
     let name = libs::mpi_hooks_name(flavor);
     let Some(lib) = libs::find(name) else {
         say!("[gputrace] warning: {name} not found next to gputrace; MPI calls are not traced");
-        untraced(merge::Part::Mpi, format!("{name} not found next to gputrace"));
+        untraced(Producer::Mpi, format!("{name} not found next to gputrace"));
         return None;
     };
     let mut value = lib.into_os_string();

@@ -2,7 +2,9 @@
 
 use std::path::PathBuf;
 
-use crate::inputs::{NotTraced, Part};
+use raw::Producer;
+
+use crate::inputs::NotTraced;
 
 /// A merge that could not be done. The raw streams are never changed: a
 /// merge that failed can be run again.
@@ -62,11 +64,11 @@ impl Error {
 /// the program did not do of what was traced. `CUDA was not traced
 /// (CUPTI could not be loaded: ...) and the program made no MPI call`.
 fn nothing_because(not_traced: &[NotTraced]) -> String {
-    let why = |part: Part| -> Option<String> {
+    let why = |part: Producer| -> Option<String> {
         let reasons: Vec<&str> = not_traced.iter().filter(|f| f.what == part).map(|f| f.why.as_str()).collect();
-        (!reasons.is_empty()).then(|| format!("{} was not traced ({})", part.name(), reasons.join("; ")))
+        (!reasons.is_empty()).then(|| format!("{} was not traced ({})", part.title(), reasons.join("; ")))
     };
-    match (why(Part::Cuda), why(Part::Mpi)) {
+    match (why(Producer::Cuda), why(Producer::Mpi)) {
         (Some(cuda), Some(mpi)) => format!("{cuda} and {mpi}"),
         (Some(cuda), None) => format!("{cuda} and the program made no MPI call"),
         (None, Some(mpi)) => format!("{mpi} and the program did no GPU work"),
@@ -92,7 +94,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 mod tests {
     use super::*;
 
-    fn fact(what: Part, why: &str) -> NotTraced {
+    fn fact(what: Producer, why: &str) -> NotTraced {
         NotTraced { what, why: why.into(), processes: 1 }
     }
 
@@ -102,17 +104,17 @@ mod tests {
             |not_traced: Vec<NotTraced>| Error::NothingRecorded { dir: "run/raw".into(), not_traced }.to_string();
         assert_eq!(said(vec![]), "nothing was recorded in run/raw: the program made no MPI call and did no GPU work");
         assert_eq!(
-            said(vec![fact(Part::Cuda, "CUPTI could not be loaded: no libcupti.so")]),
+            said(vec![fact(Producer::Cuda, "CUPTI could not be loaded: no libcupti.so")]),
             "nothing was recorded in run/raw: CUDA was not traced (CUPTI could not be loaded: no libcupti.so) and \
              the program made no MPI call"
         );
         assert_eq!(
-            said(vec![fact(Part::Mpi, "libgputrace_mpi.so not found next to gputrace")]),
+            said(vec![fact(Producer::Mpi, "libgputrace_mpi.so not found next to gputrace")]),
             "nothing was recorded in run/raw: MPI was not traced (libgputrace_mpi.so not found next to gputrace) \
              and the program did no GPU work"
         );
         assert_eq!(
-            said(vec![fact(Part::Cuda, "a"), fact(Part::Mpi, "b"), fact(Part::Cuda, "c")]),
+            said(vec![fact(Producer::Cuda, "a"), fact(Producer::Mpi, "b"), fact(Producer::Cuda, "c")]),
             "nothing was recorded in run/raw: CUDA was not traced (a; c) and MPI was not traced (b)"
         );
     }

@@ -75,49 +75,20 @@ pub struct Captured {
 /// holds it) or the caller's (the program ran under nsys).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotTraced {
-    pub what: Part,
+    /// The source not traced (never [`Producer::Synthetic`]).
+    pub what: Producer,
     pub why: String,
     /// The processes whose streams said so; 0 when the caller knew it.
     pub processes: usize,
-}
-
-/// What a producer traces.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Part {
-    Mpi,
-    Cuda,
-    Nccl,
-    Nvtx,
 }
 
 impl NotTraced {
     /// As the run summary says it.
     pub fn for_summary(&self) -> gputrace_summary::NotTraced {
         gputrace_summary::NotTraced {
-            what: self.what.name().to_string(),
+            what: self.what.title().to_string(),
             why: self.why.clone(),
             processes: self.processes,
-        }
-    }
-}
-
-impl Part {
-    pub fn name(self) -> &'static str {
-        match self {
-            Part::Mpi => "MPI",
-            Part::Cuda => "CUDA",
-            Part::Nccl => "NCCL",
-            Part::Nvtx => "NVTX",
-        }
-    }
-
-    fn of(producer: Producer) -> Option<Part> {
-        match producer {
-            Producer::Mpi => Some(Part::Mpi),
-            Producer::Cuda => Some(Part::Cuda),
-            Producer::Nccl => Some(Part::Nccl),
-            Producer::Nvtx => Some(Part::Nvtx),
-            Producer::Synthetic => None,
         }
     }
 }
@@ -253,7 +224,9 @@ pub fn load(raw_dir: &Path) -> Result<Loaded> {
     for streams in by_key.into_values() {
         let p = build_process(drop_copies(streams, &mut warnings));
         for (s, d) in p.streams.iter().zip(&p.defs) {
-            if let (Some(why), Some(what)) = (&d.untraced, Part::of(s.header.producer)) {
+            if let (Some(why), Some(what)) =
+                (&d.untraced, raw::source::source(s.header.producer).map(|src| src.producer))
+            {
                 add_not_traced(&mut not_traced, NotTraced { what, why: why.clone(), processes: 1 });
             }
         }

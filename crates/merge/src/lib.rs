@@ -44,8 +44,8 @@ use std::path::{Path, PathBuf};
 pub use archive::{archive_size, lost_property, remove_archive, timers};
 pub use error::{Error, Result};
 use gputrace_summary::RunSummary;
+pub use inputs::NotTraced;
 use inputs::Process;
-pub use inputs::{NotTraced, Part};
 pub use sink::{Extra, Record, Sink, Work};
 pub use write::Repairs;
 

@@ -98,13 +98,12 @@ impl Profile {
 /// A region of the archive as a cube region: Score-P's paradigm and role
 /// names, the group (an MPI function's) as its description.
 pub(crate) fn cube_region(d: &merge::inputs::RegionDef) -> Region<'_> {
-    let paradigm = match d.paradigm {
+    // As in the archive (`Paradigm::shown_as`).
+    let paradigm = match d.paradigm.shown_as() {
         Paradigm::Mpi => "mpi",
-        // As in the archive: NCCL is CUDA's library, NVTX ranges are
-        // user regions.
-        Paradigm::Cuda | Paradigm::Nccl => "cuda",
-        Paradigm::User | Paradigm::Nvtx => "user",
+        Paradigm::Cuda => "cuda",
         Paradigm::Measurement => "measurement",
+        _ => "user",
     };
     let role = match d.role {
         RegionRole::Unknown => "unknown",

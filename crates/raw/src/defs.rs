@@ -50,6 +50,25 @@ pub enum Paradigm {
     Nvtx = 6,
 }
 
+impl Paradigm {
+    pub(crate) fn from_u8(v: u8) -> Option<Self> {
+        use Paradigm::*;
+        [User, Mpi, Cuda, Nccl, Measurement, Nvtx].into_iter().find(|p| *p as u8 == v)
+    }
+
+    /// The paradigm the archive and the profile show a region under,
+    /// Score-P's: NCCL is CUDA's communication library (OTF2 3.0 has no
+    /// NCCL paradigm), NVTX ranges are user regions. Always one of User,
+    /// Mpi, Cuda and Measurement.
+    pub fn shown_as(self) -> Paradigm {
+        match self {
+            Paradigm::Nccl => Paradigm::Cuda,
+            Paradigm::Nvtx => Paradigm::User,
+            p => p,
+        }
+    }
+}
+
 /// A region's role, numbered as OTF2's region roles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[repr(u8)]

@@ -19,6 +19,7 @@ pub mod defs;
 pub mod event;
 pub mod lost;
 pub mod reader;
+pub mod source;
 #[cfg(feature = "synthetic")]
 pub mod synthetic;
 mod varint;
@@ -34,6 +35,7 @@ pub use event::{
 };
 pub use lost::SourceLoss;
 pub use reader::{EventChunk, Events, OwnedEvents, Problem, RawFile};
+pub use source::Producer;
 pub use writer::{EventSpan, EventsEncoder};
 pub use writer::{Slot, SlotError, StreamFile, writer_pid};
 
@@ -41,50 +43,6 @@ pub use writer::{Slot, SlotError, StreamFile, writer_pid};
 /// holds CUPTI's id of the CUDA graph node it ran as (CUDA agent); the
 /// merge finds a graph's NCCL kernels by it.
 pub const GRAPH_NODE_ATTRIBUTE: &str = "CUDA graph node id";
-
-/// Which part of gputrace wrote a stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-#[repr(u8)]
-pub enum Producer {
-    /// The PMPI wrappers (`libgputrace_mpi*.so`).
-    Mpi = 1,
-    /// The CUDA agent (`libgputrace_cuda.so`).
-    Cuda = 2,
-    /// The NCCL profiler plugin (`libgputrace_nccl.so`).
-    Nccl = 3,
-    /// Synthetic streams made by tests and benchmarks.
-    Synthetic = 4,
-    /// The NVTX injection library (`libgputrace_nvtx.so`).
-    Nvtx = 5,
-}
-
-impl Producer {
-    pub fn from_u8(v: u8) -> Option<Self> {
-        match v {
-            1 => Some(Self::Mpi),
-            2 => Some(Self::Cuda),
-            3 => Some(Self::Nccl),
-            4 => Some(Self::Synthetic),
-            5 => Some(Self::Nvtx),
-            _ => None,
-        }
-    }
-
-    /// The name used in file names.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Mpi => "mpi",
-            Self::Cuda => "cuda",
-            Self::Nccl => "nccl",
-            Self::Synthetic => "synthetic",
-            Self::Nvtx => "nvtx",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<Self> {
-        [Self::Mpi, Self::Cuda, Self::Nccl, Self::Synthetic, Self::Nvtx].into_iter().find(|p| p.name() == name)
-    }
-}
 
 /// The file name of a stream: `<host>.<pid>.<producer>.gtr`.
 pub fn stream_file_name(host: &str, pid: u32, producer: Producer) -> String {

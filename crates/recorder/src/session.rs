@@ -132,7 +132,7 @@ mod tests {
 
     #[test]
     fn the_prelude_hands_over_the_configuration_and_the_producers_choice() {
-        let (config, chosen) = decide(config(&[("GPUTRACE_NVTX_ENABLE", "false")]), |c| Some(c.nvtx_enable)).unwrap();
+        let (config, chosen) = decide(config(&[("GPUTRACE_KEEP_RAW", "false")]), |c| Some(c.keep_raw)).unwrap();
         assert!(!chosen);
         assert!(config.enable_tracing);
     }

@@ -325,15 +325,14 @@ impl Launcher {
 
     /// Rewrites `argv` so that the processes the launcher starts get `env`,
     /// and returns the variables to set on the launcher itself. The
-    /// variables in [`RANK_ONLY`] never reach the launcher (it would load
+    /// variables that [`rank_only`] names never reach the launcher (it would load
     /// gputrace's libraries too: Open MPI's mpirun initializes CUDA), except
     /// where no launcher stands between us and the ranks — and through
     /// torchrun, which passes its environment to its workers and has no
     /// other way; it loads no MPI hooks and creates no CUDA context, so it
     /// leaves no trace.
     pub fn inject(self, argv: &[OsString], env: &[(String, OsString)]) -> (Vec<OsString>, Vec<(String, OsString)>) {
-        let (rank_only, rest): (Vec<_>, Vec<_>) =
-            env.iter().cloned().partition(|(k, _)| RANK_ONLY.contains(&k.as_str()));
+        let (rank_only, rest): (Vec<_>, Vec<_>) = env.iter().cloned().partition(|(k, _)| rank_only(k));
         let mut out: Vec<OsString> = vec![argv[0].clone()];
         match self {
             Launcher::None => return (argv.to_vec(), env.to_vec()),
@@ -371,9 +370,11 @@ impl Launcher {
     }
 }
 
-/// Variables for the ranks only, never for a launcher.
-pub const RANK_ONLY: &[&str] =
-    &["LD_PRELOAD", "CUDA_INJECTION64_PATH", "NCCL_PROFILER_PLUGIN", "NVTX_INJECTION64_PATH"];
+/// Whether `var` is for the ranks only, never for a launcher: the
+/// variables that load gputrace's libraries.
+fn rank_only(var: &str) -> bool {
+    raw::source::loader_variables().any(|v| v == var)
+}
 
 fn assignment(k: &str, v: &OsStr) -> OsString {
     let mut s = OsString::from(k);

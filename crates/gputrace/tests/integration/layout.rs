@@ -41,6 +41,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
         &[
             "gputrace-config",
             "gputrace-clock",
+            "gputrace-raw",
             "gputrace-merge",
             "gputrace-profile",
             "gputrace-report",

@@ -25,5 +25,6 @@ mod report_window;
 mod scale;
 mod sizes;
 mod slurm;
+mod sources;
 mod stops;
 mod util;

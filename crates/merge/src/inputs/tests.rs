@@ -101,7 +101,10 @@ fn a_process_that_only_says_why_it_recorded_nothing_is_a_fact_not_a_process() {
     let Loaded { processes, not_traced, warnings } = load(&raw).unwrap();
     assert!(warnings.is_empty(), "{warnings:?}");
     assert_eq!(processes.len(), 2, "the ring's two processes, no third");
-    assert_eq!(not_traced, [NotTraced { what: Part::Cuda, why: "CUPTI could not be loaded: x".into(), processes: 1 }]);
+    assert_eq!(
+        not_traced,
+        [NotTraced { what: Producer::Cuda, why: "CUPTI could not be loaded: x".into(), processes: 1 }]
+    );
     remove_untraced_only(&raw);
     assert_eq!(std::fs::read_dir(&raw).unwrap().count(), 2, "the ring's streams stay, the fact and the map go");
 }

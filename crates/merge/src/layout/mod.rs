@@ -137,15 +137,11 @@ pub struct Layout {
 }
 
 pub(super) fn otf2_paradigm(p: Paradigm) -> OtfParadigm {
-    match p {
-        Paradigm::User => OtfParadigm::User,
+    match p.shown_as() {
         Paradigm::Mpi => OtfParadigm::Mpi,
         Paradigm::Cuda => OtfParadigm::Cuda,
-        // OTF2 3.0 has no NCCL paradigm; NCCL is CUDA's communication library.
-        Paradigm::Nccl => OtfParadigm::Cuda,
         Paradigm::Measurement => OtfParadigm::MeasurementSystem,
-        // NVTX ranges and marks are user regions, as Score-P records them.
-        Paradigm::Nvtx => OtfParadigm::User,
+        _ => OtfParadigm::User,
     }
 }
 

@@ -95,7 +95,7 @@ impl Remote {
             .stdout(Stdio::from(OwnedFd::from(theirs)))
             .stderr(Stdio::null());
         // The server must not be traced itself.
-        for var in ["LD_PRELOAD", "CUDA_INJECTION64_PATH", "NVTX_INJECTION64_PATH", "NCCL_PROFILER_PLUGIN"] {
+        for var in raw::source::loader_variables() {
             cmd.env_remove(var);
         }
         let mut starter = cmd.spawn().map_err(broken)?;

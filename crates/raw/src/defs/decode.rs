@@ -36,13 +36,6 @@ impl RegionRole {
     }
 }
 
-impl Paradigm {
-    fn from_u8(v: u8) -> Option<Self> {
-        use Paradigm::*;
-        [User, Mpi, Cuda, Nccl, Measurement, Nvtx].into_iter().find(|p| *p as u8 == v)
-    }
-}
-
 impl CudaObject {
     fn from_code(c: u8) -> Result<CudaObject, Malformed> {
         Ok(match c {
