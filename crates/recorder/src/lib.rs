@@ -20,6 +20,7 @@
 //! traced process) nor on the merge or the command.
 
 mod buffer;
+mod definitions;
 mod deftable;
 pub mod diag;
 pub mod guard;
@@ -27,6 +28,7 @@ pub mod identity;
 pub mod lost;
 pub mod rescue;
 mod session;
+mod slots;
 pub mod window;
 
 pub use session::{prelude, record_untraced, start, start_with};
@@ -39,12 +41,11 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, AtomicUsize,
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use buffer::{Inner, Pending, Pushed, Store, ThreadBuffer};
-use deftable::{DefTable, Defs};
+use buffer::{Pending, Pushed, Store, ThreadBuffer};
+use deftable::DefTable;
 
 use config::filter::Filter;
-use raw::chunk::ChunkKind;
-use raw::{Definition, Event, LocationKind, Paradigm, Producer, RegionRole, Slot, SlotError, StreamFile};
+use raw::{Definition, Event, Producer, Slot, StreamFile};
 
 /// The largest buffer one thread gets.
 pub const MAX_THREAD_BUFFER: usize = 4 << 20;
@@ -279,57 +280,6 @@ impl Recorder {
         lost::totals(&self.0.lost, producer)
     }
 
-    /// The id of `s`, defining it on first use.
-    pub fn intern(&self, s: &str) -> u32 {
-        let mut defs = self.defs();
-        Self::intern_locked(&mut defs, s)
-    }
-
-    fn intern_locked(defs: &mut DefTable, s: &str) -> u32 {
-        if let Some(&id) = defs.strings.get(s) {
-            return id;
-        }
-        let id = defs.strings.len() as u32 + 1;
-        defs.strings.insert(s.to_string(), id);
-        Definition::String { id, value: s.to_string() }.encode(&mut defs.pending);
-        id
-    }
-
-    /// Defines a region; `None` when the filter leaves it out. `group` is a
-    /// free-form grouping (the MPI function group, say), "" for none.
-    pub fn region(
-        &self,
-        name: &str,
-        mangled: Option<&str>,
-        paradigm: Paradigm,
-        role: RegionRole,
-        group: &str,
-    ) -> Option<u32> {
-        if self.0.filter.as_ref().is_some_and(|f| f.excludes(name, mangled)) {
-            return None;
-        }
-        let mut defs = self.defs();
-        let name = Self::intern_locked(&mut defs, name);
-        let canonical = mangled.map_or(0, |m| Self::intern_locked(&mut defs, m));
-        let group = if group.is_empty() { 0 } else { Self::intern_locked(&mut defs, group) };
-        let id = defs.next_region;
-        defs.next_region += 1;
-        Definition::Region { id, name, canonical, paradigm, role, group }.encode(&mut defs.pending);
-        Some(id)
-    }
-
-    /// Defines a location whose events the caller writes itself with
-    /// [`write_batch`](Self::write_batch) (a GPU stream, a metric source),
-    /// rather than the calling thread's.
-    pub fn define_location(&self, kind: LocationKind, name: &str) -> u32 {
-        let mut defs = self.defs();
-        let name = Self::intern_locked(&mut defs, name);
-        let id = defs.next_location;
-        defs.next_location += 1;
-        Definition::Location { id, kind, name }.encode(&mut defs.pending);
-        id
-    }
-
     /// Writes `events` of `location` (a location from
     /// [`define_location`](Self::define_location)) as events chunks. The
     /// caller orders them; chunks hold at most a thread buffer's worth.
@@ -344,22 +294,6 @@ impl Recorder {
         if p.events.count > 0 {
             self.write_events(location, &mut p);
         }
-    }
-
-    /// A fresh communicator id.
-    pub fn next_comm_id(&self) -> u32 {
-        self.0.next_comm.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// Adds a definition (rank, communicator, clock sync, ...).
-    pub fn define(&self, def: &Definition) {
-        def.encode(&mut self.defs().pending);
-    }
-
-    /// Writes the definitions made so far.
-    pub fn flush_definitions(&self) {
-        let mut defs = self.defs();
-        self.write_definitions(&mut defs);
     }
 
     /// Records `event` at `time` on the calling thread's location.
@@ -560,172 +494,6 @@ impl Recorder {
     fn rescue(&self, signal: u32) {
         if self.is_active() {
             self.close_with(|| Definition::Signal { signal, time: gputrace_clock::now() });
-        }
-    }
-
-    fn defs(&self) -> Defs<'_> {
-        Defs { guard: self.0.defs.lock().unwrap_or_else(|e| e.into_inner()), flag: &self.0.defs_pending }
-    }
-
-    /// Closes the thread's store (sealing a full slot or writing a full
-    /// buffer) and opens the next: a slot of the stream file, or memory
-    /// where the file cannot be mapped. False when recording has stopped
-    /// (a full disk).
-    fn roll(&self, location: u32, inner: &mut Inner) -> bool {
-        self.close_store(location, inner);
-        if matches!(inner.store, Store::Heap(_)) {
-            return self.is_active();
-        }
-        if !self.is_active() {
-            return false;
-        }
-        let len = inner.next_len;
-        inner.next_len = (len * 2).min(inner.capacity);
-        let spare = if len == self.0.per_thread { self.take_spare() } else { None };
-        let opened = match spare {
-            Some(slot) => Ok(slot),
-            None => self.0.stream.prepare_slot(len).or_else(|e| match e {
-                // A full disk, and the flusher may have taken the last of
-                // it for a spare slot: that slot, rather than nothing.
-                SlotError::NoSpace(_) => self.0.spare.lock().unwrap_or_else(|p| p.into_inner()).take().ok_or(e),
-                e => Err(e),
-            }),
-        };
-        match opened {
-            Ok(mut slot) => {
-                self.0.stream.start_slot(&mut slot, location);
-                inner.store = Store::Slot(slot);
-                true
-            }
-            Err(SlotError::NoSpace(e)) => {
-                self.fail(&e);
-                false
-            }
-            Err(SlotError::NoMapping(e)) => {
-                tracing::debug!(error = %e, "events kept in memory and written as chunks");
-                inner.store = Store::Heap(Pending::new(inner.capacity));
-                true
-            }
-        }
-    }
-
-    fn new_thread_buffer(&self) -> Arc<ThreadBuffer> {
-        let want = self.0.per_thread as u64;
-        let got = self
-            .0
-            .budget
-            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| Some(left.saturating_sub(want)))
-            .unwrap_or(0)
-            .min(want);
-        let capacity = (got as usize).max(MIN_THREAD_BUFFER);
-        let tid = identity::thread_id();
-        let location = {
-            let mut defs = self.defs();
-            let name = Self::intern_locked(&mut defs, &identity::thread_name());
-            let id = defs.next_location;
-            defs.next_location += 1;
-            let kind = LocationKind::HostThread { tid, is_main: tid == std::process::id() };
-            Definition::Location { id, kind, name }.encode(&mut defs.pending);
-            id
-        };
-        let buf = Arc::new(ThreadBuffer::new(location, capacity));
-        self.0.buffers.lock().unwrap_or_else(|e| e.into_inner()).push(Arc::clone(&buf));
-        buf
-    }
-
-    fn release_buffer(&self, buf: &Arc<ThreadBuffer>) {
-        self.0.budget.fetch_add(buf.capacity() as u64, Ordering::Relaxed);
-        self.0.buffers.lock().unwrap_or_else(|e| e.into_inner()).retain(|b| !Arc::ptr_eq(b, buf));
-    }
-
-    /// The prepared full-size slot, if there is one; asks the flusher for
-    /// the next.
-    fn take_spare(&self) -> Option<Slot> {
-        self.0.wants_spare.store(true, Ordering::Relaxed);
-        let spare = self.0.spare.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(flusher) = self.0.flusher.get() {
-            flusher.unpark();
-        }
-        spare
-    }
-
-    /// On the flusher thread: prepares a full-size slot if one is wanted.
-    fn prepare_spare(&self) {
-        if !self.0.wants_spare.load(Ordering::Relaxed) || self.0.closed.load(Ordering::Relaxed) {
-            return;
-        }
-        let mut spare = self.0.spare.lock().unwrap_or_else(|e| e.into_inner());
-        if spare.is_none() && !self.0.closed.load(Ordering::Relaxed) {
-            // A full disk here is left for the recording thread to meet.
-            *spare = self.0.stream.prepare_slot(self.0.per_thread).ok();
-        }
-    }
-
-    /// Gives back the prepared slot at the end: an empty slot in the file.
-    fn retire_spare(&self) {
-        self.0.closed.store(true, Ordering::Relaxed);
-        let spare = self.0.spare.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(mut slot) = spare {
-            self.0.stream.start_slot(&mut slot, 0);
-            self.0.stream.close_slot(slot);
-        }
-    }
-
-    /// Closes what a thread's store holds: seals its slot (or, where
-    /// recording stopped, unmaps it unsealed: its committed events stay),
-    /// or writes the events it keeps in memory, keeping the buffer.
-    fn close_store(&self, location: u32, inner: &mut Inner) {
-        match std::mem::replace(&mut inner.store, Store::Empty) {
-            Store::Slot(slot) if self.is_active() => self.0.stream.close_slot(slot),
-            Store::Slot(slot) => drop(slot),
-            Store::Heap(mut p) => {
-                self.write_events(location, &mut p);
-                inner.store = Store::Heap(p);
-            }
-            Store::Empty => {}
-        }
-    }
-
-    /// Seals the buffer's slot, or writes its events kept in memory.
-    fn flush_buffer(&self, buf: &ThreadBuffer, patience: Duration) {
-        let flushed = buf.with_inner_waiting(patience, |inner| self.close_store(buf.location, inner));
-        if flushed.is_none() {
-            // Its committed events are in the file all the same.
-            tracing::debug!("a thread kept its event buffer busy at flush");
-        }
-    }
-
-    /// Writes pending definitions, then `p` as one events chunk.
-    fn write_events(&self, location: u32, p: &mut Pending) {
-        if self.is_active() {
-            self.flush_definitions();
-        }
-        let span = Some(p.span(location));
-        if self.is_active()
-            && let Err(e) = self.0.stream.write_chunk(ChunkKind::Events, span, &p.data)
-        {
-            self.fail(&e);
-        }
-        if !self.is_active() {
-            self.0.dropped.fetch_add(u64::from(p.events.count), Ordering::Relaxed);
-        }
-        p.clear();
-    }
-
-    fn write_definitions(&self, defs: &mut Defs<'_>) {
-        if !self.is_active() {
-            return;
-        }
-        let totals = self.lost_totals();
-        if lost::changed(&totals, &self.0.lost_written) {
-            lost::encode_changed(&totals, &self.0.lost_written, &mut defs.pending);
-        }
-        if defs.pending.is_empty() {
-            return;
-        }
-        match self.0.stream.write_chunk(ChunkKind::Definitions, None, &defs.pending) {
-            Ok(()) => defs.pending.clear(),
-            Err(e) => self.fail(&e),
         }
     }
 

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use super::*;
-use raw::{Problem, RawFile};
+use raw::{Paradigm, Problem, RawFile, RegionRole};
 
 fn recorder(dir: &Path, total: u64) -> Recorder {
     Recorder::create(dir, Producer::Synthetic, RecorderOptions { total_memory: total, filter: None }).unwrap()
