@@ -37,6 +37,12 @@ use crate::nvlink::{Intervals, Sampler};
 use crate::records::{self, ApiDomain, Record, Strings};
 use crate::uvm::start_uvm;
 
+mod buffers;
+mod callbacks;
+
+use buffers::{DROPPED_FOR_CAPTURE, LiveNames, buffer_completed, buffer_requested, c_string, convert, in_window};
+use callbacks::{OWN_THREADS, enable_profiler_callbacks, enable_resource_callbacks, on_callback};
+
 /// The running agent.
 struct Agent {
     cupti: Cupti,
@@ -142,51 +148,7 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
     // Synchronizing calls note their thread only for SYNCHRONIZATION records.
     crate::api::NOTE_SYNC.store(enabled.sync, Ordering::SeqCst);
     API_CALLBACKS.store(callbacks, Ordering::SeqCst);
-    let mut kinds = vec![sys::CUPTI_ACTIVITY_KIND_DEVICE, sys::CUPTI_ACTIVITY_KIND_CONTEXT];
-    // Graph-level trace first: enabling it selects, for the whole session,
-    // one record per graph execution instead of the records of its nodes.
-    if enabled.graph {
-        enable_graph_trace(&cupti);
-    }
-    let wanted = [
-        (enabled.driver, sys::CUPTI_ACTIVITY_KIND_DRIVER),
-        ((enabled.runtime && !callbacks) || enabled.runtime_all, sys::CUPTI_ACTIVITY_KIND_RUNTIME),
-        (enabled.kernel, sys::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
-        (enabled.memcpy, sys::CUPTI_ACTIVITY_KIND_MEMCPY),
-        (enabled.peer, sys::CUPTI_ACTIVITY_KIND_MEMCPY2),
-        (enabled.memset, sys::CUPTI_ACTIVITY_KIND_MEMSET),
-        (enabled.sync, sys::CUPTI_ACTIVITY_KIND_SYNCHRONIZATION),
-        (enabled.nvlink, sys::CUPTI_ACTIVITY_KIND_NVLINK),
-        (enabled.memory, sys::CUPTI_ACTIVITY_KIND_MEMORY2),
-        (enabled.memory, sys::CUPTI_ACTIVITY_KIND_MEMORY_POOL),
-    ];
-    kinds.extend(wanted.iter().filter(|(on, _)| *on).map(|(_, k)| *k));
-    // Synchronization records need the API call they belong to.
-    if enabled.sync && !enabled.runtime && !enabled.runtime_all && !enabled.driver && !callbacks {
-        kinds.push(sys::CUPTI_ACTIVITY_KIND_RUNTIME);
-    }
-    let runtime_records = kinds.contains(&sys::CUPTI_ACTIVITY_KIND_RUNTIME);
-    // Unified memory: the counters are configured before the kind is
-    // enabled, as CUPTI requires; where that fails (no UVM support, some
-    // virtualized setups) one warning, and the rest is traced.
-    for kind in kinds {
-        // SAFETY: enabling an activity kind has no memory preconditions.
-        let rc = unsafe { (cupti.activity_enable)(kind) };
-        if rc != sys::CUPTI_SUCCESS {
-            tracing::debug!(kind, result = %describe(&cupti, rc), "activity kind not enabled");
-        }
-    }
-    // `runtime` without `runtime-all`: CUPTI records the calls that make or
-    // wait for GPU work only, and the getters and queries cost nothing.
-    if runtime_records && !enabled.runtime_all {
-        crate::api::select_runtime_calls(&cupti);
-    }
-    // Unified memory: inside cuInit, where the agent starts, CUPTI answers
-    // NOT_READY (the driver is not initialized yet); then it is set up
-    // at the first context's creation (`on_callback`).
-    if enabled.uvm && !start_uvm(&cupti, true) {
-        UVM_PENDING.store(true, Ordering::SeqCst);
-    }
+    enable_activity(&cupti, enabled, callbacks);
     if let Some(f) = cupti.activity_flush_period {
         // SAFETY: as above. A crash loses at most about a second of records.
         unsafe { f(1000) };
@@ -247,18 +209,55 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
     Ok(())
 }
 
-/// Contexts and streams as they are created: their handles, so that the
-/// names a program gives them through NVTX find them (a cost at creation
-/// only; the first context also starts GPU metrics and unified memory,
-/// see `on_callback`); with `kernel`, graph kernel nodes (see `graphs`).
-fn enable_resource_callbacks(agent: &Agent, handle: sys::CUpti_SubscriberHandle) {
-    let made = [sys::CUPTI_CBID_RESOURCE_CONTEXT_CREATED, sys::CUPTI_CBID_RESOURCE_STREAM_CREATED];
-    for cbid in made.into_iter().chain(crate::graphs::node_callbacks(agent.enabled.kernel)) {
-        // SAFETY: `handle` is the agent's subscriber.
-        let rc = unsafe { (agent.cupti.enable_callback)(1, handle, sys::CUPTI_CB_DOMAIN_RESOURCE, cbid) };
+/// Enables the activity kinds of what `enabled` records (`callbacks`:
+/// the runtime calls come from callbacks, not RUNTIME records), the
+/// selection of runtime calls CUPTI records, and unified memory (now or
+/// at the first context).
+fn enable_activity(cupti: &Cupti, enabled: Enabled, callbacks: bool) {
+    let mut kinds = vec![sys::CUPTI_ACTIVITY_KIND_DEVICE, sys::CUPTI_ACTIVITY_KIND_CONTEXT];
+    // Graph-level trace first: enabling it selects, for the whole session,
+    // one record per graph execution instead of the records of its nodes.
+    if enabled.graph {
+        enable_graph_trace(cupti);
+    }
+    let wanted = [
+        (enabled.driver, sys::CUPTI_ACTIVITY_KIND_DRIVER),
+        ((enabled.runtime && !callbacks) || enabled.runtime_all, sys::CUPTI_ACTIVITY_KIND_RUNTIME),
+        (enabled.kernel, sys::CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+        (enabled.memcpy, sys::CUPTI_ACTIVITY_KIND_MEMCPY),
+        (enabled.peer, sys::CUPTI_ACTIVITY_KIND_MEMCPY2),
+        (enabled.memset, sys::CUPTI_ACTIVITY_KIND_MEMSET),
+        (enabled.sync, sys::CUPTI_ACTIVITY_KIND_SYNCHRONIZATION),
+        (enabled.nvlink, sys::CUPTI_ACTIVITY_KIND_NVLINK),
+        (enabled.memory, sys::CUPTI_ACTIVITY_KIND_MEMORY2),
+        (enabled.memory, sys::CUPTI_ACTIVITY_KIND_MEMORY_POOL),
+    ];
+    kinds.extend(wanted.iter().filter(|(on, _)| *on).map(|(_, k)| *k));
+    // Synchronization records need the API call they belong to.
+    if enabled.sync && !enabled.runtime && !enabled.runtime_all && !enabled.driver && !callbacks {
+        kinds.push(sys::CUPTI_ACTIVITY_KIND_RUNTIME);
+    }
+    let runtime_records = kinds.contains(&sys::CUPTI_ACTIVITY_KIND_RUNTIME);
+    // Unified memory: the counters are configured before the kind is
+    // enabled, as CUPTI requires; where that fails (no UVM support, some
+    // virtualized setups) one warning, and the rest is traced.
+    for kind in kinds {
+        // SAFETY: enabling an activity kind has no memory preconditions.
+        let rc = unsafe { (cupti.activity_enable)(kind) };
         if rc != sys::CUPTI_SUCCESS {
-            tracing::debug!(cbid, result = %describe(&agent.cupti, rc), "resource callback not enabled");
+            tracing::debug!(kind, result = %describe(cupti, rc), "activity kind not enabled");
         }
+    }
+    // `runtime` without `runtime-all`: CUPTI records the calls that make or
+    // wait for GPU work only, and the getters and queries cost nothing.
+    if runtime_records && !enabled.runtime_all {
+        crate::api::select_runtime_calls(cupti);
+    }
+    // Unified memory: inside cuInit, where the agent starts, CUPTI answers
+    // NOT_READY (the driver is not initialized yet); then it is set up
+    // at the first context's creation (`on_callback`).
+    if enabled.uvm && !start_uvm(cupti, true) {
+        UVM_PENDING.store(true, Ordering::SeqCst);
     }
 }
 
@@ -282,267 +281,6 @@ extern "C" fn monotonic_ns() -> u64 {
     gputrace_clock::now()
 }
 
-/// CUPTI's callback API: subscribed to hold CUPTI (and to learn when
-/// another profiler holds it already); the resource callbacks of context
-/// and stream creation are enabled, and with `memory` the copy calls'.
-unsafe extern "C" fn on_callback(_: *mut c_void, domain: sys::CUpti_CallbackDomain, cbid: u32, data: *const c_void) {
-    if data.is_null() {
-        return;
-    }
-    let api = match domain {
-        sys::CUPTI_CB_DOMAIN_RUNTIME_API => Some(ApiDomain::Runtime),
-        sys::CUPTI_CB_DOMAIN_DRIVER_API => Some(ApiDomain::Driver),
-        _ => None,
-    };
-    if let Some(api) = api {
-        // SAFETY: for the API domains CUPTI passes a CUpti_CallbackData,
-        // valid during the callback.
-        let data = unsafe { &*(data as *const sys::CUpti_CallbackData) };
-        if api == ApiDomain::Runtime && API_CALLBACKS.load(Ordering::Relaxed) {
-            guarded(|agent| {
-                if let Some(rec) = recorder(&agent.config) {
-                    crate::api::call(&agent.cupti, rec, cbid, data);
-                }
-            });
-        }
-        if api == ApiDomain::Driver {
-            profiler_call(cbid, data);
-        }
-        // SAFETY: as above.
-        unsafe { copy_call(api, cbid, data) };
-        return;
-    }
-    if domain != sys::CUPTI_CB_DOMAIN_RESOURCE {
-        return;
-    }
-    // SAFETY: for the resource domain CUPTI passes a CUpti_ResourceData,
-    // read here during the callback only.
-    let resource = unsafe { *(data as *const sys::CUpti_ResourceData) };
-    match cbid {
-        sys::CUPTI_CBID_RESOURCE_CONTEXT_CREATED => guarded(|agent| {
-            if UVM_PENDING.swap(false, Ordering::SeqCst) {
-                start_uvm(&agent.cupti, false);
-            }
-            // The context's handle, and its default stream's (a null
-            // handle) for nvtxNameCudaStream(0, ...).
-            agent.note_handle(raw::CudaObject::Context, resource.context, std::ptr::null_mut());
-            agent.note_handle(raw::CudaObject::Stream, resource.context, std::ptr::null_mut());
-            // GPU metrics from the context's creation on (see `early`).
-            if agent.nvml_intervals().any() {
-                let mut ordinal = 0u32;
-                // SAFETY: CUPTI's context handle from its callback; the
-                // output is ours.
-                if unsafe { (agent.cupti.get_device_id)(resource.context, &mut ordinal) } == sys::CUPTI_SUCCESS {
-                    early(ordinal);
-                }
-            }
-        }),
-        sys::CUPTI_CBID_RESOURCE_STREAM_CREATED => guarded(|agent| {
-            // SAFETY: for STREAM_CREATED the handle is the stream.
-            let stream = unsafe { resource.resourceHandle.stream };
-            agent.note_handle(raw::CudaObject::Stream, resource.context, stream);
-        }),
-        sys::CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED | sys::CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED => guarded(|agent| {
-            // SAFETY: CUPTI's data for this graph callback.
-            let made = unsafe { crate::graphs::node_made(&agent.cupti, cbid, &resource) };
-            agent.handles.lock().map(|mut noted| noted.extend(made)).unwrap_or_default();
-        }),
-        _ => {}
-    }
-}
-
-/// The driver's cuProfilerStart and cuProfilerStop (which
-/// cudaProfilerStart/Stop call), with `--capture-range cudaProfilerApi`:
-/// their callback ids, 0 until enabled.
-static PROFILER_START: AtomicU32 = AtomicU32::new(0);
-static PROFILER_STOP: AtomicU32 = AtomicU32::new(0);
-
-/// Enables the callbacks of cuProfilerStart and cuProfilerStop, found by
-/// their names among the driver's callback ids.
-fn enable_profiler_callbacks(cupti: &Cupti, handle: sys::CUpti_SubscriberHandle) {
-    let mut unnamed_in_a_row = 0;
-    for cbid in 1..4096u32 {
-        let Some(name) = cupti.callback_name(sys::CUPTI_CB_DOMAIN_DRIVER_API, cbid) else {
-            unnamed_in_a_row += 1;
-            if unnamed_in_a_row > 64 {
-                break;
-            }
-            continue;
-        };
-        unnamed_in_a_row = 0;
-        let slot = match name.to_bytes() {
-            b"cuProfilerStart" => &PROFILER_START,
-            b"cuProfilerStop" => &PROFILER_STOP,
-            _ => continue,
-        };
-        // SAFETY: `handle` is the agent's subscriber.
-        let rc = unsafe { (cupti.enable_callback)(1, handle, sys::CUPTI_CB_DOMAIN_DRIVER_API, cbid) };
-        if rc == sys::CUPTI_SUCCESS {
-            slot.store(cbid, Ordering::Relaxed);
-        } else {
-            diag::warn_once(&format!(
-                "the callback of {} could not be enabled ({}): --capture-range cudaProfilerApi records nothing",
-                name.to_string_lossy(),
-                describe(cupti, rc)
-            ));
-        }
-    }
-    if PROFILER_START.load(Ordering::Relaxed) == 0 || PROFILER_STOP.load(Ordering::Relaxed) == 0 {
-        diag::warn_once(
-            "this CUPTI names no cuProfilerStart/cuProfilerStop: --capture-range cudaProfilerApi records nothing",
-        );
-    }
-}
-
-/// cuProfilerStart opens the recording window as it returns,
-/// cuProfilerStop closes it as it is entered: the window holds what the
-/// program did between them.
-fn profiler_call(cbid: u32, data: &sys::CUpti_CallbackData) {
-    if cbid == 0 {
-        return;
-    }
-    if cbid == PROFILER_START.load(Ordering::Relaxed) && data.callbackSite == sys::CUPTI_API_EXIT {
-        recorder::window::set(recorder::window::RANGE_CLOSED, false);
-    } else if cbid == PROFILER_STOP.load(Ordering::Relaxed) && data.callbackSite == sys::CUPTI_API_ENTER {
-        recorder::window::set(recorder::window::RANGE_CLOSED, true);
-    }
-}
-
-/// A copy call entered: its destination and source, by its correlation
-/// id. No lock but the map's, no allocation beyond its entry.
-///
-/// # Safety
-///
-/// `data` is the callback data CUPTI passed for call `cbid` of `domain`.
-unsafe fn copy_call(domain: ApiDomain, cbid: u32, data: &sys::CUpti_CallbackData) {
-    if data.callbackSite != sys::CUPTI_API_ENTER || data.functionParams.is_null() || GUARD.off() {
-        return;
-    }
-    // The work calls' callbacks (`runtime`) come here too: copy ends are
-    // kept with `memory` only.
-    let Some(agent) = AGENT.get().filter(|a| a.enabled.memory) else {
-        return;
-    };
-    let Some(layout) = copies::layout(domain, cbid) else {
-        return;
-    };
-    let params = data.functionParams as *const u8;
-    // SAFETY: for these calls `functionParams` points to CUPTI's params
-    // struct, whose destination and source are pointer-sized fields at
-    // the layout's offsets (see `copies`); read unaligned to be safe.
-    let (dst, src) = unsafe {
-        (
-            std::ptr::read_unaligned(params.add(layout.dst) as *const u64),
-            std::ptr::read_unaligned(params.add(layout.src) as *const u64),
-        )
-    };
-    agent.copies.note(data.correlationId, (src, dst));
-}
-
-/// Threads of the agent's own that call CUDA: their API records are not
-/// the program's and stay out of the trace.
-static OWN_THREADS: Mutex<Vec<u32>> = Mutex::new(Vec::new());
-
-/// Starts sampling GPU `ordinal` (a context was created on it) from now
-/// on, not from the first buffer CUPTI completes (a second later, or only
-/// at exit for a program that records little). On the thread
-/// `gputrace-early`, started at the first context: not inside CUPTI's
-/// callback and not on the program's thread. It opens NVML (tens of
-/// milliseconds) and asks the driver for the GPU's UUID, which NVML
-/// knows it by; the device records would bring it only with a buffer.
-fn early(ordinal: u32) {
-    static EARLY: Mutex<Option<Sender<u32>>> = Mutex::new(None);
-    let mut sender = EARLY.lock().unwrap_or_else(|e| e.into_inner());
-    if sender.is_none() {
-        let (tx, rx) = mpsc::channel::<u32>();
-        let spawned = std::thread::Builder::new().name("gputrace-early".into()).spawn(move || {
-            if let Ok(mut own) = OWN_THREADS.lock() {
-                own.push(recorder::identity::thread_id());
-            }
-            Sampler::open_early();
-            for ordinal in rx {
-                if let Some(uuid) = cupti_sys::driver::device_uuid(ordinal) {
-                    guarded(|agent| agent.sample_early(ordinal, uuid));
-                }
-            }
-        });
-        match spawned {
-            Ok(_) => *sender = Some(tx),
-            Err(e) => {
-                tracing::debug!("GPU metrics start with the first buffer: {e}");
-                return;
-            }
-        }
-    }
-    if let Some(tx) = sender.as_ref() {
-        let _ = tx.send(ordinal);
-    }
-}
-
-unsafe extern "C" fn buffer_requested(buffer: *mut *mut u8, size: *mut usize, max_records: *mut usize) {
-    let len = AGENT.get().map_or(1 << 20, |a| a.buffer_size);
-    let layout = Layout::from_size_align(len, ALIGN).expect("valid layout");
-    // SAFETY: `layout` has a non-zero size.
-    let ptr = if crate::lost::refuse_buffer() { std::ptr::null_mut() } else { unsafe { alloc(layout) } };
-    // SAFETY: CUPTI passes valid out-pointers.
-    unsafe {
-        *buffer = ptr;
-        *size = if ptr.is_null() { 0 } else { len };
-        *max_records = 0;
-    }
-}
-
-/// Records CUPTI dropped that no capture holds yet: the next capture
-/// written holds them (a drop reported with an empty buffer goes with the
-/// next buffer that has records).
-static DROPPED_FOR_CAPTURE: AtomicU64 = AtomicU64::new(0);
-
-unsafe extern "C" fn buffer_completed(ctx: sys::CUcontext, stream: u32, buffer: *mut u8, size: usize, valid: usize) {
-    guarded(|agent| {
-        let mut dropped = 0usize;
-        // SAFETY: `ctx`/`stream` are the ones CUPTI passed for this buffer.
-        if unsafe { (agent.cupti.activity_get_num_dropped_records)(ctx, stream, &mut dropped) } == sys::CUPTI_SUCCESS
-            && dropped > 0
-        {
-            crate::lost::note(crate::lost::SourceLoss::CuptiDropped, dropped as u64);
-            if agent.capture.is_some() {
-                DROPPED_FOR_CAPTURE.fetch_add(dropped as u64, Ordering::Relaxed);
-            }
-        }
-    });
-    if buffer.is_null() {
-        return;
-    }
-    let done = Completed { buffer: buffer as usize, size, valid };
-    if GUARD.off() || AGENT.get().is_none() {
-        release(done);
-    } else if let Err(done) = handoff::queue(done, convert) {
-        convert(done);
-    }
-}
-
-/// Converts a completed buffer's records and frees it.
-fn convert(done: Completed) {
-    guarded(|agent| {
-        if done.valid > 0 {
-            // SAFETY: CUPTI handed back the buffer we allocated, `valid`
-            // bytes of it filled; nothing else uses it any more.
-            let records = unsafe { agent.records(done.buffer as *mut u8, done.valid) };
-            agent.process(&records.0, &records.1);
-        }
-    });
-    release(done);
-}
-
-/// Frees a buffer of `buffer_requested`'s.
-fn release(done: Completed) {
-    if done.size > 0 {
-        // SAFETY: allocated in `buffer_requested` with this size and
-        // alignment, and handed back by CUPTI once.
-        unsafe { dealloc(done.buffer as *mut u8, Layout::from_size_align(done.size, ALIGN).expect("valid layout")) };
-    }
-}
-
 extern "C" fn at_exit() {
     let exit_started = gputrace_clock::now();
     guarded(|agent| {
@@ -561,71 +299,6 @@ extern "C" fn at_exit() {
             rec.finish_from(exit_started);
         }
     });
-}
-
-/// Whether a record's work or call started inside a recording window;
-/// records without a time (devices, contexts, NVLink topology) are
-/// definitions and always kept, as are allocations and frees (the memory
-/// in use is their running sum).
-fn in_window(r: &Record) -> bool {
-    let start = match r {
-        Record::Api { start, .. } | Record::Sync { start, .. } => *start,
-        Record::Kernel { span, .. }
-        | Record::Memcpy { span, .. }
-        | Record::PeerCopy { span, .. }
-        | Record::Memset { span, .. }
-        | Record::GraphTrace { span, .. } => span.start,
-        Record::Uvm(u) => u.start,
-        _ => return true,
-    };
-    recorder::window::contains(start)
-}
-
-/// Names resolved through CUPTI, for live records.
-struct LiveNames<'a> {
-    agent: &'a Agent,
-    cache: &'a mut HashMap<(ApiDomain, u32), Option<String>>,
-}
-
-/// The string a live record's name pointer points to.
-fn c_string(ptr: u64) -> Option<String> {
-    if ptr == 0 {
-        return None;
-    }
-    // SAFETY: a non-null name pointer in a live record points to a
-    // NUL-terminated string CUPTI keeps for the life of the process.
-    Some(unsafe { CStr::from_ptr(ptr as *const c_char) }.to_string_lossy().into_owned())
-}
-
-impl Strings for LiveNames<'_> {
-    fn get(&self, ptr: u64) -> Option<String> {
-        c_string(ptr)
-    }
-}
-
-impl Names for LiveNames<'_> {
-    fn api(&self, domain: ApiDomain, cbid: u32) -> Option<String> {
-        if let Some(n) = self.cache.get(&(domain, cbid)) {
-            return n.clone();
-        }
-        self.agent.api_name(domain, cbid)
-    }
-
-    fn sync_thread(&self, correlation: u32) -> Option<u32> {
-        crate::api::sync_thread(correlation)
-    }
-
-    fn own_thread(&self, tid: u32) -> bool {
-        OWN_THREADS.lock().map(|own| own.contains(&tid)).unwrap_or(false)
-    }
-
-    fn copy_ends(&self, correlation: u32) -> Option<crate::copies::Ends> {
-        // Without `memory` no copy call is seen: no lock to take per copy.
-        if !self.agent.enabled.memory {
-            return None;
-        }
-        self.agent.copies.take(correlation)
-    }
 }
 
 impl Agent {
