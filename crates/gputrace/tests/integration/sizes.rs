@@ -30,7 +30,6 @@ const LONG_FILES: &[(&str, usize)] = &[
     ("crates/producers/nccl/src/abi.rs", 645),
     // Tests.
     ("crates/gputrace/tests/integration/analysis.rs", 808),
-    ("crates/producers/nccl/tests/replay.rs", 645),
     ("crates/gputrace/tests/integration/stops.rs", 631),
     ("crates/gputrace/tests/integration/analyze.rs", 607),
 ];
@@ -45,7 +44,6 @@ const LONG_FNS: &[(&str, &str, usize)] = &[
     // Synthetic test input and example programs.
     ("crates/raw/src/synthetic/job.rs", "write_rank", 130),
     // Tests.
-    ("crates/producers/nccl/tests/live.rs", "exported_entry_points_record_and_capture", 264),
     ("crates/otf2/tests/archive/fixture.rs", "write_sample", 139),
     ("crates/gputrace/tests/integration/analysis/archives.rs", "gpu_pair", 128),
 ];
