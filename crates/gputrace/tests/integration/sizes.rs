@@ -44,7 +44,6 @@ const LONG_FNS: &[(&str, &str, usize)] = &[
     // Synthetic test input and example programs.
     ("crates/raw/src/synthetic/job.rs", "write_rank", 130),
     // Tests.
-    ("crates/otf2/tests/archive/fixture.rs", "write_sample", 139),
     ("crates/gputrace/tests/integration/analysis/archives.rs", "gpu_pair", 128),
 ];
 
