@@ -29,7 +29,6 @@ const LONG_FILES: &[(&str, usize)] = &[
     // NCCL's profiler ABI, declared by hand version by version.
     ("crates/producers/nccl/src/abi.rs", 645),
     // Tests.
-    ("crates/gputrace/tests/integration/analysis.rs", 808),
     ("crates/gputrace/tests/integration/stops.rs", 631),
     ("crates/gputrace/tests/integration/analyze.rs", 607),
 ];
