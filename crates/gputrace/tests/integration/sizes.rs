@@ -43,7 +43,6 @@ const LONG_FNS: &[(&str, &str, usize)] = &[
     // Synthetic test input and example programs.
     ("crates/raw/src/synthetic/job.rs", "write_rank", 130),
     // Tests.
-    ("crates/gputrace/tests/integration/analysis/archives.rs", "gpu_pair", 128),
 ];
 
 /// A function found by the scan: its name, first line (from 1) and length.
