@@ -28,8 +28,6 @@ const LONG_FILES: &[(&str, usize)] = &[
     ("crates/recorder/src/lib.rs", 743),
     // NCCL's profiler ABI, declared by hand version by version.
     ("crates/producers/nccl/src/abi.rs", 645),
-    // Tests.
-    ("crates/gputrace/tests/integration/stops.rs", 631),
 ];
 
 /// Functions over [`MAX_FN_LINES`] today, not split yet: (file, name,
@@ -41,7 +39,6 @@ const LONG_FNS: &[(&str, &str, usize)] = &[
     ("crates/gputrace/src/launch/launcher.rs", "options_with_values", 166),
     // Synthetic test input and example programs.
     ("crates/raw/src/synthetic/job.rs", "write_rank", 130),
-    // Tests.
 ];
 
 /// A function found by the scan: its name, first line (from 1) and length.
