@@ -37,8 +37,6 @@ const LONG_FNS: &[(&str, &str, usize)] = &[
     ("crates/producers/cuda/src/agent.rs", "setup", 158),
     // Data tables: each launcher's options that take values, one per line.
     ("crates/gputrace/src/launch/launcher.rs", "options_with_values", 166),
-    // Synthetic test input and example programs.
-    ("crates/raw/src/synthetic/job.rs", "write_rank", 130),
 ];
 
 /// A function found by the scan: its name, first line (from 1) and length.
