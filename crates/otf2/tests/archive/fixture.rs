@@ -109,12 +109,27 @@ impl Sample {
     }
 }
 
-pub fn write_sample(dir: &Path) -> Result<Sample> {
-    let mut archive = ArchiveWriter::create(dir, "traces")?;
-    archive.set_description("otf2 integration test")?;
-    archive.set_clock_properties(1_000_000_000, 0, 1_000, Some(1_700_000_000_000_000_000));
-    let defs = archive.defs();
+/// What the sample defines that its events and checks refer to.
+struct SampleDefs {
+    grid: AttributeRef,
+    kernel_name: AttributeRef,
+    masters: Vec<LocationRef>,
+    main: RegionRef,
+    worker: RegionRef,
+    send: RegionRef,
+    recv: RegionRef,
+    allreduce_region: RegionRef,
+    put_region: RegionRef,
+    comm: CommRef,
+    win: RmaWinRef,
+    metric: MetricRef,
+    allreduce: Collective,
+}
 
+/// The sample's definitions: the paradigm and attributes, one node with
+/// two ranks of two threads, the regions, MPI_COMM_WORLD and its window,
+/// and a metric of two members on rank 0's master thread.
+fn define(defs: &mut Definitions) -> Result<SampleDefs> {
     defs.paradigm(Paradigm::Mpi, "MPI", ParadigmClass::Process);
     let grid = defs.attribute("grid", "CUDA grid size", Type::U32);
     let kernel_name = defs.attribute("kernel", "kernel name", Type::String);
@@ -168,7 +183,26 @@ pub fn write_sample(dir: &Path) -> Result<Sample> {
     let metric = defs.metric_instance(class, masters[0], MetricScope::SystemTreeNode(node));
 
     let allreduce = Collective { op: CollectiveOp::Allreduce, comm, root: None, bytes_sent: 8, bytes_received: 8 };
+    Ok(SampleDefs {
+        grid,
+        kernel_name,
+        masters,
+        main,
+        worker,
+        send,
+        recv,
+        allreduce_region,
+        put_region,
+        comm,
+        win,
+        metric,
+        allreduce,
+    })
+}
 
+/// The events of each location, by location id.
+fn sample_events(d: &SampleDefs) -> BTreeMap<u64, Vec<Ev>> {
+    let SampleDefs { main, worker, send, recv, allreduce_region, put_region, allreduce, .. } = *d;
     let mut events = BTreeMap::new();
     events.insert(
         location_id(0, 0),
@@ -214,37 +248,54 @@ pub fn write_sample(dir: &Path) -> Result<Sample> {
     // Rank 1's second thread records nothing: its event file must exist
     // anyway, empty.
     events.insert(location_id(1, 1), Vec::new());
+    events
+}
 
-    archive.clock_offset(masters[1], 0, RANK1_OFFSET, 0.5)?;
-    archive.clock_offset(masters[1], 1_000, RANK1_OFFSET, 0.5)?;
+/// Writes the events of `id`, checking the count its writer reports.
+fn write_location(archive: &mut ArchiveWriter, d: &SampleDefs, id: u64, events: &[Ev]) -> Result<()> {
+    let SampleDefs { grid, kernel_name, comm, win, metric, .. } = *d;
+    let mut writer = archive.event_writer(LocationRef::from_id(id))?;
+    for ev in events {
+        match ev.clone() {
+            Ev::Enter(t, r) => writer.enter(t, r)?,
+            Ev::EnterWithAttributes(t, r) => {
+                let name = writer.defs().string(KERNEL_NAME);
+                writer
+                    .attributes(&[(grid, AttributeValue::U32(GRID)), (kernel_name, AttributeValue::String(name))])?
+                    .enter(t, r)?
+            }
+            Ev::Leave(t, r) => writer.leave(t, r)?,
+            Ev::MpiSend(t, peer, tag, len) => writer.mpi_send(t, peer, comm, tag, len)?,
+            Ev::MpiRecv(t, peer, tag, len) => writer.mpi_recv(t, peer, comm, tag, len)?,
+            Ev::MpiCollectiveBegin(t) => writer.mpi_collective_begin(t)?,
+            Ev::MpiCollectiveEnd(t, c) => writer.mpi_collective_end(t, &c)?,
+            Ev::RmaWinCreate(t) => writer.rma_win_create(t, win)?,
+            Ev::RmaWinDestroy(t) => writer.rma_win_destroy(t, win)?,
+            Ev::RmaPut(t, remote, bytes, id) => writer.rma_put(t, win, remote, bytes, id)?,
+            Ev::RmaOpCompleteBlocking(t, id) => writer.rma_op_complete_blocking(t, win, id)?,
+            Ev::Metric(t, values) => writer.metric(t, metric, &values)?,
+        }
+    }
+    assert_eq!(writer.close()?, events.len() as u64);
+    Ok(())
+}
+
+pub fn write_sample(dir: &Path) -> Result<Sample> {
+    let mut archive = ArchiveWriter::create(dir, "traces")?;
+    archive.set_description("otf2 integration test")?;
+    archive.set_clock_properties(1_000_000_000, 0, 1_000, Some(1_700_000_000_000_000_000));
+    let d = define(archive.defs())?;
+    let events = sample_events(&d);
+
+    archive.clock_offset(d.masters[1], 0, RANK1_OFFSET, 0.5)?;
+    archive.clock_offset(d.masters[1], 1_000, RANK1_OFFSET, 0.5)?;
 
     // Written in an order other than definition order, as a merge might.
     for &id in [location_id(1, 0), location_id(0, 1), location_id(0, 0)].iter() {
-        let mut writer = archive.event_writer(LocationRef::from_id(id))?;
-        for ev in &events[&id] {
-            match ev.clone() {
-                Ev::Enter(t, r) => writer.enter(t, r)?,
-                Ev::EnterWithAttributes(t, r) => {
-                    let name = writer.defs().string(KERNEL_NAME);
-                    writer
-                        .attributes(&[(grid, AttributeValue::U32(GRID)), (kernel_name, AttributeValue::String(name))])?
-                        .enter(t, r)?
-                }
-                Ev::Leave(t, r) => writer.leave(t, r)?,
-                Ev::MpiSend(t, peer, tag, len) => writer.mpi_send(t, peer, comm, tag, len)?,
-                Ev::MpiRecv(t, peer, tag, len) => writer.mpi_recv(t, peer, comm, tag, len)?,
-                Ev::MpiCollectiveBegin(t) => writer.mpi_collective_begin(t)?,
-                Ev::MpiCollectiveEnd(t, c) => writer.mpi_collective_end(t, &c)?,
-                Ev::RmaWinCreate(t) => writer.rma_win_create(t, win)?,
-                Ev::RmaWinDestroy(t) => writer.rma_win_destroy(t, win)?,
-                Ev::RmaPut(t, remote, bytes, id) => writer.rma_put(t, win, remote, bytes, id)?,
-                Ev::RmaOpCompleteBlocking(t, id) => writer.rma_op_complete_blocking(t, win, id)?,
-                Ev::Metric(t, values) => writer.metric(t, metric, &values)?,
-            }
-        }
-        assert_eq!(writer.close()?, events[&id].len() as u64);
+        write_location(&mut archive, &d, id, &events[&id])?;
     }
     let anchor = archive.anchor_path().to_owned();
     archive.close()?;
+    let SampleDefs { comm, win, metric, grid, kernel_name, allreduce, .. } = d;
     Ok(Sample { anchor, events, comm, win, metric, grid, kernel_name, allreduce })
 }

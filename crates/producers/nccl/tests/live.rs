@@ -6,6 +6,7 @@
 mod common;
 
 use std::ffi::{CStr, c_int, c_void};
+use std::path::Path;
 use std::ptr::null_mut;
 
 use common::Stream;
@@ -58,19 +59,8 @@ fn resolved(s: &Stream) -> Vec<String> {
     out
 }
 
-#[test]
-fn exported_entry_points_record_and_capture() {
-    let dir = tempfile::tempdir().unwrap();
-    let capture_path = dir.path().join("capture.ncclcap");
-    // SAFETY: this binary runs this one test; nothing else reads or
-    // writes the environment meanwhile.
-    unsafe {
-        std::env::set_var("GPUTRACE_EXPERIMENT_DIRECTORY", dir.path().join("exp"));
-        std::env::set_var("GPUTRACE_NCCL_ENABLE", "all");
-        std::env::set_var("GPUTRACE_NCCL_CAPTURE", &capture_path);
-    }
-
-    // init (v5): the mask of every level, a context.
+/// init (v5): the mask of every level, a context.
+fn init_v5() -> *mut c_void {
     let mut ctx: *mut c_void = null_mut();
     let mut mask: c_int = -1;
     // SAFETY: valid out-pointers and a NUL-terminated name.
@@ -82,8 +72,11 @@ fn exported_entry_points_record_and_capture() {
     assert_eq!(mask, 0x77e);
     // SAFETY: names are static NUL-terminated strings.
     assert_eq!(unsafe { CStr::from_ptr(ncclProfiler_v5.name) }, c"gputrace");
+    ctx
+}
 
-    // ncclAllReduce(256 floats) outside a group.
+/// ncclAllReduce(256 floats) outside a group.
+fn all_reduce_outside_a_group(ctx: *mut c_void) {
     let g = start5(
         ctx,
         &mut v5(
@@ -143,8 +136,10 @@ fn exported_entry_points_record_and_capture() {
     );
     assert!(launch.is_null(), "the launch goes into its call");
     stop(g);
+}
 
-    // A kernel channel and a proxy send on the proxy thread.
+/// A kernel channel and a proxy send on the proxy thread.
+fn kernel_channel_and_proxy_send(ctx: *mut c_void) {
     let proxy = std::thread::Builder::new()
         .name("nccl proxy".into())
         .spawn({
@@ -189,8 +184,10 @@ fn exported_entry_points_record_and_capture() {
         })
         .unwrap();
     proxy.join().unwrap();
+}
 
-    // Unknown event types, null descriptors and null handles are ignored.
+/// Unknown event types, null descriptors and null handles are ignored.
+fn unknown_and_null_inputs_are_ignored(ctx: *mut c_void) {
     assert!(
         start5(ctx, &mut v5(event::CE_COLL, null_mut(), DescrUnion_v5 { proxyStep: ProxyStepDescr { step: 0 } }))
             .is_null()
@@ -201,8 +198,11 @@ fn exported_entry_points_record_and_capture() {
     assert!(h.is_null());
     stop(null_mut());
     state5(null_mut(), 22, None);
+}
 
-    // A v2 communicator (NCCL 2.24): named by its first collective.
+/// A v2 communicator (NCCL 2.24): named by its first collective. Returns
+/// its context.
+fn v2_broadcast() -> *mut c_void {
     let mut ctx2: *mut c_void = null_mut();
     let mut mask2: c_int = -1;
     // SAFETY: valid out-pointers.
@@ -236,8 +236,12 @@ fn exported_entry_points_record_and_capture() {
     unsafe { (ncclProfiler_v2.startEvent)(ctx2, &mut h2, &mut d2) };
     assert!(!h2.is_null());
     stop(h2);
+    ctx2
+}
 
-    // A v1 send (NCCL 2.23): numbered function and data type.
+/// A v1 send (NCCL 2.23): numbered function and data type. Returns its
+/// context.
+fn v1_send() -> *mut c_void {
     let mut ctx1: *mut c_void = null_mut();
     let mut mask1: c_int = -1;
     // SAFETY: valid out-pointers.
@@ -262,17 +266,15 @@ fn exported_entry_points_record_and_capture() {
     // SAFETY: as NCCL passes them.
     unsafe { (ncclProfiler_v1.startEvent)(ctx1, &mut h1, &mut d1) };
     stop(h1);
+    ctx1
+}
 
-    for c in [ctx, ctx2, ctx1] {
-        // SAFETY: our contexts.
-        assert_eq!(unsafe { (ncclProfiler_v5.finalize)(c) }, NCCL_SUCCESS);
-    }
-
-    // The live stream.
-    let raw_dir = dir.path().join("exp/raw");
+/// The live stream in `raw_dir`: the three communicators, the two
+/// collectives, the send, the kernel channel and the proxy lane.
+fn check_live_stream(raw_dir: &Path) -> Stream {
     // The stream (beside it, this host's TSC map: the test ran without
     // the command's).
-    let path = std::fs::read_dir(&raw_dir)
+    let path = std::fs::read_dir(raw_dir)
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| p.extension().is_some_and(|x| x == "gtr"))
@@ -313,13 +315,43 @@ fn exported_entry_points_record_and_capture() {
     assert!(live.events.iter().any(|e| e.2 == Event::MpiSend(Message { peer: 1, comm: 2, tag: 0, bytes: 12 })));
     live.location("NCCL channel 1 (comm 0, rank 1)");
     live.location("NCCL proxy send channel 2 (comm 0, rank 1)");
+    live
+}
 
-    // The capture replays into the same events.
-    let capture = Capture::load(&capture_path).unwrap();
+/// The capture replays into the same events as the live stream.
+fn check_capture_replays(capture_path: &Path, live: &Stream) {
+    let capture = Capture::load(capture_path).unwrap();
     assert_eq!(capture.header.pid, std::process::id());
     let replay_dir = tempfile::tempdir().unwrap();
     let replayed = gputrace_nccl::replay(&capture, replay_dir.path(), capture.header.clone()).unwrap();
     let again = Stream::open(&replayed);
-    assert_eq!(resolved(&again), resolved(&live));
+    assert_eq!(resolved(&again), resolved(live));
     assert_eq!(again.nccl_comms().len(), 3);
+}
+
+#[test]
+fn exported_entry_points_record_and_capture() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture_path = dir.path().join("capture.ncclcap");
+    // SAFETY: this binary runs this one test; nothing else reads or
+    // writes the environment meanwhile.
+    unsafe {
+        std::env::set_var("GPUTRACE_EXPERIMENT_DIRECTORY", dir.path().join("exp"));
+        std::env::set_var("GPUTRACE_NCCL_ENABLE", "all");
+        std::env::set_var("GPUTRACE_NCCL_CAPTURE", &capture_path);
+    }
+
+    let ctx = init_v5();
+    all_reduce_outside_a_group(ctx);
+    kernel_channel_and_proxy_send(ctx);
+    unknown_and_null_inputs_are_ignored(ctx);
+    let ctx2 = v2_broadcast();
+    let ctx1 = v1_send();
+    for c in [ctx, ctx2, ctx1] {
+        // SAFETY: our contexts.
+        assert_eq!(unsafe { (ncclProfiler_v5.finalize)(c) }, NCCL_SUCCESS);
+    }
+
+    let live = check_live_stream(&dir.path().join("exp/raw"));
+    check_capture_replays(&capture_path, &live);
 }

@@ -155,10 +155,28 @@ const R_MEMCPY_API: u32 = 2;
 const R_KERNEL: u32 = 3;
 const R_COPY: u32 = 4;
 
+/// Where and when one rank runs: its node and that node's clock, the
+/// global times its process starts and its MPI_Finalize begins.
+#[derive(Debug, Clone, Copy)]
+struct Placement {
+    rank: u32,
+    node: u32,
+    clock: NodeClock,
+    started: u64,
+    finalize_at: u64,
+}
+
+impl Placement {
+    /// The global time of step `i`: one every [`STEP`], jittered per rank.
+    fn step_at(&self, i: u64) -> u64 {
+        let jitter = mix(u64::from(self.rank) << 32 ^ i) % 2_000;
+        INIT_DONE + 200_000 + i * STEP + jitter
+    }
+}
+
 fn write_rank(raw_dir: &Path, job: &Job, rpn: u32, rank: u32) -> io::Result<JobCounts> {
     let node = rank / rpn;
     let clock = NodeClock::of(node);
-    let reference = NodeClock::of(0);
     let host = format!("node{node:04}");
     let pid = 4000 + 13 * (rank % rpn);
     let started = START + u64::from(rank % rpn) * 2_000_000 + u64::from(node) * 10_000;
@@ -174,13 +192,33 @@ fn write_rank(raw_dir: &Path, job: &Job, rpn: u32, rank: u32) -> io::Result<JobC
         command: vec!["./app".into(), "--steps".into(), job.iterations.to_string()],
     };
     let mut counts = JobCounts { streams: 1, locations: 1, ..JobCounts::default() };
-    let jitter = |i: u64| mix(u64::from(rank) << 32 ^ i) % 2_000;
-    let step_at = |i: u64| INIT_DONE + 200_000 + i * STEP + jitter(i);
     let finalize_at = INIT_DONE + 200_000 + job.iterations * STEP + 500_000;
+    let at = Placement { rank, node, clock, started, finalize_at };
 
     // The MPI stream.
     let stream =
         StreamFile::create(&raw_dir.join(stream_file_name(&host, pid, Producer::Mpi)), &header(Producer::Mpi))?;
+    let mut defs = mpi_definitions(job, rank, pid);
+    clock_sync(&at, INIT_DONE - 50_000, job.offset_error.0, &mut defs);
+    stream.write_chunk(ChunkKind::Definitions, None, &defs)?;
+    write_mpi_events(&stream, job, &at, &mut counts)?;
+    let mut end = Vec::new();
+    clock_sync(&at, finalize_at + 100_000, job.offset_error.1, &mut end);
+    let ended = clock.local(finalize_at + 300_000);
+    Definition::StreamEnd { time: ended, exit_started: ended }.encode(&mut end);
+    stream.write_chunk(ChunkKind::Definitions, None, &end)?;
+    drop(stream);
+
+    if job.gpu {
+        let step_at = |i| at.step_at(i);
+        write_cuda(raw_dir, job, rank, &header(Producer::Cuda), clock, step_at, finalize_at, &mut counts)?;
+    }
+    Ok(counts)
+}
+
+/// What the MPI hooks define for `rank`: the MPI regions, the main
+/// thread, MPI_COMM_WORLD and MPI_COMM_SELF, the rank.
+fn mpi_definitions(job: &Job, rank: u32, pid: u32) -> Vec<u8> {
     let mut defs = Vec::new();
     let mut strings = Strings::default();
     let regions: [(u32, &str, RegionRole, &str); 6] = [
@@ -211,28 +249,37 @@ fn write_rank(raw_dir: &Path, job: &Job, rpn: u32, rank: u32) -> io::Result<JobC
     };
     Definition::Comm(own).encode(&mut defs);
     Definition::MpiRank { rank, size: job.ranks }.encode(&mut defs);
-    // The clock measured in MPI_Init (see the MPI hooks' clocksync.rs):
-    // offset = rank 0's clock − this one, error = half a round trip.
-    let sign = if node % 2 == 1 { 1 } else { -1 };
-    let sync = |global: u64, wrong: i64, defs: &mut Vec<u8>| {
-        let local = clock.local(global);
-        let (offset, error) = if node == 0 {
-            (0, 0)
-        } else {
-            let offset = (i128::from(reference.local(global)) - i128::from(local)) as i64;
-            (offset + sign * wrong, 300 + mix(global) % 600)
-        };
-        Definition::ClockSync { local, offset, error }.encode(defs);
-    };
-    sync(INIT_DONE - 50_000, job.offset_error.0, &mut defs);
-    stream.write_chunk(ChunkKind::Definitions, None, &defs)?;
+    defs
+}
 
-    let mut out = ChunkWriter::with_capacity(&stream, CHUNK);
+/// The clock measured at `global` (in MPI_Init or MPI_Finalize; see the
+/// MPI hooks' clocksync.rs): offset = rank 0's clock − this one, wrong
+/// by `wrong` (added on odd nodes, subtracted on even ones), error =
+/// half a round trip. Rank 0's node is the reference: no offset.
+fn clock_sync(at: &Placement, global: u64, wrong: i64, defs: &mut Vec<u8>) {
+    let reference = NodeClock::of(0);
+    let sign = if at.node % 2 == 1 { 1 } else { -1 };
+    let local = at.clock.local(global);
+    let (offset, error) = if at.node == 0 {
+        (0, 0)
+    } else {
+        let offset = (i128::from(reference.local(global)) - i128::from(local)) as i64;
+        (offset + sign * wrong, 300 + mix(global) % 600)
+    };
+    Definition::ClockSync { local, offset, error }.encode(defs);
+}
+
+/// The MPI stream's events: MPI_Init, a broadcast from rank 0, each step
+/// a send to the right and a receive from the left (every tenth an
+/// all-reduce too), MPI_Finalize.
+fn write_mpi_events(stream: &StreamFile, job: &Job, at: &Placement, counts: &mut JobCounts) -> io::Result<()> {
+    let Placement { rank, clock, started, finalize_at, .. } = *at;
+    let mut out = ChunkWriter::with_capacity(stream, CHUNK);
     let mut ev = |global: u64, e: Event, counts: &mut JobCounts| {
         counts.events += 1;
         out.push_at(0, clock.local(global), &e, CHUNK)
     };
-    let c = &mut counts;
+    let c = counts;
     ev(started + 1_000_000, Event::Enter { region: R_INIT }, c)?;
     ev(INIT_DONE, Event::Leave { region: R_INIT }, c)?;
     let bcast = Collective {
@@ -250,7 +297,7 @@ fn write_rank(raw_dir: &Path, job: &Job, rpn: u32, rank: u32) -> io::Result<JobC
     let right = (rank + 1) % job.ranks;
     let left = (rank + job.ranks - 1) % job.ranks;
     for i in 0..job.iterations {
-        let g = step_at(i);
+        let g = at.step_at(i);
         let tag = (i % 16) as i32;
         let bytes = 1024 * (1 + i % 8);
         ev(g + 100_000, Event::Enter { region: R_SEND }, c)?;
@@ -272,18 +319,7 @@ fn write_rank(raw_dir: &Path, job: &Job, rpn: u32, rank: u32) -> io::Result<JobC
     }
     ev(finalize_at, Event::Enter { region: R_FINALIZE }, c)?;
     ev(finalize_at + 200_000, Event::Leave { region: R_FINALIZE }, c)?;
-    out.flush()?;
-    let mut end = Vec::new();
-    sync(finalize_at + 100_000, job.offset_error.1, &mut end);
-    let ended = clock.local(finalize_at + 300_000);
-    Definition::StreamEnd { time: ended, exit_started: ended }.encode(&mut end);
-    stream.write_chunk(ChunkKind::Definitions, None, &end)?;
-    drop(stream);
-
-    if job.gpu {
-        write_cuda(raw_dir, job, rank, &header(Producer::Cuda), clock, step_at, finalize_at, &mut counts)?;
-    }
-    Ok(counts)
+    out.flush()
 }
 
 /// The CUDA agent's stream of one rank.

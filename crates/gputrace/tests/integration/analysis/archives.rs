@@ -23,14 +23,35 @@ pub struct GpuPair {
     pub nvlink: (u64, u64),
 }
 
-/// Two ranks, rank r on `CUDA Device r`; per iteration each rank launches
-/// one kernel, rank 0 copies `peer_bytes` to GPU 1 (a PtoP copy with its
-/// RMA put), sends `nccl_bytes` to rank 1 through NCCL and `mpi_bytes`
-/// through MPI; NVLink metrics on both ranks.
-pub fn gpu_pair(dir: &Path, iterations: u64) -> GpuPair {
-    let (peer_bytes, nccl_bytes, mpi_bytes) = (8 << 20, 1 << 20, 1000);
-    let mut a = ArchiveWriter::create(dir, "traces").unwrap();
-    let d = a.defs();
+/// What [`gpu_pair`] defines that its events refer to.
+struct PairRefs {
+    corr: otf2::AttributeRef,
+    bytes: otf2::AttributeRef,
+    kind: otf2::AttributeRef,
+    src: otf2::AttributeRef,
+    dst: otf2::AttributeRef,
+    masters: Vec<otf2::LocationRef>,
+    streams: Vec<otf2::LocationRef>,
+    nvlinks: Vec<otf2::LocationRef>,
+    send: otf2::RegionRef,
+    recv: otf2::RegionRef,
+    launch: otf2::RegionRef,
+    peer_api: otf2::RegionRef,
+    kernel: otf2::RegionRef,
+    ptop: otf2::RegionRef,
+    nccl_send: otf2::RegionRef,
+    nccl_recv: otf2::RegionRef,
+    world: otf2::CommRef,
+    nccl: otf2::CommRef,
+    window: otf2::RmaWinRef,
+    sent_metric: otf2::MetricRef,
+    received_metric: otf2::MetricRef,
+}
+
+/// The definitions of [`gpu_pair`]: one host with two NVLink-connected
+/// GPUs, per rank a master thread, a CUDA stream and an NVLink metric
+/// location; MPI, CUDA and NCCL communicators, the peer copies' window.
+fn define_pair(d: &mut otf2::Definitions) -> PairRefs {
     d.paradigm(Paradigm::Mpi, "MPI", ParadigmClass::Process);
     d.paradigm(Paradigm::Cuda, "CUDA", ParadigmClass::Accelerator);
     let corr = d.attribute("CUDA correlation id", "", Type::U32);
@@ -91,64 +112,119 @@ pub fn gpu_pair(dir: &Path, iterations: u64) -> GpuPair {
         d.metric_class(&[m], MetricOccurrence::Asynchronous, RecorderKind::Abstract).unwrap()
     };
     let (sent_metric, received_metric) = (metric("NVLink sent"), metric("NVLink received"));
+    PairRefs {
+        corr,
+        bytes,
+        kind,
+        src,
+        dst,
+        masters,
+        streams,
+        nvlinks,
+        send,
+        recv,
+        launch,
+        peer_api,
+        kernel,
+        ptop,
+        nccl_send,
+        nccl_recv,
+        world,
+        nccl,
+        window,
+        sent_metric,
+        received_metric,
+    }
+}
 
+/// The bytes [`gpu_pair`] moves per iteration: (peer copy, NCCL, MPI).
+type PairBytes = (u64, u64, u64);
+
+/// Rank `r`'s host thread: a launch at t, the peer copy and NCCL send
+/// (rank 0) or receive (rank 1), the MPI message.
+fn write_pair_host(a: &mut ArchiveWriter, p: &PairRefs, r: u64, iterations: u64, sizes: PairBytes) {
+    let (corr, launch, peer_api, world, nccl) = (p.corr, p.launch, p.peer_api, p.world, p.nccl);
+    let (_, nccl_bytes, mpi_bytes) = sizes;
+    let step = 1_000_000u64;
+    let mut w = a.event_writer(p.masters[r as usize]).unwrap();
+    for i in 0..iterations {
+        let t = 1_000 + i * step;
+        let c = (i * 2 + 1) as u32;
+        w.attributes(&[(corr, AttributeValue::U32(c))]).unwrap().enter(t, launch).unwrap();
+        w.leave(t + 5_000, launch).unwrap();
+        if r == 0 {
+            w.attributes(&[(corr, AttributeValue::U32(c + 1))]).unwrap().enter(t + 10_000, peer_api).unwrap();
+            w.leave(t + 15_000, peer_api).unwrap();
+            w.enter(t + 20_000, p.nccl_send).unwrap();
+            w.mpi_send(t + 21_000, 1, nccl, 0, nccl_bytes).unwrap();
+            w.leave(t + 30_000, p.nccl_send).unwrap();
+            w.enter(t + 40_000, p.send).unwrap();
+            w.mpi_send(t + 41_000, 1, world, 7, mpi_bytes).unwrap();
+            w.leave(t + 50_000, p.send).unwrap();
+        } else {
+            w.enter(t + 20_000, p.nccl_recv).unwrap();
+            w.mpi_recv(t + 35_000, 0, nccl, 0, nccl_bytes).unwrap();
+            w.leave(t + 36_000, p.nccl_recv).unwrap();
+            w.enter(t + 40_000, p.recv).unwrap();
+            w.mpi_recv(t + 55_000, 0, world, 7, mpi_bytes).unwrap();
+            w.leave(t + 56_000, p.recv).unwrap();
+        }
+    }
+    w.close().unwrap();
+}
+
+/// Rank `r`'s stream: the kernel, and rank 0's peer copy to GPU 1.
+fn write_pair_stream(a: &mut ArchiveWriter, p: &PairRefs, r: u64, iterations: u64, peer_bytes: u64) {
+    let (corr, bytes, kind, src, dst, kernel, ptop, window) =
+        (p.corr, p.bytes, p.kind, p.src, p.dst, p.kernel, p.ptop, p.window);
     let dev = |w: &mut otf2::EventWriter<'_>, s: &str| AttributeValue::String(w.defs().string(s));
     let step = 1_000_000u64;
+    let mut w = a.event_writer(p.streams[r as usize]).unwrap();
+    for i in 0..iterations {
+        let t = 1_000 + i * step;
+        let c = (i * 2 + 1) as u32;
+        w.attributes(&[(corr, AttributeValue::U32(c))]).unwrap().enter(t + 100_000, kernel).unwrap();
+        w.leave(t + 300_000, kernel).unwrap();
+        if r == 0 {
+            let (k, s, dd) = (dev(&mut w, "PtoP"), dev(&mut w, "CUDA Device 0"), dev(&mut w, "CUDA Device 1"));
+            let attrs = [(corr, AttributeValue::U32(c + 1)), (bytes, AttributeValue::U64(peer_bytes)), (kind, k)];
+            let attrs = [attrs[0], attrs[1], attrs[2], (src, s), (dst, dd)];
+            w.attributes(&attrs).unwrap().enter(t + 400_000, ptop).unwrap();
+            w.rma_put(t + 400_000, window, 3, peer_bytes, i).unwrap();
+            w.rma_op_complete_blocking(t + 450_000, window, i).unwrap();
+            w.leave(t + 450_000, ptop).unwrap();
+        }
+    }
+    w.close().unwrap();
+}
+
+/// Rank `r`'s NVLink counters, sampled at the end of each iteration:
+/// `per_iteration` more bytes sent (rank 0) or received (rank 1) each.
+fn write_pair_nvlink(a: &mut ArchiveWriter, p: &PairRefs, r: u64, iterations: u64, per_iteration: u64) {
+    let step = 1_000_000u64;
+    let mut w = a.event_writer(p.nvlinks[r as usize]).unwrap();
+    for i in 0..iterations {
+        let t = 900_000 + i * step;
+        let moved = (i + 1) * per_iteration;
+        let (s, rcv) = if r == 0 { (moved, 0) } else { (0, moved) };
+        w.metric(t, p.sent_metric, &[s.into()]).unwrap();
+        w.metric(t, p.received_metric, &[rcv.into()]).unwrap();
+    }
+    w.close().unwrap();
+}
+
+/// Two ranks, rank r on `CUDA Device r`; per iteration each rank launches
+/// one kernel, rank 0 copies `peer_bytes` to GPU 1 (a PtoP copy with its
+/// RMA put), sends `nccl_bytes` to rank 1 through NCCL and `mpi_bytes`
+/// through MPI; NVLink metrics on both ranks.
+pub fn gpu_pair(dir: &Path, iterations: u64) -> GpuPair {
+    let (peer_bytes, nccl_bytes, mpi_bytes) = (8 << 20, 1 << 20, 1000);
+    let mut a = ArchiveWriter::create(dir, "traces").unwrap();
+    let p = define_pair(a.defs());
     for r in 0..2u64 {
-        // Host: launch at t, peer copy and NCCL (rank 0), MPI message.
-        let mut w = a.event_writer(masters[r as usize]).unwrap();
-        for i in 0..iterations {
-            let t = 1_000 + i * step;
-            let c = (i * 2 + 1) as u32;
-            w.attributes(&[(corr, AttributeValue::U32(c))]).unwrap().enter(t, launch).unwrap();
-            w.leave(t + 5_000, launch).unwrap();
-            if r == 0 {
-                w.attributes(&[(corr, AttributeValue::U32(c + 1))]).unwrap().enter(t + 10_000, peer_api).unwrap();
-                w.leave(t + 15_000, peer_api).unwrap();
-                w.enter(t + 20_000, nccl_send).unwrap();
-                w.mpi_send(t + 21_000, 1, nccl, 0, nccl_bytes).unwrap();
-                w.leave(t + 30_000, nccl_send).unwrap();
-                w.enter(t + 40_000, send).unwrap();
-                w.mpi_send(t + 41_000, 1, world, 7, mpi_bytes).unwrap();
-                w.leave(t + 50_000, send).unwrap();
-            } else {
-                w.enter(t + 20_000, nccl_recv).unwrap();
-                w.mpi_recv(t + 35_000, 0, nccl, 0, nccl_bytes).unwrap();
-                w.leave(t + 36_000, nccl_recv).unwrap();
-                w.enter(t + 40_000, recv).unwrap();
-                w.mpi_recv(t + 55_000, 0, world, 7, mpi_bytes).unwrap();
-                w.leave(t + 56_000, recv).unwrap();
-            }
-        }
-        w.close().unwrap();
-        // Stream: the kernel, and rank 0's peer copy to GPU 1.
-        let mut w = a.event_writer(streams[r as usize]).unwrap();
-        for i in 0..iterations {
-            let t = 1_000 + i * step;
-            let c = (i * 2 + 1) as u32;
-            w.attributes(&[(corr, AttributeValue::U32(c))]).unwrap().enter(t + 100_000, kernel).unwrap();
-            w.leave(t + 300_000, kernel).unwrap();
-            if r == 0 {
-                let (k, s, dd) = (dev(&mut w, "PtoP"), dev(&mut w, "CUDA Device 0"), dev(&mut w, "CUDA Device 1"));
-                let attrs = [(corr, AttributeValue::U32(c + 1)), (bytes, AttributeValue::U64(peer_bytes)), (kind, k)];
-                let attrs = [attrs[0], attrs[1], attrs[2], (src, s), (dst, dd)];
-                w.attributes(&attrs).unwrap().enter(t + 400_000, ptop).unwrap();
-                w.rma_put(t + 400_000, window, 3, peer_bytes, i).unwrap();
-                w.rma_op_complete_blocking(t + 450_000, window, i).unwrap();
-                w.leave(t + 450_000, ptop).unwrap();
-            }
-        }
-        w.close().unwrap();
-        // NVLink counters, sampled at the end of each iteration.
-        let mut w = a.event_writer(nvlinks[r as usize]).unwrap();
-        for i in 0..iterations {
-            let t = 900_000 + i * step;
-            let moved = (i + 1) * (peer_bytes + nccl_bytes);
-            let (s, rcv) = if r == 0 { (moved, 0) } else { (0, moved) };
-            w.metric(t, sent_metric, &[s.into()]).unwrap();
-            w.metric(t, received_metric, &[rcv.into()]).unwrap();
-        }
-        w.close().unwrap();
+        write_pair_host(&mut a, &p, r, iterations, (peer_bytes, nccl_bytes, mpi_bytes));
+        write_pair_stream(&mut a, &p, r, iterations, peer_bytes);
+        write_pair_nvlink(&mut a, &p, r, iterations, peer_bytes + nccl_bytes);
     }
     let anchor = a.anchor_path().to_owned();
     a.close().unwrap();
