@@ -29,6 +29,9 @@ pub(crate) struct Passes<'a> {
     pub(crate) comm: Option<std::sync::Arc<dyn otf2::Collectives>>,
     /// Receives moved by the clock correction, and what follows them.
     pub(crate) floors: &'a correct::Floors,
+    /// The pass uses fewer threads than `jobs` allows: a location may be
+    /// read on a thread of its own while it is written.
+    pub(crate) spare_thread: bool,
 }
 
 /// One location to write: its process, its place in the process's plan,
@@ -225,6 +228,9 @@ impl Passes<'_> {
             }
         }
         let shares = balance(&units, jobs);
+        // Threads allowed but not used (fewer locations than threads): a
+        // large location is read on one of them while it is written.
+        self.spare_thread = self.jobs > jobs;
         let attributes = write::Attributes::default();
         let mut counts = std::mem::take(&mut self.summary.counts);
         let this = &*self;
@@ -320,7 +326,8 @@ impl Passes<'_> {
         let plan = &layout.processes[u.process];
         let loc = &plan.locations[u.location];
         let floors = if self.floors.is_empty() { Vec::new() } else { self.floors.of(u.process, &loc.feeds) };
-        let cx = write::Context { process: p, plan, layout, attributes, observer: self.observer, floors };
+        let spare_thread = self.spare_thread;
+        let cx = write::Context { process: p, plan, layout, attributes, observer: self.observer, floors, spare_thread };
         extra.begin_location(u.process, loc);
         let repairs = match writers {
             Some(writers) => {

@@ -101,6 +101,7 @@ pub(crate) fn run<E: Extra>(
         mine: &mine,
         comm: comm.clone(),
         floors: &floors,
+        spare_thread: false,
     };
     let merged = match options.archive {
         Some(target) => pass.archive(&target, &clocks, (first, last), extra),

@@ -146,6 +146,24 @@ fn merge_on_threads_of_a_synthetic_ring_is_the_serial_merge() {
     jobs_agree(&source, "pmerge-synth");
 }
 
+/// Two locations of ~294,000 events each: with `--jobs 3` a thread is
+/// to spare, and each location is read on it while it is written (the
+/// pipelined pass); `--jobs 1` reads and writes on one thread. The same
+/// archive (every record, in order), summary and profile.
+#[test]
+fn a_large_location_read_on_a_spare_thread_is_the_serial_merge() {
+    let source = synthetic("pmerge-large", 2, 35_000);
+    let python = crate::profile::pycubexr();
+    let mut results = Vec::new();
+    for jobs in ["1", "3"] {
+        let dir = copy_raw(&source, &format!("pmerge-large-jobs{jobs}"));
+        let out = merge_with(&dir, &["--jobs", jobs]);
+        results.push(merged(&dir, &out, python.as_deref()));
+    }
+    assert!(results[0].events.len() > 2 * (1 << 18), "{} events printed", results[0].events.len());
+    assert_same("--jobs 3 (pipelined) against --jobs 1", &results[0], &results[1]);
+}
+
 #[test]
 fn merge_on_threads_of_a_traced_ring_is_the_serial_merge() {
     let source = traced_ring("pmerge-ring", 6);
