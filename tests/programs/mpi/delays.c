@@ -28,6 +28,8 @@
  *   imbalance      every rank sleeps ("computes") before MPI_Barrier,
  *                  rank 1 twice as long (load imbalance; Wait at Barrier
  *                  on the others)
+ *   balanced       as imbalance, every rank sleeping the same (what
+ *                  imbalance would be without rank 1's extra)
  *
  * Before the iterations the ranks line up with a collective of another
  * kind than the one measured, so that start-up skew is not counted. */
@@ -83,7 +85,7 @@ int main(int argc, char **argv)
     double x = rank, y = 0;
     int *all = calloc((size_t)size, sizeof(int)), *back = calloc((size_t)size, sizeof(int));
 
-    if (strcmp(mode, "barrier") == 0 || strcmp(mode, "imbalance") == 0) {
+    if (strcmp(mode, "barrier") == 0 || strcmp(mode, "imbalance") == 0 || strcmp(mode, "balanced") == 0) {
         MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     } else {
         MPI_Barrier(MPI_COMM_WORLD);
@@ -149,9 +151,10 @@ int main(int argc, char **argv)
             }
             enter += now_ns();
             MPI_Reduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-        } else if (strcmp(mode, "imbalance") == 0) {
-            late = rank == 1;
-            injected += delay(rank == 1 ? 2 * ms : ms);
+        } else if (strcmp(mode, "imbalance") == 0 || strcmp(mode, "balanced") == 0) {
+            int extra = strcmp(mode, "imbalance") == 0 && rank == 1;
+            late = extra;
+            injected += delay(extra ? 2 * ms : ms);
             enter += now_ns();
             MPI_Barrier(MPI_COMM_WORLD);
         } else {

@@ -386,6 +386,30 @@ fn a_rank_with_twice_the_computation_is_the_load_imbalance() {
     assert!(int(&path["length_ns"]) <= int(&a["trace_ns"]), "{path:#}");
 }
 
+/// The what-if projection of the imbalance: had rank 1 computed as the
+/// median rank does, the run would be what the same program gives when
+/// no rank computes more (`delays balanced`): its critical path's length
+/// within 10%. The projection names rank 1 alone.
+#[test]
+fn the_what_if_of_the_imbalance_is_the_balanced_run() {
+    let Some(run) = delays(Mpi::Open, "imbalance", 4) else { return };
+    let a = analyze(&run.dir, &[]);
+    let w = a["what_if"].as_array().unwrap();
+    assert_eq!(w.len(), 1, "{:#}", a["what_if"]);
+    assert_eq!(w[0]["process"], "rank 1", "{:#}", w[0]);
+    let Some(balanced) = delays(Mpi::Open, "balanced", 4) else { return };
+    let b = analyze(&balanced.dir, &[]);
+    // No rank computes more than the others: nothing worth projecting.
+    assert_eq!(b["what_if"].as_array().map(Vec::len), Some(0), "{:#}", b["what_if"]);
+    assert_near(
+        int(&w[0]["projected_ns"]),
+        int(&b["critical_path"]["length_ns"]),
+        "the projection against the balanced run",
+    );
+    let text = text(&analyze_out(&run.dir, &[]).stdout);
+    assert!(text.contains("What if a process computed as the median process does"), "{text}");
+}
+
 /// Under MPICH (Hydra) the same program gives the same findings.
 #[test]
 fn mpich_late_sender_and_barrier_waits_are_found_too() {

@@ -72,6 +72,72 @@ pub struct CriticalPath {
     pub steps: Vec<PathStep>,
 }
 
+/// What the run would take if one process computed as the median process
+/// does: the path's length without that process's excess computation.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct WhatIf {
+    pub process: String,
+    pub rank: Option<u32>,
+    /// Its computation on the path (ns).
+    pub on_path_ns: u64,
+    /// Its computation, and the median process's (ns).
+    pub computation_ns: u64,
+    pub median_ns: u64,
+    /// What the path would lose (ns), and its projected length.
+    pub saved_ns: u64,
+    pub projected_ns: u64,
+    /// The run shorter by (%).
+    pub shorter: f64,
+}
+
+/// Whether a path activity is computation as `RankTime::computation_ns`
+/// counts it: outside MPI, NCCL and CUDA synchronization calls.
+fn is_computation(activity: &str) -> bool {
+    !(activity.starts_with("MPI_") || activity.starts_with("nccl") || activity.contains("Synchronize"))
+}
+
+/// Projections for each process on the path that computed more than the
+/// median process: had it computed the median's time, its computation on
+/// the path would shrink in the same proportion (`on path × (1 − median /
+/// its computation)`), and so would the path — a first-order estimate, as
+/// Scalasca's: another process may become critical sooner. The largest
+/// saving first; none under 1% of the path.
+pub fn what_if(path: &CriticalPath, ranks: &[super::RankTime]) -> Vec<WhatIf> {
+    let mut computations: Vec<u64> = ranks.iter().map(|r| r.computation_ns).filter(|&c| c > 0).collect();
+    if computations.len() < 2 {
+        return Vec::new();
+    }
+    computations.sort_unstable();
+    let median_ns = computations[computations.len() / 2];
+    let mut out: Vec<WhatIf> = ranks
+        .iter()
+        .filter(|r| r.computation_ns > median_ns)
+        .filter_map(|r| {
+            let on_path_ns: u64 = path
+                .steps
+                .iter()
+                .filter(|s| s.process == r.process && is_computation(&s.activity))
+                .map(|s| s.time_ns)
+                .sum();
+            let excess = 1.0 - median_ns as f64 / r.computation_ns as f64;
+            let saved_ns = ((on_path_ns as f64 * excess) as u64).min(path.length_ns);
+            // Below 1% of the path: noise, not a projection worth a row.
+            (saved_ns > 0 && saved_ns * 100 >= path.length_ns).then(|| WhatIf {
+                process: r.process.clone(),
+                rank: r.rank,
+                on_path_ns,
+                computation_ns: r.computation_ns,
+                median_ns,
+                saved_ns,
+                projected_ns: path.length_ns - saved_ns,
+                shorter: 100.0 * saved_ns as f64 / path.length_ns.max(1) as f64,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| b.saved_ns.cmp(&a.saved_ns).then_with(|| a.process.cmp(&b.process)));
+    out
+}
+
 impl Timelines {
     pub(crate) fn new(locations: usize) -> Self {
         Self {
@@ -250,6 +316,37 @@ mod tests {
         let p = tl.path(&Plain).unwrap();
         assert_eq!((p.length_ns, p.jumps), (70, 0));
         assert_eq!(p.processes, [("rank 0".to_string(), 70)]);
+    }
+
+    #[test]
+    fn what_if_takes_a_process_s_excess_computation_off_the_path() {
+        let step = |process: &str, activity: &str, time_ns| PathStep {
+            process: process.into(),
+            rank: None,
+            location: "Master thread".into(),
+            activity: activity.into(),
+            time_ns,
+            share: 0.0,
+        };
+        let path = CriticalPath {
+            length_ns: 1_000,
+            jumps: 1,
+            processes: Vec::new(),
+            steps: vec![step("rank 1", "(outside any region)", 800), step("rank 1", "MPI_Barrier", 50)],
+        };
+        let rank = |process: &str, computation_ns| super::super::RankTime {
+            process: process.into(),
+            computation_ns,
+            ..Default::default()
+        };
+        let ranks = [rank("rank 0", 400), rank("rank 1", 800), rank("rank 2", 400), rank("rank 3", 400)];
+        let w = what_if(&path, &ranks);
+        assert_eq!(w.len(), 1, "{w:?}");
+        // 800 on the path, half of it above the median's 400.
+        assert_eq!((w[0].process.as_str(), w[0].saved_ns, w[0].projected_ns), ("rank 1", 400, 600));
+        assert!((w[0].shorter - 40.0).abs() < 1e-9);
+        // Balanced: nothing to project.
+        assert!(what_if(&path, &[rank("rank 0", 400), rank("rank 1", 400)]).is_empty());
     }
 
     #[test]

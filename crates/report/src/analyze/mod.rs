@@ -47,7 +47,7 @@ use serde::Serialize;
 
 use crate::Result;
 
-pub use critical::{CriticalPath, PathStep};
+pub use critical::{CriticalPath, PathStep, WhatIf};
 pub use render::{summary_block, summary_lines, write_json, write_table};
 pub use replay::{Instance, MessagePair, Sink};
 pub use stragglers::Straggler;
@@ -306,6 +306,9 @@ pub struct Analysis {
     /// ranks through their wait states ([`critical`]); none when the run
     /// was too large to keep its timelines.
     pub critical_path: Option<CriticalPath>,
+    /// Per process that computed more than the median: the run's length
+    /// had it computed the median's time ([`critical::what_if`]).
+    pub what_if: Vec<WhatIf>,
     /// The point-to-point messages paired (MPI, NCCL, `MPI_COMM_SELF`).
     pub messages: MessageCount,
     /// What could not be analysed (messages without a match...).

@@ -363,6 +363,33 @@ pub fn straggler_line(a: &Analysis) -> Option<String> {
     ))
 }
 
+/// The critical path's projections: a process computing as the median
+/// process does (at most `top`).
+fn what_if_table(w: &[super::WhatIf], top: usize) -> Table {
+    let mut t = Table::new(
+        "what_if",
+        "What if a process computed as the median process does",
+        &["Process", "Computation", "Median", "On Path", "Run Shorter By", "Projected", "Shorter (%)"],
+    );
+    for p in w.iter().take(top) {
+        t.rows.push(vec![
+            Cell::Text(p.process.clone()),
+            Cell::Text(human_ns(p.computation_ns)),
+            Cell::Text(human_ns(p.median_ns)),
+            Cell::Text(human_ns(p.on_path_ns)),
+            Cell::Text(human_ns(p.saved_ns)),
+            Cell::Text(human_ns(p.projected_ns)),
+            Cell::Float(p.shorter, 2),
+        ]);
+    }
+    t.notes.push(
+        "Its computation on the critical path shrunk in proportion (on path x (1 - median / its computation)): a \
+         first-order estimate, as Scalasca's; another process may become critical sooner."
+            .into(),
+    );
+    t
+}
+
 /// The critical path's activities, the most time first (at most `top`).
 fn critical_table(p: &super::CriticalPath, top: usize) -> Table {
     let mut t = Table::new(
@@ -429,6 +456,9 @@ pub fn write_table(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     }
     if let Some(p) = a.critical_path.as_ref().filter(|p| p.jumps > 0) {
         writeln!(out, "{}", critical_table(p, 10).render(None))?;
+    }
+    if !a.what_if.is_empty() {
+        writeln!(out, "{}", what_if_table(&a.what_if, 10).render(None))?;
     }
     if !a.stragglers.is_empty() {
         writeln!(out, "{}", stragglers_table(a, 10).render(None))?;

@@ -37,6 +37,7 @@ impl Pass<'_> {
             ));
         }
         let critical_path = timelines.path(&self);
+        let what_if = critical_path.as_ref().map(|p| critical::what_if(p, &ranks)).unwrap_or_default();
         Analysis {
             archive,
             options: self.options.clone(),
@@ -51,6 +52,7 @@ impl Pass<'_> {
             imbalance,
             stragglers,
             critical_path,
+            what_if,
             messages: self.pairs,
             notes,
             program: None,
