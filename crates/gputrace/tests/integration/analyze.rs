@@ -408,6 +408,22 @@ fn the_what_if_of_the_imbalance_is_the_balanced_run() {
     );
     let text = text(&analyze_out(&run.dir, &[]).stdout);
     assert!(text.contains("What if a process computed as the median process does"), "{text}");
+    // scout.cubex holds the path as Scalasca's critical-path profile: the
+    // steps at their activity (computation at the root) and thread,
+    // adding up to the path's length.
+    let Some(python) = crate::profile::pycubexr() else { return };
+    let cube = crate::profile::cube_facts(&python, &run.dir.join("scout.cubex"));
+    let stored = cube["stored"]["critical_path"].as_object().unwrap_or_else(|| panic!("{:#}", cube["stored"]));
+    let total: f64 = stored.values().flat_map(|row| row.as_array().unwrap()).map(|v| v.as_f64().unwrap()).sum();
+    let length = int(&a["critical_path"]["length_ns"]) as f64 / 1e9;
+    assert!((total - length).abs() <= 1e-6 * length, "critical_path in the cube {total} s, the path {length} s");
+    let locations = cube["locations"].as_array().unwrap();
+    let rank1 = locations.iter().position(|l| l["group"] == "rank 1").unwrap();
+    let root = stored.keys().find(|k| !k.contains('/')).unwrap();
+    let top = &a["critical_path"]["steps"][0];
+    assert_eq!(top["process"], "rank 1", "{top:#}");
+    let at_root = stored[root][rank1].as_f64().unwrap();
+    assert!((at_root - int(&top["time_ns"]) as f64 / 1e9).abs() <= 1e-6, "{at_root} s at the root on rank 1: {top:#}");
 }
 
 /// Under MPICH (Hydra) the same program gives the same findings.

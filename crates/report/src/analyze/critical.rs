@@ -29,6 +29,9 @@ pub const MAX_CHANGES: usize = 32 << 20;
 /// No region open.
 pub(crate) const NONE: u32 = u32::MAX;
 
+/// The activity of time outside any region: computation nothing annotated.
+pub(crate) const OUTSIDE: &str = "(outside any region)";
+
 /// What the pass hands over: per host location its region changes and
 /// wait states.
 #[derive(Default)]

@@ -76,8 +76,7 @@ pub fn wait_state_cube(analysis: &Analysis) -> std::result::Result<Cube, cube::E
     let mut cnodes: HashMap<Vec<String>, CnodeId> = HashMap::new();
     let root_region = c.region(Region::new(root, "measurement", "artificial"));
     let root_node = c.cnode(root_region, None)?;
-    let mut locations: HashMap<(String, String), LocationId> = HashMap::new();
-    let mut per_group: HashMap<String, i64> = HashMap::new();
+    let mut threads = Threads { groups, made: HashMap::new(), per_group: HashMap::new() };
     for f in analysis.findings.iter().filter(|f| metrics.contains_key(&f.pattern)) {
         let mut parent = Some(root_node);
         for depth in 1..=f.call_path.len() {
@@ -98,23 +97,68 @@ pub fn wait_state_cube(analysis: &Analysis) -> std::result::Result<Cube, cube::E
             parent = Some(node);
         }
         let Some(cnode) = parent.filter(|_| !f.call_path.is_empty()) else { continue };
-        let key = (f.process.clone(), f.location.clone());
-        let location = match locations.get(&key) {
-            Some(&l) => l,
-            None => {
-                let group = groups[&f.process];
-                let n = per_group.entry(f.process.clone()).or_default();
-                let l = c.location(&f.location, *n, LocationType::Thread, group)?;
-                *n += 1;
-                locations.insert(key, l);
-                l
-            }
-        };
+        let Some(location) = threads.get(&mut c, &f.process, &f.location)? else { continue };
         let lost = f.time_lost_ns as f64 / 1e9;
         c.add(metrics[&f.pattern], cnode, location, lost)?;
         c.add(all, cnode, location, lost)?;
     }
+    // The critical path as Scalasca's critical-path profile: each step's
+    // time at its activity (computation nothing annotated at the root)
+    // and thread.
+    if let Some(path) = &analysis.critical_path {
+        let critical = c.metric(
+            sec("critical_path", "Critical path")
+                .description("time on the critical path: the activities that decided the run's length"),
+            None,
+        )?;
+        for step in &path.steps {
+            let cnode = if step.activity == super::critical::OUTSIDE {
+                root_node
+            } else {
+                let key = vec![step.activity.clone()];
+                match cnodes.get(&key) {
+                    Some(&n) => n,
+                    None => {
+                        let paradigm = if step.activity.starts_with("MPI_") { "mpi" } else { "user" };
+                        let region = *regions
+                            .entry(step.activity.clone())
+                            .or_insert_with(|| c.region(Region::new(&step.activity, paradigm, "function")));
+                        let n = c.cnode(region, Some(root_node))?;
+                        cnodes.insert(key, n);
+                        n
+                    }
+                }
+            };
+            let Some(location) = threads.get(&mut c, &step.process, &step.location)? else { continue };
+            c.add(critical, cnode, location, step.time_ns as f64 / 1e9)?;
+        }
+    }
     Ok(c)
+}
+
+/// The cube's threads by (process, thread name), made on first use in
+/// their process's group.
+struct Threads {
+    groups: HashMap<String, cube::GroupId>,
+    made: HashMap<(String, String), LocationId>,
+    per_group: HashMap<String, i64>,
+}
+
+impl Threads {
+    /// The thread `name` of `process`; `None` for a process the cube has
+    /// no group for.
+    fn get(&mut self, c: &mut Cube, process: &str, name: &str) -> std::result::Result<Option<LocationId>, cube::Error> {
+        let key = (process.to_string(), name.to_string());
+        if let Some(&l) = self.made.get(&key) {
+            return Ok(Some(l));
+        }
+        let Some(&group) = self.groups.get(process) else { return Ok(None) };
+        let n = self.per_group.entry(process.to_string()).or_default();
+        let l = c.location(name, *n, LocationType::Thread, group)?;
+        *n += 1;
+        self.made.insert(key, l);
+        Ok(Some(l))
+    }
 }
 
 /// Writes the wait states of `analysis` to `path` (`scout.cubex`), the

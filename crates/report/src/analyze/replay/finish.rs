@@ -317,7 +317,7 @@ impl Describe for Pass<'_> {
     }
 
     fn activity(&self, node: u32) -> String {
-        let outside = || "(outside any region)".to_string();
+        let outside = || crate::analyze::critical::OUTSIDE.to_string();
         if node == critical::NONE {
             return outside();
         }
