@@ -326,8 +326,8 @@ impl Passes<'_> {
         let plan = &layout.processes[u.process];
         let loc = &plan.locations[u.location];
         let floors = if self.floors.is_empty() { Vec::new() } else { self.floors.of(u.process, &loc.feeds) };
-        let spare_thread = self.spare_thread;
-        let cx = write::Context { process: p, plan, layout, attributes, observer: self.observer, floors, spare_thread };
+        let pipelined = self.spare_thread && u.events >= write::PIPELINE_EVENTS;
+        let cx = write::Context { process: p, plan, layout, attributes, observer: self.observer, floors, pipelined };
         extra.begin_location(u.process, loc);
         let repairs = match writers {
             Some(writers) => {

@@ -15,7 +15,6 @@
 //! from the source GPU), completed when the copy ends.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
 
 use otf2::{AttributeRef, AttributeValue, Collective as OtfCollective, CollectiveOp as OtfOp, CommRef, RegionRef};
 use raw::{Collective, CopyKind, Event, KernelConfig};
@@ -26,8 +25,13 @@ use crate::layout::{CudaAttributes, Layout, LocationPlan, LocationRole, ProcessP
 use crate::sink::SinkError;
 use crate::sink::{Message, Record, Sink, Work};
 
+mod attributes;
 mod graph;
 mod pipeline;
+
+pub use attributes::Attributes;
+
+pub(crate) use pipeline::EVENTS as PIPELINE_EVENTS;
 
 /// The pass's own result: one word (see [`SinkError`]).
 type Step = std::result::Result<(), SinkError>;
@@ -83,38 +87,9 @@ pub struct Context<'a> {
     /// The location's raised timestamps ([`crate::correct::Floors::of`]):
     /// usually none.
     pub floors: Vec<(u64, u64)>,
-    /// A thread is free besides this one: a large location is read on it
-    /// while it is written ([`pipeline`]).
-    pub spare_thread: bool,
-}
-
-/// The OTF2 attributes defined for attribute events and memory
-/// operations, by (name, string-valued): one definition per key in the
-/// archive, whichever thread meets it first. Each worker thread keeps its
-/// own copy of the map in front of the shared one.
-#[derive(Default)]
-pub struct Attributes {
-    local: HashMap<(String, bool), AttributeRef>,
-    shared: Arc<Mutex<HashMap<(String, bool), AttributeRef>>>,
-}
-
-impl Attributes {
-    /// Another worker's view of the same attributes.
-    pub fn worker(&self) -> Attributes {
-        Attributes { local: HashMap::new(), shared: Arc::clone(&self.shared) }
-    }
-
-    /// The attribute of `key`, defined by `define` the first time. The
-    /// caller holds the definitions (and their lock) while `define` runs,
-    /// so every path takes the definitions' lock before this one.
-    fn get(&mut self, key: (String, bool), define: impl FnOnce() -> AttributeRef) -> AttributeRef {
-        if let Some(&a) = self.local.get(&key) {
-            return a;
-        }
-        let a = *self.shared.lock().unwrap_or_else(PoisonError::into_inner).entry(key.clone()).or_insert_with(define);
-        self.local.insert(key, a);
-        a
-    }
+    /// Read the location on a thread of its own while it is written
+    /// ([`pipeline`]): a large location, and a thread is free.
+    pub pipelined: bool,
 }
 
 /// Hands the events of one location to `sink`.
@@ -127,7 +102,6 @@ pub fn location_events(cx: Context<'_>, loc: &LocationPlan, sink: impl Sink) -> 
             sources.push(Source { file, stream, chunk: *chunk });
         }
     }
-    let events: u64 = sources.iter().map(|s| u64::from(s.chunk.header.event_count)).sum();
     let timeline = Timeline::new(sources);
     let mut pass = Pass {
         plan: cx.plan,
@@ -167,7 +141,7 @@ pub fn location_events(cx: Context<'_>, loc: &LocationPlan, sink: impl Sink) -> 
             pass.event(t, $stream, $ev)?;
         }};
     }
-    let (clamped, problems) = if cx.spare_thread && events >= pipeline::EVENTS {
+    let (clamped, problems) = if cx.pipelined {
         pipeline::pipelined(timeline, |batch| {
             for (t, stream, ev) in batch.drain(..) {
                 step!(t, stream, ev);
@@ -214,6 +188,20 @@ impl<S: Sink> Pass<'_, S> {
 
     fn comm(&self, stream: usize, id: u32) -> Option<CommRef> {
         self.plan.comms.get(stream).and_then(|c| c.get(id as usize)).copied().flatten()
+    }
+
+    /// Message `m` of `stream` as the sink takes it, on the archive's
+    /// communicator (`None`: one the archive does not have).
+    fn message(&self, stream: usize, m: &raw::Message, request: Option<u64>) -> Message {
+        let comm = self.comm(stream, m.comm);
+        Message { peer: m.peer, comm, tag: m.tag as u32, bytes: m.bytes, request, nccl: self.is_nccl(stream) }
+    }
+
+    /// The end of collective `k` of `stream`.
+    fn collective_end(&mut self, t: u64, stream: usize, k: &Collective, request: Option<u64>) -> Step {
+        let collective = self.comm(stream, k.comm).map(|c| collective(k, c));
+        let nccl = self.is_nccl(stream);
+        self.emit(t, &[], Record::CollectiveEnd { collective, sent: k.sent, received: k.received, request, nccl })
     }
 
     /// Hands `record` to the sink with the pending attributes (those of
@@ -310,8 +298,7 @@ impl<S: Sink> Pass<'_, S> {
             }
             Event::MpiSend(m) | Event::MpiIsend { msg: m, .. } => {
                 let request = if let Event::MpiIsend { request, .. } = ev { Some(request) } else { None };
-                let (comm, nccl) = (self.comm(stream, m.comm), self.is_nccl(stream));
-                let m = Message { peer: m.peer, comm, tag: m.tag as u32, bytes: m.bytes, request, nccl };
+                let m = self.message(stream, &m, request);
                 if m.comm.is_some() && !self.pending.is_empty() {
                     let all = std::mem::take(&mut self.pending);
                     self.sink.send(t, &all, &m)?;
@@ -321,10 +308,8 @@ impl<S: Sink> Pass<'_, S> {
             }
             Event::MpiRecv(m) | Event::MpiIrecv { msg: m, .. } => {
                 let request = if let Event::MpiIrecv { request, .. } = ev { Some(request) } else { None };
-                if let Some(comm) = self.comm(stream, m.comm) {
-                    let nccl = self.is_nccl(stream);
-                    let m =
-                        Message { peer: m.peer, comm: Some(comm), tag: m.tag as u32, bytes: m.bytes, request, nccl };
+                let m = self.message(stream, &m, request);
+                if m.comm.is_some() {
                     let all = std::mem::take(&mut self.pending);
                     self.sink.recv(t, &all, &m)?;
                 }
@@ -332,13 +317,7 @@ impl<S: Sink> Pass<'_, S> {
             Event::MpiCollectiveEnd(k) | Event::NonBlockingCollectiveComplete { coll: k, .. } => {
                 let request =
                     if let Event::NonBlockingCollectiveComplete { request, .. } = ev { Some(request) } else { None };
-                let collective = self.comm(stream, k.comm).map(|c| collective(&k, c));
-                let nccl = self.is_nccl(stream);
-                self.emit(
-                    t,
-                    &[],
-                    Record::CollectiveEnd { collective, sent: k.sent, received: k.received, request, nccl },
-                )?;
+                self.collective_end(t, stream, &k, request)?;
             }
             Event::MpiIsendComplete { request } => self.emit(t, &[], Record::IsendComplete { request })?,
             Event::MpiIrecvRequest { request } => self.emit(t, &[], Record::IrecvRequest { request })?,

@@ -1,8 +1,8 @@
 //! The NCCL traffic of CUDA graph launches ([`crate::graph_traffic`]),
 //! written inside the launch call on the launching thread.
 
-use super::{Pass, Step, collective};
-use crate::sink::{Message, Record, Sink};
+use super::{Pass, Step};
+use crate::sink::{Record, Sink};
 
 impl<S: Sink> Pass<'_, S> {
     /// A call of correlation id `launch` began: if it launched a graph
@@ -16,8 +16,7 @@ impl<S: Sink> Pass<'_, S> {
             for &(s, op) in ops {
                 match op {
                     raw::CapturedOp::Send(m) => {
-                        let (comm, tag, bytes) = (self.comm(s, m.comm), m.tag as u32, m.bytes);
-                        let m = Message { peer: m.peer, comm, tag, bytes, request: None, nccl: true };
+                        let m = self.message(s, &m, None);
                         self.sink.send(t, &[], &m)?;
                     }
                     raw::CapturedOp::Collective(_) => self.emit(t, &[], Record::CollectiveBegin)?,
@@ -42,18 +41,12 @@ impl<S: Sink> Pass<'_, S> {
             for &(s, op) in ops {
                 match op {
                     raw::CapturedOp::Recv(m) => {
-                        if let Some(comm) = self.comm(s, m.comm) {
-                            let (tag, bytes) = (m.tag as u32, m.bytes);
-                            let m = Message { peer: m.peer, comm: Some(comm), tag, bytes, request: None, nccl: true };
+                        let m = self.message(s, &m, None);
+                        if m.comm.is_some() {
                             self.sink.recv(t, &[], &m)?;
                         }
                     }
-                    raw::CapturedOp::Collective(k) => {
-                        let collective = self.comm(s, k.comm).map(|c| collective(&k, c));
-                        let (sent, received) = (k.sent, k.received);
-                        let end = Record::CollectiveEnd { collective, sent, received, request: None, nccl: true };
-                        self.emit(t, &[], end)?;
-                    }
+                    raw::CapturedOp::Collective(k) => self.collective_end(t, s, &k, None)?,
                     raw::CapturedOp::Send(_) => {}
                 }
             }

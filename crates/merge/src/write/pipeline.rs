@@ -13,7 +13,7 @@ use crate::timeline::Timeline;
 /// Locations with at least this many events are read on a thread of
 /// their own while they are written, when the merge has a thread to spare
 /// ([`pipelined`]).
-pub(super) const EVENTS: u64 = 1 << 18;
+pub(crate) const EVENTS: u64 = 1 << 18;
 
 /// Events read from the timeline per batch handed to the writing thread.
 const BATCH: usize = 4096;
