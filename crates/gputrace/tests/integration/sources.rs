@@ -81,3 +81,16 @@ fn a_source_is_wired_in_at_most_six_files_outside_its_crates() {
     assert!(!nvtx.is_empty() && nvtx.len() <= 6, "NVTX is wired in {} files: {nvtx:#?}", nvtx.len());
     assert!(nvtx.contains(&"crates/raw/src/source.rs".to_string()), "{nvtx:?}");
 }
+
+/// The configuration knows every source by its table stem
+/// (`Config::records` matches the stems, as the configuration crate does
+/// not read raw's table): each is recorded under the default settings,
+/// and a stem the table does not have is not.
+#[test]
+fn the_configuration_knows_every_source_by_its_stem() {
+    let config = config::Config::from_pairs(&[]).unwrap();
+    for s in &raw::source::SOURCES {
+        assert!(config.records(s.stem), "{} ({}) is not recorded by default", s.name, s.stem);
+    }
+    assert!(!config.records("synthetic") && !config.records("hip"));
+}
