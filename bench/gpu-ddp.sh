@@ -105,24 +105,29 @@ def values(tag, mode, pattern, scale):
         for m in re.finditer(pattern, open(p, errors="replace").read()):
             out.append(float(m.group(1)) * scale)
     return out
-rows = [("GPU-bound DDP step, ms", "ddp", r"ms_per_step big ([\d.]+)", 1.0),
-        ("small DDP step, ms", "ddp", r"ms_per_step small ([\d.]+)", 1.0),
+rows = [("GPU-bound DDP step, ms", "ddp", r"(?<!_)ms_per_step big ([\d.]+)", 1.0),
+        ("  host issuing it, ms", "ddp", r"issue_ms_per_step big ([\d.]+)", 1.0),
+        ("small DDP step, ms", "ddp", r"(?<!_)ms_per_step small ([\d.]+)", 1.0),
+        ("  host issuing it, ms", "ddp", r"issue_ms_per_step small ([\d.]+)", 1.0),
         ("all-reduce 8 B, us", "ar8", r"rank=0 allreduce_bytes=8 \S+ ns_per_allreduce=(\d+)", 1e-3),
         ("all-reduce 1 MiB, us", "ar1m", r"rank=0 allreduce_bytes=1048576 \S+ ns_per_allreduce=(\d+)", 1e-3)]
-print(f"{'':26}" + "".join(f"{m:>24}" for m in modes))
+# a column as wide as its mode's name (default:GPUTRACE_GPU_METRICS_INTERVAL=0)
+width = {m: max(24, len(m) + 2) for m in modes}
+print(f"{'':26}" + "".join(f"{m:>{width[m]}}" for m in modes))
 for name, tag, pat, scale in rows:
     base = values(tag.split('.')[0], "plain", pat, scale)
     cells = []
     for mode in modes:
         v = values(tag, mode, pat, scale)
         if not v:
-            cells.append(f"{'-':>24}")
+            cells.append(f"{'-':>{width[mode]}}")
             continue
         mn, md = min(v), statistics.median(v)
         if mode == "plain" or not base:
-            cells.append(f"{mn:>10.2f} / {md:<10.2f}  ")
+            cell = f"{mn:.2f} / {md:.2f}"
         else:
-            cells.append(f"{mn:>8.2f}/{md:<7.2f}{(md / statistics.median(base) - 1) * 100:+5.0f}%  ")
+            cell = f"{mn:.2f}/{md:.2f} {(md / statistics.median(base) - 1) * 100:+5.0f}%"
+        cells.append(f"{cell:>{width[mode]}}")
     print(f"{name:26}" + "".join(cells))
 print("(min / median over the rounds; % = median against untraced's median; a timed-out run gives no value)")
 PY

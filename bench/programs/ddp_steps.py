@@ -9,7 +9,10 @@
 # Usage: torchrun --standalone --nproc-per-node N ddp_steps.py [big|small|both] [STEPS]
 # Rank 0 prints "ms_per_step <model> <median over ranks' medians>", each
 # rank's median of STEPS timed steps after 10 warm-up steps (each step
-# ends with torch.cuda.synchronize(), so a step is its GPU time too).
+# ends with torch.cuda.synchronize(), so a step is its GPU time too), and
+# "issue_ms_per_step <model> ...", the same of the host's time to issue a
+# step's work (until the step returns, before the synchronization): close
+# to ms_per_step, the step is bound by the host's launches, not the GPU.
 import os
 import statistics
 import sys
@@ -59,13 +62,14 @@ def timed(step, steps):
     for _ in range(10):
         step()
     torch.cuda.synchronize()
-    times = []
+    times, issue = [], []
     for _ in range(steps):
         t = time.perf_counter()
         step()
+        issue.append((time.perf_counter() - t) * 1e3)
         torch.cuda.synchronize()
         times.append((time.perf_counter() - t) * 1e3)
-    return statistics.median(times)
+    return statistics.median(times), statistics.median(issue)
 
 
 def main():
@@ -78,12 +82,13 @@ def main():
     for name, make in (("small", small), ("big", big)):
         if which not in (name, "both"):
             continue
-        ms = timed(make(), steps)
-        mine = torch.tensor([ms], device="cuda")
-        every = [torch.zeros(1, device="cuda") for _ in range(dist.get_world_size())]
+        ms, issue = timed(make(), steps)
+        mine = torch.tensor([ms, issue], device="cuda")
+        every = [torch.zeros(2, device="cuda") for _ in range(dist.get_world_size())]
         dist.all_gather(every, mine)
         if dist.get_rank() == 0:
-            print(f"ms_per_step {name} {statistics.median(float(t) for t in every):.3f}", flush=True)
+            print(f"ms_per_step {name} {statistics.median(float(t[0]) for t in every):.3f}", flush=True)
+            print(f"issue_ms_per_step {name} {statistics.median(float(t[1]) for t in every):.3f}", flush=True)
     dist.destroy_process_group()
 
 
