@@ -66,7 +66,10 @@ launch() {
     runtime-all) GPUTRACE_CUDA_ENABLE=default,runtime-all "${to[@]}" "$gt" -o "$work/exp" "$@" >"$out" 2>&1 ;;
     noapi) GPUTRACE_CUDA_ENABLE=kernel,memcpy,memset,peer,sync,nvlink "${to[@]}" "$gt" -o "$work/exp" "$@" >"$out" 2>&1 ;;
     kernel) GPUTRACE_CUDA_ENABLE=kernel "${to[@]}" "$gt" -o "$work/exp" "$@" >"$out" 2>&1 ;;
-    floor) CUDA_INJECTION64_PATH=$work/libfloor.so "${to[@]}" "$@" >"$out" 2>&1 ;;
+    # the client in the ranks only: Open MPI's mpirun initializes CUDA
+    # itself (its -x passes the variable to the ranks, see main)
+    floor) if [ "$1" = mpirun ]; then "${to[@]}" "$@" >"$out" 2>&1
+      else CUDA_INJECTION64_PATH=$work/libfloor.so "${to[@]}" "$@" >"$out" 2>&1; fi ;;
     nsys) "${to[@]}" "$nsys" profile -t cuda,nvtx --force-overwrite true -o "$work/nsys-$tag" "$@" >"$out" 2>&1 ;;
     # any other mode names members joined by '+': kernel+sync is
     # GPUTRACE_CUDA_ENABLE=kernel,sync
@@ -80,7 +83,7 @@ for r in $(seq "$rounds"); do
   [ "$r" = 1 ] && [ -n "$nsys" ] && [ "${NSYS:-0}" = 1 ] && m="$m nsys"
   for mode in $m; do
     mpi=(mpirun -np "$ngpu" --bind-to none -x NCCL_NVLS_ENABLE)
-    [ "$mode" = floor ] && mpi+=(-x CUDA_INJECTION64_PATH)
+    [ "$mode" = floor ] && mpi+=(-x "CUDA_INJECTION64_PATH=$work/libfloor.so")
     for w in ${WORKLOADS:-ddp ar8 ar1m}; do
       case $w in
         ddp) launch "$mode" "ddp.$r" torchrun --standalone --nproc-per-node "$ngpu" "$root/bench/programs/ddp_steps.py" both 30 ;;
