@@ -19,8 +19,7 @@
 #
 # The table is printed after every round (a bench cut short still says
 # what it measured); each run is stopped after LAUNCH_TIMEOUT seconds
-# (default 240) and then gives no value: on 4 x H200 the cupti_floor.c
-# mode did not finish (2026-11-27).
+# (default 240) and then gives no value.
 # Usage: [MODES="plain default ..."] [WORKLOADS="ddp ar8 ar1m"] [LAUNCH_TIMEOUT=S] bench/gpu-ddp.sh [ROUNDS]
 #   (gputrace's binaries in $GT_BIN, default
 # .device/bin; the table also in $OUT/bench-ddp.txt when $OUT is set)
