@@ -108,40 +108,23 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
     let cupti =
         Cupti::find_and_load(config.cupti_lib.as_deref()).map_err(|e| format!("CUPTI could not be loaded: {e}"))?;
     let version = cupti.version();
-    let mut handle: sys::CUpti_SubscriberHandle = std::ptr::null_mut();
-    // SAFETY: `handle` is writable; the callback is an extern "C" fn that
-    // never unwinds; no user data is passed.
-    let rc = unsafe { (cupti.subscribe)(&mut handle, Some(on_callback), std::ptr::null_mut()) };
-    match rc {
-        sys::CUPTI_SUCCESS => {}
+    let handle = cupti.subscribe(Some(on_callback)).map_err(|e| match e.code {
         sys::CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED => {
-            return Err("another CUDA profiler (Nsight Systems, say) is already attached to CUPTI".into());
+            "another CUDA profiler (Nsight Systems, say) is already attached to CUPTI".to_string()
         }
         sys::CUPTI_ERROR_INSUFFICIENT_PRIVILEGES | sys::CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES => {
-            return Err("insufficient privileges for CUPTI (see NVreg_RestrictProfilingToAdminUsers)".into());
+            "insufficient privileges for CUPTI (see NVreg_RestrictProfilingToAdminUsers)".to_string()
         }
-        other => {
-            return Err(format!("cuptiSubscribe failed: {}", describe(&cupti, other)));
-        }
+        _ => e.to_string(),
+    })?;
+    if let Some(rc) = cupti.set_thread_id_type(sys::CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM) {
+        rc.map_err(|e| e.to_string())?;
     }
-    let check = |name: &str, rc: sys::CUptiResult| {
-        if rc == sys::CUPTI_SUCCESS { Ok(()) } else { Err(format!("{name} failed: {}", describe(&cupti, rc))) }
-    };
-    // SAFETY: for each call below, the arguments are valid handles and
-    // callbacks of the types CUPTI declares; callbacks never unwind.
-    unsafe {
-        if let Some(f) = cupti.set_thread_id_type {
-            check("cuptiSetThreadIdType", f(sys::CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM))?;
-        }
-        match cupti.activity_register_timestamp_callback {
-            Some(f) => check("cuptiActivityRegisterTimestampCallback", f(Some(monotonic_ns)))?,
-            None => return Err("this CUPTI predates CUDA 11.6 (no timestamp callback)".into()),
-        }
-        check(
-            "cuptiActivityRegisterCallbacks",
-            (cupti.activity_register_callbacks)(Some(buffer_requested), Some(buffer_completed)),
-        )?;
+    match cupti.register_timestamp(Some(monotonic_ns)) {
+        Some(rc) => rc.map_err(|e| e.to_string())?,
+        None => return Err("this CUPTI predates CUDA 11.6 (no timestamp callback)".into()),
     }
+    cupti.register_buffers(Some(buffer_requested), Some(buffer_completed)).map_err(|e| e.to_string())?;
     // `runtime` (not `runtime-all`): the work calls from callbacks, so that
     // the other runtime calls cost nothing (see `api`).
     let callbacks = enabled.runtime && !enabled.runtime_all && crate::api::enable(&cupti, handle);
@@ -149,10 +132,8 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
     crate::api::NOTE_SYNC.store(enabled.sync, Ordering::SeqCst);
     API_CALLBACKS.store(callbacks, Ordering::SeqCst);
     enable_activity(&cupti, enabled, callbacks);
-    if let Some(f) = cupti.activity_flush_period {
-        // SAFETY: as above. A crash loses at most about a second of records.
-        unsafe { f(1000) };
-    }
+    // A crash loses at most about a second of records.
+    let _ = cupti.set_flush_period(1000);
     let capture = config.cuda_capture.clone();
     if let Some(dir) = &capture {
         let _ = std::fs::create_dir_all(dir);
@@ -194,10 +175,8 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
                     ApiDomain::Driver => sys::CUPTI_CB_DOMAIN_DRIVER_API,
                     ApiDomain::Runtime => sys::CUPTI_CB_DOMAIN_RUNTIME_API,
                 };
-                // SAFETY: `handle` is the subscriber made above.
-                let rc = unsafe { (agent.cupti.enable_callback)(1, handle, d, cbid) };
-                if rc != sys::CUPTI_SUCCESS {
-                    tracing::debug!(cbid, result = %describe(&agent.cupti, rc), "copy callback not enabled");
+                if let Err(e) = agent.cupti.enable_callback(handle, d, cbid) {
+                    tracing::debug!(cbid, %e, "copy callback not enabled");
                 }
             }
         }
@@ -242,10 +221,8 @@ fn enable_activity(cupti: &Cupti, enabled: Enabled, callbacks: bool) {
     // enabled, as CUPTI requires; where that fails (no UVM support, some
     // virtualized setups) one warning, and the rest is traced.
     for kind in kinds {
-        // SAFETY: enabling an activity kind has no memory preconditions.
-        let rc = unsafe { (cupti.activity_enable)(kind) };
-        if rc != sys::CUPTI_SUCCESS {
-            tracing::debug!(kind, result = %describe(cupti, rc), "activity kind not enabled");
+        if let Err(e) = cupti.enable_kind(kind) {
+            tracing::debug!(kind, %e, "activity kind not enabled");
         }
     }
     // `runtime` without `runtime-all`: CUPTI records the calls that make or
@@ -259,11 +236,6 @@ fn enable_activity(cupti: &Cupti, enabled: Enabled, callbacks: bool) {
     if enabled.uvm && !start_uvm(cupti, true) {
         UVM_PENDING.store(true, Ordering::SeqCst);
     }
-}
-
-/// CUPTI's text for `rc`.
-pub(crate) fn describe(cupti: &Cupti, rc: sys::CUptiResult) -> String {
-    cupti.result_string(rc).map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| format!("CUPTI error {rc}"))
 }
 
 fn thread_name(tid: u32) -> String {
@@ -284,8 +256,8 @@ extern "C" fn monotonic_ns() -> u64 {
 extern "C" fn at_exit() {
     let exit_started = gputrace_clock::now();
     guarded(|agent| {
-        // SAFETY: flushing runs buffer_completed for the remaining buffers.
-        unsafe { (agent.cupti.activity_flush_all)(sys::CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) };
+        // Runs buffer_completed for the remaining buffers.
+        let _ = agent.cupti.flush_all(true);
         // They were queued: converted here, after what the agent's thread
         // is converting.
         if !handoff::drain(convert, Duration::from_secs(10)) {
@@ -321,12 +293,9 @@ impl Agent {
     ///
     /// `buffer` holds `valid` bytes of records written by CUPTI.
     unsafe fn records(&self, buffer: *mut u8, valid: usize) -> (Vec<Record>, Vec<Vec<u8>>) {
-        let mut ptrs: Vec<usize> = Vec::new();
-        let mut rec: *mut sys::CUpti_Activity = std::ptr::null_mut();
-        // SAFETY: CUPTI walks its own buffer; `rec` is its cursor.
-        while unsafe { (self.cupti.activity_get_next_record)(buffer, valid, &mut rec) } == sys::CUPTI_SUCCESS {
-            ptrs.push(rec as usize);
-        }
+        // SAFETY: the caller's buffer of CUPTI's records, alive for this call.
+        let ptrs: Vec<usize> =
+            unsafe { self.cupti.record_addresses(buffer, valid) }.into_iter().map(|p| p as usize).collect();
         let base = buffer as usize;
         let mut records = Vec::with_capacity(ptrs.len());
         let mut raw = Vec::new();
@@ -421,21 +390,14 @@ impl Agent {
     /// Keeps a created context's or stream's handle with CUPTI's ids for
     /// it (written with the next buffer): what NVTX names resolve through.
     fn note_handle(&self, kind: raw::CudaObject, context: sys::CUcontext, stream: sys::CUstream) {
-        let mut ctx = 0u32;
-        // SAFETY: CUPTI's handles from its callback; outputs are ours.
-        if unsafe { (self.cupti.get_context_id)(context, &mut ctx) } != sys::CUPTI_SUCCESS {
-            return;
-        }
+        // SAFETY: CUPTI's handles from its callback, alive during it.
+        let Ok(ctx) = (unsafe { self.cupti.context_id(context) }) else { return };
         let (handle, sid) = match kind {
-            raw::CudaObject::Stream => {
-                let mut sid = 0u32;
-                let Some(get_stream_id) = self.cupti.get_stream_id_ex else { return };
-                // SAFETY: as above.
-                if unsafe { get_stream_id(context, stream, 0, &mut sid) } != sys::CUPTI_SUCCESS {
-                    return;
-                }
-                (stream as u64, sid)
-            }
+            // SAFETY: as above.
+            raw::CudaObject::Stream => match unsafe { self.cupti.stream_id(context, stream) } {
+                Some(Ok(sid)) => (stream as u64, sid),
+                _ => return,
+            },
             _ => (context as u64, 0),
         };
         let def = raw::Definition::CudaHandle { kind, handle, context: ctx, stream: sid };
@@ -541,9 +503,7 @@ impl State {
 /// Enables `GRAPH_TRACE` (`GPUTRACE_CUDA_ENABLE` has `graph`); says so
 /// when this CUPTI refuses it, since graphs are then traced node by node.
 fn enable_graph_trace(cupti: &Cupti) {
-    // SAFETY: enabling an activity kind has no memory preconditions.
-    let rc = unsafe { (cupti.activity_enable)(sys::CUPTI_ACTIVITY_KIND_GRAPH_TRACE) };
-    if rc != sys::CUPTI_SUCCESS {
-        tracing::warn!(result = %describe(cupti, rc), "graph-level trace not enabled: graphs are traced node by node");
+    if let Err(e) = cupti.enable_kind(sys::CUPTI_ACTIVITY_KIND_GRAPH_TRACE) {
+        tracing::warn!(%e, "graph-level trace not enabled: graphs are traced node by node");
     }
 }

@@ -60,21 +60,14 @@ pub(crate) fn runtime_callbacks(cupti: &Cupti) -> Vec<(u32, String)> {
 
 /// Enables the callbacks of the work calls; false when CUPTI refused one
 /// (then the caller records the runtime API from activity records).
-pub(crate) fn enable(cupti: &Cupti, subscriber: sys::CUpti_SubscriberHandle) -> bool {
+pub(crate) fn enable(cupti: &Cupti, subscriber: sys::Subscriber) -> bool {
     let mut enabled = 0u32;
     for (cbid, name) in runtime_callbacks(cupti) {
         if !names::is_work_call(names::api_name(&name)) {
             continue;
         }
-        // SAFETY: `subscriber` is the agent's subscriber; a callback id
-        // CUPTI named.
-        let rc = unsafe { (cupti.enable_callback)(1, subscriber, sys::CUPTI_CB_DOMAIN_RUNTIME_API, cbid) };
-        if rc != sys::CUPTI_SUCCESS {
-            tracing::debug!(
-                cbid,
-                rc,
-                "runtime callback not enabled: the runtime API is recorded from activity records"
-            );
+        if let Err(e) = cupti.enable_callback(subscriber, sys::CUPTI_CB_DOMAIN_RUNTIME_API, cbid) {
+            tracing::debug!(cbid, %e, "runtime callback not enabled: the runtime API is recorded from activity records");
             return false;
         }
         enabled += 1;
@@ -207,16 +200,15 @@ fn region(rec: &Recorder, cbid: u32, name_of: &impl Fn(u32) -> Option<String>) -
 /// leaves the others out (the cost of `runtime-all`, the trace of
 /// `runtime`).
 pub fn select_runtime_calls(cupti: &Cupti) {
-    let Some(enable) = cupti.activity_enable_runtime_api else {
+    if cupti.activity_enable_runtime_api.is_none() {
         tracing::debug!("this CUPTI records every runtime call (no cuptiActivityEnableRuntimeApi)");
         return;
-    };
+    }
     let named = runtime_callbacks(cupti);
     let mut kept = 0u32;
     for (cbid, name) in &named {
         let keep = names::is_work_call(names::api_name(name));
-        // SAFETY: a callback id CUPTI named; no memory preconditions.
-        if unsafe { enable(*cbid, u8::from(keep)) } == sys::CUPTI_SUCCESS && keep {
+        if matches!(cupti.select_runtime_call(*cbid, keep), Some(Ok(()))) && keep {
             kept += 1;
         }
     }

@@ -56,7 +56,7 @@ pub fn node_callbacks(kernels: bool) -> impl Iterator<Item = u32> {
 ///
 /// `resource` is the data CUPTI passed to the resource callback `cbid`.
 pub unsafe fn node_made(cupti: &Cupti, cbid: u32, resource: &sys::CUpti_ResourceData) -> Option<raw::Definition> {
-    let node_id = cupti.get_graph_node_id?;
+    cupti.get_graph_node_id?;
     let data = resource.resourceDescriptor as *const sys::CUpti_GraphData;
     if data.is_null() {
         return None;
@@ -67,11 +67,8 @@ pub unsafe fn node_made(cupti: &Cupti, cbid: u32, resource: &sys::CUpti_Resource
     if data.nodeType != sys::CU_GRAPH_NODE_TYPE_KERNEL {
         return None;
     }
-    let id = |node: sys::CUgraphNode| {
-        let mut id = 0u64;
-        // SAFETY: a node handle from CUPTI's data; the output is ours.
-        (unsafe { node_id(node, &mut id) } == sys::CUPTI_SUCCESS).then_some(id)
-    };
+    // SAFETY: a node handle from CUPTI's data, alive during the callback.
+    let id = |node: sys::CUgraphNode| unsafe { cupti.graph_node_id(node) }?.ok();
     let node = id(data.node)?;
     let original = if cbid == sys::CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED { id(data.originalNode)? } else { 0 };
     let (thread, time) = (recorder::identity::thread_id(), gputrace_clock::now());

@@ -7,8 +7,6 @@ use recorder::diag;
 
 use cupti_sys::{self as sys, Cupti};
 
-use crate::agent::describe;
-
 /// Configures the unified-memory counters and enables their records;
 /// false when CUPTI is not ready for them yet (and `early`: the caller
 /// tries again later); any other failure is one warning.
@@ -22,26 +20,19 @@ pub(crate) fn start_uvm(cupti: &Cupti, early: bool) -> bool {
             return true;
         }
     }
-    // SAFETY: enabling an activity kind has no memory preconditions.
-    let rc = unsafe { (cupti.activity_enable)(sys::CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) };
-    if not_ready(rc) {
-        return false;
+    match cupti.enable_kind(sys::CUPTI_ACTIVITY_KIND_UNIFIED_MEMORY_COUNTER) {
+        Err(e) if not_ready(e.code) => false,
+        Err(e) => {
+            diag::warn_once(&format!("unified memory is not traced: {e}"));
+            true
+        }
+        Ok(()) => true,
     }
-    if rc != sys::CUPTI_SUCCESS {
-        diag::warn_once(&format!("unified memory is not traced: {}", describe(cupti, rc)));
-    }
-    true
 }
 
 /// Configures the unified-memory counters gputrace records (every one of
 /// [`crate::memory::UVM_COUNTERS`], for all devices of the process).
 fn configure_uvm(cupti: &Cupti) -> Result<(), (sys::CUptiResult, String)> {
-    let Some(configure) = cupti.activity_configure_unified_memory_counter else {
-        return Err((
-            sys::CUPTI_ERROR_NOT_SUPPORTED,
-            "this CUPTI lacks cuptiActivityConfigureUnifiedMemoryCounter".into(),
-        ));
-    };
     let mut config: Vec<sys::CUpti_ActivityUnifiedMemoryCounterConfig> = crate::memory::UVM_COUNTERS
         .iter()
         .map(|&(kind, ..)| sys::CUpti_ActivityUnifiedMemoryCounterConfig {
@@ -51,19 +42,18 @@ fn configure_uvm(cupti: &Cupti) -> Result<(), (sys::CUptiResult, String)> {
             enable: 1,
         })
         .collect();
-    // SAFETY: `config` holds `len` initialized entries CUPTI only reads.
-    let rc = unsafe { configure(config.as_mut_ptr(), config.len() as u32) };
-    if rc == sys::CUPTI_SUCCESS {
-        return Ok(());
-    }
+    let Some(first) = cupti.configure_unified_memory(&mut config) else {
+        return Err((
+            sys::CUPTI_ERROR_NOT_SUPPORTED,
+            "this CUPTI lacks cuptiActivityConfigureUnifiedMemoryCounter".into(),
+        ));
+    };
+    let Err(e) = first else { return Ok(()) };
     // Some drivers refuse one counter (thrashing, DtoD): try the four that
     // matter alone.
     config.retain(|c| matches!(c.kind, 1..=4));
-    // SAFETY: as above.
-    let retry = unsafe { configure(config.as_mut_ptr(), config.len() as u32) };
-    if retry == sys::CUPTI_SUCCESS {
-        Ok(())
-    } else {
-        Err((rc, format!("cuptiActivityConfigureUnifiedMemoryCounter failed: {}", describe(cupti, rc))))
+    match cupti.configure_unified_memory(&mut config) {
+        Some(Ok(())) => Ok(()),
+        _ => Err((e.code, e.to_string())),
     }
 }

@@ -14,6 +14,9 @@
 //! - [`Cupti`]: the library, `dlopen`ed by [`Cupti::load`] or found by
 //!   [`Cupti::find_and_load`] (see [`discover`]), with a pointer to each
 //!   function.
+//! - The calls gputrace makes, as methods of [`Cupti`] returning a
+//!   `Result` (`calls.rs`): safe where the arguments are values, `unsafe`
+//!   where they are driver handles.
 //! - [`CuptiVersion`]: the loaded release, the [`Layout`] (generated module)
 //!   that matches it, and per activity kind the [`RecordStruct`] to cast a
 //!   record to.
@@ -81,6 +84,7 @@ generated! {
     common
 }
 
+mod calls;
 pub mod discover;
 pub mod driver;
 mod elf;
@@ -88,6 +92,7 @@ mod error;
 mod library;
 mod version;
 
+pub use calls::Subscriber;
 pub use common::*;
 pub use discover::{Candidate, Origin, SearchEnv, candidates, driver_cuda_version};
 pub use error::{CuptiError, LoadError, UnsupportedVersion};

@@ -50,6 +50,8 @@ fn real_libraries_report_the_expected_versions() {
             .find_map(|l| l.strip_prefix("OUTCOME "))
             .unwrap_or_else(|| panic!("{library}: no outcome\n{stdout}{}", String::from_utf8_lossy(&output.stderr)));
         println!("{library}: {outcome}");
+        let safe = stdout.lines().find_map(|l| l.strip_prefix("SAFE ")).unwrap_or_default();
+        assert!(safe.starts_with("cuptiActivityEnable failed: CUPTI_ERROR_"), "{library}: {safe}");
         let got = outcome.split(' ').next().unwrap();
         assert_eq!(got, expected, "{library}: {outcome}");
     }
@@ -66,6 +68,13 @@ fn child(library: &str) {
             // SAFETY: writes one u64 to a valid pointer.
             let ok = cupti.check("cuptiGetTimestamp", unsafe { (cupti.get_timestamp)(&mut now) });
             let invalid = cupti.result_string(cupti_sys::CUPTI_ERROR_INVALID_KIND);
+            // The safe calls: a kind no release has is refused, as an
+            // error naming the call.
+            // (Without a driver CUPTI answers CUPTI_ERROR_UNKNOWN.)
+            match cupti.enable_kind(0x7fff_0000) {
+                Ok(()) => println!("SAFE accepted a bogus kind"),
+                Err(e) => println!("SAFE {e}"),
+            }
             println!(
                 "OUTCOME {major}.{minor} {version} layout={:?} path={} timestamp={ok:?} name(21)={invalid:?} timestamp_callback={} driver_api={}",
                 version.layout(),

@@ -30,9 +30,8 @@ pub(super) unsafe extern "C" fn buffer_completed(
     valid: usize,
 ) {
     guarded(|agent| {
-        let mut dropped = 0usize;
-        // SAFETY: `ctx`/`stream` are the ones CUPTI passed for this buffer.
-        if unsafe { (agent.cupti.activity_get_num_dropped_records)(ctx, stream, &mut dropped) } == sys::CUPTI_SUCCESS
+        // SAFETY: `ctx` is the one CUPTI passed with this buffer.
+        if let Ok(dropped) = unsafe { agent.cupti.dropped_records(ctx, stream) }
             && dropped > 0
         {
             crate::lost::note(crate::lost::SourceLoss::CuptiDropped, dropped as u64);

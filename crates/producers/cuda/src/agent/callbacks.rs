@@ -9,13 +9,11 @@ use super::*;
 /// names a program gives them through NVTX find them (a cost at creation
 /// only; the first context also starts GPU metrics and unified memory,
 /// see `on_callback`); with `kernel`, graph kernel nodes (see `graphs`).
-pub(super) fn enable_resource_callbacks(agent: &Agent, handle: sys::CUpti_SubscriberHandle) {
+pub(super) fn enable_resource_callbacks(agent: &Agent, handle: sys::Subscriber) {
     let made = [sys::CUPTI_CBID_RESOURCE_CONTEXT_CREATED, sys::CUPTI_CBID_RESOURCE_STREAM_CREATED];
     for cbid in made.into_iter().chain(crate::graphs::node_callbacks(agent.enabled.kernel)) {
-        // SAFETY: `handle` is the agent's subscriber.
-        let rc = unsafe { (agent.cupti.enable_callback)(1, handle, sys::CUPTI_CB_DOMAIN_RESOURCE, cbid) };
-        if rc != sys::CUPTI_SUCCESS {
-            tracing::debug!(cbid, result = %describe(&agent.cupti, rc), "resource callback not enabled");
+        if let Err(e) = agent.cupti.enable_callback(handle, sys::CUPTI_CB_DOMAIN_RESOURCE, cbid) {
+            tracing::debug!(cbid, %e, "resource callback not enabled");
         }
     }
 }
@@ -72,10 +70,8 @@ pub(super) unsafe extern "C" fn on_callback(
             agent.note_handle(raw::CudaObject::Stream, resource.context, std::ptr::null_mut());
             // GPU metrics from the context's creation on (see `early`).
             if agent.nvml_intervals().any() {
-                let mut ordinal = 0u32;
-                // SAFETY: CUPTI's context handle from its callback; the
-                // output is ours.
-                if unsafe { (agent.cupti.get_device_id)(resource.context, &mut ordinal) } == sys::CUPTI_SUCCESS {
+                // SAFETY: CUPTI's context handle from its callback.
+                if let Ok(ordinal) = unsafe { agent.cupti.device_id(resource.context) } {
                     early(ordinal);
                 }
             }
@@ -102,7 +98,7 @@ pub(super) static PROFILER_STOP: AtomicU32 = AtomicU32::new(0);
 
 /// Enables the callbacks of cuProfilerStart and cuProfilerStop, found by
 /// their names among the driver's callback ids.
-pub(super) fn enable_profiler_callbacks(cupti: &Cupti, handle: sys::CUpti_SubscriberHandle) {
+pub(super) fn enable_profiler_callbacks(cupti: &Cupti, handle: sys::Subscriber) {
     let mut unnamed_in_a_row = 0;
     for cbid in 1..4096u32 {
         let Some(name) = cupti.callback_name(sys::CUPTI_CB_DOMAIN_DRIVER_API, cbid) else {
@@ -118,16 +114,12 @@ pub(super) fn enable_profiler_callbacks(cupti: &Cupti, handle: sys::CUpti_Subscr
             b"cuProfilerStop" => &PROFILER_STOP,
             _ => continue,
         };
-        // SAFETY: `handle` is the agent's subscriber.
-        let rc = unsafe { (cupti.enable_callback)(1, handle, sys::CUPTI_CB_DOMAIN_DRIVER_API, cbid) };
-        if rc == sys::CUPTI_SUCCESS {
-            slot.store(cbid, Ordering::Relaxed);
-        } else {
-            diag::warn_once(&format!(
-                "the callback of {} could not be enabled ({}): --capture-range cudaProfilerApi records nothing",
+        match cupti.enable_callback(handle, sys::CUPTI_CB_DOMAIN_DRIVER_API, cbid) {
+            Ok(()) => slot.store(cbid, Ordering::Relaxed),
+            Err(e) => diag::warn_once(&format!(
+                "the callback of {} could not be enabled ({e}): --capture-range cudaProfilerApi records nothing",
                 name.to_string_lossy(),
-                describe(cupti, rc)
-            ));
+            )),
         }
     }
     if PROFILER_START.load(Ordering::Relaxed) == 0 || PROFILER_STOP.load(Ordering::Relaxed) == 0 {
