@@ -158,8 +158,10 @@ pub struct Process {
     pub cut: u64,
     /// An MPI process that never called MPI_Finalize.
     pub no_finalize: bool,
-    /// The signal that killed it, when it had time to say so.
+    /// The signal that killed it, when it had time to say so, and when
+    /// (its own clock).
     pub signal: Option<u32>,
+    pub signal_time: Option<u64>,
     /// When the process's producers began their final flush (0: unknown).
     pub exit_started: u64,
     pub command: Vec<String>,
@@ -354,6 +356,7 @@ fn build_process(mut streams: Vec<RawFile>) -> Process {
         cut: 0,
         no_finalize: false,
         signal: None,
+        signal_time: None,
         exit_started: 0,
         command: first.command.clone(),
         timer: None,
@@ -394,7 +397,10 @@ fn stream_defs(p: &mut Process, s: &RawFile) -> StreamDefs {
                 ended = true;
                 p.exit_started = p.exit_started.max(*exit_started);
             }
-            Definition::Signal { signal, .. } => p.signal = Some(*signal),
+            Definition::Signal { signal, time } => {
+                p.signal = Some(*signal);
+                p.signal_time = Some(*time);
+            }
             Definition::CommName { id, name } => {
                 d.comm_names.insert(*id, name.clone());
             }

@@ -32,6 +32,8 @@ pub(crate) struct Passes<'a> {
     /// The pass uses fewer threads than `jobs` allows: a location may be
     /// read on a thread of its own while it is written.
     pub(crate) spare_thread: bool,
+    /// Per process, when it was seen stopped (`run::stopped_at`).
+    pub(crate) stopped_at: &'a [Option<u64>],
 }
 
 /// One location to write: its process, its place in the process's plan,
@@ -327,7 +329,17 @@ impl Passes<'_> {
         let loc = &plan.locations[u.location];
         let floors = if self.floors.is_empty() { Vec::new() } else { self.floors.of(u.process, &loc.feeds) };
         let pipelined = self.spare_thread && u.events >= write::PIPELINE_EVENTS;
-        let cx = write::Context { process: p, plan, layout, attributes, observer: self.observer, floors, pipelined };
+        let stopped_at = self.stopped_at.get(u.process).copied().flatten();
+        let cx = write::Context {
+            process: p,
+            plan,
+            layout,
+            attributes,
+            observer: self.observer,
+            floors,
+            pipelined,
+            stopped_at,
+        };
         extra.begin_location(u.process, loc);
         let repairs = match writers {
             Some(writers) => {

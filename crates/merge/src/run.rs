@@ -83,7 +83,15 @@ pub(crate) fn run<E: Extra>(
         clocks: correction.as_ref().map(correct::Report::for_summary),
         ..RunSummary::default()
     };
+    let stopped_at = stopped_at(&processes, options.program_ended);
     let (first, mut last) = trace_bounds(&processes, &clocks);
+    // Calls in flight in a stopped process end when the job was seen to
+    // end (see `stopped_at`).
+    for (p, at) in stopped_at.iter().enumerate() {
+        if let Some(at) = at {
+            last = last.max(clocks[p].global(*at));
+        }
+    }
     // Receives moved later may end a location.
     for (p, floor) in floors.latest() {
         last = last.max(clocks[p].global(floor));
@@ -102,6 +110,7 @@ pub(crate) fn run<E: Extra>(
         comm: comm.clone(),
         floors: &floors,
         spare_thread: false,
+        stopped_at: &stopped_at,
     };
     let merged = match options.archive {
         Some(target) => pass.archive(&target, &clocks, (first, last), extra),
@@ -126,6 +135,17 @@ pub(crate) fn run<E: Extra>(
         summary.exit_to_archive = Some(gputrace_clock::now().saturating_sub(ended));
     }
     Ok(Some(summary))
+}
+
+/// Per process, when it was seen stopped, on its own clock: the time of
+/// the signal that ended it (its guardian's Signal record), or for a
+/// process of this host that never closed its trace (SIGKILL), the moment
+/// the launcher saw the job end. The calls it had in flight end there
+/// rather than at its last event. Processes that finished, and killed
+/// ones of other hosts (whose clocks the launcher's does not read): `None`.
+fn stopped_at(processes: &[Process], program_ended: Option<u64>) -> Vec<Option<u64>> {
+    let here = gputrace_clock::domain();
+    processes.iter().map(|p| p.signal_time.or(program_ended.filter(|_| p.unclosed && p.clock_domain == here))).collect()
 }
 
 /// The earliest and latest event times, on the reference clock.

@@ -59,6 +59,10 @@ struct Pass<'a, S: Sink> {
     graph_launch: Option<(RegionRef, u32)>,
 }
 
+/// The attribute on the Leave of a region still open at its location's
+/// end (see `close_open_regions`).
+pub const IN_FLIGHT: &str = "GPUTRACE::IN_FLIGHT";
+
 /// What the pass of one location met and repaired.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Repairs {
@@ -90,6 +94,9 @@ pub struct Context<'a> {
     /// Read the location on a thread of its own while it is written
     /// ([`pipeline`]): a large location, and a thread is free.
     pub pipelined: bool,
+    /// When the process was seen stopped without closing its trace: the
+    /// calls still open at the location's end last until then.
+    pub stopped_at: Option<u64>,
 }
 
 /// Hands the events of one location to `sink`.
@@ -156,9 +163,11 @@ pub fn location_events(cx: Context<'_>, loc: &LocationPlan, sink: impl Sink) -> 
         (timeline.clamped, timeline.problems)
     };
     cx.observer.progress(count % 65536);
-    pass.close_open_regions(last)?;
+    // Calls still in flight in a process seen stopped end when it was.
+    let end = if pass.stack.is_empty() { last } else { cx.stopped_at.map_or(last, |s| s.max(last)) };
+    pass.close_open_regions(end)?;
     if begun {
-        pass.program(last, None)?;
+        pass.program(end, None)?;
     }
     pass.repairs.events = count;
     pass.repairs.clamped = clamped;
@@ -279,9 +288,21 @@ impl<S: Sink> Pass<'_, S> {
         Ok(())
     }
 
+    /// The regions still open at the location's last event: calls that
+    /// had not returned when its recording ended (a hung or killed
+    /// process). Each is left there, its Leave marked with
+    /// [`IN_FLIGHT`] for `analyze`.
     fn close_open_regions(&mut self, last: u64) -> Step {
         while let Some((open, index, since)) = self.stack.pop() {
             self.repairs.closed_open_regions += 1;
+            if let Some(a) = self.named_attribute(
+                IN_FLIGHT,
+                "the call had not returned when the location's recording ended: its Leave is that end",
+                otf2::Type::U64,
+            ) {
+                self.pending.retain(|(p, _)| *p != a);
+                self.pending.push((a, AttributeValue::U64(1)));
+            }
             self.leave_region(last, open, index, last - since)?;
         }
         Ok(())
@@ -375,9 +396,10 @@ impl<S: Sink> Pass<'_, S> {
         Ok(())
     }
 
-    /// An attribute the memory events carry, defined at its first use
-    /// (archives without memory events do not get it).
-    fn memory_attribute(&mut self, name: &str, description: &str, ty: otf2::Type) -> Option<AttributeRef> {
+    /// An attribute of the merge's own (the memory events', the in-flight
+    /// mark), defined at its first use (archives without such events do
+    /// not get it).
+    fn named_attribute(&mut self, name: &str, description: &str, ty: otf2::Type) -> Option<AttributeRef> {
         let mut defs = self.sink.defs()?;
         let key = (name.to_string(), ty == otf2::Type::String);
         Some(self.attributes.get(key, || defs.attribute(name, description, ty)))
@@ -393,16 +415,16 @@ impl<S: Sink> Pass<'_, S> {
             let kind = self.string(m.memory.name());
             attrs.push((a.memory, kind));
         }
-        if let Some(a) = self.memory_attribute("address", "address of the allocation", otf2::Type::U64) {
+        if let Some(a) = self.named_attribute("address", "address of the allocation", otf2::Type::U64) {
             attrs.push((a, AttributeValue::U64(m.address)));
         }
         if let Some(a) =
-            self.memory_attribute("CUDA stream", "CUPTI stream id of a stream-ordered allocation", otf2::Type::U32)
+            self.named_attribute("CUDA stream", "CUPTI stream id of a stream-ordered allocation", otf2::Type::U32)
         {
             attrs.push((a, AttributeValue::U32(m.stream)));
         }
         if m.flags != 0
-            && let Some(a) = self.memory_attribute(
+            && let Some(a) = self.named_attribute(
                 "allocation flags",
                 "1 stream-ordered, 2 from a memory pool, 4 from an imported pool",
                 otf2::Type::U32,
@@ -426,7 +448,7 @@ impl<S: Sink> Pass<'_, S> {
             ("pool bytes in use", "bytes of the pool allocated", p.utilized),
         ];
         for (name, description, value) in fields {
-            if let Some(a) = self.memory_attribute(name, description, otf2::Type::U64) {
+            if let Some(a) = self.named_attribute(name, description, otf2::Type::U64) {
                 attrs.push((a, AttributeValue::U64(value)));
             }
         }

@@ -225,7 +225,7 @@ impl Text<'_> {
         if self.closed_open_regions > 0 || self.clamped > 0 || self.unmatched_leaves > 0 {
             let _ = writeln!(
                 s,
-                "repaired: {} regions left open closed at their location's last event, {} out-of-order timestamps \
+                "repaired: {} regions left open closed at their location's end, {} out-of-order timestamps \
                  clamped, {} unmatched leaves dropped",
                 self.closed_open_regions, self.clamped, self.unmatched_leaves
             );
