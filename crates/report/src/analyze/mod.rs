@@ -37,6 +37,7 @@ mod describe;
 mod render;
 pub mod replay;
 pub mod stragglers;
+pub mod stuck;
 #[cfg(test)]
 mod tests;
 pub mod totals;
@@ -309,6 +310,12 @@ pub struct Analysis {
     /// Per process that computed more than the median: the run's length
     /// had it computed the median's time ([`critical::what_if`]).
     pub what_if: Vec<WhatIf>,
+    /// The calls that had not returned when the recording ended (a hung
+    /// or killed job), the innermost per thread ([`stuck`]).
+    pub in_flight: Vec<stuck::InFlight>,
+    /// Per communicator, the collective some ranks wait in and others
+    /// never entered ([`stuck`]).
+    pub stuck: Vec<stuck::Stuck>,
     /// The point-to-point messages paired (MPI, NCCL, `MPI_COMM_SELF`).
     pub messages: MessageCount,
     /// What could not be analysed (messages without a match...).

@@ -339,6 +339,55 @@ fn stragglers_table(a: &Analysis, top: usize) -> Table {
     t
 }
 
+/// The calls in flight when the recording ended, the longest running
+/// first (at most `top`).
+fn in_flight_table(a: &Analysis, top: usize) -> Table {
+    let mut t = Table::new(
+        "in_flight",
+        "In flight when the recording ended: the calls that had not returned",
+        &["Process", "Thread", "Call", "Since (s)", "Running For", "Call Path"],
+    );
+    for f in a.in_flight.iter().take(top) {
+        t.rows.push(vec![
+            Cell::Text(f.process.clone()),
+            Cell::Text(f.location.clone()),
+            Cell::Text(names::cut(&f.call, 40)),
+            Cell::Text(secs(f.since_ns)),
+            Cell::Text(human_ns(f.for_ns)),
+            Cell::Text(names::cut(&f.path, 60)),
+        ]);
+    }
+    t.notes.push(
+        "A call is in flight when its location's recording ended inside it: the job was stopped (a hang, a \
+         signal, a killed rank) while the call ran."
+            .into(),
+    );
+    t
+}
+
+/// One line per communicator whose collective some ranks wait in and
+/// others never entered.
+pub fn stuck_lines(a: &Analysis) -> Vec<String> {
+    a.stuck
+        .iter()
+        .map(|s| {
+            format!(
+                "Stuck: {} {} wait{} in {}, collective #{} on {} {}; {} {} never entered it ({})",
+                if s.waiting.contains(['-', ',']) { "ranks" } else { "rank" },
+                s.waiting,
+                if s.waiting.contains(['-', ',']) { "" } else { "s" },
+                s.calls.join("/"),
+                thousands(s.operation),
+                s.paradigm,
+                communicator(Some(&s.communicator), Some(s.communicator_size), Some(&s.communicator_ranks)),
+                if s.missing.contains(['-', ',']) { "ranks" } else { "rank" },
+                s.missing,
+                s.missing_doing.join("; ")
+            )
+        })
+        .collect()
+}
+
 /// The worst straggler in one line, when the waiting it caused is at
 /// least 1% of the run and it came last more than once.
 pub fn straggler_line(a: &Analysis) -> Option<String> {
@@ -466,6 +515,13 @@ pub fn write_table(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
             writeln!(out, " {line}\n")?;
         }
     }
+    if !a.in_flight.is_empty() {
+        writeln!(out, "{}", in_flight_table(a, 20).render(None))?;
+        for line in stuck_lines(a) {
+            writeln!(out, " {line}")?;
+        }
+        writeln!(out)?;
+    }
     for n in &a.notes {
         writeln!(out, "note: {n}")?;
     }
@@ -505,6 +561,11 @@ pub fn summary_lines(a: &Analysis, n: usize) -> Vec<String> {
 /// most time lost, and how many more `gputrace analyze` shows.
 pub fn summary_block(a: &Analysis, top: usize, dir: &str) -> String {
     let mut s = String::new();
+    for line in stuck_lines(a) {
+        s.push_str("analysis: ");
+        s.push_str(&line);
+        s.push('\n');
+    }
     if a.findings.is_empty() {
         s.push_str("analysis: no MPI wait states, GPU rule findings or load imbalance\n");
         return s;

@@ -37,6 +37,7 @@ impl Pass<'_> {
             ));
         }
         let critical_path = timelines.path(&self);
+        let (in_flight, stuck) = self.stuck();
         let what_if = critical_path.as_ref().map(|p| critical::what_if(p, &ranks)).unwrap_or_default();
         Analysis {
             archive,
@@ -53,10 +54,46 @@ impl Pass<'_> {
             stragglers,
             critical_path,
             what_if,
+            in_flight,
+            stuck,
             messages: self.pairs,
             notes,
             program: None,
         }
+    }
+
+    /// The calls in flight at the end, and per communicator the
+    /// collective some ranks wait in that others never entered.
+    fn stuck(&self) -> (Vec<crate::analyze::stuck::InFlight>, Vec<crate::analyze::stuck::Stuck>) {
+        use crate::analyze::stuck::Member;
+        let in_flight = self.noted.in_flight(self);
+        if in_flight.is_empty() {
+            return (in_flight, Vec::new());
+        }
+        let mut comms: Vec<_> = self.model.comms.iter().filter(|(_, c)| !c.is_self).collect();
+        comms.sort_by_key(|(r, _)| r.id());
+        let mut stuck = Vec::new();
+        for (&comm, info) in comms {
+            let mut members: Vec<Member> = Vec::new();
+            for p in info.processes.iter().flatten() {
+                if members.iter().any(|m| m.process == *p) {
+                    // One process holding several ranks (NCCL driving
+                    // several GPUs): not compared.
+                    members.clear();
+                    break;
+                }
+                members.push(Member { process: *p, ended: self.coll_seq.get(&(*p, comm)).copied().unwrap_or(0) });
+            }
+            if members.len() < 2 {
+                continue;
+            }
+            if let Some(c) = self.communicator(comm)
+                && let Some(s) = self.noted.stuck(c, &members, self)
+            {
+                stuck.push(s);
+            }
+        }
+        (in_flight, stuck)
     }
 
     /// What the pass could not analyse, said in the report.

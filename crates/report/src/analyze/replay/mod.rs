@@ -223,6 +223,9 @@ struct Attrs {
     bytes: Option<AttributeRef>,
     src_memory: Option<AttributeRef>,
     dst_memory: Option<AttributeRef>,
+    /// The merge's mark on the Leave of a call still open at its
+    /// location's end ([`super::stuck`]).
+    in_flight: Option<AttributeRef>,
 }
 
 struct Pass<'a> {
@@ -250,6 +253,8 @@ struct Pass<'a> {
     /// one process driving several GPUs are not compared).
     distinct: Map<CommRef, bool>,
     stragglers: Stragglers,
+    /// The calls still in flight when their locations' recording ended.
+    noted: super::stuck::Noted,
     /// Region changes and wait states per host thread (critical path).
     timelines: Timelines,
     // CUDA.
@@ -291,6 +296,7 @@ pub fn run(reader: &mut TraceReader, options: &Options, sink: &mut dyn Sink) -> 
             "bytes" => &mut attrs.bytes,
             "source memory" => &mut attrs.src_memory,
             "destination memory" => &mut attrs.dst_memory,
+            "GPUTRACE::IN_FLIGHT" => &mut attrs.in_flight,
             _ => continue,
         };
         slot.get_or_insert(a);
@@ -318,6 +324,7 @@ pub fn run(reader: &mut TraceReader, options: &Options, sink: &mut dyn Sink) -> 
         coll_seq: Map::default(),
         distinct: Map::default(),
         stragglers: Stragglers::default(),
+        noted: super::stuck::Noted::default(),
         timelines: Timelines::new(location_count),
         launches: Map::default(),
         launch_order: VecDeque::new(),
@@ -410,6 +417,16 @@ impl Pass<'_> {
         self.model.processes[p].rank
     }
 
+    /// A call the merge marked as still open at the location's end.
+    fn note_in_flight(&mut self, l: usize, t: u64, region: RegionRef) {
+        let stack = &self.locs[l].host.stack;
+        let Some(frame) = stack.iter().rposition(|f| f.region == region).map(|i| &stack[i]) else { return };
+        let (enter, node) = (frame.enter, frame.node);
+        let path: Vec<&str> = self.paths.regions(node).iter().map(|r| self.region_name(*r)).collect();
+        let call = self.region_name(region).to_owned();
+        self.noted.calls.push((l, call, path.join(" > "), enter, t));
+    }
+
     fn mpi_comm(&self, comm: CommRef) -> bool {
         self.model.comms.get(&comm).is_some_and(|c| !c.is_nccl && !c.is_self)
     }
@@ -428,7 +445,12 @@ impl EventVisitor for Pass<'_> {
     fn leave(&mut self, ev: &EventContext<'_>, region: RegionRef) {
         let Some(&l) = self.loc_index.get(&ev.location) else { return };
         match self.locs[l].kind {
-            LocationKind::HostThread => self.host_leave(l, ev.time, region),
+            LocationKind::HostThread => {
+                if self.attrs.in_flight.is_some_and(|a| ev.attributes.get(a).is_some()) {
+                    self.note_in_flight(l, ev.time, region);
+                }
+                self.host_leave(l, ev.time, region)
+            }
             LocationKind::GpuStream => self.stream_leave(l, ev.time, region),
             LocationKind::Metrics => {}
         }

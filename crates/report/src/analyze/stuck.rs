@@ -1,0 +1,225 @@
+//! What was in flight when the recording ended: the calls that had not
+//! returned on each thread (a hung job stopped, a rank killed), and per
+//! communicator the collective some ranks wait in that others never
+//! entered.
+//!
+//! The merge closes a region still open at its location's end — its last
+//! event, or for a process of the launcher's host that never closed its
+//! trace, when the launcher saw the job end — and marks its Leave with
+//! `GPUTRACE::IN_FLIGHT`; the pass notes
+//! each such call with its thread (the innermost first). Per communicator
+//! (MPI, and NCCL's of distinct processes) the pass counts the collectives
+//! each rank ended; when the recording ended, the next one, numbered from
+//! 1 in the communicator's order, was *waited in* by the ranks that had
+//! ended as many as the most and were inside a collective call, and
+//! *never entered* by the others. A call's communicator is recorded when
+//! it returns: a rank inside any collective call counts as having entered
+//! the next one on each of its communicators.
+
+use serde::Serialize;
+
+use super::describe::Describe;
+
+/// A call that had not returned on a thread when its recording ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct InFlight {
+    pub rank: Option<u32>,
+    pub process: String,
+    pub location: String,
+    /// The innermost open region.
+    pub call: String,
+    /// The regions open, outermost first (`main > solve > MPI_Allreduce`).
+    pub path: String,
+    /// When it was entered (ns since the trace's start) and how long it
+    /// had been running when the recording ended.
+    pub since_ns: u64,
+    pub for_ns: u64,
+}
+
+/// A collective some ranks of a communicator wait in and others never
+/// entered.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Stuck {
+    /// `MPI` or `NCCL`.
+    pub paradigm: &'static str,
+    pub communicator: String,
+    pub communicator_size: u64,
+    pub communicator_ranks: String,
+    /// Its place in the communicator's order of collectives, from 1.
+    pub operation: u64,
+    /// The ranks inside a collective call, in runs (`0-2`), and the calls.
+    pub waiting: String,
+    pub calls: Vec<String>,
+    /// The ranks that never entered it, in runs, and what each was doing
+    /// (`rank 3: (outside any region)`).
+    pub missing: String,
+    pub missing_doing: Vec<String>,
+}
+
+/// What the pass noted: per location its in-flight calls, innermost
+/// first (location index, region name, call path, entered, ended: ticks).
+#[derive(Default)]
+pub(crate) struct Noted {
+    pub calls: Vec<(usize, String, String, u64, u64)>,
+}
+
+/// One member of a communicator, as the pass saw it at the end.
+pub(crate) struct Member {
+    pub process: usize,
+    /// Collectives it ended on the communicator.
+    pub ended: u64,
+}
+
+/// Whether `name` is a blocking collective call (MPI's or NCCL's).
+pub fn is_collective_call(name: &str) -> bool {
+    const MPI: &[&str] = &[
+        "Allreduce",
+        "Reduce",
+        "Bcast",
+        "Barrier",
+        "Allgather",
+        "Gather",
+        "Scatter",
+        "Alltoall",
+        "Scan",
+        "Exscan",
+        "Neighbor_",
+    ];
+    const NCCL: &[&str] = &["AllReduce", "Reduce", "Broadcast", "Bcast", "AllGather", "ReduceScatter", "AlltoAll"];
+    if let Some(op) = name.strip_prefix("MPI_") {
+        return MPI.iter().any(|p| op.starts_with(p));
+    }
+    name.strip_prefix("nccl").is_some_and(|op| NCCL.iter().any(|p| op.starts_with(p)))
+}
+
+impl Noted {
+    /// The in-flight calls, the innermost per thread, longest running first.
+    pub(crate) fn in_flight(&self, d: &dyn Describe) -> Vec<InFlight> {
+        let mut out: Vec<InFlight> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for (loc, call, path, enter, end) in &self.calls {
+            if !seen.insert(*loc) {
+                continue;
+            }
+            let process = d.process_of(*loc);
+            out.push(InFlight {
+                rank: d.rank(process),
+                process: d.process(process),
+                location: d.location(*loc),
+                call: call.clone(),
+                path: path.clone(),
+                since_ns: d.since_start(*enter),
+                for_ns: d.ns(end.saturating_sub(*enter)),
+            });
+        }
+        out.sort_by(|a, b| b.for_ns.cmp(&a.for_ns).then(a.rank.cmp(&b.rank)));
+        out
+    }
+
+    /// The innermost in-flight collective call of `process`, if any.
+    fn collective_of(&self, process: usize, d: &dyn Describe) -> Option<&str> {
+        let mut seen = std::collections::HashSet::new();
+        self.calls
+            .iter()
+            .filter(|(loc, ..)| d.process_of(*loc) == process && seen.insert(*loc))
+            .find(|(_, call, ..)| is_collective_call(call))
+            .map(|(_, call, ..)| call.as_str())
+    }
+
+    /// What `process` was doing at the end: its threads' innermost
+    /// in-flight calls, or that none was in flight.
+    fn doing(&self, process: usize, d: &dyn Describe) -> String {
+        let mut seen = std::collections::HashSet::new();
+        let calls: Vec<&str> = self
+            .calls
+            .iter()
+            .filter(|(loc, ..)| d.process_of(*loc) == process && seen.insert(*loc))
+            .map(|(_, call, ..)| call.as_str())
+            .collect();
+        if calls.is_empty() {
+            "in no call (computing, or outside any recorded region)".into()
+        } else {
+            calls.join(", ")
+        }
+    }
+
+    /// The communicator's stuck collective, if some of `members` wait in
+    /// it and others never entered it.
+    pub(crate) fn stuck(
+        &self,
+        comm: (&'static str, String, u64, String),
+        members: &[Member],
+        d: &dyn Describe,
+    ) -> Option<Stuck> {
+        let most = members.iter().map(|m| m.ended).max()?;
+        let (mut waiting, mut calls, mut missing, mut doing) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        for m in members {
+            match self.collective_of(m.process, d).filter(|_| m.ended == most) {
+                Some(call) => {
+                    waiting.push(d.rank(m.process));
+                    if !calls.iter().any(|c| c == call) {
+                        calls.push(call.to_string());
+                    }
+                }
+                None => {
+                    missing.push(d.rank(m.process));
+                    doing.push(format!("{}: {}", d.process(m.process), self.doing(m.process, d)));
+                }
+            }
+        }
+        if waiting.is_empty() || missing.is_empty() {
+            return None;
+        }
+        let (paradigm, communicator, communicator_size, communicator_ranks) = comm;
+        Some(Stuck {
+            paradigm,
+            communicator,
+            communicator_size,
+            communicator_ranks,
+            operation: most + 1,
+            waiting: super::totals::rank_list(&waiting, 8),
+            calls,
+            missing: super::totals::rank_list(&missing, 8),
+            missing_doing: doing,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::analyze::describe::Plain;
+
+    #[test]
+    fn collective_calls_are_told_from_the_others() {
+        for c in ["MPI_Allreduce", "MPI_Barrier", "MPI_Reduce_scatter_block", "MPI_Bcast", "ncclAllReduce"] {
+            assert!(is_collective_call(c), "{c}");
+        }
+        for c in ["MPI_Recv", "MPI_Wait", "MPI_Iallreduce", "ncclGroupEnd", "ncclSend", "cudaStreamSynchronize"] {
+            assert!(!is_collective_call(c), "{c}");
+        }
+    }
+
+    #[test]
+    fn the_ranks_outside_the_collective_the_others_wait_in_are_named() {
+        // Ranks 0 and 1 in their 6th all-reduce, rank 2 computing after 5.
+        let noted = Noted {
+            calls: vec![
+                (0, "MPI_Allreduce".into(), "main > MPI_Allreduce".into(), 100, 900),
+                (1, "MPI_Allreduce".into(), "main > MPI_Allreduce".into(), 300, 900),
+            ],
+        };
+        let members: Vec<Member> = (0..3).map(|p| Member { process: p, ended: 5 }).collect();
+        let comm = ("MPI", "world".to_string(), 3, "0-2".to_string());
+        let s = noted.stuck(comm.clone(), &members, &Plain).expect("stuck");
+        assert_eq!((s.operation, s.waiting.as_str(), s.missing.as_str()), (6, "0-1", "2"));
+        assert_eq!(s.calls, vec!["MPI_Allreduce".to_string()]);
+        assert!(s.missing_doing[0].starts_with("rank 2: in no call"), "{:?}", s.missing_doing);
+        let flights = noted.in_flight(&Plain);
+        assert_eq!((flights[0].rank, flights[0].for_ns), (Some(0), 800));
+        // Everyone waiting, or nobody: nothing stuck.
+        let all = Noted { calls: (0..3).map(|l| (l, "MPI_Barrier".into(), String::new(), 0, 1)).collect() };
+        assert!(all.stuck(comm.clone(), &members, &Plain).is_none());
+        assert!(Noted::default().stuck(comm, &members, &Plain).is_none());
+    }
+}
