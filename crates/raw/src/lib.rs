@@ -18,6 +18,7 @@ pub mod chunk;
 pub mod defs;
 pub mod event;
 pub mod lost;
+pub mod progress;
 pub mod reader;
 pub mod source;
 #[cfg(feature = "synthetic")]
