@@ -47,6 +47,9 @@ pub struct Config {
     pub duration: Duration,
     /// `GPUTRACE_CAPTURE_RANGE`.
     pub capture_range: CaptureRange,
+    /// `GPUTRACE_HANG_TIMEOUT`: the job is stopped when nothing was
+    /// recorded for this long; zero: never.
+    pub hang_timeout: Duration,
 }
 
 impl Config {
@@ -136,6 +139,7 @@ impl Config {
             delay: get("GPUTRACE_DELAY").duration(),
             duration: get("GPUTRACE_DURATION").duration(),
             capture_range: get("GPUTRACE_CAPTURE_RANGE").capture_range(),
+            hang_timeout: get("GPUTRACE_HANG_TIMEOUT").duration(),
         };
         (config, errors)
     }

@@ -387,6 +387,21 @@ pub const VARS: &[Var] = &[
                (docs/window.md).",
     },
     Var {
+        name: "GPUTRACE_HANG_TIMEOUT",
+        ty: VarType::Seconds,
+        default: "0",
+        flag: "--hang-timeout",
+        brief: "Stop the job when no process recorded an MPI or NCCL call for this long; 0: never.",
+        help: "gputrace watches the raw streams as they are written: when no MPI or NCCL event was \
+               committed in any process for this long (a hang: every rank stuck in a call, or waiting for \
+               one that never comes), it says so and stops the job (SIGTERM to the launcher, which stops \
+               the ranks; SIGKILL 15 s later). The merge then runs as after any stopped job, and the \
+               summary and `gputrace analyze` say what was in flight: each thread's call that had not \
+               returned and, per communicator, the collective some ranks wait in that the others never \
+               entered. Choose it longer than the longest phase without communication; CUDA-only \
+               programs (no MPI or NCCL) are not watched (docs/analysis.md, \"In flight\").",
+    },
+    Var {
         name: "GPUTRACE_CAPTURE_RANGE",
         ty: VarType::CaptureRange,
         default: "none",

@@ -119,6 +119,11 @@ pub struct Cli {
     #[arg(long, value_name = "SECONDS", help_heading = "Recording window")]
     pub duration: Option<OsString>,
 
+    /// Stop the job when no process recorded an MPI or NCCL call for
+    /// SECONDS (GPUTRACE_HANG_TIMEOUT), and say what was in flight; 0: never.
+    #[arg(long, value_name = "SECONDS")]
+    pub hang_timeout: Option<OsString>,
+
     /// Record only inside a range the program marks (GPUTRACE_CAPTURE_RANGE):
     /// nvtx:NAME[@N[-M]] (the Nth to Mth NVTX range NAME), cudaProfilerApi
     /// (cudaProfilerStart to Stop), pcontrol (MPI_Pcontrol(0) off, (1) on).
@@ -455,6 +460,7 @@ impl Cli {
             ("GPUTRACE_DELAY", text(&self.delay)),
             ("GPUTRACE_DURATION", text(&self.duration)),
             ("GPUTRACE_CAPTURE_RANGE", text(&self.capture_range)),
+            ("GPUTRACE_HANG_TIMEOUT", text(&self.hang_timeout)),
             ("GPUTRACE_VERBOSE", switch(self.verbose, "true")),
             ("GPUTRACE_CUDA_CAPTURE", text(&self.cuda_capture)),
             ("GPUTRACE_NCCL_CAPTURE", text(&self.nccl_capture)),

@@ -81,7 +81,9 @@ pub fn trace(argv: &[OsString], settings: &Settings) -> Result<i32> {
     let (env, not_traced) = producers_env(argv, settings, launcher, &dir);
     let (argv, env) = launcher.inject(argv, &env);
     tracing::debug!(?argv, ?env, "launching");
-    let code = launch::run(&Plan { argv, env }).inspect_err(|_| {
+    let watch = (!config.hang_timeout.is_zero())
+        .then(|| launch::Watch { raw_dir: experiment.raw_dir(), timeout: config.hang_timeout });
+    let code = launch::run(&Plan { argv, env, watch }).inspect_err(|_| {
         // Nothing ran: leave no empty experiment directory behind.
         let _ = std::fs::remove_dir_all(&experiment.dir);
     })?;

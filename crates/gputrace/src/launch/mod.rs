@@ -14,6 +14,9 @@ pub mod launcher;
 use std::ffi::OsString;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGUSR1, SIGUSR2};
@@ -42,7 +45,23 @@ pub struct Plan {
     pub argv: Vec<OsString>,
     /// Variables set for the launched command.
     pub env: Vec<(String, OsString)>,
+    /// Stop the command when its processes record nothing for a while
+    /// (`GPUTRACE_HANG_TIMEOUT`).
+    pub watch: Option<Watch>,
 }
+
+/// The hang watchdog's setting: the raw streams to watch and how long
+/// they may record no MPI or NCCL event.
+#[derive(Debug, Clone)]
+pub struct Watch {
+    pub raw_dir: std::path::PathBuf,
+    pub timeout: Duration,
+}
+
+/// How long a stopped command has between SIGTERM and SIGKILL: longer
+/// than a rank's guardian takes to seal its streams (2 s) and a launcher
+/// to stop its ranks.
+const KILL_AFTER: Duration = Duration::from_secs(15);
 
 /// Runs `plan` to completion and returns the exit code to report: the
 /// command's own, or 128 + the signal that killed it, as shells do.
@@ -73,10 +92,60 @@ pub fn run(plan: &Plan) -> Result<i32> {
             unsafe { libc::kill(pid, origin.signal) };
         }
     });
+    let ended = Arc::new(AtomicBool::new(false));
+    let watchdog = plan.watch.clone().map(|w| {
+        let ended = Arc::clone(&ended);
+        std::thread::spawn(move || watch(&w, pid, &ended))
+    });
     let status = child.wait().context("waiting for the traced command")?;
+    ended.store(true, Ordering::SeqCst);
     handle.close();
     let _ = forwarder.join();
+    if let Some(w) = watchdog {
+        let _ = w.join();
+    }
     Ok(exit_code(status))
+}
+
+/// The hang watchdog: polls the events committed to the MPI and NCCL
+/// streams (chunk headers and commit words only, `raw::progress`); when
+/// none was added for `w.timeout` after the first, says so and stops the
+/// command `pid` (SIGTERM, SIGKILL after [`KILL_AFTER`]). Returns when
+/// the command ended.
+fn watch(w: &Watch, pid: libc::pid_t, ended: &AtomicBool) {
+    let producers = [raw::Producer::Mpi, raw::Producer::Nccl];
+    let poll = (w.timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(2));
+    let (mut seen, mut since) = (0u64, Instant::now());
+    let mut stopped: Option<Instant> = None;
+    while !ended.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(50).min(poll));
+        match stopped {
+            None => {}
+            Some(at) if at.elapsed() >= KILL_AFTER => {
+                // SAFETY: kill has no memory-safety preconditions.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                return;
+            }
+            Some(_) => continue,
+        }
+        if since.elapsed() < poll && seen > 0 {
+            continue;
+        }
+        let now = raw::progress::committed_in_dir(&w.raw_dir, &producers);
+        if now != seen {
+            (seen, since) = (now, Instant::now());
+            continue;
+        }
+        if seen > 0 && since.elapsed() >= w.timeout {
+            say!(
+                "[gputrace] hang: no MPI or NCCL call recorded in any process for {:.0} s (GPUTRACE_HANG_TIMEOUT); stopping the job",
+                since.elapsed().as_secs_f64()
+            );
+            // SAFETY: as above.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            stopped = Some(Instant::now());
+        }
+    }
 }
 
 /// Has the process `cmd` starts receive SIGTERM when gputrace ends without

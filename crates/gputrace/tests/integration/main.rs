@@ -10,6 +10,7 @@ mod cuda;
 mod cut_archive;
 mod full_disk;
 mod graphs;
+mod hang;
 mod layout;
 mod links;
 mod lost;
