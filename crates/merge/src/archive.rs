@@ -55,6 +55,11 @@ pub fn lost_property(what: raw::SourceLoss) -> String {
     format!("GPUTRACE::LOST::{}", what.key())
 }
 
+/// The attribute on the Leave of a region still open at its location's
+/// end: a call that had not returned when the process was stopped
+/// (`write`'s `close_open_regions`; `analyze` reads it).
+pub const IN_FLIGHT: &str = "GPUTRACE::IN_FLIGHT";
+
 /// The archive's description: how many processes, and the first one's
 /// command line.
 pub(crate) fn describe(processes: &[Process]) -> String {

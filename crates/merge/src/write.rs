@@ -59,10 +59,6 @@ struct Pass<'a, S: Sink> {
     graph_launch: Option<(RegionRef, u32)>,
 }
 
-/// The attribute on the Leave of a region still open at its location's
-/// end (see `close_open_regions`).
-pub const IN_FLIGHT: &str = "GPUTRACE::IN_FLIGHT";
-
 /// What the pass of one location met and repaired.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Repairs {
@@ -291,12 +287,12 @@ impl<S: Sink> Pass<'_, S> {
     /// The regions still open at the location's last event: calls that
     /// had not returned when its recording ended (a hung or killed
     /// process). Each is left there, its Leave marked with
-    /// [`IN_FLIGHT`] for `analyze`.
+    /// [`crate::archive::IN_FLIGHT`] for `analyze`.
     fn close_open_regions(&mut self, last: u64) -> Step {
         while let Some((open, index, since)) = self.stack.pop() {
             self.repairs.closed_open_regions += 1;
             if let Some(a) = self.named_attribute(
-                IN_FLIGHT,
+                crate::archive::IN_FLIGHT,
                 "the call had not returned when the location's recording ended: its Leave is that end",
                 otf2::Type::U64,
             ) {
