@@ -84,14 +84,7 @@ pub(crate) fn run<E: Extra>(
         ..RunSummary::default()
     };
     let stopped_at = stopped_at(&processes, options.program_ended);
-    let (first, mut last) = trace_bounds(&processes, &clocks);
-    // Calls in flight in a stopped process end when the job was seen to
-    // end (see `stopped_at`).
-    for (p, at) in stopped_at.iter().enumerate() {
-        if let Some(at) = at {
-            last = last.max(clocks[p].global(*at));
-        }
-    }
+    let (first, mut last) = trace_bounds(&processes, &clocks, &stopped_at);
     // Receives moved later may end a location.
     for (p, floor) in floors.latest() {
         last = last.max(clocks[p].global(floor));
@@ -148,14 +141,19 @@ fn stopped_at(processes: &[Process], program_ended: Option<u64>) -> Vec<Option<u
     processes.iter().map(|p| p.signal_time.or(program_ended.filter(|_| p.unclosed && p.clock_domain == here))).collect()
 }
 
-/// The earliest and latest event times, on the reference clock.
-fn trace_bounds(processes: &[Process], clocks: &[ClockMap]) -> (u64, u64) {
+/// The earliest and latest event times, on the reference clock; a
+/// stopped process's calls in flight end when it was seen stopped
+/// (`stopped_at`).
+fn trace_bounds(processes: &[Process], clocks: &[ClockMap], stopped_at: &[Option<u64>]) -> (u64, u64) {
     let mut first = u64::MAX;
     let mut last = 0;
-    for (p, c) in processes.iter().zip(clocks) {
+    for ((p, c), stopped) in processes.iter().zip(clocks).zip(stopped_at) {
         for chunk in p.streams.iter().flat_map(|s| s.chunks.iter()) {
             first = first.min(c.global(chunk.header.min_time));
             last = last.max(c.global(chunk.header.max_time));
+        }
+        if let Some(at) = stopped {
+            last = last.max(c.global(*at));
         }
     }
     if first == u64::MAX { (0, 0) } else { (first, last) }

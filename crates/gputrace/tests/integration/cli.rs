@@ -35,6 +35,8 @@ fn every_flag_sets_its_variable_for_the_traced_program() {
         ("GPUTRACE_DELAY", "0.5".into()),
         ("GPUTRACE_DURATION", "30".into()),
         ("GPUTRACE_CAPTURE_RANGE", "nvtx:step@2-3".into()),
+        // No MPI or NCCL stream ever appears: the watchdog never stops it.
+        ("GPUTRACE_HANG_TIMEOUT", "600".into()),
     ]
     .into_iter()
     .collect();

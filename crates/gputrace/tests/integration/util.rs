@@ -366,22 +366,43 @@ pub struct Measured {
 }
 
 /// Runs `cmd` like [`run_within`], and measures its wall time and peak
-/// RSS (the kernel's `ru_maxrss`, from `wait4`); past `limit` it is killed
-/// and the test fails, saying how far its memory had grown.
-// The child is reaped by `wait4` (for its rusage), which `Child` cannot see.
-#[allow(clippy::zombie_processes)]
+/// RSS; past `limit` it is killed and the test fails, saying how far its
+/// memory had grown.
+///
+/// The peak is the kernel's `ru_maxrss` of the command as a small process
+/// forked it (tests/scripts/peak_rss.py, which reports it in a file): a
+/// command forked by this test process itself would report *this*
+/// process's resident size at the fork when larger (Linux keeps the old
+/// image's high-water mark across exec), and the test process runs many
+/// tests at once.
 pub fn run_measured(cmd: &mut Command, limit: std::time::Duration) -> Measured {
     use std::io::Read;
-    use std::os::unix::process::ExitStatusExt;
+    use std::os::unix::process::CommandExt;
     use std::process::Stdio;
-    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1").env_remove("LD_PRELOAD");
+    let report = tempfile::NamedTempFile::new().unwrap();
+    let mut wrapped = Command::new("/usr/bin/python3");
+    wrapped.arg(workspace().join("tests/scripts/peak_rss.py")).arg(report.path()).arg(cmd.get_program());
+    wrapped.args(cmd.get_args());
+    if let Some(dir) = cmd.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => wrapped.env(k, v),
+            None => wrapped.env_remove(k),
+        };
+    }
+    wrapped.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1").env_remove("LD_PRELOAD");
     for (k, _) in std::env::vars() {
-        if k.starts_with("GPUTRACE_") {
-            cmd.env_remove(k);
+        if k.starts_with("GPUTRACE_") && !cmd.get_envs().any(|(n, _)| n == k.as_str()) {
+            wrapped.env_remove(k);
         }
     }
+    // Its own process group: a command past the limit is killed with
+    // whatever it started.
+    wrapped.process_group(0);
     let start = std::time::Instant::now();
-    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = wrapped.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let drain = |mut pipe: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
@@ -392,34 +413,26 @@ pub fn run_measured(cmd: &mut Command, limit: std::time::Duration) -> Measured {
     let stdout = drain(Box::new(child.stdout.take().unwrap()));
     let stderr = drain(Box::new(child.stderr.take().unwrap()));
     let pid = child.id() as libc::pid_t;
-    let (status, usage) = loop {
-        let mut status = 0;
-        // SAFETY: a zeroed rusage is valid; wait4 fills it.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: our own child's pid; live locals for the results.
-        let reaped = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if reaped == pid {
-            break (status, usage);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
         }
-        assert_eq!(reaped, 0, "wait4: {}", std::io::Error::last_os_error());
         if start.elapsed() > limit {
-            let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
-                .ok()
-                .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(str::to_owned))
-                .unwrap_or_default();
-            let _ = child.kill();
+            // SAFETY: kill has no memory-safety preconditions; the group
+            // is the wrapper's own.
+            unsafe { libc::kill(-pid, libc::SIGKILL) };
             let _ = child.wait();
-            panic!("still running after {limit:?} ({}): {}", rss.trim(), text(&stderr.join().unwrap()));
+            panic!("still running after {limit:?}: {}", text(&stderr.join().unwrap()));
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
     };
     let wall = start.elapsed();
-    let out = Output {
-        status: std::process::ExitStatus::from_raw(status),
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-    };
-    Measured { out, wall, peak_kib: usage.ru_maxrss as u64 }
+    let out = Output { status, stdout: stdout.join().unwrap(), stderr: stderr.join().unwrap() };
+    let peak_kib = std::fs::read_to_string(report.path())
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| panic!("tests/scripts/peak_rss.py reported no peak: {}", text(&out.stderr)));
+    Measured { out, wall, peak_kib }
 }
 
 /// `gputrace merge [--force] dir`.
