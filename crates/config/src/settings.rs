@@ -50,6 +50,8 @@ pub struct Config {
     /// `GPUTRACE_HANG_TIMEOUT`: the job is stopped when nothing was
     /// recorded for this long; zero: never.
     pub hang_timeout: Duration,
+    /// `GPUTRACE_ON_HANG`: `stop` or `snapshot`.
+    pub on_hang: &'static str,
 }
 
 impl Config {
@@ -140,6 +142,7 @@ impl Config {
             duration: get("GPUTRACE_DURATION").duration(),
             capture_range: get("GPUTRACE_CAPTURE_RANGE").capture_range(),
             hang_timeout: get("GPUTRACE_HANG_TIMEOUT").duration(),
+            on_hang: get("GPUTRACE_ON_HANG").choice(),
         };
         (config, errors)
     }

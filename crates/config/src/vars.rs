@@ -402,6 +402,24 @@ pub const VARS: &[Var] = &[
                programs (no MPI or NCCL) are not watched (docs/analysis.md, \"In flight\").",
     },
     Var {
+        name: "GPUTRACE_ON_HANG",
+        ty: VarType::Choice(&[
+            ("stop", "say so and stop the job (SIGTERM, SIGKILL 15 s later); the archive is written as after any run"),
+            (
+                "snapshot",
+                "write what was recorded until then to snapshot-N/ in the experiment directory, with what was in \
+                 flight, and let the job run on (another snapshot only after it recorded again)",
+            ),
+        ]),
+        default: "stop",
+        flag: "--on-hang",
+        brief: "What GPUTRACE_HANG_TIMEOUT does when it fires: stop the job or write a snapshot and let it run.",
+        help: "With a hang timeout set, SIGUSR1 sent to gputrace also writes a snapshot (instead of being \
+               forwarded to the job), whichever this says: `kill -USR1 <gputrace's pid>` shows what every rank is \
+               in right now. A snapshot is an archive of its own, merged from the streams as they are \
+               (docs/analysis.md, \"In flight\").",
+    },
+    Var {
         name: "GPUTRACE_CAPTURE_RANGE",
         ty: VarType::CaptureRange,
         default: "none",

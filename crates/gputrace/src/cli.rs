@@ -124,6 +124,12 @@ pub struct Cli {
     #[arg(long, value_name = "SECONDS")]
     pub hang_timeout: Option<OsString>,
 
+    /// What the hang timeout does (GPUTRACE_ON_HANG): stop (the job) or
+    /// snapshot (an archive of what was recorded so far; the job runs on).
+    /// With a hang timeout, SIGUSR1 to gputrace writes a snapshot too.
+    #[arg(long, value_name = "WHAT")]
+    pub on_hang: Option<OsString>,
+
     /// Record only inside a range the program marks (GPUTRACE_CAPTURE_RANGE):
     /// nvtx:NAME[@N[-M]] (the Nth to Mth NVTX range NAME), cudaProfilerApi
     /// (cudaProfilerStart to Stop), pcontrol (MPI_Pcontrol(0) off, (1) on).
@@ -312,6 +318,9 @@ pub enum Command {
         /// Remove raw/ after a merge without warnings.
         #[arg(long)]
         remove_raw: bool,
+        /// The processes are still running: a snapshot.
+        #[arg(long)]
+        snapshot: bool,
     },
     /// The program to trace, with its arguments (a launcher such as mpirun,
     /// mpiexec, srun or torchrun, or a plain program).
@@ -461,6 +470,7 @@ impl Cli {
             ("GPUTRACE_DURATION", text(&self.duration)),
             ("GPUTRACE_CAPTURE_RANGE", text(&self.capture_range)),
             ("GPUTRACE_HANG_TIMEOUT", text(&self.hang_timeout)),
+            ("GPUTRACE_ON_HANG", text(&self.on_hang)),
             ("GPUTRACE_VERBOSE", switch(self.verbose, "true")),
             ("GPUTRACE_CUDA_CAPTURE", text(&self.cuda_capture)),
             ("GPUTRACE_NCCL_CAPTURE", text(&self.nccl_capture)),

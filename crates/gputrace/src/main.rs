@@ -113,10 +113,10 @@ fn run(mut cli: Cli) -> anyhow::Result<i32> {
         }
         Some(Command::Merge { dir, force, jobs, mpi: true, program_ended, remove_raw, .. }) => {
             let settings = trace::Settings::validate(with_merge_jobs(settings, jobs))?;
-            mpi_merge::run(&dir, &settings, force, request::AfterRun { program_ended, remove_raw })
+            mpi_merge::run(&dir, &settings, force, request::AfterRun { program_ended, remove_raw, snapshot: false })
         }
-        Some(Command::MergeWorker { dir, force, messages_fd, not_traced, program_ended, remove_raw }) => {
-            let after_run = request::AfterRun { program_ended, remove_raw };
+        Some(Command::MergeWorker { dir, force, messages_fd, not_traced, program_ended, remove_raw, snapshot }) => {
+            let after_run = request::AfterRun { program_ended, remove_raw, snapshot };
             Ok(merge_worker::worker(&dir, force, messages_fd, &not_traced, after_run))
         }
         Some(Command::Stats { input, short: true, .. }) => commands::stats_short(&input),

@@ -22,6 +22,8 @@ pub struct AfterRun {
     pub program_ended: Option<u64>,
     /// Remove raw/ once the archive is verified (GPUTRACE_KEEP_RAW unset).
     pub remove_raw: bool,
+    /// A snapshot of a job still running (`merge::Options::running`).
+    pub snapshot: bool,
 }
 
 impl AfterRun {
@@ -34,6 +36,9 @@ impl AfterRun {
         }
         if self.remove_raw {
             args.push("--remove-raw".to_string());
+        }
+        if self.snapshot {
+            args.push("--snapshot".to_string());
         }
         args
     }
@@ -67,6 +72,7 @@ impl<'a> Request<'a> {
             archive: config.enable_tracing.then_some(target),
             not_traced: &self.not_traced,
             program_ended: self.after_run.program_ended,
+            running: self.after_run.snapshot,
             mpi_complete: [MpiGroup::P2p, MpiGroup::Coll, MpiGroup::Xnonblock]
                 .into_iter()
                 .all(|g| config.mpi_groups.contains(g)),
@@ -125,7 +131,7 @@ mod tests {
     #[test]
     fn after_run_travels_as_hidden_options() {
         assert!(AfterRun::default().args().is_empty());
-        let after = AfterRun { program_ended: Some(42), remove_raw: true };
+        let after = AfterRun { program_ended: Some(42), remove_raw: true, snapshot: false };
         assert_eq!(after.args(), ["--program-ended", "42", "--remove-raw"]);
     }
 
@@ -136,7 +142,7 @@ mod tests {
             v.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
         };
         let config = Config::from_pairs(&pairs(&[("GPUTRACE_MERGE_JOBS", "3")])).unwrap();
-        let after = AfterRun { program_ended: Some(7), remove_raw: false };
+        let after = AfterRun { program_ended: Some(7), remove_raw: false, snapshot: false };
         let request = Request::new(Experiment::at(dir), &config, true, after);
         let options = request.options();
         assert_eq!(options.raw_dir, dir.join("raw"));

@@ -81,8 +81,19 @@ pub fn trace(argv: &[OsString], settings: &Settings) -> Result<i32> {
     let (env, not_traced) = producers_env(argv, settings, launcher, &dir);
     let (argv, env) = launcher.inject(argv, &env);
     tracing::debug!(?argv, ?env, "launching");
-    let watch = (!config.hang_timeout.is_zero())
-        .then(|| launch::Watch { raw_dir: experiment.raw_dir(), timeout: config.hang_timeout });
+    let watch = (!config.hang_timeout.is_zero()).then(|| {
+        let (dir, settings) = (experiment.dir.clone(), settings.clone());
+        let taken = std::sync::atomic::AtomicU32::new(0);
+        launch::Watch {
+            raw_dir: experiment.raw_dir(),
+            timeout: config.hang_timeout,
+            keep_running: config.on_hang == "snapshot",
+            snapshot: std::sync::Arc::new(move |why: &str| {
+                let n = taken.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                snapshot(&dir, &settings, n, why);
+            }),
+        }
+    });
     let code = launch::run(&Plan { argv, env, watch }).inspect_err(|_| {
         // Nothing ran: leave no empty experiment directory behind.
         let _ = std::fs::remove_dir_all(&experiment.dir);
@@ -100,7 +111,11 @@ pub fn trace(argv: &[OsString], settings: &Settings) -> Result<i32> {
 
     // Whatever the merge meets (a full disk, a crash in libotf2), the
     // program's exit code is ours: the merge only adds one line.
-    let after_run = AfterRun { program_ended: Some(program_ended), remove_raw: !config.keep_raw && alive.is_empty() };
+    let after_run = AfterRun {
+        program_ended: Some(program_ended),
+        remove_raw: !config.keep_raw && alive.is_empty(),
+        snapshot: false,
+    };
     if config.merge_ranks > 0 {
         let job = Job { launcher_path: &job_launcher, launcher, options: &job_options };
         merge_as_job(&job, &experiment, settings, config.merge_ranks, after_run);
@@ -108,6 +123,36 @@ pub fn trace(argv: &[OsString], settings: &Settings) -> Result<i32> {
     }
     merge_after_run(&experiment, settings, &not_traced, after_run);
     Ok(code)
+}
+
+/// A snapshot of a running job (`GPUTRACE_ON_HANG=snapshot`, SIGUSR1):
+/// `DIR/snapshot-N/` gets hard links to the raw streams as they are
+/// (the merge reads what each has committed; they go on growing in
+/// `raw/`), merged there into an archive of its own with its summary; the
+/// calls in flight end at this moment. A failure is one line; the job
+/// runs on either way.
+fn snapshot(dir: &Path, settings: &Settings, n: u32, why: &str) {
+    let snap = Experiment::at(&dir.join(format!("snapshot-{n}")));
+    let raw = Experiment::at(dir).raw_dir();
+    let linked = std::fs::create_dir_all(snap.raw_dir()).and_then(|()| {
+        for entry in std::fs::read_dir(&raw)?.flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|x| x == "gtr") {
+                let to = snap.raw_dir().join(entry.file_name());
+                std::fs::hard_link(&path, &to).or_else(|_| std::fs::copy(&path, &to).map(|_| ()))?;
+            }
+        }
+        Ok(())
+    });
+    if let Err(e) = linked {
+        say!("[gputrace] warning: snapshot {n} ({why}) not written: {}: {e}", snap.raw_dir().display());
+        return;
+    }
+    say!("[gputrace] snapshot {n} ({why}): {}", snap.dir.display());
+    let after = AfterRun { program_ended: Some(gputrace_clock::now()), remove_raw: true, snapshot: true };
+    if let Err(e) = merge_worker::merge(&snap, settings, false, &[], after) {
+        say!("[gputrace] warning: snapshot {n} ({why}): {e:#}");
+    }
 }
 
 /// The environment of the traced processes, and what gputrace knows will

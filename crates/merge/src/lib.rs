@@ -64,6 +64,11 @@ pub struct Options<'a> {
     /// clock): the summary's time to the archive runs from there. Without
     /// it, from the last process's exit on this host.
     pub program_ended: Option<u64>,
+    /// The processes are still running (a snapshot of a job gputrace
+    /// keeps running, `GPUTRACE_ON_HANG=snapshot`): one that has not
+    /// closed its trace is not reported as ended, and its calls in flight
+    /// end at `program_ended` (the snapshot's moment).
+    pub running: bool,
     /// Whether the MPI processes recorded all their communication (the
     /// point-to-point, collective and non-blocking groups were on): the
     /// archive's `OTF2::MPI_COMMUNICATION_COMPLETE`, false too when a

@@ -77,7 +77,11 @@ pub(crate) fn run<E: Extra>(
         mpi_ranks: processes.iter().filter(|p| p.mpi.is_some()).count(),
         hosts: processes.iter().map(|p| p.host.as_str()).collect::<std::collections::BTreeSet<_>>().len(),
         dropped: processes.iter().map(|p| p.dropped).sum(),
-        endings: processes.iter().filter_map(Process::ending).collect(),
+        endings: processes
+            .iter()
+            .filter_map(Process::ending)
+            .filter(|e| !(options.running && e.how == gputrace_summary::Ended::Unclosed))
+            .collect(),
         lost: lost_by_process(&processes),
         not_traced: not_traced.iter().map(NotTraced::for_summary).collect(),
         clocks: correction.as_ref().map(correct::Report::for_summary),
@@ -124,7 +128,8 @@ pub(crate) fn run<E: Extra>(
     let here = gputrace_clock::domain();
     let last_exit = processes.iter().filter(|p| p.clock_domain == here).map(|p| p.exit_started).max().unwrap_or(0);
     let ended = options.program_ended.unwrap_or(last_exit);
-    if ended > 0 && options.archive.is_some() {
+    // (A snapshot of a running job has no program's end to count from.)
+    if ended > 0 && options.archive.is_some() && !options.running {
         summary.exit_to_archive = Some(gputrace_clock::now().saturating_sub(ended));
     }
     Ok(Some(summary))

@@ -47,6 +47,7 @@ fn main() {
                 archive: Some(target),
                 not_traced: &[],
                 program_ended: None,
+                running: false,
                 mpi_complete: true,
                 max_correction_messages: merge::correct::MAX_MESSAGES,
                 jobs: std::env::var("JOBS").ok().and_then(|j| j.parse().ok()).unwrap_or(1),

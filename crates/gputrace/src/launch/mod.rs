@@ -50,12 +50,27 @@ pub struct Plan {
     pub watch: Option<Watch>,
 }
 
-/// The hang watchdog's setting: the raw streams to watch and how long
-/// they may record no MPI or NCCL event.
-#[derive(Debug, Clone)]
+/// The hang watchdog's setting: the raw streams to watch, how long they
+/// may record no MPI or NCCL event, and what then: stop the command, or
+/// (`snapshot` and `keep_running`) write a snapshot and let it run.
+/// SIGUSR1 to gputrace writes a snapshot too, instead of being forwarded.
+#[derive(Clone)]
 pub struct Watch {
     pub raw_dir: std::path::PathBuf,
     pub timeout: Duration,
+    pub keep_running: bool,
+    /// Writes a snapshot; its argument says why (`hang`, `SIGUSR1`).
+    pub snapshot: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watch")
+            .field("raw_dir", &self.raw_dir)
+            .field("timeout", &self.timeout)
+            .field("keep_running", &self.keep_running)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How long a stopped command has between SIGTERM and SIGKILL: longer
@@ -79,8 +94,13 @@ pub fn run(plan: &Plan) -> Result<i32> {
     let mut child =
         cmd.spawn().map_err(|e| CannotStart(format!("cannot start {}: {e}", plan.argv[0].to_string_lossy())))?;
     let pid = child.id() as libc::pid_t;
+    let snapshot = plan.watch.as_ref().map(|w| Arc::clone(&w.snapshot));
     let forwarder = std::thread::spawn(move || {
         for origin in signals.forever() {
+            if let Some(snapshot) = snapshot.as_ref().filter(|_| origin.signal == SIGUSR1) {
+                snapshot("SIGUSR1");
+                continue;
+            }
             // The terminal sends SIGINT/SIGQUIT to the whole foreground
             // process group, the child included; forwarding those would
             // deliver them twice (and make mpirun abort hard).
@@ -110,13 +130,15 @@ pub fn run(plan: &Plan) -> Result<i32> {
 /// The hang watchdog: polls the events committed to the MPI and NCCL
 /// streams (chunk headers and commit words only, `raw::progress`); when
 /// none was added for `w.timeout` after the first, says so and stops the
-/// command `pid` (SIGTERM, SIGKILL after [`KILL_AFTER`]). Returns when
-/// the command ended.
+/// command `pid` (SIGTERM, SIGKILL after [`KILL_AFTER`]), or writes a
+/// snapshot and waits for the streams to move again. Returns when the
+/// command ended.
 fn watch(w: &Watch, pid: libc::pid_t, ended: &AtomicBool) {
     let producers = [raw::Producer::Mpi, raw::Producer::Nccl];
     let poll = (w.timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(2));
     let (mut seen, mut since) = (0u64, Instant::now());
     let mut stopped: Option<Instant> = None;
+    let mut reported = false;
     while !ended.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(50).min(poll));
         match stopped {
@@ -133,14 +155,21 @@ fn watch(w: &Watch, pid: libc::pid_t, ended: &AtomicBool) {
         }
         let now = raw::progress::committed_in_dir(&w.raw_dir, &producers);
         if now != seen {
-            (seen, since) = (now, Instant::now());
+            (seen, since, reported) = (now, Instant::now(), false);
             continue;
         }
-        if seen > 0 && since.elapsed() >= w.timeout {
+        if seen > 0 && since.elapsed() >= w.timeout && !reported {
+            let what = if w.keep_running { "writing a snapshot, the job runs on" } else { "stopping the job" };
             say!(
-                "[gputrace] hang: no MPI or NCCL call recorded in any process for {:.0} s (GPUTRACE_HANG_TIMEOUT); stopping the job",
+                "[gputrace] hang: no MPI or NCCL call recorded in any process for {:.0} s (GPUTRACE_HANG_TIMEOUT); {what}",
                 since.elapsed().as_secs_f64()
             );
+            if w.keep_running {
+                // One snapshot per hang: the next after the streams moved.
+                reported = true;
+                (w.snapshot)("hang");
+                continue;
+            }
             // SAFETY: as above.
             unsafe { libc::kill(pid, libc::SIGTERM) };
             stopped = Some(Instant::now());

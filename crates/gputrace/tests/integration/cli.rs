@@ -37,6 +37,7 @@ fn every_flag_sets_its_variable_for_the_traced_program() {
         ("GPUTRACE_CAPTURE_RANGE", "nvtx:step@2-3".into()),
         // No MPI or NCCL stream ever appears: the watchdog never stops it.
         ("GPUTRACE_HANG_TIMEOUT", "600".into()),
+        ("GPUTRACE_ON_HANG", "snapshot".into()),
     ]
     .into_iter()
     .collect();

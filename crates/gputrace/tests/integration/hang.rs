@@ -158,3 +158,76 @@ fn a_job_that_finishes_is_not_stopped_and_has_nothing_in_flight() {
     assert_eq!(a["in_flight"].as_array().map(Vec::len), Some(0), "{:#}", a["in_flight"]);
     assert_eq!(a["stuck"].as_array().map(Vec::len), Some(0));
 }
+
+/// Waits (at most 60 s) for `path` to exist.
+fn wait_for(path: &Path) {
+    let start = Instant::now();
+    while !path.exists() {
+        assert!(start.elapsed() < Duration::from_secs(60), "no {} after 60 s", path.display());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_snapshot_lets_the_job_run_on_and_sigusr1_takes_another() {
+    use std::process::Stdio;
+    let (mpicc, mpirun, _) = openmpi();
+    let exe = compile(mpicc, "hang.c");
+    let dir = fresh_dir("hang-snapshot");
+    let mut child = Command::new(gputrace())
+        .args(["--hang-timeout", &TIMEOUT_S.to_string(), "--on-hang", "snapshot", "-o"])
+        .arg(&dir)
+        .args([mpirun, "-n", "4", "--oversubscribe"])
+        .arg(&exe)
+        .arg("allreduce")
+        .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    let first = dir.join("snapshot-1");
+    // The summary is written after the archive: the snapshot is whole.
+    wait_for(&first.join("summary.txt"));
+    // The job runs on; SIGUSR1 takes another snapshot, not a signal for it.
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: kill has no memory-safety preconditions; our child's pid.
+    unsafe { libc::kill(pid, libc::SIGUSR1) };
+    let second = dir.join("snapshot-2");
+    wait_for(&second.join("summary.txt"));
+    // SAFETY: as above.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let out = run_within_wait(&mut child);
+    let err = text(&out.stderr);
+    assert!(err.contains("writing a snapshot, the job runs on"), "{err}");
+    assert!(err.contains("snapshot 2 (SIGUSR1)"), "{err}");
+    let (a1, a2, end) = (analyze(&first), analyze(&second), analyze(&dir));
+    for a in [&a1, &a2, &end] {
+        assert_eq!((a["stuck"][0]["operation"].as_i64(), a["stuck"][0]["missing"].as_str()), (Some(6), Some("3")));
+    }
+    // The calls in flight ran on between the snapshots.
+    let longest = |a: &Value| a["in_flight"][0]["for_ns"].as_u64().unwrap();
+    assert!(longest(&a2) > longest(&a1) + 400_000_000, "{} then {}", longest(&a1), longest(&a2));
+    // A snapshot does not take the running ranks for ended ones.
+    let summary = std::fs::read_to_string(first.join("summary.txt")).unwrap();
+    assert!(!summary.contains("ending:") && summary.contains("Stuck: ranks 0-2"), "{summary}");
+    assert!(dir.join("traces.otf2").exists() && dir.join("raw").read_dir().is_err(), "the run's own archive");
+}
+
+/// The output of a child already started, waited for at most 60 s.
+fn run_within_wait(child: &mut std::process::Child) -> std::process::Output {
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("gputrace still running 60 s after SIGTERM");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut stderr = Vec::new();
+    use std::io::Read;
+    child.stderr.take().unwrap().read_to_end(&mut stderr).unwrap();
+    std::process::Output { status: child.wait().unwrap(), stdout: Vec::new(), stderr }
+}
