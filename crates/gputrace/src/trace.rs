@@ -137,7 +137,9 @@ fn snapshot(dir: &Path, settings: &Settings, n: u32, why: &str) {
     let linked = std::fs::create_dir_all(snap.raw_dir()).and_then(|()| {
         for entry in std::fs::read_dir(&raw)?.flatten() {
             let path = entry.path();
-            if path.extension().is_some_and(|x| x == "gtr") {
+            // Streams only: the merge says what of anything else it meets
+            // in the run's own raw/.
+            if path.extension().is_some_and(|x| x == "gtr") && entry.file_type().is_ok_and(|t| t.is_file()) {
                 let to = snap.raw_dir().join(entry.file_name());
                 std::fs::hard_link(&path, &to).or_else(|_| std::fs::copy(&path, &to).map(|_| ()))?;
             }

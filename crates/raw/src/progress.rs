@@ -51,11 +51,14 @@ pub fn committed_events(path: &Path, producers: &[Producer]) -> io::Result<u64> 
 }
 
 /// [`committed_events`] summed over the stream files (`*.gtr`) of
-/// `raw_dir`; files that cannot be read (gone, not yet written) count 0.
+/// `raw_dir`; files that cannot be read (gone, not yet written) count 0,
+/// and so does anything not a regular file (a FIFO would block the open,
+/// a link may point anywhere).
 pub fn committed_in_dir(raw_dir: &Path, producers: &[Producer]) -> u64 {
     let Ok(entries) = std::fs::read_dir(raw_dir) else { return 0 };
     entries
         .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
         .map(|e| e.path())
         .filter(|p| p.extension().is_some_and(|x| x == "gtr"))
         .map(|p| committed_events(&p, producers).unwrap_or(0))
@@ -91,5 +94,12 @@ mod tests {
         assert_eq!(committed_events(&path, &[Producer::Nccl]).unwrap(), 0, "another producer's stream");
         assert_eq!(committed_in_dir(dir.path(), &[Producer::Mpi, Producer::Nccl]), 4);
         assert_eq!(committed_in_dir(&dir.path().join("none"), &[Producer::Mpi]), 0);
+        // A FIFO or a link named like a stream is passed over, not opened.
+        let fifo = dir.path().join("h.2.mpi.gtr");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        std::os::unix::fs::symlink(&path, dir.path().join("h.3.mpi.gtr")).unwrap();
+        assert_eq!(committed_in_dir(dir.path(), &[Producer::Mpi]), 4);
     }
 }
