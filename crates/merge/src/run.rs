@@ -77,11 +77,7 @@ pub(crate) fn run<E: Extra>(
         mpi_ranks: processes.iter().filter(|p| p.mpi.is_some()).count(),
         hosts: processes.iter().map(|p| p.host.as_str()).collect::<std::collections::BTreeSet<_>>().len(),
         dropped: processes.iter().map(|p| p.dropped).sum(),
-        endings: processes
-            .iter()
-            .filter_map(Process::ending)
-            .filter(|e| !(options.running && e.how == gputrace_summary::Ended::Unclosed))
-            .collect(),
+        endings: endings(&processes, options.running),
         lost: lost_by_process(&processes),
         not_traced: not_traced.iter().map(NotTraced::for_summary).collect(),
         clocks: correction.as_ref().map(correct::Report::for_summary),
@@ -133,6 +129,13 @@ pub(crate) fn run<E: Extra>(
         summary.exit_to_archive = Some(gputrace_clock::now().saturating_sub(ended));
     }
     Ok(Some(summary))
+}
+
+/// How the processes ended, for the summary; of a snapshot of a running
+/// job (`running`), not that they have not closed their traces yet.
+fn endings(processes: &[Process], running: bool) -> Vec<gputrace_summary::Ending> {
+    let still_running = |e: &gputrace_summary::Ending| running && e.how == gputrace_summary::Ended::Unclosed;
+    processes.iter().filter_map(Process::ending).filter(|e| !still_running(e)).collect()
 }
 
 /// Per process, when it was seen stopped, on its own clock: the time of
