@@ -45,8 +45,8 @@ pub struct Plan {
     pub argv: Vec<OsString>,
     /// Variables set for the launched command.
     pub env: Vec<(String, OsString)>,
-    /// Stop the command when its processes record nothing for a while
-    /// (`GPUTRACE_HANG_TIMEOUT`).
+    /// Watch the command for a hang (`GPUTRACE_HANG_TIMEOUT`): stop it or
+    /// write a snapshot when its processes record nothing for a while.
     pub watch: Option<Watch>,
 }
 
