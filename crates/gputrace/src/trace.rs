@@ -134,15 +134,14 @@ pub fn trace(argv: &[OsString], settings: &Settings) -> Result<i32> {
 fn snapshot(dir: &Path, settings: &Settings, n: u32, why: &str) {
     let snap = Experiment::at(&dir.join(format!("snapshot-{n}")));
     let raw = Experiment::at(dir).raw_dir();
+    // Streams only: the merge says what of anything else it meets in the
+    // run's own raw/.
     let linked = std::fs::create_dir_all(snap.raw_dir()).and_then(|()| {
-        for entry in std::fs::read_dir(&raw)?.flatten() {
-            let path = entry.path();
-            // Streams only: the merge says what of anything else it meets
-            // in the run's own raw/.
-            if path.extension().is_some_and(|x| x == "gtr") && entry.file_type().is_ok_and(|t| t.is_file()) {
-                let to = snap.raw_dir().join(entry.file_name());
-                std::fs::hard_link(&path, &to).or_else(|_| std::fs::copy(&path, &to).map(|_| ()))?;
-            }
+        // An unreadable raw/ is said as such, not as a trace of nothing.
+        std::fs::read_dir(&raw)?;
+        for path in raw::stream_files(&raw) {
+            let to = snap.raw_dir().join(path.file_name().unwrap_or_default());
+            std::fs::hard_link(&path, &to).or_else(|_| std::fs::copy(&path, &to).map(|_| ()))?;
         }
         Ok(())
     });

@@ -13,12 +13,8 @@ use std::time::{Duration, Instant};
 /// The raw streams under `raw_dir` whose writer is still alive, with its
 /// pid. Only regular files are looked at (opening a FIFO would block).
 pub fn live(raw_dir: &Path) -> Vec<(PathBuf, u32)> {
-    let Ok(entries) = std::fs::read_dir(raw_dir) else { return Vec::new() };
-    entries
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "gtr"))
+    raw::stream_files(raw_dir)
+        .into_iter()
         .filter_map(|p| raw::writer_pid(&p).ok().flatten().map(|pid| (p, pid)))
         .collect()
 }

@@ -51,6 +51,20 @@ pub fn stream_file_name(host: &str, pid: u32, producer: Producer) -> String {
     format!("{host}.{pid}.{}.gtr", producer.name())
 }
 
+/// The stream files (`*.gtr`) of `raw_dir` being written or left there,
+/// regular files only: a FIFO named like one would block its open, a
+/// link may point anywhere (the merge, which says what it skips, looks at
+/// those itself). An unreadable directory has none.
+pub fn stream_files(raw_dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(entries) = std::fs::read_dir(raw_dir) else { return Vec::new() };
+    entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "gtr"))
+        .collect()
+}
+
 /// Parses a stream file name back into (host, pid, producer).
 pub fn parse_stream_file_name(name: &str) -> Option<(String, u32, Producer)> {
     let stem = name.strip_suffix(".gtr")?;

@@ -50,19 +50,11 @@ pub fn committed_events(path: &Path, producers: &[Producer]) -> io::Result<u64> 
     Ok(total)
 }
 
-/// [`committed_events`] summed over the stream files (`*.gtr`) of
-/// `raw_dir`; files that cannot be read (gone, not yet written) count 0,
-/// and so does anything not a regular file (a FIFO would block the open,
-/// a link may point anywhere).
+/// [`committed_events`] summed over the stream files of `raw_dir`
+/// ([`crate::stream_files`]); files that cannot be read (gone, not yet
+/// written) count 0.
 pub fn committed_in_dir(raw_dir: &Path, producers: &[Producer]) -> u64 {
-    let Ok(entries) = std::fs::read_dir(raw_dir) else { return 0 };
-    entries
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "gtr"))
-        .map(|p| committed_events(&p, producers).unwrap_or(0))
-        .sum()
+    crate::stream_files(raw_dir).iter().map(|p| committed_events(p, producers).unwrap_or(0)).sum()
 }
 
 #[cfg(test)]
