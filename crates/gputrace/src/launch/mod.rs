@@ -140,7 +140,9 @@ fn watch(w: &Watch, pid: libc::pid_t, ended: &AtomicBool) {
     let mut stopped: Option<Instant> = None;
     let mut reported = false;
     while !ended.load(Ordering::SeqCst) {
-        std::thread::sleep(Duration::from_millis(50).min(poll));
+        // Short naps: the command's end is seen at once (the poll is at
+        // least 100 ms).
+        std::thread::sleep(Duration::from_millis(50));
         match stopped {
             None => {}
             Some(at) if at.elapsed() >= KILL_AFTER => {

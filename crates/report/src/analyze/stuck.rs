@@ -56,11 +56,11 @@ pub struct Stuck {
     pub missing_doing: Vec<String>,
 }
 
-/// What the pass noted: per location its in-flight calls, innermost
-/// first (location index, region name, call path, entered, ended: ticks).
+/// What the pass noted: per location the innermost call in flight
+/// (location index, region name, call path, entered, ended: ticks).
 #[derive(Default)]
 pub(crate) struct Noted {
-    pub calls: Vec<(usize, String, String, u64, u64)>,
+    calls: Vec<(usize, String, String, u64, u64)>,
 }
 
 /// One member of a communicator, as the pass saw it at the end.
@@ -93,14 +93,18 @@ pub fn is_collective_call(name: &str) -> bool {
 }
 
 impl Noted {
+    /// Notes a call in flight at location `loc`; the merge closes the
+    /// innermost first, which is the one kept.
+    pub(crate) fn note(&mut self, loc: usize, call: String, path: String, enter: u64, end: u64) {
+        if !self.calls.iter().any(|(l, ..)| *l == loc) {
+            self.calls.push((loc, call, path, enter, end));
+        }
+    }
+
     /// The in-flight calls, the innermost per thread, longest running first.
     pub(crate) fn in_flight(&self, d: &dyn Describe) -> Vec<InFlight> {
         let mut out: Vec<InFlight> = Vec::new();
-        let mut seen = std::collections::HashSet::new();
         for (loc, call, path, enter, end) in &self.calls {
-            if !seen.insert(*loc) {
-                continue;
-            }
             let process = d.process_of(*loc);
             out.push(InFlight {
                 rank: d.rank(process),
@@ -117,25 +121,19 @@ impl Noted {
     }
 
     /// The innermost in-flight collective call of `process`, if any.
-    fn collective_of(&self, process: usize, d: &dyn Describe) -> Option<&str> {
-        let mut seen = std::collections::HashSet::new();
-        self.calls
-            .iter()
-            .filter(|(loc, ..)| d.process_of(*loc) == process && seen.insert(*loc))
-            .find(|(_, call, ..)| is_collective_call(call))
-            .map(|(_, call, ..)| call.as_str())
+    fn collective_of<'a>(&'a self, process: usize, d: &'a dyn Describe) -> Option<&'a str> {
+        self.calls_of(process, d).find(|call| is_collective_call(call))
+    }
+
+    /// The innermost in-flight calls of `process`'s threads.
+    fn calls_of<'a>(&'a self, process: usize, d: &'a dyn Describe) -> impl Iterator<Item = &'a str> + use<'a> {
+        self.calls.iter().filter(move |(loc, ..)| d.process_of(*loc) == process).map(|(_, call, ..)| call.as_str())
     }
 
     /// What `process` was doing at the end: its threads' innermost
     /// in-flight calls, or that none was in flight.
     fn doing(&self, process: usize, d: &dyn Describe) -> String {
-        let mut seen = std::collections::HashSet::new();
-        let calls: Vec<&str> = self
-            .calls
-            .iter()
-            .filter(|(loc, ..)| d.process_of(*loc) == process && seen.insert(*loc))
-            .map(|(_, call, ..)| call.as_str())
-            .collect();
+        let calls: Vec<&str> = self.calls_of(process, d).collect();
         if calls.is_empty() {
             "in no call (computing, or outside any recorded region)".into()
         } else {
@@ -203,12 +201,11 @@ mod tests {
     #[test]
     fn the_ranks_outside_the_collective_the_others_wait_in_are_named() {
         // Ranks 0 and 1 in their 6th all-reduce, rank 2 computing after 5.
-        let noted = Noted {
-            calls: vec![
-                (0, "MPI_Allreduce".into(), "main > MPI_Allreduce".into(), 100, 900),
-                (1, "MPI_Allreduce".into(), "main > MPI_Allreduce".into(), 300, 900),
-            ],
-        };
+        let mut noted = Noted::default();
+        noted.note(0, "MPI_Allreduce".into(), "main > MPI_Allreduce".into(), 100, 900);
+        // An outer region of the same thread, closed after its call: not kept.
+        noted.note(0, "main".into(), "main".into(), 0, 900);
+        noted.note(1, "MPI_Allreduce".into(), "main > MPI_Allreduce".into(), 300, 900);
         let members: Vec<Member> = (0..3).map(|p| Member { process: p, ended: 5 }).collect();
         let comm = ("MPI", "world".to_string(), 3, "0-2".to_string());
         let s = noted.stuck(comm.clone(), &members, &Plain).expect("stuck");
@@ -218,7 +215,8 @@ mod tests {
         let flights = noted.in_flight(&Plain);
         assert_eq!((flights[0].rank, flights[0].for_ns), (Some(0), 800));
         // Everyone waiting, or nobody: nothing stuck.
-        let all = Noted { calls: (0..3).map(|l| (l, "MPI_Barrier".into(), String::new(), 0, 1)).collect() };
+        let mut all = Noted::default();
+        (0..3).for_each(|l| all.note(l, "MPI_Barrier".into(), String::new(), 0, 1));
         assert!(all.stuck(comm.clone(), &members, &Plain).is_none());
         assert!(Noted::default().stuck(comm, &members, &Plain).is_none());
     }

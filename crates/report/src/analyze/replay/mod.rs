@@ -424,7 +424,7 @@ impl Pass<'_> {
         let (enter, node) = (frame.enter, frame.node);
         let path: Vec<&str> = self.paths.regions(node).iter().map(|r| self.region_name(*r)).collect();
         let call = self.region_name(region).to_owned();
-        self.noted.calls.push((l, call, path.join(" > "), enter, t));
+        self.noted.note(l, call, path.join(" > "), enter, t);
     }
 
     fn mpi_comm(&self, comm: CommRef) -> bool {
