@@ -96,7 +96,7 @@ pub struct WhatIf {
 /// Whether a path activity is computation as `RankTime::computation_ns`
 /// counts it: outside MPI, NCCL and CUDA synchronization calls.
 fn is_computation(activity: &str) -> bool {
-    !(activity.starts_with("MPI_") || activity.starts_with("nccl") || activity.contains("Synchronize"))
+    !(activity.starts_with("MPI_") || activity.starts_with("nccl") || super::replay::is_sync_api(activity))
 }
 
 /// Projections for each process on the path that computed more than the

@@ -68,7 +68,7 @@ fn is_init_or_finalize(name: &str) -> bool {
 }
 
 /// Whether a CUDA API call (by name) waits for the GPU.
-pub(super) fn is_sync_api(name: &str) -> bool {
+pub(crate) fn is_sync_api(name: &str) -> bool {
     name.contains("Synchronize")
 }
 

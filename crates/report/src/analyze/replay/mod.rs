@@ -48,6 +48,7 @@ pub(crate) use finish::Extra;
 pub use gpu::is_nccl_kernel;
 use gpu::{Gpu, Launch, Proc, Stream};
 use host::Host;
+pub(crate) use host::is_sync_api;
 use messages::Msg;
 
 /// Launch calls kept for the GPU work that may still come (the oldest go
