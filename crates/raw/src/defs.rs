@@ -317,6 +317,16 @@ pub enum Definition {
     GraphLaunchReported {
         call: u64,
     },
+    /// The flight recorder (`GPUTRACE_FLIGHT_RECORDER`) gave back
+    /// `events` events of `location` so far, the newest of them at
+    /// `until`: the location's events start after a cut, and calls open
+    /// at the cut have their Leave but not their Enter. A later record
+    /// for the location supersedes an earlier one (format version 6).
+    Expired {
+        location: u32,
+        events: u64,
+        until: u64,
+    },
 }
 
 /// What a graph-captured NCCL call moves at each launch of its graph.
@@ -360,6 +370,7 @@ mod tag {
     pub const GRAPH_NODE: u8 = 22;
     pub const GRAPH_CAPTURED: u8 = 23;
     pub const GRAPH_LAUNCH_REPORTED: u8 = 24;
+    pub const EXPIRED: u8 = 25;
 }
 
 /// Compresses world ranks, in communicator order, into runs.
@@ -407,6 +418,7 @@ mod tests {
             }),
             Definition::ClockSync { local: 100, offset: -5, error: 2 },
             Definition::Dropped { location: 0, count: 9 },
+            Definition::Expired { location: 3, events: 1 << 40, until: 987_654_321 },
             Definition::SourceLost { what: SourceLoss::CuptiDropped, count: 1234 },
             Definition::SourceLost { what: SourceLoss::NcclThreadExit, count: 0 },
             Definition::SourceLost { what: SourceLoss::Other(99), count: u64::MAX },

@@ -37,8 +37,8 @@ pub use event::{
 pub use lost::SourceLoss;
 pub use reader::{EventChunk, Events, OwnedEvents, Problem, RawFile};
 pub use source::Producer;
+pub use writer::{ClosedSlot, Extent, Slot, SlotError, StreamFile, writer_pid};
 pub use writer::{EventSpan, EventsEncoder};
-pub use writer::{Slot, SlotError, StreamFile, writer_pid};
 
 /// The attribute event, before a kernel's, copy's or memset's begin, that
 /// holds CUPTI's id of the CUDA graph node it ran as (CUDA agent); the

@@ -252,8 +252,9 @@ impl StreamFile {
         self.write_all_at(&head[..1], at)
     }
 
-    /// Appends one whole chunk. `span` is given for event chunks.
-    pub fn write_chunk(&self, kind: ChunkKind, span: Option<EventSpan>, payload: &[u8]) -> io::Result<()> {
+    /// Appends one whole chunk. `span` is given for event chunks. Returns
+    /// where the chunk lies in the file (for [`release`](Self::release)).
+    pub fn write_chunk(&self, kind: ChunkKind, span: Option<EventSpan>, payload: &[u8]) -> io::Result<Extent> {
         let mut header = ChunkHeader::for_payload(kind, self.producer, payload);
         if let Some(s) = span {
             header.location = s.location;
@@ -266,7 +267,28 @@ impl StreamFile {
         // process killed before that byte leaves a zero where the chunk
         // starts, which a reader reports as a torn write.
         self.write_all_at(payload, at + HEADER_LEN as u64)?;
-        self.write_header_at(&header.encode(), at)
+        self.write_header_at(&header.encode(), at)?;
+        Ok(Extent { at, len: (HEADER_LEN + payload.len()) as u64 })
+    }
+
+    /// Gives back the file space of a closed slot or a written chunk, all
+    /// of it, header included (the flight recorder's cut): the range
+    /// reads as zeros from then on, which a reader skips as reserved
+    /// space, and its disk blocks and cached pages are freed. Failure
+    /// only costs space.
+    pub fn release(&self, extent: Extent) {
+        let _ = self.with_fd(|fd| {
+            // SAFETY: a valid descriptor; the range is a closed slot's or
+            // a written chunk's, which nothing maps or writes any more.
+            Ok(unsafe {
+                libc::fallocate(
+                    fd,
+                    libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                    extent.at as libc::off_t,
+                    extent.len as libc::off_t,
+                )
+            })
+        });
     }
 
     /// Writes definitions into the slot reserved for the closing records
@@ -383,15 +405,17 @@ impl StreamFile {
     }
 
     /// Seals `slot`, unmaps it and gives back the pages it did not use.
-    pub fn close_slot(&self, mut slot: Slot) {
+    /// Returns where the slot lies in the file and what it holds.
+    pub fn close_slot(&self, mut slot: Slot) -> ClosedSlot {
         let end = slot.seal();
         let (at, len) = (slot.at, slot.len as u64);
+        let closed = ClosedSlot { extent: Extent { at, len }, events: slot.events.count, max_time: slot.events.max };
         drop(slot);
         let page = page_size();
         let keep = (at + end).next_multiple_of(page);
         let slot_end = at + len;
         if keep >= slot_end {
-            return;
+            return closed;
         }
         let file_end = self.end.lock().unwrap_or_else(|e| e.into_inner());
         if *file_end == slot_end {
@@ -401,7 +425,7 @@ impl StreamFile {
             // reader clips the slot to the file.
             // SAFETY: a valid descriptor; failure only costs space.
             let _ = self.with_fd(|fd| Ok(unsafe { libc::ftruncate(fd, keep as libc::off_t) }));
-            return;
+            return closed;
         }
         drop(file_end);
         let _ = self.with_fd(|fd| {
@@ -416,7 +440,24 @@ impl StreamFile {
                 )
             })
         });
+        closed
     }
+}
+
+/// Where a chunk or slot lies in the stream file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Extent {
+    pub at: u64,
+    pub len: u64,
+}
+
+/// A slot once closed: where it lies, how many events it holds and the
+/// newest one's time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClosedSlot {
+    pub extent: Extent,
+    pub events: u32,
+    pub max_time: u64,
 }
 
 /// The length of the file open as `fd`.

@@ -95,7 +95,7 @@ impl Recorder {
             return;
         }
         match self.0.stream.write_chunk(ChunkKind::Definitions, None, &defs.pending) {
-            Ok(()) => defs.pending.clear(),
+            Ok(_) => defs.pending.clear(),
             Err(e) => self.fail(&e),
         }
     }

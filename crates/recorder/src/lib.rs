@@ -27,6 +27,7 @@ pub mod guard;
 pub mod identity;
 pub mod lost;
 pub mod rescue;
+mod ring;
 mod session;
 mod slots;
 pub mod window;
@@ -60,11 +61,14 @@ const FAILED: u8 = 1;
 pub struct RecorderOptions {
     pub total_memory: u64,
     pub filter: Option<Filter>,
+    /// Keep only this last window of events (ns; `GPUTRACE_FLIGHT_RECORDER`),
+    /// 0: everything.
+    pub flight_recorder_ns: u64,
 }
 
 impl Default for RecorderOptions {
     fn default() -> Self {
-        RecorderOptions { total_memory: 16 << 20, filter: None }
+        RecorderOptions { total_memory: 16 << 20, filter: None, flight_recorder_ns: 0 }
     }
 }
 
@@ -107,6 +111,8 @@ struct Shared {
     /// The process's stream of its producer: it writes the recording
     /// windows ([`window::write`]) at its end.
     windows: AtomicBool,
+    /// The flight recorder's ring, with `GPUTRACE_FLIGHT_RECORDER`.
+    ring: Option<Mutex<ring::Ring>>,
 }
 
 static NEXT_RECORDER: AtomicUsize = AtomicUsize::new(1);
@@ -193,6 +199,7 @@ impl Recorder {
             lost_written: Default::default(),
             process_losses: AtomicBool::new(false),
             windows: AtomicBool::new(false),
+            ring: (options.flight_recorder_ns > 0).then(|| Mutex::new(ring::Ring::new(options.flight_recorder_ns))),
         }));
         rec.start_flusher();
         Ok(rec)
@@ -457,6 +464,9 @@ impl Recorder {
         self.flush_all();
         self.retire_spare();
         let mut closing = Vec::new();
+        for d in self.ring_final() {
+            d.encode(&mut closing);
+        }
         let dropped = self.dropped();
         if dropped > 0 {
             Definition::Dropped { location: u32::MAX, count: dropped }.encode(&mut closing);

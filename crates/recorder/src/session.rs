@@ -77,7 +77,11 @@ pub fn start_with(producer: Producer, config: &Config) -> Option<Recorder> {
             None
         }
     });
-    let options = RecorderOptions { total_memory: config.total_memory, filter };
+    let options = RecorderOptions {
+        total_memory: config.total_memory,
+        filter,
+        flight_recorder_ns: u64::try_from(config.flight_recorder.as_nanos()).unwrap_or(u64::MAX),
+    };
     match Recorder::create(&dir, producer, options) {
         Ok(rec) => {
             super::window::start(config);
@@ -112,7 +116,11 @@ pub fn record_untraced(producer: Producer, config: &Config, reason: &str) {
         return;
     }
     let dir = config.experiment_directory.clone().unwrap_or_else(|| PathBuf::from(FALLBACK_DIRECTORY));
-    match Recorder::create(&dir, producer, RecorderOptions { total_memory: config.total_memory, filter: None }) {
+    match Recorder::create(
+        &dir,
+        producer,
+        RecorderOptions { total_memory: config.total_memory, ..RecorderOptions::default() },
+    ) {
         Ok(rec) => {
             rec.define(&Definition::Untraced { reason: reason.to_string() });
             rec.finish();

@@ -115,7 +115,8 @@ impl Recorder {
         let spare = self.0.spare.lock().unwrap_or_else(|e| e.into_inner()).take();
         if let Some(mut slot) = spare {
             self.0.stream.start_slot(&mut slot, 0);
-            self.0.stream.close_slot(slot);
+            let closed = self.0.stream.close_slot(slot);
+            self.ring_hold(0, closed.extent, 0, 0);
         }
     }
 
@@ -124,7 +125,10 @@ impl Recorder {
     /// or writes the events it keeps in memory, keeping the buffer.
     pub(crate) fn close_store(&self, location: u32, inner: &mut Inner) {
         match std::mem::replace(&mut inner.store, Store::Empty) {
-            Store::Slot(slot) if self.is_active() => self.0.stream.close_slot(slot),
+            Store::Slot(slot) if self.is_active() => {
+                let closed = self.0.stream.close_slot(slot);
+                self.ring_hold(location, closed.extent, u64::from(closed.events), closed.max_time);
+            }
             Store::Slot(slot) => drop(slot),
             Store::Heap(mut p) => {
                 self.write_events(location, &mut p);
@@ -148,11 +152,12 @@ impl Recorder {
         if self.is_active() {
             self.flush_definitions();
         }
-        let span = Some(p.span(location));
-        if self.is_active()
-            && let Err(e) = self.0.stream.write_chunk(ChunkKind::Events, span, &p.data)
-        {
-            self.fail(&e);
+        let span = p.span(location);
+        if self.is_active() {
+            match self.0.stream.write_chunk(ChunkKind::Events, Some(span), &p.data) {
+                Ok(extent) => self.ring_hold(location, extent, u64::from(span.count), span.max_time),
+                Err(e) => self.fail(&e),
+            }
         }
         if !self.is_active() {
             self.0.dropped.fetch_add(u64::from(p.events.count), Ordering::Relaxed);

@@ -6,7 +6,8 @@ use super::*;
 use raw::{Paradigm, Problem, RawFile, RegionRole};
 
 fn recorder(dir: &Path, total: u64) -> Recorder {
-    Recorder::create(dir, Producer::Synthetic, RecorderOptions { total_memory: total, filter: None }).unwrap()
+    Recorder::create(dir, Producer::Synthetic, RecorderOptions { total_memory: total, ..RecorderOptions::default() })
+        .unwrap()
 }
 
 fn all_events(raw: &RawFile) -> Vec<(u32, u64, Event)> {
@@ -202,7 +203,7 @@ fn filtered_regions_are_not_defined() {
     let rec = Recorder::create(
         dir.path(),
         Producer::Synthetic,
-        RecorderOptions { total_memory: 1 << 20, filter: Some(filter) },
+        RecorderOptions { total_memory: 1 << 20, filter: Some(filter), ..RecorderOptions::default() },
     )
     .unwrap();
     assert!(rec.region("MPI_Comm_rank", None, Paradigm::Mpi, RegionRole::Function, "").is_none());

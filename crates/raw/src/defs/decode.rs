@@ -196,6 +196,7 @@ impl Definition {
                 context: c.u32()?,
                 stream: c.u32()?,
             },
+            tag::EXPIRED => Definition::Expired { location: c.u32()?, events: c.u64()?, until: c.u64()? },
             tag::SOURCE_LOST => Definition::SourceLost { what: SourceLoss::from_code(c.u8()?), count: c.u64()? },
             tag::GRAPH_NODE => {
                 Definition::GraphNode { node: c.u64()?, original: c.u64()?, thread: c.u32()?, time: c.u64()? }

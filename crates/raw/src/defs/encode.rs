@@ -223,6 +223,12 @@ impl Definition {
                 put_u64(out, u64::from(*location));
                 put_u64(out, *count);
             }
+            Definition::Expired { location, events, until } => {
+                out.push(tag::EXPIRED);
+                put_u64(out, u64::from(*location));
+                put_u64(out, *events);
+                put_u64(out, *until);
+            }
             Definition::StreamEnd { time, exit_started } => {
                 out.push(tag::STREAM_END);
                 put_u64(out, *time);

@@ -138,6 +138,10 @@ impl RawFile {
 
     /// The offset of the first non-zero byte at or after `from`, or the end.
     fn skip_zeros(&self, mut from: u64) -> io::Result<u64> {
+        // Holes (the flight recorder's cuts, unused slot tails) are skipped
+        // without reading them: a long run's stream can be gigabytes of
+        // holes. Where the file system cannot tell, this finds nothing.
+        from = self.next_data(from);
         let mut window = vec![0u8; SCAN_WINDOW];
         while from < self.size {
             let n = (self.size - from).min(SCAN_WINDOW as u64) as usize;
@@ -148,6 +152,16 @@ impl RawFile {
             from += n as u64;
         }
         Ok(self.size)
+    }
+
+    /// The start of the data at or after `from`, or `from` where the file
+    /// system does not say; the end when only a hole follows.
+    fn next_data(&self, from: u64) -> u64 {
+        match self.file.next_data(from) {
+            Ok(Some(at)) => at.clamp(from, self.size),
+            Ok(None) => self.size,
+            Err(_) => from,
+        }
     }
 
     pub(super) fn header_at(&self, pos: u64) -> io::Result<Result<ChunkHeader, String>> {

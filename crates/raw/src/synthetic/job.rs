@@ -417,7 +417,7 @@ fn write_cuda(
     let mut end = Vec::new();
     let ended = clock.local(finalize_at + 250_000);
     Definition::StreamEnd { time: ended, exit_started: ended }.encode(&mut end);
-    stream.write_chunk(ChunkKind::Definitions, None, &end)
+    stream.write_chunk(ChunkKind::Definitions, None, &end).map(drop)
 }
 
 /// A stream's strings, interned as the recorder does.
