@@ -52,6 +52,9 @@ pub struct Config {
     pub hang_timeout: Duration,
     /// `GPUTRACE_ON_HANG`: `stop` or `snapshot`.
     pub on_hang: &'static str,
+    /// `GPUTRACE_FLIGHT_RECORDER`: keep only this last window of events;
+    /// zero: everything.
+    pub flight_recorder: Duration,
 }
 
 impl Config {
@@ -143,6 +146,7 @@ impl Config {
             capture_range: get("GPUTRACE_CAPTURE_RANGE").capture_range(),
             hang_timeout: get("GPUTRACE_HANG_TIMEOUT").duration(),
             on_hang: get("GPUTRACE_ON_HANG").choice(),
+            flight_recorder: get("GPUTRACE_FLIGHT_RECORDER").duration(),
         };
         (config, errors)
     }

@@ -402,6 +402,20 @@ pub const VARS: &[Var] = &[
                programs (no MPI or NCCL) are not watched (docs/analysis.md, \"In flight\").",
     },
     Var {
+        name: "GPUTRACE_FLIGHT_RECORDER",
+        ty: VarType::Seconds,
+        default: "0",
+        flag: "--flight-recorder",
+        brief: "Keep only the last SECONDS of events per thread (a flight recorder); 0: keep everything.",
+        help: "Each process records as usual into its raw streams, but gives back the events older than \
+               this window behind the newest it recorded (the slots that hold them are punched out of the \
+               stream files), so memory and disk stay bounded however long the job runs. The archive, \
+               written at a hang (the hang timeout defaults to 300 s with a flight recorder), at SIGUSR1 \
+               to gputrace (a snapshot), when a rank dies or at the end, holds the last window: calls open \
+               when it began start at its first event, and the summary counts what was given back \
+               (docs/analysis.md, \"Flight recorder\").",
+    },
+    Var {
         name: "GPUTRACE_ON_HANG",
         ty: VarType::Choice(&[
             ("stop", "say so and stop the job (SIGTERM, SIGKILL 15 s later); the archive is written as after any run"),

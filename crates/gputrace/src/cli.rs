@@ -124,6 +124,13 @@ pub struct Cli {
     #[arg(long, value_name = "SECONDS")]
     pub hang_timeout: Option<OsString>,
 
+    /// Keep only the last SECONDS of events per thread
+    /// (GPUTRACE_FLIGHT_RECORDER): memory and disk bounded; the archive of
+    /// the last window is written at a hang (timeout 300 s unless set),
+    /// at SIGUSR1, when a rank dies and at the end.
+    #[arg(long, value_name = "SECONDS")]
+    pub flight_recorder: Option<OsString>,
+
     /// What the hang timeout does (GPUTRACE_ON_HANG): stop (the job) or
     /// snapshot (an archive of what was recorded so far; the job runs on).
     /// With a hang timeout, SIGUSR1 to gputrace writes a snapshot too.
@@ -470,6 +477,7 @@ impl Cli {
             ("GPUTRACE_DURATION", text(&self.duration)),
             ("GPUTRACE_CAPTURE_RANGE", text(&self.capture_range)),
             ("GPUTRACE_HANG_TIMEOUT", text(&self.hang_timeout)),
+            ("GPUTRACE_FLIGHT_RECORDER", text(&self.flight_recorder)),
             ("GPUTRACE_ON_HANG", text(&self.on_hang)),
             ("GPUTRACE_VERBOSE", switch(self.verbose, "true")),
             ("GPUTRACE_CUDA_CAPTURE", text(&self.cuda_capture)),

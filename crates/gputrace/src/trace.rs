@@ -14,6 +14,9 @@ use report::summary::Render;
 
 use crate::UsageError;
 use crate::experiment::Experiment;
+
+/// The hang timeout of a flight recorder without one of its own.
+const FLIGHT_RECORDER_HANG_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 use crate::launch::{self, Launcher, MpiFlavor, Plan, launcher};
 use crate::request::AfterRun;
 use crate::{libs, merge_worker};
@@ -81,12 +84,17 @@ pub fn trace(argv: &[OsString], settings: &Settings) -> Result<i32> {
     let (env, not_traced) = producers_env(argv, settings, launcher, &dir);
     let (argv, env) = launcher.inject(argv, &env);
     tracing::debug!(?argv, ?env, "launching");
-    let watch = (!config.hang_timeout.is_zero()).then(|| {
+    // A flight recorder is for hangs: it watches for one unless told.
+    let hang_timeout = match config.hang_timeout.is_zero() && !config.flight_recorder.is_zero() {
+        true => FLIGHT_RECORDER_HANG_TIMEOUT,
+        false => config.hang_timeout,
+    };
+    let watch = (!hang_timeout.is_zero()).then(|| {
         let (dir, settings) = (experiment.dir.clone(), settings.clone());
         let taken = std::sync::atomic::AtomicU32::new(0);
         launch::Watch {
             raw_dir: experiment.raw_dir(),
-            timeout: config.hang_timeout,
+            timeout: hang_timeout,
             keep_running: config.on_hang == "snapshot",
             snapshot: std::sync::Arc::new(move |why: &str| {
                 let n = taken.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;

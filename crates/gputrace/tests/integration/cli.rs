@@ -38,6 +38,7 @@ fn every_flag_sets_its_variable_for_the_traced_program() {
         // No MPI or NCCL stream ever appears: the watchdog never stops it.
         ("GPUTRACE_HANG_TIMEOUT", "600".into()),
         ("GPUTRACE_ON_HANG", "snapshot".into()),
+        ("GPUTRACE_FLIGHT_RECORDER", "60".into()),
     ]
     .into_iter()
     .collect();
