@@ -47,6 +47,9 @@ pub struct StreamDefs {
     pub graph_captured: Vec<Captured>,
     /// Captured calls whose launches NCCL reported itself.
     pub graph_reported: HashSet<u64>,
+    /// Locations the flight recorder cut: events given back, and the
+    /// newest of them.
+    pub expired: HashMap<u32, (u64, u64)>,
 }
 
 /// A CUDA graph kernel node made on `thread` at `time`, or cloned from
@@ -146,6 +149,8 @@ pub struct Process {
     pub defs: Vec<StreamDefs>,
     pub clock_points: Vec<ClockPoint>,
     pub dropped: u64,
+    /// Events the flight recorder gave back (older than its window).
+    pub expired: u64,
     /// What the sources (CUPTI, NCCL) or the producers' pipelines lost
     /// before it became events, by kind: the sum over its streams.
     pub lost: BTreeMap<SourceLoss, u64>,
@@ -350,6 +355,7 @@ fn build_process(mut streams: Vec<RawFile>) -> Process {
         defs: Vec::new(),
         clock_points: Vec::new(),
         dropped: 0,
+        expired: 0,
         lost: BTreeMap::new(),
         complete: true,
         unclosed: false,
@@ -441,6 +447,10 @@ fn stream_defs(p: &mut Process, s: &RawFile) -> StreamDefs {
                 d.graph_reported.insert(*call);
             }
             Definition::Timer(t) => p.timer = p.timer.or(Some(*t)),
+            &Definition::Expired { location, events, until } => {
+                let e = d.expired.entry(location).or_default();
+                *e = (e.0.max(events), e.1.max(until));
+            }
             Definition::Region { .. } | Definition::Location { .. } => {}
         }
     }
@@ -466,6 +476,7 @@ fn stream_defs(p: &mut Process, s: &RawFile) -> StreamDefs {
         }
     }
     p.dropped += dropped;
+    p.expired += d.expired.values().map(|e| e.0).sum::<u64>();
     for (what, n) in lost.into_iter().filter(|(_, n)| *n > 0) {
         *p.lost.entry(what).or_default() += n;
     }

@@ -77,6 +77,7 @@ pub(crate) fn run<E: Extra>(
         mpi_ranks: processes.iter().filter(|p| p.mpi.is_some()).count(),
         hosts: processes.iter().map(|p| p.host.as_str()).collect::<std::collections::BTreeSet<_>>().len(),
         dropped: processes.iter().map(|p| p.dropped).sum(),
+        expired: processes.iter().map(|p| p.expired).sum(),
         endings: endings(&processes, options.running),
         lost: lost_by_process(&processes),
         not_traced: not_traced.iter().map(NotTraced::for_summary).collect(),

@@ -71,6 +71,9 @@ pub struct Repairs {
     pub closed_open_regions: u64,
     /// Leaves of regions that were not open, dropped.
     pub unmatched_leaves: u64,
+    /// Calls open at a flight recorder's cut, entered at the location's
+    /// first event (not a repair: their Enter was given back).
+    pub opened_at_cut: u64,
 }
 
 /// What a location's pass is given besides its sink.
@@ -105,6 +108,12 @@ pub fn location_events(cx: Context<'_>, loc: &LocationPlan, sink: impl Sink) -> 
             sources.push(Source { file, stream, chunk: *chunk });
         }
     }
+    // A location the flight recorder cut: the calls open at the cut have
+    // their Leave and not their Enter; they are entered at its first event.
+    let cut = loc.feeds.iter().any(|&(stream, local)| process.defs[stream].expired.contains_key(&local));
+    let mut at_cut = (cut && matches!(loc.role, LocationRole::Host))
+        .then(|| open_at_cut(cx.plan, Timeline::new(sources.clone())))
+        .filter(|open| !open.is_empty());
     let timeline = Timeline::new(sources);
     let mut pass = Pass {
         plan: cx.plan,
@@ -135,6 +144,12 @@ pub fn location_events(cx: Context<'_>, loc: &LocationPlan, sink: impl Sink) -> 
             if !begun && let Some(p) = program {
                 begun = true;
                 pass.program(t, Some(p))?;
+            }
+            if let Some(open) = at_cut.take() {
+                pass.repairs.opened_at_cut = open.len() as u64;
+                for &(region, index) in open.iter().rev() {
+                    pass.enter_region(t, &[], region, index, Work::Call)?;
+                }
             }
             last = t;
             count += 1;
@@ -171,6 +186,33 @@ pub fn location_events(cx: Context<'_>, loc: &LocationPlan, sink: impl Sink) -> 
         cx.observer.warning(&format!("{}: {p}", process.host));
     }
     Ok(pass.repairs)
+}
+
+/// The regions open at a flight recorder's cut on a host thread: those
+/// left and never entered, innermost first (the order of their Leaves),
+/// matched as the pass matches them.
+fn open_at_cut(plan: &ProcessPlan, timeline: Timeline<'_>) -> Vec<(RegionRef, usize)> {
+    let region = |stream: usize, id: u32| plan.regions[stream].get(id as usize).copied().flatten();
+    let mut stack: Vec<RegionRef> = Vec::new();
+    let mut open = Vec::new();
+    for (_, stream, ev) in timeline {
+        match ev {
+            Event::Enter { region: id } | Event::EnterCorrelated { region: id, .. } => {
+                if let Some((r, _)) = region(stream, id) {
+                    stack.push(r);
+                }
+            }
+            Event::Leave { region: id } => {
+                let Some((r, index)) = region(stream, id) else { continue };
+                match stack.iter().rposition(|open| *open == r) {
+                    Some(depth) => stack.truncate(depth),
+                    None => open.push((r, index)),
+                }
+            }
+            _ => {}
+        }
+    }
+    open
 }
 
 impl<S: Sink> Pass<'_, S> {

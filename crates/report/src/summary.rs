@@ -219,6 +219,14 @@ impl Text<'_> {
         for l in &self.lost {
             let _ = writeln!(s, "lost: {}", l.describe());
         }
+        if self.expired > 0 {
+            let _ = writeln!(
+                s,
+                "flight recorder: the archive holds each thread's last window; {} older events were given back \
+                 (GPUTRACE_FLIGHT_RECORDER)",
+                thousands(self.expired)
+            );
+        }
         for ending in &self.endings {
             let _ = writeln!(s, "ending: {}", ending.describe());
         }

@@ -291,6 +291,8 @@ pub struct RunSummary {
     pub copies: Vec<(String, u64, u64)>,
     /// Events the traced processes could not write.
     pub dropped: u64,
+    /// Events the flight recorder gave back (older than its window).
+    pub expired: u64,
     /// The processes that did not end normally or lost events.
     pub endings: Vec<Ending>,
     /// Processes whose sources lost records, in rank order.
