@@ -71,6 +71,9 @@ fn start<A: MpiAbi>(info: &'static FnInfo, t0: u64) -> bool {
     let rec = state::set_recorder(rec);
     state::set_groups(state::group_mask(&config.mpi_groups));
     state::set_pcontrol(config.capture_range == config::CaptureRange::Pcontrol);
+    if !config.flight_recorder.is_zero() {
+        crate::hooks::coll::number_collectives(rec);
+    }
     let Some((rank, size)) = comms::register_predefined::<A>(rec) else {
         return false;
     };

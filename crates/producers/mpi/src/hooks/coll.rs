@@ -8,7 +8,9 @@
 //! is completed by the wait/test family, which records
 //! `NonBlockingCollectiveComplete` with the same numbers (`xnonblock`).
 
+use std::collections::HashMap;
 use std::ffi::{c_int, c_void};
+use std::sync::{Mutex, OnceLock};
 
 use raw::{Collective, CollectiveOp, Event};
 
@@ -92,13 +94,44 @@ fn in_place<A: MpiAbi>(buf: *const c_void) -> bool {
     buf == A::in_place()
 }
 
-/// After a blocking collective: record its end.
-pub struct End(Option<Collective>);
+/// With the flight recorder, the attribute that numbers each blocking
+/// collective in its communicator's order (string id of its name), and
+/// the collectives started so far per communicator: the recorder gives
+/// back the oldest events, so the analysis cannot count them from the
+/// start. Off otherwise (the lock and the extra event are not paid).
+static NUMBERING: OnceLock<(u32, Mutex<HashMap<u32, u64>>)> = OnceLock::new();
+
+/// The attribute's name in the archive.
+pub const SEQUENCE: &str = "GPUTRACE::COLLECTIVE_NUMBER";
+
+/// Numbers the collectives from now on (`GPUTRACE_FLIGHT_RECORDER`).
+pub fn number_collectives(rec: &recorder::Recorder) {
+    let name = rec.intern(SEQUENCE);
+    let _ = NUMBERING.set((name, Mutex::new(HashMap::new())));
+}
+
+/// The number of the collective started now on `comm` (from 0), when
+/// collectives are numbered.
+fn next_number(comm: u32) -> Option<(u32, u64)> {
+    let (name, counts) = NUMBERING.get()?;
+    let mut counts = counts.lock().unwrap_or_else(|e| e.into_inner());
+    let n = counts.entry(comm).or_insert(0);
+    *n += 1;
+    Some((*name, *n - 1))
+}
+
+/// After a blocking collective: record its end (numbered, see
+/// [`NUMBERING`]).
+pub struct End(Option<(Collective, Option<(u32, u64)>)>);
 
 impl Post for End {
     fn post(self, call: &Call, _: c_int) {
-        if let Some(c) = self.0 {
-            call.record(call.now(), &Event::MpiCollectiveEnd(c));
+        if let Some((c, number)) = self.0 {
+            let t = call.now();
+            if let Some((name, value)) = number {
+                call.record(t, &Event::Attribute { name, value });
+            }
+            call.record(t, &Event::MpiCollectiveEnd(c));
         }
     }
 }
@@ -106,7 +139,7 @@ impl Post for End {
 fn blocking(call: &Call, shape: Option<Shape>) -> End {
     let Some(shape) = shape else { return End(None) };
     call.record(call.enter, &Event::MpiCollectiveBegin);
-    End(Some(shape.collective()))
+    End(Some((shape.collective(), next_number(shape.comm))))
 }
 
 /// After a non-blocking collective's start: track its request.
@@ -128,6 +161,11 @@ impl<A: MpiAbi> Post for Started<A> {
 }
 
 fn nonblocking<A: MpiAbi>(call: &Call, shape: Option<Shape>, request: *mut A::Request) -> Started<A> {
+    // It takes its place in the communicator's order when it starts; its
+    // completion carries no number (the analysis counts on from the last).
+    if let Some(s) = &shape {
+        next_number(s.comm);
+    }
     let entry = shape.filter(|_| state::enabled(Group::Xnonblock)).map(|s| {
         let id = requests::next_id();
         call.record(call.enter, &Event::NonBlockingCollectiveRequest { request: id });

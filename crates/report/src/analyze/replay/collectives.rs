@@ -27,7 +27,10 @@ pub(super) struct Collective {
 }
 
 impl Pass<'_> {
-    pub(super) fn collective_end(&mut self, l: usize, t: u64, c: &otf2::Collective) {
+    /// `number`: the collective's place in its communicator's order, where
+    /// the archive says (a flight recorder's, whose ranks' windows begin
+    /// at different collectives); counted from the first one otherwise.
+    pub(super) fn collective_end(&mut self, l: usize, t: u64, c: &otf2::Collective, number: Option<u64>) {
         let model = self.model;
         let Some(info) = model.comms.get(&c.comm) else { return };
         let size = info.locations.len();
@@ -61,6 +64,9 @@ impl Pass<'_> {
             None => (t, 0),
         };
         let seq = self.coll_seq.entry((process, c.comm)).or_insert(0);
+        if let Some(n) = number {
+            *seq = n;
+        }
         let key = (c.comm, *seq);
         *seq += 1;
         let part = Participant {

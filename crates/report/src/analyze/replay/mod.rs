@@ -227,6 +227,9 @@ struct Attrs {
     /// The merge's mark on the Leave of a call still open at its
     /// location's end ([`super::stuck`]).
     in_flight: Option<AttributeRef>,
+    /// A collective's number in its communicator's order, where the
+    /// flight recorder gave the older ones back.
+    collective_number: Option<AttributeRef>,
 }
 
 struct Pass<'a> {
@@ -298,6 +301,7 @@ pub fn run(reader: &mut TraceReader, options: &Options, sink: &mut dyn Sink) -> 
             "source memory" => &mut attrs.src_memory,
             "destination memory" => &mut attrs.dst_memory,
             "GPUTRACE::IN_FLIGHT" => &mut attrs.in_flight,
+            "GPUTRACE::COLLECTIVE_NUMBER" => &mut attrs.collective_number,
             _ => continue,
         };
         slot.get_or_insert(a);
@@ -495,7 +499,8 @@ impl EventVisitor for Pass<'_> {
 
     fn mpi_collective_end(&mut self, ev: &EventContext<'_>, collective: &otf2::Collective) {
         if let Some(&l) = self.loc_index.get(&ev.location) {
-            self.collective_end(l, ev.time, collective);
+            let number = self.attrs.collective_number.and_then(|a| ev.attributes.get(a)).and_then(|v| v.as_u64());
+            self.collective_end(l, ev.time, collective, number);
         }
     }
 }
