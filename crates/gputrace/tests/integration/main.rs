@@ -8,6 +8,7 @@ mod capture;
 mod cli;
 mod cuda;
 mod cut_archive;
+mod flight;
 mod full_disk;
 mod graphs;
 mod hang;

@@ -1,0 +1,166 @@
+//! The flight recorder (`--flight-recorder`): a job that makes many
+//! all-reduces and then hangs (tests/programs/mpi/hang.c) keeps only the
+//! last window of each thread — on disk, the older slots are holes — and
+//! the archive of that window, written when the watchdog stops the job,
+//! still names the collective the ranks wait in by its number since the
+//! start, reads balanced in the independent readers, and counts what was
+//! given back.
+
+use std::os::unix::fs::MetadataExt;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::util::*;
+
+/// All-reduces before the hang.
+const N: u64 = 60_000;
+const TIMEOUT_S: u64 = 2;
+
+/// Per rank, with the Python reader: the Enters and Leaves of each
+/// location balance (every Leave has its Enter), the number of
+/// MPI_Allreduce Leaves, and the last collective number.
+fn per_rank(anchor: &std::path::Path) -> Vec<(String, i64, i64, i64)> {
+    let script = r#"
+import sys, otf2
+depth, unmatched, calls, last = {}, {}, {}, {}
+with otf2.reader.open(sys.argv[1]) as t:
+    for loc, ev in t.events:
+        g = loc.group.name
+        if isinstance(ev, otf2.events.Enter):
+            depth[loc] = depth.get(loc, 0) + 1
+        elif isinstance(ev, otf2.events.Leave):
+            if depth.get(loc, 0) == 0:
+                unmatched[g] = unmatched.get(g, 0) + 1
+            else:
+                depth[loc] -= 1
+            if ev.region.name == "MPI_Allreduce":
+                calls[g] = calls.get(g, 0) + 1
+        elif isinstance(ev, otf2.events.MpiCollectiveEnd):
+            for a, v in (ev.attributes or {}).items():
+                if a.name == "GPUTRACE::COLLECTIVE_NUMBER":
+                    last[g] = max(last.get(g, -1), v)
+for g in sorted(calls):
+    print(g, "|", unmatched.get(g, 0), calls[g], last.get(g, -1))
+"#;
+    let out = Command::new("/usr/bin/python3").arg("-c").arg(script).arg(anchor).output().unwrap();
+    assert!(out.status.success(), "Python reader: {}", text(&out.stderr));
+    text(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let (g, rest) = l.split_once(" | ")?;
+            let n: Vec<i64> = rest.split(' ').map(|x| x.parse().unwrap()).collect();
+            Some((g.to_string(), n[0], n[1], n[2]))
+        })
+        .collect()
+}
+
+#[test]
+fn a_flight_recorder_keeps_the_last_window_and_names_the_collective_of_the_hang() {
+    let (mpicc, mpirun, _) = openmpi();
+    let exe = compile(mpicc, "hang.c");
+    let dir = fresh_dir("flight-allreduce");
+    let mut cmd = Command::new(gputrace());
+    // Slots of at most 64 KiB a thread, so that the window is a small part
+    // of the stream; a window of 0.2 s of a run of a few seconds.
+    cmd.env("GPUTRACE_TOTAL_MEMORY", "256K");
+    cmd.args(["--flight-recorder", "0.2", "--hang-timeout", &TIMEOUT_S.to_string(), "--keep-raw", "-o"]).arg(&dir);
+    cmd.args([mpirun, "-n", "4", "--oversubscribe"]).arg(&exe).args(["allreduce", "-n", &N.to_string()]);
+    let (stdout, err, after_hang) = run_to_the_hang(&mut cmd);
+    assert_eq!(stdout.matches(&format!("collectives={N}")).count(), 4, "{stdout}");
+    assert!(err.contains("hang: no MPI or NCCL call recorded in any process for"), "{err}");
+    // The archive (and the analysis) within the timeout and 10 s of the hang.
+    assert!(after_hang < Duration::from_secs(TIMEOUT_S + 10), "took {after_hang:?} after the hang: {err}");
+    let given_back: u64 = err
+        .lines()
+        .find_map(|l| l.split_once("last window; ")?.1.split_once(" older events")?.0.replace(',', "").parse().ok())
+        .unwrap_or_else(|| panic!("no flight-recorder line: {err}"));
+    // Five events a call (Enter, collective begin, number, end, Leave).
+    assert!(given_back > 4 * N, "gave back {given_back} of about {} events: {err}", 4 * 5 * N);
+    let stuck = format!(
+        "Stuck: ranks 0-2 wait in MPI_Allreduce, collective #{} on MPI MPI_COMM_WORLD (4 ranks: 0-3); rank 3 never entered it",
+        thousands(N + 1)
+    );
+    assert!(err.contains(&stuck), "{err}");
+
+    // On disk: the raw streams are mostly holes.
+    for e in std::fs::read_dir(dir.join("raw")).unwrap() {
+        let m = e.unwrap().metadata().unwrap();
+        assert!(m.blocks() * 512 < m.len() / 3, "{} of {} bytes on disk", m.blocks() * 512, m.len());
+    }
+
+    // The archive: balanced, a part of the calls, numbered from the start.
+    let ranks = per_rank(&dir.join("traces.otf2"));
+    assert_eq!(ranks.len(), 4, "{ranks:?}");
+    for (rank, unmatched, calls, last) in &ranks {
+        assert_eq!(*unmatched, 0, "{rank}: every Leave has its Enter (calls open at the cut start there)");
+        assert!(*calls > 0 && (*calls as u64) < N, "{rank}: {calls} of {N} all-reduces kept");
+        assert_eq!(*last, N as i64 - 1, "{rank}: the last all-reduce ended is numbered from the first");
+    }
+    let counts = otf2_print_counts(&dir.join("traces.otf2"));
+    assert!(counts.get("MPI_COLLECTIVE_END").copied().unwrap_or(0) > 0, "{counts:?}");
+
+    let out = run(Command::new(gputrace()).args(["analyze", "--format", "json"]).arg(&dir));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let a: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = &a["stuck"][0];
+    assert_eq!((s["operation"].as_u64(), s["waiting"].as_str()), (Some(N + 1), Some("0-2")), "{s:#}");
+    assert_eq!(s["missing"], "3", "{s:#}");
+}
+
+/// Runs the job (at most 5 minutes): its stdout, its stderr, and the time
+/// from the hang (the last rank's "collectives=" line, printed right
+/// before it) to gputrace's return.
+fn run_to_the_hang(cmd: &mut Command) -> (String, String, Duration) {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::Stdio;
+    cmd.env("OMPI_ALLOW_RUN_AS_ROOT", "1").env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1").env_remove("LD_PRELOAD");
+    let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let lines = std::thread::spawn(move || {
+        let (mut all, mut hung, mut seen) = (String::new(), None, 0);
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if line.contains("collectives=") {
+                seen += 1;
+                if seen == 4 {
+                    hung = Some(Instant::now());
+                }
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        (all, hung)
+    });
+    let mut stderr = child.stderr.take().unwrap();
+    let errors = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(300) {
+            let _ = child.kill();
+            panic!("still running after 5 minutes: {}", errors.join().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let end = Instant::now();
+    let (out, hung) = lines.join().unwrap();
+    let err = errors.join().unwrap();
+    let hung = hung.unwrap_or_else(|| panic!("no rank got to the hang: {out}{err}"));
+    (out, err, end - hung)
+}
+
+fn thousands(n: u64) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
