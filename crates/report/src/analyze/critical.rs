@@ -32,8 +32,8 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::describe::Describe;
-use stream::{Pos, Walk};
 pub(crate) use stream::{Launched, Work};
+use stream::{Pos, Walk};
 pub use what_if_gpu::GpuWhatIf;
 use what_if_gpu::gpu_what_if;
 
@@ -319,6 +319,7 @@ impl Timelines {
                 self.credit(loc, to, t, launched, walk);
                 walk.jumps += 1;
                 Ok(if self.is_stream(culprit) {
+                    walk.enter_stream();
                     Pos::Stream { loc: culprit, t: to, start_of: None }
                 } else {
                     Pos::Host { loc: culprit, t: to, launched: false }

@@ -312,8 +312,8 @@ pub struct Analysis {
     /// had it computed the median's time ([`critical::what_if`]).
     pub what_if: Vec<WhatIf>,
     /// Projections for GPU work and communication on the critical path
-    /// ([`critical::GpuWhatIf`]): a kernel at its median, the GPU not
-    /// waiting for the host, communication overlapped.
+    /// ([`critical::GpuWhatIf`]): a kernel at its median, host gaps
+    /// before launches at their median, communication overlapped.
     pub what_if_gpu: Vec<GpuWhatIf>,
     /// The calls that had not returned when the recording ended (a hung
     /// or killed job), the innermost per thread ([`stuck`]).

@@ -72,7 +72,7 @@ pub(super) fn gpu_what_if_table(w: &[GpuWhatIf], top: usize) -> Table {
     for p in w.iter().take(top) {
         let what = match &p.activity {
             Some(kernel) => format!("{} at its median", names::cut(kernel, 40)),
-            None if p.kind == "gpu_not_waiting_for_host" => "GPU not waiting for the host".to_string(),
+            None if p.kind == "host_gap_at_median" => "host gaps at their median".to_string(),
             None => "communication overlapped".to_string(),
         };
         t.rows.push(vec![
@@ -87,9 +87,9 @@ pub(super) fn gpu_what_if_table(w: &[GpuWhatIf], top: usize) -> Table {
         ]);
     }
     t.notes.push(
-        "A kernel at its median: its instances on the path beyond its median instance (reference) taken off. The \
-         GPU not waiting for the host: the thread's computation on the path before launches the GPU waited for \
-         taken off. Communication overlapped: NCCL kernels and MPI calls on the path hidden behind the compute \
+        "A kernel at its median: its instances on the path beyond its median instance (reference) taken off. Host \
+         gaps at their median: the thread's stretches of computation on the path before launches the GPU waited \
+         for, beyond the median stretch (reference), taken off. Communication overlapped: NCCL kernels and MPI calls on the path hidden behind the compute \
          kernels on it (reference), the smaller of the two taken off. First-order estimates, as Scalasca's: \
          another chain may become critical sooner."
             .into(),

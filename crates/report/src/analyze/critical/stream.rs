@@ -99,15 +99,22 @@ pub(super) struct Walk {
     /// Ticks on the path per location and activity.
     pub(super) on: HashMap<(usize, Act), u64>,
     pub(super) jumps: u64,
-    /// Host ticks on the path while the GPU waited for that host's launch,
-    /// per thread and call-path node.
-    pub(super) starved: HashMap<(usize, u32), u64>,
+    /// The stretches of host time (thread, call-path node, ticks) on the
+    /// path while the GPU waited for that host's launch: each from one
+    /// change of the thread's innermost region to the next.
+    pub(super) starved: Vec<(usize, u32, u64)>,
     /// Per stream and kernel: its instances' ticks on the path beyond the
-    /// kernel's median duration (over every instance of its name), and
-    /// how many instances were on the path.
+    /// kernel's median duration (over every instance of its name), each
+    /// at most the slack after it, and how many instances were on the
+    /// path.
     pub(super) excess: HashMap<(usize, RegionRef), (u64, u64)>,
     /// Per kernel (or copy), the median duration of its name's instances.
     pub(super) median: HashMap<RegionRef, u64>,
+    /// How much earlier the activities after the one being walked could
+    /// have run had it ended sooner: the least, over them back to where
+    /// the path came to the stream, of their start less their launch
+    /// call's end (a kernel cannot start before it is launched).
+    slack: u64,
     /// Ticks on the path in compute kernels and in NCCL kernels.
     pub(super) kernels: u64,
     pub(super) nccl: u64,
@@ -158,16 +165,14 @@ impl Walk {
                 (name, m)
             })
             .collect();
-        let median = durations
-            .keys()
-            .filter_map(|r| Some((*r, *medians.get(region_names.get(r)?)?)))
-            .collect();
+        let median = durations.keys().filter_map(|r| Some((*r, *medians.get(region_names.get(r)?)?))).collect();
         Walk {
             on: HashMap::new(),
             jumps: 0,
-            starved: HashMap::new(),
+            starved: Vec::new(),
             excess: HashMap::new(),
             median,
+            slack: u64::MAX,
             kernels: 0,
             nccl: 0,
             member,
@@ -175,11 +180,17 @@ impl Walk {
         }
     }
 
+    /// The path comes to a stream from a host's synchronization: nothing
+    /// after it on the stream limits how much sooner it could end.
+    pub(super) fn enter_stream(&mut self) {
+        self.slack = u64::MAX;
+    }
+
     /// Host thread `loc` spent `ticks` of the path in `node`.
     pub(super) fn host(&mut self, loc: usize, node: u32, ticks: u64, launched: bool) {
         *self.on.entry((loc, Act::Node(node))).or_default() += ticks;
-        if launched {
-            *self.starved.entry((loc, node)).or_default() += ticks;
+        if launched && ticks > 0 {
+            self.starved.push((loc, node, ticks));
         }
     }
 
@@ -193,7 +204,7 @@ impl Walk {
             self.kernels += ticks;
             let median = self.median.get(&work.region).copied().unwrap_or(ticks);
             let e = self.excess.entry((loc, work.region)).or_default();
-            e.0 += ticks.saturating_sub(median);
+            e.0 += ticks.saturating_sub(median).min(self.slack);
             e.1 += 1;
         }
     }
@@ -255,6 +266,9 @@ impl Timelines {
                 let started = started.min(to);
                 walk.work(loc, &w, to - started);
                 walk.jumps += 1;
+                // The collective could have begun no sooner than its
+                // next latest kernel did.
+                walk.slack = walk.slack.min(started.saturating_sub(self.next_latest(loc, k, walk)));
                 return Ok(Pos::Stream { loc: other, t: started, start_of: Some(j) });
             }
             walk.work(loc, &w, to - w.start);
@@ -263,6 +277,9 @@ impl Timelines {
         // At the start of activity `k`.
         let w = works[k];
         let t = t.min(w.start);
+        if let Some(l) = w.launch {
+            walk.slack = walk.slack.min(w.start.saturating_sub(l.end));
+        }
         let before = k.checked_sub(1).map(|j| works[j]);
         if let Some(l) = w.launch
             && before.is_none_or(|b| l.end > b.end)
@@ -282,6 +299,16 @@ impl Timelines {
             }
             None => Err(t),
         }
+    }
+
+    /// For NCCL activity `k` of stream `loc`: the start of the kernel of
+    /// its collective that started next to last.
+    fn next_latest(&self, loc: usize, k: usize, walk: &Walk) -> u64 {
+        let Some(members) = walk.member.get(&(loc, k)).and_then(|g| walk.groups.get(*g)) else { return 0 };
+        let mut starts: Vec<u64> =
+            members.iter().filter_map(|&(s, j)| self.works.get(s)?.get(j).map(|w| w.start)).collect();
+        starts.sort_unstable();
+        starts.len().checked_sub(2).map_or(0, |i| starts[i])
     }
 
     /// For NCCL activity `k` of stream `loc`: the kernel of its collective

@@ -7,15 +7,20 @@
 //!   there took longer than the median instance of its name (over every
 //!   stream and rank): the path loses each instance's time beyond that
 //!   median.
-//! - `gpu_not_waiting_for_host`: where the path went from a GPU activity
-//!   to its launch call (the GPU waited for the host), the host's
-//!   computation on the path from there back to where the path came to
-//!   that thread: had the host launched at once, the path loses it.
+//! - `host_gap_at_median`: where the path went from a GPU activity to its
+//!   launch call (the GPU waited for the host), the host's computation on
+//!   the path from there back to where the path came to that thread, in
+//!   stretches from one change of its innermost region to the next (the
+//!   time between two CUDA calls, a user region): had each stretch taken
+//!   the median one's time, the path loses the excess. A host phase as
+//!   long in every iteration is the median itself: not projected away.
 //! - `communication_overlapped`: communication on the path (NCCL kernels,
 //!   MPI calls) overlapped by the compute kernels on the path: the path
 //!   loses the smaller of the two. It assumes the communication does not
 //!   wait for those kernels' results (as a data-parallel all-reduce of
 //!   gradient buckets does not, for the kernels after it).
+
+use std::collections::HashMap;
 
 use serde::Serialize;
 
@@ -25,7 +30,7 @@ use super::{CriticalPath, Describe, is_computation};
 /// One projection for GPU work or communication.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct GpuWhatIf {
-    /// `kernel_at_median`, `gpu_not_waiting_for_host` or
+    /// `kernel_at_median`, `host_gap_at_median` or
     /// `communication_overlapped`.
     pub kind: &'static str,
     /// The process and the stream or thread it is about (none for the
@@ -40,8 +45,9 @@ pub struct GpuWhatIf {
     /// The time on the path it is about (ns): the kernel's; the host's
     /// computation the GPU waited for; the communication's.
     pub on_path_ns: u64,
-    /// The kernel's median instance (ns), or the compute kernels' time on
-    /// the path that the communication could hide behind.
+    /// The kernel's median instance, the median stretch of host
+    /// computation, or the compute kernels' time on the path that the
+    /// communication could hide behind (ns).
     pub reference_ns: u64,
     /// What the path would lose (ns), and its projected length.
     pub saved_ns: u64,
@@ -87,22 +93,31 @@ pub(super) fn gpu_what_if(path: &CriticalPath, walk: &Walk, names: &dyn Describe
         let what = format!("{instances} instances of {kernel} on the path took the median instance's time");
         row("kernel_at_median", Some(loc), Some(kernel), what, on_path, median, names.ns(excess));
     }
-    // Per thread, its computation on the path while the GPU waited for it.
-    let mut starved: Vec<(usize, u64)> = Vec::new();
-    for (&(loc, node), &ticks) in &walk.starved {
-        let name = names.activity(node);
-        if !is_computation(&name) || is_cuda_call(&name) {
-            continue;
-        }
-        match starved.iter_mut().find(|(l, _)| *l == loc) {
-            Some((_, t)) => *t += ticks,
-            None => starved.push((loc, ticks)),
+    // Per thread, its stretches of computation on the path while the GPU
+    // waited for it, beyond their median.
+    let mut computation: HashMap<u32, bool> = HashMap::new();
+    let mut stretches: HashMap<usize, Vec<u64>> = HashMap::new();
+    for &(loc, node, ticks) in &walk.starved {
+        let counts = *computation.entry(node).or_insert_with(|| {
+            let name = names.activity(node);
+            is_computation(&name) && !is_cuda_call(&name)
+        });
+        if counts {
+            stretches.entry(loc).or_default().push(ticks);
         }
     }
-    for (loc, ticks) in starved {
-        let ns = names.ns(ticks);
-        let what = "the GPU had not waited for this thread's computation before its launches".to_string();
-        row("gpu_not_waiting_for_host", Some(loc), None, what, ns, 0, ns);
+    let mut threads: Vec<(usize, Vec<u64>)> = stretches.into_iter().collect();
+    threads.sort_unstable_by_key(|(loc, _)| *loc);
+    for (loc, mut ticks) in threads {
+        ticks.sort_unstable();
+        let median = ticks[ticks.len() / 2];
+        let excess: u64 = ticks.iter().map(|t| t - median).sum();
+        let on_path = names.ns(ticks.iter().sum());
+        let what = format!(
+            "{} stretches of this thread's computation before launches the GPU waited for took the median one's time",
+            ticks.len()
+        );
+        row("host_gap_at_median", Some(loc), None, what, on_path, names.ns(median), names.ns(excess));
     }
     let mpi: u64 = path
         .steps
@@ -112,7 +127,8 @@ pub(super) fn gpu_what_if(path: &CriticalPath, walk: &Walk, names: &dyn Describe
         .sum();
     let communication = names.ns(walk.nccl) + mpi;
     let kernels = names.ns(walk.kernels);
-    let what = "the communication on the path (NCCL kernels, MPI calls) overlapped its compute kernels fully".to_string();
+    let what =
+        "the communication on the path (NCCL kernels, MPI calls) overlapped its compute kernels fully".to_string();
     row("communication_overlapped", None, None, what, communication, kernels, communication.min(kernels));
     out.sort_by(|a, b| {
         b.saved_ns.cmp(&a.saved_ns).then_with(|| a.kind.cmp(b.kind)).then_with(|| a.process.cmp(&b.process))
