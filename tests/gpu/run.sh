@@ -8,7 +8,7 @@
 # Usage (on the GPU machine, from the repository root, with gputrace's
 # release binaries in $GT_BIN, default .device/bin):
 #   tests/gpu/run.sh [basic] [subset] [peer] [mpi] [torch] [nsys] [nocupti] [halo] [nvtx] [graphs] [memory] [uvm]
-#                    [lost] [threads] [nccl4] [ddp4]
+#                    [lost] [threads] [nccl4] [ddp4] [critical]
 # With no argument it runs them all (threads, nccl4 and ddp4 need 2 or
 # more GPUs, made for 4). Each part prints "PART <name> rc=<n>".
 # The four-GPU parts compare with an independent CUPTI counter
@@ -24,7 +24,7 @@ rm -rf "$work"
 mkdir -p "$work" "$out"
 export PATH=/usr/local/cuda/bin:$PATH
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
-parts=${*:-basic subset peer mpi torch nsys nocupti halo nvtx graphs memory uvm lost threads nccl4 ddp4}
+parts=${*:-basic subset peer mpi torch nsys nocupti halo nvtx graphs memory uvm lost threads nccl4 ddp4 critical}
 progs=$root/tests/gpu/programs
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 echo "GPUs: $ngpu; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
@@ -251,6 +251,17 @@ for p in $parts; do
         GPUTRACE_NCCL_CAPTURE="$work/ncclcap-ddp4-%p.ncclcap" \
         "$gt" --keep-raw -o "$work/exp-ddp4" torchrun --standalone --nproc-per-node "$ngpu" "$progs/torch_ddp.py"
       grep -h 'repaired\|dropped\|lost' "$work/ddp4.err" | head -3 | sed "s/^/  [ddp4] /"
+      ;;
+    critical)
+      # The critical path across GPU work: a delayed kernel, a host gap
+      # before a launch, and the baseline without either; analyze's JSON of
+      # each in its experiment (analyze.json) for check_critical.py.
+      build critical_gpu "$progs/critical_gpu.cu" || continue
+      for mode in kernel gap none; do
+        part "critical-$mode" "$gt" -o "$work/exp-critical-$mode" "$work/critical_gpu" "$mode" 30 20 500
+        "$gt" analyze --format json "$work/exp-critical-$mode" >"$work/exp-critical-$mode/analyze.json" \
+          2>"$work/critical-$mode.analyze.err" || echo "  critical-$mode: analyze failed"
+      done
       ;;
     nocupti)
       [ -x "$work/cuda_basic" ] || build cuda_basic "$progs/cuda_basic.cu" || continue

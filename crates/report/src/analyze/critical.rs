@@ -1,4 +1,4 @@
-//! The critical path across ranks: the chain of host activity that
+//! The critical path across ranks and GPUs: the chain of activity that
 //! decided how long the run took, found backwards from the last event as
 //! Scalasca does. On the location that ended last, time is on the path
 //! back to the end of the latest wait state it suffered (a Late Sender,
@@ -10,20 +10,36 @@
 //! its `MPI_Init` (start-up is not the run's steady state: the path
 //! begins when the ranks are up, as `mpi_sum` keeps MPI_Init apart).
 //!
+//! A CUDA synchronization (a synchronizing call, a synchronous copy or
+//! memset, a `[CUDA sync: ...]` record) that returned after GPU work it
+//! waited for is a wait too: the path moves to the GPU stream at that
+//! work's end and goes back along the stream ([`stream`]): each activity
+//! back to its start, then to its launch call on the host where the GPU
+//! waited for it, to the NCCL kernel of the rank that started the same
+//! collective last, or to the activity before it on the stream.
+//!
 //! The pass keeps, per host thread, each change of its innermost region
-//! (16 bytes an enter or leave) and each wait state's end and culprit;
-//! past [`MAX_CHANGES`] changes it keeps nothing more and says so.
-//! What the path does not cross yet: GPU work (a host waiting in a
-//! synchronization for a kernel) and NCCL (whose host calls do not wait).
+//! (16 bytes an enter or leave), each wait state's end and culprit and
+//! each synchronization; per GPU stream each activity (48 bytes, counted
+//! as three changes); past [`MAX_CHANGES`] changes it keeps nothing more
+//! and says so.
+
+mod stream;
+mod what_if_gpu;
 
 use std::collections::HashMap;
 
 use serde::Serialize;
 
 use super::describe::Describe;
+pub(crate) use stream::{Launched, Work};
+use stream::{Pos, Walk};
+pub use what_if_gpu::GpuWhatIf;
+use what_if_gpu::gpu_what_if;
 
 /// The changes of innermost region kept at most, over all threads (about
-/// half a gigabyte).
+/// half a gigabyte); a GPU activity counts as three, a synchronization as
+/// one.
 pub const MAX_CHANGES: usize = 32 << 20;
 
 /// No region open.
@@ -32,8 +48,12 @@ pub(crate) const NONE: u32 = u32::MAX;
 /// The activity of time outside any region: computation nothing annotated.
 pub(crate) const OUTSIDE: &str = "(outside any region)";
 
-/// What the pass hands over: per host location its region changes and
-/// wait states.
+/// The activity of a GPU stream's idle time on the path: between its
+/// activities, or between a launch call's end and its work's start.
+pub(crate) const IDLE: &str = "(stream idle)";
+
+/// What the pass hands over: per host location its region changes, wait
+/// states and synchronizations, per GPU stream its activities.
 #[derive(Default)]
 pub(crate) struct Timelines {
     /// Per location: (time, innermost call-path node from then on).
@@ -42,8 +62,18 @@ pub(crate) struct Timelines {
     waits: Vec<Vec<(u64, usize)>>,
     /// Per location: where the path may begin (the end of MPI_Init).
     starts: Vec<u64>,
+    /// Per host location: (enter, leave) of each CUDA synchronization.
+    syncs: Vec<Vec<(u64, u64)>>,
+    /// Per GPU stream: its kernels, copies and memsets, as they ended.
+    works: Vec<Vec<Work>>,
     kept: usize,
     pub(crate) overflow: bool,
+}
+
+/// The critical path and the projections only its walk can make.
+pub(crate) struct Found {
+    pub(crate) path: CriticalPath,
+    pub(crate) gpu_what_if: Vec<GpuWhatIf>,
 }
 
 /// One activity on the critical path.
@@ -53,8 +83,11 @@ pub struct PathStep {
     pub rank: Option<u32>,
     /// The thread.
     pub location: String,
+    /// Whether the location is a GPU stream.
+    pub on_gpu: bool,
     /// The innermost region (`MPI_Allreduce`, a user region, the
-    /// program's region for computation nothing annotated).
+    /// program's region for computation nothing annotated); on a GPU
+    /// stream the kernel, copy or memset, or [`IDLE`].
     pub activity: String,
     /// Its time on the path (ns).
     pub time_ns: u64,
@@ -147,24 +180,38 @@ impl Timelines {
             changes: vec![Vec::new(); locations],
             waits: vec![Vec::new(); locations],
             starts: vec![0; locations],
+            syncs: vec![Vec::new(); locations],
+            works: vec![Vec::new(); locations],
             kept: 0,
             overflow: false,
         }
     }
 
-    /// Location `loc`'s innermost region is `node` from `t` on.
-    pub(crate) fn change(&mut self, loc: usize, t: u64, node: u32) {
+    /// Counts `n` more records against [`MAX_CHANGES`]: whether they may
+    /// be kept (past it, everything kept goes).
+    fn keep(&mut self, n: usize) -> bool {
         if self.overflow {
-            return;
+            return false;
         }
-        if self.kept >= MAX_CHANGES {
+        if self.kept.saturating_add(n) > MAX_CHANGES {
             self.overflow = true;
             self.changes = Vec::new();
             self.waits = Vec::new();
-            return;
+            self.syncs = Vec::new();
+            self.works = Vec::new();
+            return false;
         }
-        self.kept += 1;
-        self.changes[loc].push((t, node));
+        self.kept += n;
+        true
+    }
+
+    /// Location `loc`'s innermost region is `node` from `t` on.
+    pub(crate) fn change(&mut self, loc: usize, t: u64, node: u32) {
+        if self.keep(1)
+            && let Some(c) = self.changes.get_mut(loc)
+        {
+            c.push((t, node));
+        }
     }
 
     /// Location `loc` is set up at `t` (its MPI_Init ended): the path does
@@ -177,90 +224,120 @@ impl Timelines {
 
     /// Location `loc` waited until `to` for location `culprit`.
     pub(crate) fn wait(&mut self, loc: usize, to: u64, culprit: usize) {
-        if !self.overflow && loc != culprit {
-            self.waits[loc].push((to, culprit));
+        if !self.overflow
+            && loc != culprit
+            && let Some(w) = self.waits.get_mut(loc)
+        {
+            w.push((to, culprit));
         }
     }
 
-    /// The path, backwards from the location whose last change is the
-    /// latest.
-    pub(crate) fn path(mut self, names: &dyn Describe) -> Option<CriticalPath> {
+    /// Host location `loc` synchronized with its GPU work from `enter` to
+    /// `leave`.
+    pub(crate) fn synchronized(&mut self, loc: usize, enter: u64, leave: u64) {
+        if leave > enter
+            && self.keep(1)
+            && let Some(s) = self.syncs.get_mut(loc)
+        {
+            s.push((enter, leave));
+        }
+    }
+
+    /// GPU stream `loc` ran `work`.
+    pub(crate) fn ran(&mut self, loc: usize, work: Work) {
+        if self.keep(3)
+            && let Some(w) = self.works.get_mut(loc)
+        {
+            w.push(work);
+        }
+    }
+
+    /// Whether `loc` is a GPU stream that ran something.
+    fn is_stream(&self, loc: usize) -> bool {
+        self.works.get(loc).is_some_and(|w| !w.is_empty())
+    }
+
+    /// The path, backwards from the host location whose last change is
+    /// the latest.
+    pub(crate) fn path(mut self, names: &dyn Describe) -> Option<Found> {
         if self.overflow {
             return None;
         }
+        self.resolve_syncs(names);
         for w in &mut self.waits {
             w.sort_unstable();
         }
-        let (mut loc, mut t) = self
+        let (loc, t) = self
             .changes
             .iter()
             .enumerate()
             .filter_map(|(l, c)| c.last().map(|&(t, _)| (l, t)))
             .max_by_key(|&(l, t)| (t, std::cmp::Reverse(l)))?;
         let end = t;
-        let mut on: HashMap<(usize, u32), u64> = HashMap::new();
-        let mut jumps = 0u64;
+        let mut walk = Walk::new(&self, names);
+        let mut pos = Pos::Host { loc, t, launched: false };
+        // Each step goes back in time or to an earlier activity; the bound
+        // only guards against an archive that breaks that.
+        let mut budget = self.kept.saturating_mul(4).saturating_add(64);
         let start = loop {
-            let waits = &self.waits[loc];
-            let begin = self.starts[loc];
-            // The latest wait that ended strictly before `t`, after the
-            // location was set up.
-            let i = waits.partition_point(|&(to, _)| to < t);
-            match i.checked_sub(1).map(|i| waits[i]).filter(|&(to, _)| to > begin) {
-                Some((to, culprit)) => {
-                    self.credit(loc, to, t, &mut on);
-                    t = to;
-                    loc = culprit;
-                    jumps += 1;
-                }
-                None => {
-                    let first = self.changes[loc].first().map_or(t, |&(t, _)| t).max(begin).min(t);
-                    self.credit(loc, first, t, &mut on);
-                    break first;
-                }
+            let next = match pos {
+                Pos::Host { loc, t, launched } => self.host_step(loc, t, launched, &mut walk),
+                Pos::Stream { loc, t, start_of } => self.stream_step(loc, t, start_of, &mut walk),
+            };
+            budget -= 1;
+            match next {
+                Ok(p) if budget > 0 => pos = p,
+                Ok(p) => break p.time(),
+                Err(start) => break start,
             }
         };
         let length = names.ns(end.saturating_sub(start));
-        let mut steps: Vec<PathStep> = on
-            .into_iter()
-            .filter(|&(_, ticks)| ticks > 0)
-            .map(|((l, node), ticks)| {
-                let p = names.process_of(l);
-                let (process, rank) = (names.process(p), names.rank(p));
-                let time_ns = names.ns(ticks);
-                PathStep {
-                    process,
-                    rank,
-                    location: names.location(l),
-                    activity: names.activity(node),
-                    time_ns,
-                    share: if length > 0 { 100.0 * time_ns as f64 / length as f64 } else { 0.0 },
-                }
-            })
-            .collect();
-        // One node per call path: merge the steps of one activity name.
-        steps.sort_by(|a, b| (&a.process, &a.location, &a.activity).cmp(&(&b.process, &b.location, &b.activity)));
-        steps.dedup_by(|b, a| {
-            let same = a.process == b.process && a.location == b.location && a.activity == b.activity;
-            if same {
-                a.time_ns += b.time_ns;
-                a.share += b.share;
-            }
-            same
-        });
-        steps.sort_by(|a, b| b.time_ns.cmp(&a.time_ns).then_with(|| a.process.cmp(&b.process)));
+        let steps = steps(&walk, length, names);
         let mut per: HashMap<&str, u64> = HashMap::new();
         for s in &steps {
             *per.entry(&s.process).or_default() += s.time_ns;
         }
         let mut processes: Vec<(String, u64)> = per.into_iter().map(|(p, t)| (p.to_owned(), t)).collect();
         processes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        Some(CriticalPath { length_ns: length, jumps, processes, steps })
+        let path = CriticalPath { length_ns: length, jumps: walk.jumps, processes, steps };
+        let gpu_what_if = gpu_what_if(&path, &walk, names);
+        Some(Found { path, gpu_what_if })
     }
 
-    /// Adds location `loc`'s time from `from` to `to` to its activities.
-    fn credit(&self, loc: usize, from: u64, to: u64, on: &mut HashMap<(usize, u32), u64>) {
-        let changes = &self.changes[loc];
+    /// One step back on host thread `loc` from `t`: to the end of its
+    /// latest wait, then to the location it waited for; or to its
+    /// beginning, where the path begins.
+    fn host_step(&self, loc: usize, t: u64, launched: bool, walk: &mut Walk) -> Result<Pos, u64> {
+        let empty = Vec::new();
+        let waits = self.waits.get(loc).unwrap_or(&empty);
+        let begin = self.starts.get(loc).copied().unwrap_or(0);
+        // The latest wait that ended strictly before `t`, after the
+        // location was set up.
+        let i = waits.partition_point(|&(to, _)| to < t);
+        match i.checked_sub(1).map(|i| waits[i]).filter(|&(to, _)| to > begin) {
+            Some((to, culprit)) => {
+                self.credit(loc, to, t, launched, walk);
+                walk.jumps += 1;
+                Ok(if self.is_stream(culprit) {
+                    walk.enter_stream();
+                    Pos::Stream { loc: culprit, t: to, start_of: None }
+                } else {
+                    Pos::Host { loc: culprit, t: to, launched: false }
+                })
+            }
+            None => {
+                let first = self.changes.get(loc).and_then(|c| c.first()).map_or(t, |&(t, _)| t).max(begin).min(t);
+                self.credit(loc, first, t, launched, walk);
+                Err(first)
+            }
+        }
+    }
+
+    /// Adds location `loc`'s time from `from` to `to` to its activities
+    /// (and, where the GPU waited for this host to launch, to what it
+    /// waited for).
+    fn credit(&self, loc: usize, from: u64, to: u64, launched: bool, walk: &mut Walk) {
+        let Some(changes) = self.changes.get(loc) else { return };
         // The state at `from`: the last change at or before it.
         let i = changes.partition_point(|&(t, _)| t <= from);
         let mut node = i.checked_sub(1).map_or(NONE, |i| changes[i].1);
@@ -269,12 +346,50 @@ impl Timelines {
             if t >= to {
                 break;
             }
-            *on.entry((loc, node)).or_default() += t - at;
+            walk.host(loc, node, t - at, launched);
             at = t;
             node = next;
         }
-        *on.entry((loc, node)).or_default() += to.saturating_sub(at);
+        walk.host(loc, node, to.saturating_sub(at), launched);
     }
+}
+
+/// The walk's credits as steps, one per activity and location, the most
+/// time first.
+fn steps(walk: &Walk, length: u64, names: &dyn Describe) -> Vec<PathStep> {
+    let mut steps: Vec<PathStep> = walk
+        .on
+        .iter()
+        .filter(|&(_, &ticks)| ticks > 0)
+        .map(|(&(l, act), &ticks)| {
+            let p = names.process_of(l);
+            let (process, rank) = (names.process(p), names.rank(p));
+            let time_ns = names.ns(ticks);
+            PathStep {
+                process,
+                rank,
+                location: names.location(l),
+                on_gpu: act.on_gpu(),
+                activity: act.name(names),
+                time_ns,
+                share: if length > 0 { 100.0 * time_ns as f64 / length as f64 } else { 0.0 },
+            }
+        })
+        .collect();
+    // One node per call path: merge the steps of one activity name.
+    steps.sort_by(|a, b| (&a.process, &a.location, &a.activity).cmp(&(&b.process, &b.location, &b.activity)));
+    steps.dedup_by(|b, a| {
+        let same = a.process == b.process && a.location == b.location && a.activity == b.activity;
+        if same {
+            a.time_ns += b.time_ns;
+            a.share += b.share;
+        }
+        same
+    });
+    steps.sort_by(|a, b| {
+        b.time_ns.cmp(&a.time_ns).then_with(|| a.process.cmp(&b.process)).then_with(|| a.location.cmp(&b.location))
+    });
+    steps
 }
 
 #[cfg(test)]
@@ -295,7 +410,7 @@ mod tests {
             tl.change(1, t, node);
         }
         tl.wait(1, 100, 0);
-        let p = tl.path(&Plain).unwrap();
+        let p = tl.path(&Plain).unwrap().path;
         assert_eq!((p.length_ns, p.jumps), (150, 1));
         let got: Vec<(&str, &str, u64)> =
             p.steps.iter().map(|s| (s.process.as_str(), s.activity.as_str(), s.time_ns)).collect();
@@ -316,7 +431,7 @@ mod tests {
         tl.change(1, 0, 0);
         tl.wait(0, 40, 1);
         tl.started(0, 50);
-        let p = tl.path(&Plain).unwrap();
+        let p = tl.path(&Plain).unwrap().path;
         assert_eq!((p.length_ns, p.jumps), (70, 0));
         assert_eq!(p.processes, [("rank 0".to_string(), 70)]);
     }
@@ -327,6 +442,7 @@ mod tests {
             process: process.into(),
             rank: None,
             location: "Master thread".into(),
+            on_gpu: false,
             activity: activity.into(),
             time_ns,
             share: 0.0,

@@ -104,7 +104,7 @@ pub fn wait_state_cube(analysis: &Analysis) -> std::result::Result<Cube, cube::E
     }
     // The critical path as Scalasca's critical-path profile: each step's
     // time at its activity (computation nothing annotated at the root)
-    // and thread.
+    // and thread or GPU stream (a location of its process, as a thread).
     if let Some(path) = &analysis.critical_path {
         let critical = c.metric(
             sec("critical_path", "Critical path")
@@ -119,7 +119,11 @@ pub fn wait_state_cube(analysis: &Analysis) -> std::result::Result<Cube, cube::E
                 match cnodes.get(&key) {
                     Some(&n) => n,
                     None => {
-                        let paradigm = if step.activity.starts_with("MPI_") { "mpi" } else { "user" };
+                        let paradigm = match () {
+                            _ if step.on_gpu => "cuda",
+                            _ if step.activity.starts_with("MPI_") => "mpi",
+                            _ => "user",
+                        };
                         let region = *regions
                             .entry(step.activity.clone())
                             .or_insert_with(|| c.region(Region::new(&step.activity, paradigm, "function")));

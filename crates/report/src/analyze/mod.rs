@@ -35,6 +35,7 @@ pub mod critical;
 pub mod cube;
 mod describe;
 mod render;
+mod render_path;
 pub mod replay;
 pub mod stragglers;
 pub mod stuck;
@@ -48,7 +49,7 @@ use serde::Serialize;
 
 use crate::Result;
 
-pub use critical::{CriticalPath, PathStep, WhatIf};
+pub use critical::{CriticalPath, GpuWhatIf, PathStep, WhatIf};
 pub use render::{summary_block, summary_lines, write_json, write_table};
 pub use replay::{Instance, MessagePair, Sink};
 pub use stragglers::Straggler;
@@ -310,6 +311,10 @@ pub struct Analysis {
     /// Per process that computed more than the median: the run's length
     /// had it computed the median's time ([`critical::what_if`]).
     pub what_if: Vec<WhatIf>,
+    /// Projections for GPU work and communication on the critical path
+    /// ([`critical::GpuWhatIf`]): a kernel at its median, host gaps
+    /// before launches at their median, communication overlapped.
+    pub what_if_gpu: Vec<GpuWhatIf>,
     /// The calls that had not returned when the recording ended (a hung
     /// or killed job), the innermost per thread ([`stuck`]).
     pub in_flight: Vec<stuck::InFlight>,

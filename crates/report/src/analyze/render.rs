@@ -4,6 +4,7 @@
 
 use std::io::{self, Write};
 
+use super::render_path;
 use super::replay::Extra;
 use super::{Analysis, Finding, GpuTime, Pattern};
 use crate::names;
@@ -412,61 +413,6 @@ pub fn straggler_line(a: &Analysis) -> Option<String> {
     ))
 }
 
-/// The critical path's projections: a process computing as the median
-/// process does (at most `top`).
-fn what_if_table(w: &[super::WhatIf], top: usize) -> Table {
-    let mut t = Table::new(
-        "what_if",
-        "What if a process computed as the median process does",
-        &["Process", "Computation", "Median", "On Path", "Run Shorter By", "Projected", "Shorter (%)"],
-    );
-    for p in w.iter().take(top) {
-        t.rows.push(vec![
-            Cell::Text(p.process.clone()),
-            Cell::Text(human_ns(p.computation_ns)),
-            Cell::Text(human_ns(p.median_ns)),
-            Cell::Text(human_ns(p.on_path_ns)),
-            Cell::Text(human_ns(p.saved_ns)),
-            Cell::Text(human_ns(p.projected_ns)),
-            Cell::Float(p.shorter, 2),
-        ]);
-    }
-    t.notes.push(
-        "Its computation on the critical path shrunk in proportion (on path x (1 - median / its computation)): a \
-         first-order estimate, as Scalasca's; another process may become critical sooner."
-            .into(),
-    );
-    t
-}
-
-/// The critical path's activities, the most time first (at most `top`).
-fn critical_table(p: &super::CriticalPath, top: usize) -> Table {
-    let mut t = Table::new(
-        "critical_path",
-        "Critical path: the activities that decided the run's length",
-        &["Process", "Thread", "Activity", "On Path", "Of Path (%)"],
-    );
-    for s in p.steps.iter().take(top) {
-        t.rows.push(vec![
-            Cell::Text(s.process.clone()),
-            Cell::Text(s.location.clone()),
-            Cell::Text(names::cut(&s.activity, 50)),
-            Cell::Text(human_ns(s.time_ns)),
-            Cell::Float(s.share, 2),
-        ]);
-    }
-    let per: Vec<String> = p.processes.iter().take(8).map(|(name, ns)| format!("{name} {}", human_ns(*ns))).collect();
-    t.notes.push(format!(
-        "Length {}, {} move{} between threads; per process: {}. Backwards from the last event: where a thread \
-         waited (a wait state), the path goes on in the one it waited for. GPU work and NCCL are not crossed yet.",
-        human_ns(p.length_ns),
-        thousands(p.jumps),
-        plural(p.jumps, "s"),
-        per.join(", ")
-    ));
-    t
-}
-
 /// `gputrace analyze`'s terminal output.
 pub fn write_table(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     writeln!(
@@ -504,10 +450,13 @@ pub fn write_table(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "{}", ranks_table(a).render(None))?;
     }
     if let Some(p) = a.critical_path.as_ref().filter(|p| p.jumps > 0) {
-        writeln!(out, "{}", critical_table(p, 10).render(None))?;
+        writeln!(out, "{}", render_path::critical_table(p, 10).render(None))?;
     }
     if !a.what_if.is_empty() {
-        writeln!(out, "{}", what_if_table(&a.what_if, 10).render(None))?;
+        writeln!(out, "{}", render_path::what_if_table(&a.what_if, 10).render(None))?;
+    }
+    if !a.what_if_gpu.is_empty() {
+        writeln!(out, "{}", render_path::gpu_what_if_table(&a.what_if_gpu, 10).render(None))?;
     }
     if !a.stragglers.is_empty() {
         writeln!(out, "{}", stragglers_table(a, 10).render(None))?;

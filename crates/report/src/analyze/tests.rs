@@ -12,6 +12,8 @@ use otf2::{
 
 use super::*;
 
+mod critical_gpu;
+
 /// An archive of `ranks` MPI ranks on one host, each with a master thread
 /// and a CUDA stream, the regions the cases use, and MPI_COMM_WORLD.
 struct Builder {

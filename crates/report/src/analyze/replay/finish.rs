@@ -32,11 +32,14 @@ impl Pass<'_> {
         let timelines = std::mem::take(&mut self.timelines);
         if timelines.overflow {
             notes.push(format!(
-                "no critical path: the run has more than {} region changes on its threads",
+                "no critical path: the run has more than {} region changes and GPU activities to keep",
                 critical::MAX_CHANGES
             ));
         }
-        let critical_path = timelines.path(&self);
+        let (critical_path, what_if_gpu) = match timelines.path(&self) {
+            Some(found) => (Some(found.path), found.gpu_what_if),
+            None => (None, Vec::new()),
+        };
         let (in_flight, stuck) = self.stuck();
         let what_if = critical_path.as_ref().map(|p| critical::what_if(p, &ranks)).unwrap_or_default();
         Analysis {
@@ -54,6 +57,7 @@ impl Pass<'_> {
             stragglers,
             critical_path,
             what_if,
+            what_if_gpu,
             in_flight,
             stuck,
             messages: self.pairs,

@@ -211,6 +211,7 @@ impl Pass<'_> {
     pub(super) fn stream_leave(&mut self, l: usize, t: u64, region: RegionRef) {
         let Some(i) = self.locs[l].stream.open.iter().rposition(|w| w.region == region) else { return };
         let work = self.locs[l].stream.open.remove(i);
+        self.note_work(l, &work, t);
         let process = self.locs[l].process;
         let dur = t.saturating_sub(work.start);
         let ns = self.model.ns(dur);

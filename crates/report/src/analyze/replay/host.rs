@@ -183,6 +183,7 @@ impl Pass<'_> {
     }
 
     fn close_frame(&mut self, l: usize, frame: Frame, t: u64) {
+        self.note_sync(l, &frame, t);
         let process = self.locs[l].process;
         let host = &mut self.locs[l].host;
         if frame.excluded {

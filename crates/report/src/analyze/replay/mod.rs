@@ -30,6 +30,7 @@ mod finish;
 mod gpu;
 mod host;
 mod messages;
+mod path;
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
