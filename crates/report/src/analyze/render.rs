@@ -305,8 +305,8 @@ fn ranks_table(a: &Analysis) -> Table {
 fn stragglers_table(a: &Analysis, top: usize) -> Table {
     let mut t = Table::new(
         "stragglers",
-        "Stragglers: the rank that entered each collective last",
-        &["Communicator", "Process", "Last", "Lateness", "Wait Caused", "Of Run (%)", "Worst", "Spent Longer In"],
+        "Stragglers: the rank that arrived at each collective last",
+        &["Communicator", "Process", "Last", "Lateness", "Wait Caused", "Of Run (%)", "Worst", "Cause"],
     );
     for s in a.stragglers.iter().take(top) {
         let share = if a.run_ns > 0 { 100.0 * s.wait_caused_ns as f64 / a.run_ns as f64 } else { 0.0 };
@@ -317,23 +317,33 @@ fn stragglers_table(a: &Analysis, top: usize) -> Table {
                 communicator(Some(&s.communicator), Some(s.communicator_size), Some(&s.communicator_ranks))
             )),
             Cell::Text(format!("{}, {}", s.process, s.location)),
-            Cell::Text(format!("{} of {}", thousands(s.times_last), thousands(s.operations))),
+            Cell::Text(format!(
+                "{} of {}{}",
+                thousands(s.times_last),
+                thousands(s.operations),
+                if s.by_kernel > 0 { format!(" ({} on the GPU)", thousands(s.by_kernel)) } else { String::new() }
+            )),
             Cell::Text(human_ns(s.lateness_ns)),
             Cell::Text(human_ns(s.wait_caused_ns)),
             Cell::Float(share, 2),
             Cell::Text(format!("{} at {} s", human_ns(s.worst_lateness_ns), secs(s.worst_start_ns))),
-            Cell::Text(match &s.cause {
-                Some(c) => format!("{} (+{})", names::cut(c, 40), human_ns(s.cause_excess_ns)),
-                None => "-".into(),
+            Cell::Text(match (&s.cause, s.cause_kind) {
+                (Some(c), Some("gpu clock")) => format!("{} (+{})", names::cut(c, 60), human_ns(s.cause_excess_ns)),
+                (Some(c), Some("kernel")) => {
+                    format!("kernel {} (+{})", names::for_terminal(c, 40), human_ns(s.cause_excess_ns))
+                }
+                (Some(c), _) => format!("{} (+{})", names::cut(c, 40), human_ns(s.cause_excess_ns)),
+                (None, _) => "-".into(),
             }),
         ]);
     }
     t.notes.push(
-        "Last: the collectives (MPI, or NCCL by sequence) it entered after every other rank. Lateness: its entry \
-         minus the next latest rank's, summed; wait caused: minus every other rank's. Spent longer in: the region \
-         (exclusive time since the previous collective on the thread) where it spent more than the next latest \
-         rank, where that explains at least half of a lateness; the program's own region is computation nothing \
-         annotated."
+        "Last: the collectives (MPI, or NCCL by sequence) it arrived at after every other rank: it entered the \
+         call, or (on the GPU) its NCCL kernel started. Lateness: its arrival minus the next latest rank's, summed; \
+         wait caused: minus every other rank's. Cause: a kernel its GPU spent longer in since the previous NCCL \
+         kernel, its GPU's lower SM clock, or the region (exclusive time since the previous collective on the \
+         thread) it spent longer in than the next latest rank, where that explains at least half of a lateness; \
+         the program's own region is computation nothing annotated."
             .into(),
     );
     t
@@ -395,14 +405,24 @@ pub fn straggler_line(a: &Analysis) -> Option<String> {
     if s.times_last < 2 || a.run_ns == 0 || s.wait_caused_ns.saturating_mul(100) < a.run_ns {
         return None;
     }
-    let cause = match &s.cause {
-        Some(c) => format!("; it spent {} longer in {}", human_ns(s.cause_excess_ns), names::cut(c, 40)),
-        None => String::new(),
+    let excess = human_ns(s.cause_excess_ns);
+    let cause = match (&s.cause, s.cause_kind) {
+        (Some(c), Some("kernel")) => {
+            format!("; its GPU spent {excess} longer in kernel {}", names::for_terminal(c, 40))
+        }
+        (Some(c), Some("gpu clock")) => format!("; its GPU ran at a lower clock ({c})"),
+        (Some(c), _) => format!("; it spent {excess} longer in {}", names::cut(c, 40)),
+        (None, _) => String::new(),
+    };
+    // Judged by the NCCL kernels' starts: its GPU started them last.
+    let (who, verb) = if s.by_kernel * 2 > s.times_last {
+        (format!("{}'s GPU", s.process), "started")
+    } else {
+        (s.process.clone(), "entered")
     };
     Some(format!(
-        "Straggler: {} entered {} of {} {} collectives on {} last, {} after the next rank in all, \
+        "Straggler: {who} {verb} {} of {} {} collectives on {} last, {} after the next rank in all, \
          the others waited {} for it{cause}",
-        s.process,
         thousands(s.times_last),
         thousands(s.operations),
         s.paradigm,

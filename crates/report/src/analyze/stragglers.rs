@@ -41,6 +41,8 @@ use serde::Serialize;
 
 use super::describe::Describe;
 
+#[cfg(test)]
+mod archive_tests;
 mod samples;
 
 pub(crate) use samples::{GpuSamples, Sampled};

@@ -45,6 +45,7 @@ struct Operation {
 /// A process's kernel time since its last NCCL kernel started.
 #[derive(Default)]
 struct KernelClock {
+    /// That start, or the process's first kernel's.
     prev: Option<u64>,
     since: Vec<(RegionRef, u64)>,
 }
@@ -115,10 +116,11 @@ impl Pass<'_> {
     }
 
     /// A kernel other than NCCL's ran on stream `l` from `start` to `end`:
-    /// its time since the process's last NCCL kernel started counts.
+    /// its time since the process's last NCCL kernel started counts (the
+    /// first such kernel begins the first interval).
     pub(super) fn nccl_other_kernel(&mut self, l: usize, region: RegionRef, start: u64, end: u64) {
         let clock = self.nccl_gpu.clocks.entry(self.locs[l].process).or_default();
-        let dt = end.saturating_sub(start.max(clock.prev.unwrap_or(0)));
+        let dt = end.saturating_sub(start.max(*clock.prev.get_or_insert(start)));
         if dt == 0 {
             return;
         }
