@@ -15,6 +15,7 @@ from collections import defaultdict
 
 import otf2
 from check_multi import attr, check_multi
+from check_straggler import check_straggler
 from otf2.events import (Enter, Leave, Metric, MpiIrecv, MpiIsend, MpiRecv, MpiSend, RmaGet, RmaOpCompleteBlocking,
                          RmaPut)
 
@@ -679,6 +680,7 @@ def main(results):
     if lines is not None:
         check_not_traced(lines, "nsys", "the program ran under nsys")
     check_multi(check, read, expectations, results)
+    check_straggler(check, results)
     print(f"{failures} failed")
     return 1 if failures else 0
 

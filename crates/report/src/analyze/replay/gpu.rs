@@ -200,7 +200,7 @@ impl Pass<'_> {
             }
         }
         if nccl {
-            self.nccl_kernel_started(l, t, launch);
+            self.nccl_kernel_started(l, region, t, launch);
         }
         let p = &mut self.procs[process];
         p.advance(t);

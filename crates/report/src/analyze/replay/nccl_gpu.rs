@@ -2,16 +2,21 @@
 //! kernel joined to its collective call, the kernel time on its process's
 //! streams since its previous NCCL kernel, and the GPUs' sampled clocks.
 //!
-//! A kernel joins its call through its launch (`CUDA correlation id`): the
-//! launch was made on the call's thread, at or after the call's entry —
-//! inside the call, or in the `ncclGroupEnd` of the group the call was
-//! made in. Calls and kernel starts are read in either order (a kernel
+//! A kernel joins the calls of its process made before it was launched
+//! and not joined yet: its launch is inside the call, or in the
+//! `ncclGroupEnd` of the group the call was made in. The launch's entry is
+//! known when the archive has the launch call (`CUDA correlation id`;
+//! NCCL launches with `cuLaunchKernelEx`, recorded with
+//! `GPUTRACE_CUDA_ENABLE=default,driver`); else the kernel's start stands
+//! for it, which a kernel launched before the call but started after its
+//! entry would pass too. Send/receive kernels (`SendRecv`) join no
+//! collective. Calls and kernel starts are read in either order (a kernel
 //! often starts before its call returns; a straggling GPU starts it long
-//! after), so each thread keeps the calls whose kernel has not started
+//! after), so each process keeps the calls whose kernel has not started
 //! and the kernels started whose calls may still end. An operation is
 //! judged once every rank has ended its call and started its kernel;
-//! without every rank's kernel (no CUDA tracing, launches not recorded),
-//! by the calls' entries, at the latest at the end of the pass.
+//! without every rank's kernel (no CUDA tracing), by the calls' entries,
+//! at the latest at the end of the pass.
 
 use std::collections::VecDeque;
 
@@ -22,8 +27,8 @@ use super::{Map, Pass};
 use crate::analyze::stragglers::{Arrival, GpuArrival, GpuSamples, Sampled};
 
 /// Calls waiting for their kernel, and kernels for their calls, kept per
-/// thread (the oldest go first).
-const MAX_PER_THREAD: usize = 1024;
+/// process (the oldest go first).
+const MAX_PER_PROCESS: usize = 1024;
 /// Operations waiting for their calls or kernels (the oldest are judged
 /// by their calls, or dropped, first).
 const MAX_OPERATIONS: usize = 4096;
@@ -38,7 +43,7 @@ struct Started {
 #[derive(Default)]
 struct Operation {
     arrivals: Option<Vec<Arrival>>,
-    /// (host thread, its kernel).
+    /// (process, its kernel).
     kernels: Vec<(usize, Started)>,
 }
 
@@ -52,10 +57,11 @@ struct KernelClock {
 
 #[derive(Default)]
 pub(super) struct NcclGpu {
-    /// Per host thread: NCCL calls whose kernel has not started (comm,
+    /// Per process: NCCL calls whose kernel has not started (comm,
     /// sequence, call entry).
     waiting: Map<usize, VecDeque<(CommRef, u64, u64)>>,
-    /// Per host thread: NCCL kernels started (their launch's entry).
+    /// Per process: NCCL kernels started (their launch's entry, or their
+    /// start).
     started: Map<usize, VecDeque<(u64, Started)>>,
     clocks: Map<usize, KernelClock>,
     operations: Map<(CommRef, u64), Operation>,
@@ -70,34 +76,38 @@ impl Pass<'_> {
     /// Host thread `l` ended the call (entered at `enter`) of the
     /// `seq`-th collective on NCCL communicator `comm`.
     pub(super) fn nccl_call_ended(&mut self, l: usize, comm: CommRef, seq: u64, enter: u64) {
-        let started = self.nccl_gpu.started.entry(l).or_default();
+        let process = self.locs[l].process;
+        let started = self.nccl_gpu.started.entry(process).or_default();
         // Kernels launched before this call: not its (nor a later call's).
         while started.front().is_some_and(|(launched, _)| *launched < enter) {
             started.pop_front();
         }
         if let Some((_, k)) = started.front() {
             let k = k.clone();
-            self.nccl_joined(comm, seq, l, k);
+            self.nccl_joined(comm, seq, process, k);
             return;
         }
-        let waiting = self.nccl_gpu.waiting.entry(l).or_default();
-        if waiting.len() >= MAX_PER_THREAD {
+        let waiting = self.nccl_gpu.waiting.entry(process).or_default();
+        if waiting.len() >= MAX_PER_PROCESS {
             waiting.pop_front();
         }
         waiting.push_back((comm, seq, enter));
     }
 
-    /// An NCCL kernel started at `t` on stream `l`, launched by `launch`.
-    pub(super) fn nccl_kernel_started(&mut self, l: usize, t: u64, launch: Option<(usize, u64)>) {
-        let clock = self.nccl_gpu.clocks.entry(self.locs[l].process).or_default();
+    /// NCCL kernel `region` started at `t` on stream `l`, launched by
+    /// `launch`.
+    pub(super) fn nccl_kernel_started(&mut self, l: usize, region: RegionRef, t: u64, launch: Option<(usize, u64)>) {
+        let process = self.locs[l].process;
+        let clock = self.nccl_gpu.clocks.entry(process).or_default();
         let gpu = GpuArrival { gpu: self.locs[l].gpu, prev: clock.prev, kernels: std::mem::take(&mut clock.since) };
         clock.prev = Some(t);
-        let Some((host, launched)) = launch.and_then(|k| self.launches.get(&k)).map(|x| (x.loc, x.enter)) else {
+        if self.region_name(region).contains("SendRecv") {
             return;
-        };
+        }
+        let launched = launch.and_then(|k| self.launches.get(&k)).map_or(t, |x| x.enter.min(t));
         let k = Started { start: t, gpu };
         let mut joined = Vec::new();
-        if let Some(waiting) = self.nccl_gpu.waiting.get_mut(&host) {
+        if let Some(waiting) = self.nccl_gpu.waiting.get_mut(&process) {
             while let Some(&(comm, seq, enter)) = waiting.front()
                 && enter <= launched
             {
@@ -106,10 +116,10 @@ impl Pass<'_> {
             }
         }
         for (comm, seq) in joined {
-            self.nccl_joined(comm, seq, host, k.clone());
+            self.nccl_joined(comm, seq, process, k.clone());
         }
-        let started = self.nccl_gpu.started.entry(host).or_default();
-        if started.len() >= MAX_PER_THREAD {
+        let started = self.nccl_gpu.started.entry(process).or_default();
+        if started.len() >= MAX_PER_PROCESS {
             started.pop_front();
         }
         started.push_back((launched, k));
@@ -176,8 +186,8 @@ impl Pass<'_> {
         self.nccl_gpu.operations.entry((comm, seq)).or_default()
     }
 
-    fn nccl_joined(&mut self, comm: CommRef, seq: u64, host: usize, k: Started) {
-        self.nccl_op(comm, seq).kernels.push((host, k));
+    fn nccl_joined(&mut self, comm: CommRef, seq: u64, process: usize, k: Started) {
+        self.nccl_op(comm, seq).kernels.push((process, k));
         self.nccl_judge((comm, seq));
     }
 
@@ -186,13 +196,13 @@ impl Pass<'_> {
     fn nccl_judge(&mut self, key: (CommRef, u64)) {
         let Some(op) = self.nccl_gpu.operations.get(&key) else { return };
         let Some(arrivals) = &op.arrivals else { return };
-        if !arrivals.iter().all(|a| op.kernels.iter().any(|(l, _)| *l == a.loc)) {
+        if !arrivals.iter().all(|a| op.kernels.iter().any(|(p, _)| *p == a.process)) {
             return;
         }
         let Some(op) = self.nccl_gpu.operations.remove(&key) else { return };
         let mut arrivals = op.arrivals.unwrap_or_default();
         for a in &mut arrivals {
-            if let Some((_, k)) = op.kernels.iter().find(|(l, _)| *l == a.loc) {
+            if let Some((_, k)) = op.kernels.iter().find(|(p, _)| *p == a.process) {
                 a.enter = k.start;
                 a.gpu = Some(k.gpu.clone());
             }
