@@ -16,6 +16,7 @@ from collections import defaultdict
 import otf2
 from check_critical import check_critical
 from check_multi import attr, check_multi
+from check_straggler import check_straggler
 from otf2.events import (Enter, Leave, Metric, MpiIrecv, MpiIsend, MpiRecv, MpiSend, RmaGet, RmaOpCompleteBlocking,
                          RmaPut)
 
@@ -681,6 +682,7 @@ def main(results):
         check_not_traced(lines, "nsys", "the program ran under nsys")
     check_multi(check, read, expectations, results)
     check_critical(check, expectations, results)
+    check_straggler(check, results)
     print(f"{failures} failed")
     return 1 if failures else 0
 

@@ -8,7 +8,7 @@
 # Usage (on the GPU machine, from the repository root, with gputrace's
 # release binaries in $GT_BIN, default .device/bin):
 #   tests/gpu/run.sh [basic] [subset] [peer] [mpi] [torch] [nsys] [nocupti] [halo] [nvtx] [graphs] [memory] [uvm]
-#                    [lost] [threads] [nccl4] [ddp4] [critical]
+#                    [lost] [threads] [nccl4] [ddp4] [critical] [straggler4]
 # With no argument it runs them all (threads, nccl4 and ddp4 need 2 or
 # more GPUs, made for 4). Each part prints "PART <name> rc=<n>".
 # The four-GPU parts compare with an independent CUPTI counter
@@ -24,7 +24,7 @@ rm -rf "$work"
 mkdir -p "$work" "$out"
 export PATH=/usr/local/cuda/bin:$PATH
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
-parts=${*:-basic subset peer mpi torch nsys nocupti halo nvtx graphs memory uvm lost threads nccl4 ddp4 critical}
+parts=${*:-basic subset peer mpi torch nsys nocupti halo nvtx graphs memory uvm lost threads nccl4 ddp4 critical straggler4}
 progs=$root/tests/gpu/programs
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 echo "GPUs: $ngpu; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
@@ -262,6 +262,23 @@ for p in $parts; do
         "$gt" analyze --format json "$work/exp-critical-$mode" >"$work/exp-critical-$mode/analyze.json" \
           2>"$work/critical-$mode.analyze.err" || echo "  critical-$mode: analyze failed"
       done
+      ;;
+    straggler4)
+      # A GPU straggler: one rank per GPU, rank 2 (1 on 2 GPUs) spins 20 ms
+      # in a kernel before each ncclAllReduce, its host calls on time;
+      # `gputrace analyze` must name it with the kernel (check_straggler.py).
+      # `driver`: NCCL launches with cuLaunchKernelEx, joined by correlation id.
+      if [ "$ngpu" -lt 2 ]; then echo "PART straggler4 skipped (1 GPU)"; continue; fi
+      nvcc -O2 -arch=native -o "$work/straggler_gpu" "$progs/straggler_gpu.cu" -lnccl $(mpicc --showme:compile) \
+        $(mpicc --showme:link) >"$work/straggler_gpu.build.log" 2>&1 || { cat "$work/straggler_gpu.build.log"; continue; }
+      slow=2; [ "$ngpu" -lt 3 ] && slow=1
+      part straggler4 env GPUTRACE_CUDA_ENABLE=default,driver "$gt" -o "$work/exp-straggler4" \
+        mpirun -np "$ngpu" --bind-to none -x NCCL_NVLS_ENABLE -x GPUTRACE_CUDA_ENABLE \
+        "$work/straggler_gpu" "${STRAGGLER_ITERS:-20}" 20 "$slow"
+      "$gt" analyze --format json "$work/exp-straggler4" >"$work/straggler4.analyze.out" 2>"$work/straggler4.analyze.err"
+      echo "  straggler4: analyze rc=$?"
+      grep -h '^straggler_gpu\|^expect' "$work/straggler4.out" | sed 's/^/  [straggler4] /'
+      grep -h 'Straggler:' "$work/straggler4.err" | sed 's/^/  [straggler4] /'
       ;;
     nocupti)
       [ -x "$work/cuda_basic" ] || build cuda_basic "$progs/cuda_basic.cu" || continue

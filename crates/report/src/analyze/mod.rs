@@ -14,9 +14,11 @@
 //!   launch.
 //! - **Load imbalance**: computation per rank (time outside MPI, NCCL and
 //!   CUDA synchronization), max/mean, the slowest rank.
-//! - **Stragglers**: per communicator, the rank that entered its
-//!   collective operations (MPI and NCCL) last, by how much, the waiting
-//!   it caused and the region it spent longer in ([`stragglers`]).
+//! - **Stragglers**: per communicator, the rank that arrived at its
+//!   collective operations last (entered the MPI call; started the NCCL
+//!   kernel on its GPU), by how much, the waiting it caused and why: a
+//!   kernel, its GPU's lower clock, or a region it spent longer in
+//!   ([`stragglers`]).
 //!
 //! The pass ([`replay`]) reads host threads and GPU streams through
 //! [`TraceReader::read_by_time`](otf2::reader::TraceReader::read_by_time):

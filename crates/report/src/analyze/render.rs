@@ -11,6 +11,11 @@ use crate::names;
 use crate::numbers::{human_bytes, human_ns, plural, thousands};
 use crate::table::{Cell, Table};
 
+mod stragglers;
+
+pub use stragglers::straggler_line;
+use stragglers::stragglers_table;
+
 /// Seconds since the trace's start, to the microsecond.
 fn secs(ns: u64) -> String {
     format!("{:.6}", ns as f64 / 1e9)
@@ -301,45 +306,6 @@ fn ranks_table(a: &Analysis) -> Table {
     t
 }
 
-/// The ranks that entered collectives last, the most waiting caused
-/// first (at most `top`).
-fn stragglers_table(a: &Analysis, top: usize) -> Table {
-    let mut t = Table::new(
-        "stragglers",
-        "Stragglers: the rank that entered each collective last",
-        &["Communicator", "Process", "Last", "Lateness", "Wait Caused", "Of Run (%)", "Worst", "Spent Longer In"],
-    );
-    for s in a.stragglers.iter().take(top) {
-        let share = if a.run_ns > 0 { 100.0 * s.wait_caused_ns as f64 / a.run_ns as f64 } else { 0.0 };
-        t.rows.push(vec![
-            Cell::Text(format!(
-                "{} {}",
-                s.paradigm,
-                communicator(Some(&s.communicator), Some(s.communicator_size), Some(&s.communicator_ranks))
-            )),
-            Cell::Text(format!("{}, {}", s.process, s.location)),
-            Cell::Text(format!("{} of {}", thousands(s.times_last), thousands(s.operations))),
-            Cell::Text(human_ns(s.lateness_ns)),
-            Cell::Text(human_ns(s.wait_caused_ns)),
-            Cell::Float(share, 2),
-            Cell::Text(format!("{} at {} s", human_ns(s.worst_lateness_ns), secs(s.worst_start_ns))),
-            Cell::Text(match &s.cause {
-                Some(c) => format!("{} (+{})", names::cut(c, 40), human_ns(s.cause_excess_ns)),
-                None => "-".into(),
-            }),
-        ]);
-    }
-    t.notes.push(
-        "Last: the collectives (MPI, or NCCL by sequence) it entered after every other rank. Lateness: its entry \
-         minus the next latest rank's, summed; wait caused: minus every other rank's. Spent longer in: the region \
-         (exclusive time since the previous collective on the thread) where it spent more than the next latest \
-         rank, where that explains at least half of a lateness; the program's own region is computation nothing \
-         annotated."
-            .into(),
-    );
-    t
-}
-
 /// The calls in flight when the recording ended, the longest running
 /// first (at most `top`).
 fn in_flight_table(a: &Analysis, top: usize) -> Table {
@@ -387,30 +353,6 @@ pub fn stuck_lines(a: &Analysis) -> Vec<String> {
             )
         })
         .collect()
-}
-
-/// The worst straggler in one line, when the waiting it caused is at
-/// least 1% of the run and it came last more than once.
-pub fn straggler_line(a: &Analysis) -> Option<String> {
-    let s = a.stragglers.first()?;
-    if s.times_last < 2 || a.run_ns == 0 || s.wait_caused_ns.saturating_mul(100) < a.run_ns {
-        return None;
-    }
-    let cause = match &s.cause {
-        Some(c) => format!("; it spent {} longer in {}", human_ns(s.cause_excess_ns), names::cut(c, 40)),
-        None => String::new(),
-    };
-    Some(format!(
-        "Straggler: {} entered {} of {} {} collectives on {} last, {} after the next rank in all, \
-         the others waited {} for it{cause}",
-        s.process,
-        thousands(s.times_last),
-        thousands(s.operations),
-        s.paradigm,
-        communicator(Some(&s.communicator), Some(s.communicator_size), Some(&s.communicator_ranks)),
-        human_ns(s.lateness_ns),
-        human_ns(s.wait_caused_ns),
-    ))
 }
 
 /// `gputrace analyze`'s terminal output.

@@ -1,26 +1,38 @@
 //! Stragglers: per collective operation (MPI or NCCL, matched across ranks
 //! by their order on the communicator, as NCCL's sequence numbers count
-//! them), the rank that entered last, by how much, and what it did longer
-//! than the rank that entered just before it.
+//! them), the rank that arrived last, by how much, and why.
+//!
+//! A rank arrives at an MPI operation when it enters the call; at an NCCL
+//! operation when its NCCL kernel starts on its GPU, where the pass joined
+//! every rank's kernel to the call (else, as for MPI, at the call's entry,
+//! which only queues the kernel).
 //!
 //! Per communicator and rank the pass sums, over the operations that rank
-//! entered last:
-//! - its *lateness*: its entry minus the next latest rank's (how much
+//! arrived at last:
+//! - its *lateness*: its arrival minus the next latest rank's (how much
 //!   sooner the operation could have begun had it been as early as that
 //!   rank);
-//! - the *wait it caused*: its entry minus each other rank's, summed
-//!   (the others' time in the call before it came);
-//! - the *cause*: since each rank's previous collective on its thread,
-//!   the time in each region (exclusive of its children; MPI, NCCL and
-//!   synchronization calls left out) is compared with the next latest
-//!   rank's, and the region with the largest excess is named when that
-//!   excess is at least half the lateness. Time outside any region the
-//!   program or a library annotated is its program's region: computation
-//!   that nothing named.
+//! - the *wait it caused*: its arrival minus each other rank's, summed
+//!   (the others' time in the call, or kernel, before it came);
+//! - the *cause*, the first of:
+//!   - a *kernel*: since each rank's previous NCCL kernel, the time per
+//!     kernel on its GPU compared with the next latest rank's; the kernel
+//!     with the largest excess, where that excess is at least half the
+//!     lateness and the next rank did not run that kernel at all;
+//!   - the *GPU clock*: its GPU's mean sampled SM clock over that interval
+//!     at least 10 % below the other ranks' GPUs' over the same interval;
+//!   - the kernel of the first rule where the next rank ran it too (a
+//!     kernel that ran longer at the same clock);
+//!   - a *region*: since each rank's previous collective on its thread,
+//!     the time in each region (exclusive of its children; MPI, NCCL and
+//!     synchronization calls left out) compared with the next latest
+//!     rank's, the region with the largest excess where that excess is at
+//!     least half the lateness. Time outside any region the program or a
+//!     library annotated is its program's region: computation that
+//!     nothing named.
 //!
-//! What it does not see yet: GPU kernels (an NCCL call's host entry is
-//! when it was queued, not when its kernel could start), the sampled GPU
-//! clocks and power, and links.
+//! What it does not see: links, and throttling reasons (NVML's are not
+//! sampled; a lower clock is what shows).
 
 use std::collections::HashMap;
 
@@ -29,13 +41,64 @@ use serde::Serialize;
 
 use super::describe::Describe;
 
+#[cfg(test)]
+mod archive_tests;
+mod samples;
+
+pub(crate) use samples::{GpuSamples, Sampled};
+
 /// One rank's arrival at a collective operation.
 pub(crate) struct Arrival {
     pub loc: usize,
     pub process: usize,
+    /// Its call's entry, or its NCCL kernel's start (with `gpu`).
     pub enter: u64,
     /// Time per region on its thread since its previous collective.
     pub since: Vec<(RegionRef, u64)>,
+    /// Where it is judged by its NCCL kernel's start: its GPU's side.
+    pub gpu: Option<GpuArrival>,
+}
+
+/// A rank's NCCL kernel and the GPU work before it.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct GpuArrival {
+    /// The GPU it ran on (index into the model's GPUs).
+    pub gpu: Option<usize>,
+    /// When the process's previous NCCL kernel started: the interval the
+    /// comparison covers begins there.
+    pub prev: Option<u64>,
+    /// Time per kernel on the process's streams since then.
+    pub kernels: Vec<(RegionRef, u64)>,
+}
+
+/// Why a rank came last.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Cause {
+    Region(RegionRef),
+    Kernel(RegionRef),
+    Clock,
+}
+
+impl Cause {
+    /// A total order, for ties.
+    fn order(self) -> (u8, u32) {
+        match self {
+            Cause::Kernel(r) => (0, r.id()),
+            Cause::Clock => (1, 0),
+            Cause::Region(r) => (2, r.id()),
+        }
+    }
+}
+
+/// The sampled clocks and power behind the clock causes, summed.
+#[derive(Default)]
+struct ClockSums {
+    n: u64,
+    mine: u64,
+    others: u64,
+    power_n: u64,
+    my_power: u64,
+    others_power: u64,
 }
 
 #[derive(Default)]
@@ -46,9 +109,12 @@ struct Row {
     wait_caused: u64,
     /// (entry, lateness) of the operation it was latest by the most.
     worst: (u64, u64),
-    /// Excess time per region over the next latest rank, where a region
-    /// explained the lateness.
-    causes: HashMap<RegionRef, u64>,
+    /// Of those, how many were judged by the NCCL kernels' starts.
+    by_kernel: u64,
+    /// Excess time per cause over the next latest rank, where one
+    /// explained the lateness (for the clock, the lateness).
+    causes: HashMap<Cause, u64>,
+    clock: ClockSums,
 }
 
 /// The stragglers found so far.
@@ -74,8 +140,11 @@ pub struct Straggler {
     pub location: String,
     /// Operations on the communicator that every rank ended.
     pub operations: u64,
-    /// Of those, how many it entered last.
+    /// Of those, how many it arrived at last.
     pub times_last: u64,
+    /// Of those, how many were judged by when its NCCL kernel started on
+    /// the GPU (the others by the call's entry).
+    pub by_kernel: u64,
     /// Its entry minus the next latest rank's, summed (ns).
     pub lateness_ns: u64,
     /// Its entry minus each other rank's, summed over them and the
@@ -85,16 +154,23 @@ pub struct Straggler {
     /// since the trace's start), and by how much.
     pub worst_start_ns: u64,
     pub worst_lateness_ns: u64,
-    /// The region where it spent longer than the next latest rank, where
-    /// one explains at least half of a lateness (the one that did most
-    /// often), and that excess summed (ns).
+    /// Why, where a cause explains a lateness (the one that explained the
+    /// most): `kernel` (a kernel its GPU spent longer in), `gpu clock`
+    /// (its GPU's SM clock was lower), `region` (a region its thread
+    /// spent longer in).
+    pub cause_kind: Option<&'static str>,
+    /// The kernel or region, or the clocks (`SM clock 1095 MHz, the
+    /// others' 1980 MHz`).
     pub cause: Option<String>,
+    /// The excess time in the kernel or region summed (ns); for the clock,
+    /// the lateness it explained.
     pub cause_excess_ns: u64,
 }
 
 impl Stragglers {
-    /// One operation on `comm` that every rank ended.
-    pub(crate) fn operation(&mut self, comm: CommRef, arrivals: &[Arrival]) {
+    /// One operation on `comm` that every rank ended; `samples` holds the
+    /// GPUs' sampled clocks.
+    pub(crate) fn operation(&mut self, comm: CommRef, arrivals: &[Arrival], samples: &GpuSamples) {
         if arrivals.len() < 2 {
             return;
         }
@@ -110,14 +186,14 @@ impl Stragglers {
         row.times_last += 1;
         row.lateness += lateness;
         row.wait_caused += wait;
+        if last.gpu.is_some() {
+            row.by_kernel += 1;
+        }
         if lateness >= row.worst.1 {
             row.worst = (last.enter, lateness);
         }
-        if let Some((region, excess)) = excess(&last.since, &next.since)
-            && lateness > 0
-            && excess.saturating_mul(2) >= lateness
-        {
-            *row.causes.entry(region).or_default() += excess;
+        if let Some((cause, excess)) = cause(last, next, arrivals, lateness, samples, &mut row.clock) {
+            *row.causes.entry(cause).or_default() += excess;
         }
     }
 
@@ -129,11 +205,13 @@ impl Stragglers {
             .into_iter()
             .filter_map(|((comm, process), row)| {
                 let (paradigm, communicator, size, ranks) = d.communicator(comm)?;
-                let (cause, cause_excess) = row
-                    .causes
-                    .iter()
-                    .max_by_key(|(r, ns)| (**ns, std::cmp::Reverse(r.id())))
-                    .map_or((None, 0), |(r, ns)| (Some(d.region(*r)), *ns));
+                let top = row.causes.iter().max_by_key(|(c, ns)| (**ns, std::cmp::Reverse(c.order())));
+                let (kind, cause, cause_excess) = match top {
+                    Some((Cause::Region(r), ns)) => (Some("region"), Some(d.region(*r)), *ns),
+                    Some((Cause::Kernel(r), ns)) => (Some("kernel"), Some(d.region(*r)), *ns),
+                    Some((Cause::Clock, ns)) => (Some("gpu clock"), Some(row.clock.describe()), *ns),
+                    None => (None, None, 0),
+                };
                 Some(Straggler {
                     paradigm,
                     communicator,
@@ -144,10 +222,12 @@ impl Stragglers {
                     location: d.location(row.loc),
                     operations: self.operations.get(&comm).copied().unwrap_or(0),
                     times_last: row.times_last,
+                    by_kernel: row.by_kernel,
                     lateness_ns: d.ns(row.lateness),
                     wait_caused_ns: d.ns(row.wait_caused),
                     worst_start_ns: d.since_start(row.worst.0),
                     worst_lateness_ns: d.ns(row.worst.1),
+                    cause_kind: kind,
                     cause,
                     cause_excess_ns: d.ns(cause_excess),
                 })
@@ -160,6 +240,82 @@ impl Stragglers {
                 .then(a.rank.cmp(&b.rank))
         });
         out
+    }
+}
+
+/// Why `last` came after `next` by `lateness`, and the excess that says
+/// it (for the clock, the lateness; its clocks added to `clock`).
+fn cause(
+    last: &Arrival,
+    next: &Arrival,
+    all: &[Arrival],
+    lateness: u64,
+    samples: &GpuSamples,
+    clock: &mut ClockSums,
+) -> Option<(Cause, u64)> {
+    if lateness == 0 {
+        return None;
+    }
+    let explains = |e: u64| e.saturating_mul(2) >= lateness;
+    if let (Some(mine), Some(theirs)) = (&last.gpu, &next.gpu) {
+        let kernel = excess(&mine.kernels, &theirs.kernels).filter(|(_, e)| explains(*e));
+        // A kernel the next rank did not run at all: no clock explains it.
+        if let Some((k, e)) = kernel
+            && !theirs.kernels.iter().any(|(r, _)| *r == k)
+        {
+            return Some((Cause::Kernel(k), e));
+        }
+        if clock.slower(last, all, samples) {
+            return Some((Cause::Clock, lateness));
+        }
+        if let Some((k, e)) = kernel {
+            return Some((Cause::Kernel(k), e));
+        }
+    }
+    excess(&last.since, &next.since).filter(|(_, e)| explains(*e)).map(|(r, e)| (Cause::Region(r), e))
+}
+
+impl ClockSums {
+    /// Whether `last`'s GPU ran at a mean SM clock at least 10 % below the
+    /// other ranks' GPUs' (their mean) since its previous NCCL kernel;
+    /// if so its clocks and power are added.
+    fn slower(&mut self, last: &Arrival, all: &[Arrival], samples: &GpuSamples) -> bool {
+        let Some((gpu, from)) = last.gpu.as_ref().and_then(|g| Some((g.gpu?, g.prev?))) else { return false };
+        let to = last.enter;
+        let Some(mine) = samples.mean(Sampled::SmClock, gpu, from, to) else { return false };
+        let others_of = |which| {
+            let v: Vec<u64> = all
+                .iter()
+                .filter_map(|a| a.gpu.as_ref()?.gpu)
+                .filter(|g| *g != gpu)
+                .filter_map(|g| samples.mean(which, g, from, to))
+                .collect();
+            (!v.is_empty()).then(|| v.iter().sum::<u64>() / v.len() as u64)
+        };
+        let Some(others) = others_of(Sampled::SmClock) else { return false };
+        if mine.saturating_mul(10) > others.saturating_mul(9) {
+            return false;
+        }
+        self.n += 1;
+        self.mine += mine;
+        self.others += others;
+        if let (Some(p), Some(o)) = (samples.mean(Sampled::Power, gpu, from, to), others_of(Sampled::Power)) {
+            self.power_n += 1;
+            self.my_power += p;
+            self.others_power += o;
+        }
+        true
+    }
+
+    /// `SM clock 1095 MHz, the others' 1980 MHz; power 210 W, the others' 480 W`.
+    fn describe(&self) -> String {
+        let n = self.n.max(1);
+        let mut s = format!("SM clock {} MHz, the others' {} MHz", self.mine / n, self.others / n);
+        if self.power_n > 0 {
+            let w = |mw: u64| mw / self.power_n / 1000;
+            s.push_str(&format!("; power {} W, the others' {} W", w(self.my_power), w(self.others_power)));
+        }
+        s
     }
 }
 
@@ -217,6 +373,17 @@ mod tests {
             process,
             enter,
             since: since.iter().map(|&(r, t)| (RegionRef::from_id(r), t)).collect(),
+            gpu: None,
+        }
+    }
+
+    /// Rank `process` on GPU `process`, its NCCL kernel started at
+    /// `start`, the previous one at `prev`, the kernels in between.
+    fn on_gpu(process: usize, prev: u64, start: u64, kernels: &[(u32, u64)]) -> Arrival {
+        let kernels = kernels.iter().map(|&(r, t)| (RegionRef::from_id(r), t)).collect();
+        Arrival {
+            gpu: Some(GpuArrival { gpu: Some(process), prev: Some(prev), kernels }),
+            ..arrival(process, start, &[])
         }
     }
 
@@ -235,12 +402,14 @@ mod tests {
                     arrival(1, base + 110, &[(1, 100), (9, 20)]),
                     arrival(2, base + 200, &[(1, 190), (9, 10)]),
                 ],
+                &GpuSamples::default(),
             );
         }
         // A balanced one: rank 0 last by 1, no region explains it.
         s.operation(
             comm,
             &[arrival(0, 5001, &[(1, 100)]), arrival(1, 5000, &[(1, 100)]), arrival(2, 5000, &[(1, 100)])],
+            &GpuSamples::default(),
         );
         let rows = s.finish(&Plain);
         assert_eq!(rows.len(), 2);
@@ -250,9 +419,74 @@ mod tests {
         assert_eq!(r.wait_caused_ns, 3 * (100 + 90));
         assert_eq!((r.worst_start_ns, r.worst_lateness_ns), (2200, 90));
         assert_eq!((r.cause.as_deref(), r.cause_excess_ns), (Some("region 1"), 3 * 90));
+        assert_eq!((r.cause_kind, r.by_kernel), (Some("region"), 0));
         let b = &rows[1];
         assert_eq!((b.rank, b.times_last, b.lateness_ns, b.wait_caused_ns), (Some(0), 1, 1, 2));
         assert_eq!(b.cause, None, "no region spent longer: no cause");
+    }
+
+    /// Judged by the NCCL kernels' starts: a kernel only the last rank ran
+    /// (spin 2, 90 of the 100 ns it was late by) is the cause, whatever
+    /// its clock; the host regions (region 1, late by more) are not asked.
+    #[test]
+    fn a_kernel_only_the_last_gpu_ran_is_the_cause() {
+        let mut s = Stragglers::default();
+        let comm = CommRef::from_id(0);
+        let mut clocks = GpuSamples::default();
+        for (gpu, mhz) in [(0, 1980), (1, 1980), (2, 1000)] {
+            clocks.add(Sampled::SmClock, gpu, 0, mhz);
+        }
+        for i in 0..2u64 {
+            let base = 1000 * i;
+            let mut late = on_gpu(2, base, base + 200, &[(1, 95), (2, 90)]);
+            late.since = vec![(RegionRef::from_id(1), 500)];
+            s.operation(
+                comm,
+                &[on_gpu(0, base, base + 100, &[(1, 100)]), on_gpu(1, base, base + 90, &[(1, 90)]), late],
+                &clocks,
+            );
+        }
+        let r = &s.finish(&Plain)[0];
+        assert_eq!((r.rank, r.times_last, r.by_kernel, r.lateness_ns), (Some(2), 2, 2, 200));
+        assert_eq!((r.cause_kind, r.cause.as_deref(), r.cause_excess_ns), (Some("kernel"), Some("region 2"), 180));
+    }
+
+    /// The last GPU ran the same kernels longer at a clock 45 % below the
+    /// others': the clock is the cause (the lateness its excess); at the
+    /// same clock, the kernel that grew; without kernels' excess or a
+    /// lower clock, the host region.
+    #[test]
+    fn a_lower_clock_is_the_cause_of_a_kernel_that_grew() {
+        let comm = CommRef::from_id(0);
+        let run = |mhz: u64, watts: Option<u64>, kernel: u64| {
+            let mut clocks = GpuSamples::default();
+            for t in [0, 50, 150] {
+                clocks.add(Sampled::SmClock, 0, t, 1980);
+                clocks.add(Sampled::SmClock, 1, t, 1980);
+                clocks.add(Sampled::SmClock, 2, t, if t == 0 { 1980 } else { mhz });
+                if let Some(w) = watts {
+                    clocks.add(Sampled::Power, 0, t, 400_000);
+                    clocks.add(Sampled::Power, 1, t, 400_000);
+                    clocks.add(Sampled::Power, 2, t, w * 1000);
+                }
+            }
+            let mut late = on_gpu(2, 10, 200, &[(1, kernel)]);
+            late.since = vec![(RegionRef::from_id(7), 80)];
+            let mut s = Stragglers::default();
+            s.operation(comm, &[on_gpu(0, 10, 100, &[(1, 90)]), on_gpu(1, 10, 110, &[(1, 90)]), late], &clocks);
+            s.finish(&Plain).remove(0)
+        };
+        let r = run(1089, Some(200), 180);
+        assert_eq!((r.rank, r.cause_kind, r.cause_excess_ns), (Some(2), Some("gpu clock"), 90));
+        assert_eq!(r.cause.as_deref(), Some("SM clock 1089 MHz, the others' 1980 MHz; power 200 W, the others' 400 W"));
+        let r = run(1089, None, 180);
+        assert_eq!(r.cause.as_deref(), Some("SM clock 1089 MHz, the others' 1980 MHz"), "no power sampled");
+        // 1800 MHz is less than 10 % below: the kernel it spent longer in.
+        let r = run(1800, None, 180);
+        assert_eq!((r.cause_kind, r.cause.as_deref(), r.cause_excess_ns), (Some("kernel"), Some("region 1"), 90));
+        // Neither: the host region (80 of the 90 ns).
+        let r = run(1980, None, 100);
+        assert_eq!((r.cause_kind, r.cause.as_deref(), r.cause_excess_ns), (Some("region"), Some("region 7"), 80));
     }
 
     #[test]

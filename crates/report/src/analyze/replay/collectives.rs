@@ -4,7 +4,7 @@
 use otf2::{CollectiveOp, CommRef, RegionRef};
 
 use super::{Key, Pass, Pattern, Place, What};
-use crate::analyze::stragglers::Arrival;
+use crate::analyze::stragglers::{Arrival, GpuSamples};
 use crate::model::RegionKind;
 
 pub(super) struct Participant {
@@ -69,6 +69,9 @@ impl Pass<'_> {
         }
         let key = (c.comm, *seq);
         *seq += 1;
+        if !mpi {
+            self.nccl_call_ended(l, c.comm, key.1, enter);
+        }
         let part = Participant {
             loc: l,
             rank: me,
@@ -88,11 +91,11 @@ impl Pass<'_> {
         coll.parts.push(part);
         if coll.parts.len() >= coll.size {
             let coll = self.colls.remove(&key).expect("just filled");
-            self.evaluate_collective(c.comm, coll, mpi);
+            self.evaluate_collective(key, coll, mpi);
         }
     }
 
-    fn evaluate_collective(&mut self, comm: CommRef, mut coll: Collective, mpi: bool) {
+    fn evaluate_collective(&mut self, (comm, seq): (CommRef, u64), mut coll: Collective, mpi: bool) {
         use CollectiveOp as Op;
         let arrivals: Vec<Arrival> = coll
             .parts
@@ -102,12 +105,15 @@ impl Pass<'_> {
                 process: self.locs[p.loc].process,
                 enter: p.enter,
                 since: std::mem::take(&mut p.since),
+                gpu: None,
             })
             .collect();
-        self.stragglers.operation(comm, &arrivals);
         if !mpi {
+            // Judged once the ranks' NCCL kernels have started.
+            self.nccl_operation(comm, seq, arrivals);
             return;
         }
+        self.stragglers.operation(comm, &arrivals, &GpuSamples::default());
         let latest = |parts: &[Participant], senders_only: bool| {
             parts.iter().filter(|p| !senders_only || p.sent > 0).max_by_key(|p| p.enter).map(|p| (p.enter, p.rank))
         };

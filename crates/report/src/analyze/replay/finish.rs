@@ -28,6 +28,7 @@ impl Pass<'_> {
         ranks.retain(|r| r.span_ns > 0 || r.gpu_compute_ns > 0 || r.communication_ns > 0);
         let trace_ns = model.ns(model.length);
         let run_ns = totals::run_ns(&ranks, trace_ns);
+        self.nccl_flush();
         let stragglers = std::mem::take(&mut self.stragglers).finish(&self);
         let timelines = std::mem::take(&mut self.timelines);
         if timelines.overflow {

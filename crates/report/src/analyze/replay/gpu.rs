@@ -199,6 +199,9 @@ impl Pass<'_> {
                 }
             }
         }
+        if nccl {
+            self.nccl_kernel_started(l, region, t, launch);
+        }
         let p = &mut self.procs[process];
         p.advance(t);
         match kind {
@@ -237,6 +240,9 @@ impl Pass<'_> {
                 gpu.time.busy_ns += self.model.ns(t.saturating_sub(gpu.last_change));
                 gpu.idle_since = Some(t);
             }
+        }
+        if work.kind == RegionKind::Kernel && !work.nccl {
+            self.nccl_other_kernel(l, work.region, work.start, t);
         }
         let p = &mut self.procs[process];
         p.advance(t);

@@ -31,6 +31,7 @@ mod gpu;
 mod host;
 mod messages;
 mod path;
+mod nccl_gpu;
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -258,6 +259,8 @@ struct Pass<'a> {
     /// one process driving several GPUs are not compared).
     distinct: Map<CommRef, bool>,
     stragglers: Stragglers,
+    /// NCCL kernels joined to their collectives, GPU clocks (stragglers).
+    nccl_gpu: nccl_gpu::NcclGpu,
     /// The calls still in flight when their locations' recording ended.
     noted: super::stuck::Noted,
     /// Region changes and wait states per host thread (critical path).
@@ -277,9 +280,19 @@ pub fn run(reader: &mut TraceReader, options: &Options, sink: &mut dyn Sink) -> 
     let mut selected = Vec::new();
     let mut locs = Vec::new();
     let mut loc_index = Map::default();
+    let mut metric_locations = Map::default();
+    let clocks = model.metric_names.values().any(|n| n == "SM clock");
     for loc in reader.locations() {
         let Some(info) = model.locations.get(&loc) else { continue };
         if info.kind == LocationKind::Metrics {
+            // NVML's GPU metrics (`GPU d metrics`): the stragglers' clocks.
+            if clocks
+                && let Some(g) = info.gpu
+                && info.name.ends_with(" metrics")
+            {
+                metric_locations.insert(loc, g);
+                selected.push(loc);
+            }
             continue;
         }
         loc_index.insert(loc, locs.len());
@@ -330,6 +343,7 @@ pub fn run(reader: &mut TraceReader, options: &Options, sink: &mut dyn Sink) -> 
         coll_seq: Map::default(),
         distinct: Map::default(),
         stragglers: Stragglers::default(),
+        nccl_gpu: nccl_gpu::NcclGpu::default(),
         noted: super::stuck::Noted::default(),
         timelines: Timelines::new(location_count),
         launches: Map::default(),
@@ -338,10 +352,11 @@ pub fn run(reader: &mut TraceReader, options: &Options, sink: &mut dyn Sink) -> 
         procs: (0..model.processes.len()).map(|_| Proc::default()).collect(),
         events: 0,
     };
+    pass.nccl_gpu.metric_locations = metric_locations;
     let summary = reader.read_by_time(&selected, &mut pass).map_err(|e| {
         crate::Error::BadInput(format!("{}: reading the events by time: {e}", reader.anchor_path().display()))
     })?;
-    pass.events = summary.events;
+    pass.events = summary.events.saturating_sub(pass.nccl_gpu.metric_events);
     let mut analysis = pass.finish(reader.anchor_path().display().to_string());
     analysis.program = defs
         .regions
@@ -503,6 +518,10 @@ impl EventVisitor for Pass<'_> {
             let number = self.attrs.collective_number.and_then(|a| ev.attributes.get(a)).and_then(|v| v.as_u64());
             self.collective_end(l, ev.time, collective, number);
         }
+    }
+
+    fn metric(&mut self, ev: &EventContext<'_>, metric: otf2::MetricRef, values: &[otf2::MetricValue]) {
+        self.nccl_metric(ev, metric, values);
     }
 }
 
