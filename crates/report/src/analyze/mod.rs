@@ -37,7 +37,7 @@ pub mod critical;
 pub mod cube;
 mod describe;
 mod render;
-mod render_path;
+
 pub mod replay;
 pub mod stragglers;
 pub mod stuck;

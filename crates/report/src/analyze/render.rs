@@ -4,13 +4,13 @@
 
 use std::io::{self, Write};
 
-use super::render_path;
 use super::replay::Extra;
 use super::{Analysis, Finding, GpuTime, Pattern};
 use crate::names;
 use crate::numbers::{human_bytes, human_ns, plural, thousands};
 use crate::table::{Cell, Table};
 
+mod path;
 mod stragglers;
 
 pub use stragglers::straggler_line;
@@ -392,13 +392,13 @@ pub fn write_table(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "{}", ranks_table(a).render(None))?;
     }
     if let Some(p) = a.critical_path.as_ref().filter(|p| p.jumps > 0) {
-        writeln!(out, "{}", render_path::critical_table(p, 10).render(None))?;
+        writeln!(out, "{}", path::critical_table(p, 10).render(None))?;
     }
     if !a.what_if.is_empty() {
-        writeln!(out, "{}", render_path::what_if_table(&a.what_if, 10).render(None))?;
+        writeln!(out, "{}", path::what_if_table(&a.what_if, 10).render(None))?;
     }
     if !a.what_if_gpu.is_empty() {
-        writeln!(out, "{}", render_path::gpu_what_if_table(&a.what_if_gpu, 10).render(None))?;
+        writeln!(out, "{}", path::gpu_what_if_table(&a.what_if_gpu, 10).render(None))?;
     }
     if !a.stragglers.is_empty() {
         writeln!(out, "{}", stragglers_table(a, 10).render(None))?;

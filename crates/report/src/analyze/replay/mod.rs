@@ -30,8 +30,8 @@ mod finish;
 mod gpu;
 mod host;
 mod messages;
-mod path;
 mod nccl_gpu;
+mod path;
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};

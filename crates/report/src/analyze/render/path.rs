@@ -1,7 +1,7 @@
 //! The critical path's tables: its activities and the what-if
 //! projections.
 
-use super::{CriticalPath, GpuWhatIf, WhatIf};
+use crate::analyze::{CriticalPath, GpuWhatIf, WhatIf};
 use crate::names;
 use crate::numbers::{human_ns, plural, thousands};
 use crate::table::{Cell, Table};
