@@ -63,6 +63,9 @@ impl Pass<'_> {
         let seq = self.coll_seq.entry((process, c.comm)).or_insert(0);
         let key = (c.comm, *seq);
         *seq += 1;
+        if !mpi {
+            self.note_nccl_collective(l, c.comm, frame, key.1 + 1);
+        }
         let part = Participant {
             loc: l,
             rank: me,

@@ -30,6 +30,7 @@ mod finish;
 mod gpu;
 mod host;
 mod messages;
+mod unfinished;
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -227,6 +228,10 @@ struct Attrs {
     /// The merge's mark on the Leave of a call still open at its
     /// location's end ([`super::stuck`]).
     in_flight: Option<AttributeRef>,
+    /// The kernel a launch call launched (`CUDA kernel`, the CUDA agent's)
+    /// and NCCL's sequence number of a collective (`sequence`).
+    kernel: Option<AttributeRef>,
+    sequence: Option<AttributeRef>,
 }
 
 struct Pass<'a> {
@@ -256,6 +261,9 @@ struct Pass<'a> {
     stragglers: Stragglers,
     /// The calls still in flight when their locations' recording ended.
     noted: super::stuck::Noted,
+    /// Kernel launches whose GPU work has not come, NCCL's last
+    /// collectives ([`super::unfinished`]).
+    unfinished: unfinished::Tracker,
     /// Region changes and wait states per host thread (critical path).
     timelines: Timelines,
     // CUDA.
@@ -298,6 +306,8 @@ pub fn run(reader: &mut TraceReader, options: &Options, sink: &mut dyn Sink) -> 
             "source memory" => &mut attrs.src_memory,
             "destination memory" => &mut attrs.dst_memory,
             "GPUTRACE::IN_FLIGHT" => &mut attrs.in_flight,
+            "CUDA kernel" => &mut attrs.kernel,
+            "sequence" => &mut attrs.sequence,
             _ => continue,
         };
         slot.get_or_insert(a);
@@ -326,6 +336,7 @@ pub fn run(reader: &mut TraceReader, options: &Options, sink: &mut dyn Sink) -> 
         distinct: Map::default(),
         stragglers: Stragglers::default(),
         noted: super::stuck::Noted::default(),
+        unfinished: unfinished::Tracker::default(),
         timelines: Timelines::new(location_count),
         launches: Map::default(),
         launch_order: VecDeque::new(),
