@@ -131,7 +131,7 @@ impl Pass<'_> {
                 self.launches
                     .insert(key, Launch { loc: l, region, node, enter: t, end: None, bytes_to, pending_kernel: None });
                 launch = Some(key);
-                if super::gpu::is_kernel_launch(name) {
+                if super::unfinished::launches_a_kernel(name) {
                     self.note_launch(key, l, ev, node);
                 }
             }

@@ -51,6 +51,8 @@ use gpu::{Gpu, Launch, Proc, Stream};
 use host::Host;
 pub(crate) use host::is_sync_api;
 use messages::Msg;
+#[cfg(test)]
+pub(crate) use unfinished::launches_a_kernel;
 
 /// Launch calls kept for the GPU work that may still come (the oldest go
 /// first): CUDA queues about a thousand launches per device before a

@@ -10,6 +10,13 @@ use otf2::{AttributeValue, CommRef, RegionRef};
 use super::{MAX_LAUNCHES, Map, Pass};
 use crate::analyze::unfinished::{Launched, NcclUnfinished, Unfinished};
 
+/// A call that launches a kernel, whose record says it ended
+/// (`cudaLaunchKernel`, `cuLaunchKernelEx`, `cudaLaunchCooperativeKernel`),
+/// not a host function (`cudaLaunchHostFunc`) or a graph.
+pub(crate) fn launches_a_kernel(name: &str) -> bool {
+    super::gpu::is_kernel_launch(name) && name.contains("Kernel")
+}
+
 /// A kernel launch whose GPU work has not shown up (yet).
 struct Pending {
     loc: usize,

@@ -81,6 +81,8 @@ fn a_kernel_launched_that_never_finished_is_named_with_its_launch() {
     assert_eq!(last.launched_ns + last.before_end_ns, a.trace_ns, "{last:#?}");
     assert_eq!(a.trace_ns - last.launched_ns, 900, "launched at 100, the recording ended at 1000");
     assert_eq!(u.first, u.last);
+    assert!(super::super::replay::launches_a_kernel("cuLaunchKernelEx"));
+    assert!(!super::super::replay::launches_a_kernel("cudaLaunchHostFunc"));
     let lines = super::super::unfinished::lines(&a);
     assert_eq!(
         lines,
