@@ -14,6 +14,7 @@ import sys
 from collections import defaultdict
 
 import otf2
+from check_hang import check_hang
 from check_multi import attr, check_multi
 from otf2.events import (Enter, Leave, Metric, MpiIrecv, MpiIsend, MpiRecv, MpiSend, RmaGet, RmaOpCompleteBlocking,
                          RmaPut)
@@ -679,6 +680,7 @@ def main(results):
     if lines is not None:
         check_not_traced(lines, "nsys", "the program ran under nsys")
     check_multi(check, read, expectations, results)
+    check_hang(check, expectations, results)
     print(f"{failures} failed")
     return 1 if failures else 0
 
