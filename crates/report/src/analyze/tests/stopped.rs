@@ -89,6 +89,13 @@ fn a_kernel_launched_that_never_finished_is_named_with_its_launch() {
         ["Unfinished: CUDA Device 0 (rank 0): kernel spin_forever launched 900 ns before the end never finished \
           (cudaLaunchKernel)"]
     );
+    // The table and the run summary say it too.
+    let mut table = Vec::new();
+    super::super::write_table(&a, &mut table).unwrap();
+    let table = String::from_utf8(table).unwrap();
+    assert!(table.contains("GPU work launched that never finished"), "{table}");
+    assert!(table.contains(&lines[0]), "{table}");
+    assert!(super::super::summary_block(&a, 5, "dir").contains(&format!("analysis: {}", lines[0])));
     let json = serde_json::to_value(&a).unwrap();
     assert_eq!(json["unfinished_kernels"][0]["last"]["kernel"], "spin_forever(int volatile*)");
     // The same job ended by itself: nothing is said.
