@@ -129,9 +129,15 @@ pub fn record(
     let time = gputrace_clock::now();
     let Some(region) = region(rec, cbid, &name_of) else { return };
     let event = if enter { Event::EnterCorrelated { region, correlation } } else { Event::Leave { region } };
-    let (name, value) = kernel.unwrap_or_default();
-    let both = [(time, Event::AttributeString { name, value }), (time, event)];
-    let events = if kernel.is_some() { &both[..] } else { &both[1..] };
+    let alone = [(time, event)];
+    let both;
+    let events: &[(u64, Event)] = match kernel {
+        Some((name, value)) => {
+            both = [(time, Event::AttributeString { name, value }), (time, event)];
+            &both
+        }
+        None => &alone,
+    };
     // The thread's buffer through the recorder's per-thread cache (one
     // thread-local read), as the MPI hooks do.
     match rec.this_thread() {
