@@ -8,9 +8,10 @@
 # Usage (on the GPU machine, from the repository root, with gputrace's
 # release binaries in $GT_BIN, default .device/bin):
 #   tests/gpu/run.sh [basic] [subset] [peer] [mpi] [torch] [nsys] [nocupti] [halo] [nvtx] [graphs] [memory] [uvm]
-#                    [lost] [threads] [nccl4] [ddp4] [critical] [straggler4]
-# With no argument it runs them all (threads, nccl4 and ddp4 need 2 or
-# more GPUs, made for 4). Each part prints "PART <name> rc=<n>".
+#                    [lost] [threads] [nccl4] [ddp4] [hang4] [critical] [straggler4]
+# With no argument it runs them all (threads, nccl4, ddp4, hang4 and
+# straggler4 need 2 or more GPUs, made for 4). Each part prints
+# "PART <name> rc=<n>".
 # The four-GPU parts compare with an independent CUPTI counter
 # (programs/cupti_count.c, its files in count-<name>/) and NCCL's own log
 # of every call (NCCL_DEBUG_SUBSYS=COLL, in ncclcoll-<name>/).
@@ -24,7 +25,7 @@ rm -rf "$work"
 mkdir -p "$work" "$out"
 export PATH=/usr/local/cuda/bin:$PATH
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
-parts=${*:-basic subset peer mpi torch nsys nocupti halo nvtx graphs memory uvm lost threads nccl4 ddp4 critical straggler4}
+parts=${*:-basic subset peer mpi torch nsys nocupti halo nvtx graphs memory uvm lost threads nccl4 ddp4 hang4 critical straggler4}
 progs=$root/tests/gpu/programs
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 echo "GPUs: $ngpu; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
@@ -279,6 +280,43 @@ for p in $parts; do
       echo "  straggler4: analyze rc=$?"
       grep -h '^straggler_gpu\|^expect' "$work/straggler4.out" | sed 's/^/  [straggler4] /'
       grep -h 'Straggler:' "$work/straggler4.err" | sed 's/^/  [straggler4] /'
+      ;;
+    hang4)
+      # Jobs that hang on their GPUs (hang_gpu.cu, a rank per GPU), each
+      # stopped by the watchdog: NCCL all-reduces the last rank never
+      # joins, then a kernel spinning forever on GPU 1. Times from the
+      # start, and from the hang (the latest "hanging at" a rank printed)
+      # to the archive and to gputrace's end, in hang4-<mode>.time.out;
+      # the analysis as JSON in hang4-<mode>.analysis.out (check_hang.py).
+      if [ "$ngpu" -lt 2 ]; then echo "PART hang4 skipped (1 GPU)"; continue; fi
+      nvcc -O2 -arch=native -o "$work/hang_gpu" "$progs/hang_gpu.cu" -lnccl $(mpicc --showme:compile) \
+        $(mpicc --showme:link) >"$work/hang_gpu.build.log" 2>&1 || { cat "$work/hang_gpu.build.log"; continue; }
+      hang_timeout=10
+      for mode in nccl spin; do
+        name=hang4-$mode
+        t0=$(date +%s.%N)
+        # `timeout`: the part ends even if the watchdog does not fire.
+        part "$name" timeout 180 "$gt" --hang-timeout "$hang_timeout" -o "$work/exp-$name" \
+          mpirun -np "$ngpu" --bind-to none -x NCCL_NVLS_ENABLE "$work/hang_gpu" "$mode" 20
+        t1=$(date +%s.%N)
+        "$gt" analyze --format json -o "$work/$name.analysis.out" "$work/exp-$name" 2>"$work/$name.analysis.err" ||
+          echo "  $name: gputrace analyze failed: $(head -3 "$work/$name.analysis.err")"
+        python3 - "$work/$name.out" "$work/exp-$name/traces.otf2" "$t0" "$t1" "$hang_timeout" \
+          >"$work/$name.time.out" <<'PY'
+import os, re, sys
+out, archive, t0, t1, limit = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+hung = [float(m.group(1)) for m in re.finditer(r"^hang_gpu rank \d+: hanging at ([0-9.]+)$", open(out).read(), re.M)]
+print(f"expect timeout_s {limit}")
+print(f"expect wall_s {t1 - t0:.2f}")
+if hung:
+    print(f"expect start_to_hang_s {max(hung) - t0:.2f}")
+    print(f"expect hang_to_exit_s {t1 - max(hung):.2f}")
+    if os.path.exists(archive):
+        print(f"expect hang_to_archive_s {os.path.getmtime(archive) - max(hung):.2f}")
+PY
+        sed "s/^expect /  [$name] /" "$work/$name.time.out"
+        grep -h 'hang:' "$work/$name.err" | head -2 | sed "s/^/  [$name] /"
+      done
       ;;
     nocupti)
       [ -x "$work/cuda_basic" ] || build cuda_basic "$progs/cuda_basic.cu" || continue

@@ -391,15 +391,18 @@ pub const VARS: &[Var] = &[
         ty: VarType::Seconds,
         default: "0",
         flag: "--hang-timeout",
-        brief: "Stop the job when no process recorded an MPI or NCCL call for this long; 0: never.",
+        brief: "Stop the job when no process recorded an MPI or NCCL call or ended GPU work for this long; 0: \
+                never.",
         help: "gputrace watches the raw streams as they are written: when no MPI or NCCL event was \
-               committed in any process for this long (a hang: every rank stuck in a call, or waiting for \
-               one that never comes), it says so and stops the job (SIGTERM to the launcher, which stops \
-               the ranks; SIGKILL 15 s later). The merge then runs as after any stopped job, and the \
-               summary and `gputrace analyze` say what was in flight: each thread's call that had not \
-               returned and, per communicator, the collective some ranks wait in that the others never \
-               entered. Choose it longer than the longest phase without communication; CUDA-only \
-               programs (no MPI or NCCL) are not watched (docs/analysis.md, \"In flight\").",
+               committed and no GPU work (kernel, copy, memset) ended in any process for this long (a hang: \
+               every rank stuck in a call, or waiting for one that never comes; a kernel that never ends), \
+               it says so and stops the job (SIGTERM to the launcher, which stops the ranks; SIGKILL 15 s \
+               later). CUDA API calls and GPU metric samples are not progress. The merge then runs as after \
+               any stopped job, and the summary and `gputrace analyze` say what was in flight: each \
+               thread's call that had not returned, per communicator the collective some ranks wait in \
+               that the others never entered, and the GPU work launched that never finished. Choose it \
+               longer than the longest phase without communication or GPU work (docs/analysis.md, \"In \
+               flight\").",
     },
     Var {
         name: "GPUTRACE_FLIGHT_RECORDER",

@@ -51,7 +51,7 @@ pub struct Plan {
 }
 
 /// The hang watchdog's setting: the raw streams to watch, how long they
-/// may record no MPI or NCCL event, and what then: stop the command, or
+/// may record no MPI or NCCL event and no GPU work end, and what then: stop the command, or
 /// (`snapshot` and `keep_running`) write a snapshot and let it run.
 /// SIGUSR1 to gputrace writes a snapshot too, instead of being forwarded.
 #[derive(Clone)]
@@ -128,13 +128,13 @@ pub fn run(plan: &Plan) -> Result<i32> {
 }
 
 /// The hang watchdog: polls the events committed to the MPI and NCCL
-/// streams (chunk headers and commit words only, `raw::progress`); when
+/// streams and the GPU work the CUDA streams say ended (chunk headers,
+/// commit words and the CUDA streams' definitions, `raw::progress`); when
 /// none was added for `w.timeout` after the first, says so and stops the
 /// command `pid` (SIGTERM, SIGKILL after [`KILL_AFTER`]), or writes a
 /// snapshot and waits for the streams to move again. Returns when the
 /// command ended.
 fn watch(w: &Watch, pid: libc::pid_t, ended: &AtomicBool) {
-    let producers = [raw::Producer::Mpi, raw::Producer::Nccl];
     let poll = (w.timeout / 4).clamp(Duration::from_millis(100), Duration::from_secs(2));
     let (mut seen, mut since) = (0u64, Instant::now());
     let mut stopped: Option<Instant> = None;
@@ -155,7 +155,7 @@ fn watch(w: &Watch, pid: libc::pid_t, ended: &AtomicBool) {
         if since.elapsed() < poll && seen > 0 {
             continue;
         }
-        let now = raw::progress::committed_in_dir(&w.raw_dir, &producers);
+        let now = raw::progress::progress_in_dir(&w.raw_dir);
         if now != seen {
             (seen, since, reported) = (now, Instant::now(), false);
             continue;
@@ -163,7 +163,7 @@ fn watch(w: &Watch, pid: libc::pid_t, ended: &AtomicBool) {
         if seen > 0 && since.elapsed() >= w.timeout && !reported {
             let what = if w.keep_running { "writing a snapshot, the job runs on" } else { "stopping the job" };
             say!(
-                "[gputrace] hang: no MPI or NCCL call recorded in any process for {:.0} s (GPUTRACE_HANG_TIMEOUT); {what}",
+                "[gputrace] hang: no MPI or NCCL call recorded and no GPU work ended in any process for {:.0} s (GPUTRACE_HANG_TIMEOUT); {what}",
                 since.elapsed().as_secs_f64()
             );
             if w.keep_running {
@@ -207,4 +207,78 @@ pub fn end_with_gputrace(cmd: &mut Command) {
 fn exit_code(status: ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
     status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use raw::{ChunkKind, Definition, Event, EventsEncoder, LocationKind, Producer, StreamFile, StreamHeader};
+
+    /// Writes `events` of `location` as one whole chunk, as the CUDA agent
+    /// writes GPU activity and metric samples.
+    fn batch(stream: &StreamFile, location: u32, time: u64, event: Event) {
+        let (mut enc, mut payload) = (EventsEncoder::default(), Vec::new());
+        enc.put(&mut payload, time, &event);
+        stream.write_chunk(ChunkKind::Events, Some(enc.span(location)), &payload).unwrap();
+    }
+
+    #[test]
+    fn the_watchdog_takes_ended_gpu_work_for_progress_and_metric_samples_not() {
+        // A CUDA-only process: kernels end every 100 ms for 1.5 s, then the
+        // GPU hangs while its metrics go on being sampled. With a 0.5 s
+        // timeout the job is stopped after 2 s, not before.
+        let dir = tempfile::tempdir().unwrap();
+        let header = StreamHeader {
+            producer: Producer::Cuda,
+            host: "h".into(),
+            pid: 1,
+            process_start: 1,
+            clock_domain: 1,
+            monotonic_ns: 1,
+            realtime_ns: 1,
+            rank_hint: None,
+            command: vec!["spin".into()],
+        };
+        let stream =
+            StreamFile::create(&dir.path().join(raw::stream_file_name("h", 1, Producer::Cuda)), &header).unwrap();
+        let mut defs = Vec::new();
+        Definition::String { id: 1, value: "GPU".into() }.encode(&mut defs);
+        let gpu = LocationKind::GpuStream { device: 0, context: 1, stream: 7 };
+        Definition::Location { id: 1, kind: gpu, name: 1 }.encode(&mut defs);
+        Definition::Location { id: 2, kind: LocationKind::DeviceMetrics { device: 0 }, name: 1 }.encode(&mut defs);
+        stream.write_chunk(ChunkKind::Definitions, None, &defs).unwrap();
+        let mut child = Command::new("sleep").arg("60").spawn().unwrap();
+        let w = Watch {
+            raw_dir: dir.path().to_path_buf(),
+            timeout: Duration::from_millis(500),
+            keep_running: false,
+            snapshot: Arc::new(|_: &str| {}),
+        };
+        let ended = Arc::new(AtomicBool::new(false));
+        let pid = child.id() as libc::pid_t;
+        let dog = {
+            let ended = Arc::clone(&ended);
+            std::thread::spawn(move || watch(&w, pid, &ended))
+        };
+        let start = Instant::now();
+        let mut t = 0u64;
+        let stopped = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break (start.elapsed(), status);
+            }
+            t += 1;
+            if start.elapsed() < Duration::from_millis(1500) {
+                batch(&stream, 1, t, Event::Enter { region: 1 });
+            }
+            batch(&stream, 2, t, Event::Metric { metric: 1, value: t });
+            assert!(start.elapsed() < Duration::from_secs(20), "never stopped");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        ended.store(true, Ordering::SeqCst);
+        dog.join().unwrap();
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(stopped.1.signal(), Some(libc::SIGTERM), "{stopped:?}");
+        assert!(stopped.0 >= Duration::from_millis(1900), "stopped while kernels still ended: {stopped:?}");
+        assert!(stopped.0 < Duration::from_millis(4500), "the metric samples kept it running: {stopped:?}");
+    }
 }

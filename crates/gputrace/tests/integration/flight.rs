@@ -69,7 +69,7 @@ fn a_flight_recorder_keeps_the_last_window_and_names_the_collective_of_the_hang(
     cmd.args([mpirun, "-n", "4", "--oversubscribe"]).arg(&exe).args(["allreduce", "-n", &N.to_string()]);
     let (stdout, err, after_hang) = run_to_the_hang(&mut cmd);
     assert_eq!(stdout.matches(&format!("collectives={N}")).count(), 4, "{stdout}");
-    assert!(err.contains("hang: no MPI or NCCL call recorded in any process for"), "{err}");
+    assert!(err.contains("hang: no MPI or NCCL call recorded and no GPU work ended in any process for"), "{err}");
     // The archive (and the analysis) within the timeout and 10 s of the hang.
     assert!(after_hang < Duration::from_secs(TIMEOUT_S + 10), "took {after_hang:?} after the hang: {err}");
     let given_back: u64 = err

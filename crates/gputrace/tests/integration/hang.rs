@@ -80,7 +80,7 @@ with otf2.reader.open(sys.argv[1]) as t:
 
 fn check_allreduce(h: &Hung) {
     let err = &h.stderr;
-    assert!(err.contains("hang: no MPI or NCCL call recorded in any process for"), "{err}");
+    assert!(err.contains("hang: no MPI or NCCL call recorded and no GPU work ended in any process for"), "{err}");
     // Start-up (MPI_Init under load) plus the timeout plus the stop: within
     // the timeout and 10 s of the last call.
     assert!(h.wall < Duration::from_secs(TIMEOUT_S + 30), "took {:?}: {err}", h.wall);
@@ -230,4 +230,57 @@ fn run_within_wait(child: &mut std::process::Child) -> std::process::Output {
     use std::io::Read;
     child.stderr.take().unwrap().read_to_end(&mut stderr).unwrap();
     std::process::Output { status: child.wait().unwrap(), stdout: Vec::new(), stderr }
+}
+
+/// A kernel that never ended, without a GPU: the cuda_basic CUPTI fixture
+/// replayed (every launch of it has its kernel's record), then on this
+/// thread what the agent records for a launch naming its kernel
+/// (`spin_forever`, whose record never comes) and a cudaDeviceSynchronize
+/// still open when the stream ends, as a stopped process leaves them.
+/// Through the merge, the launch's Enter carries the `CUDA kernel`
+/// attribute and `gputrace analyze` names the kernel.
+#[test]
+fn a_launch_whose_kernel_never_ended_is_named_through_the_merge() {
+    use gputrace_cuda::records::Record;
+    use raw::{Event, Paradigm, RegionRole};
+    let (captures, _) = crate::cuda::fixture("cuda_basic");
+    let records: Vec<Record> = captures.iter().flat_map(|c| gputrace_cuda::replay::decode(c).unwrap()).collect();
+    let last = records
+        .iter()
+        .filter_map(|r| match r {
+            Record::Api { end, .. } => Some(*end),
+            Record::Kernel { span, .. } | Record::Memcpy { span, .. } => Some(span.end),
+            _ => None,
+        })
+        .max()
+        .unwrap();
+    let exp = fresh_dir("hang-unfinished-kernel");
+    let names = gputrace_cuda::launch_names::LaunchNames::new();
+    let header = gpu_node_header(468, "cuda_basic");
+    gputrace_cuda::replay::replay_then(&captures, &exp, header, crate::cuda::all(), |rec| {
+        let region = |name| rec.region(name, None, Paradigm::Cuda, RegionRole::Wrapper, "CUDA runtime").unwrap();
+        let (launch, sync) = (region("cudaLaunchKernel"), region("cudaDeviceSynchronize"));
+        // SAFETY: a static NUL-terminated string.
+        let (name, value) = unsafe { names.ids(rec, c"_Z12spin_foreverPVi".as_ptr()) }.unwrap();
+        rec.record_many(&[
+            (last + 1_000, Event::AttributeString { name, value }),
+            (last + 1_000, Event::EnterCorrelated { region: launch, correlation: 999_999 }),
+            (last + 3_000, Event::Leave { region: launch }),
+            (last + 10_000, Event::Enter { region: sync }),
+        ]);
+    })
+    .unwrap();
+    ok(gt(&["merge", s(&exp)]));
+    let out = ok(gt(&["analyze", "--format", "json", s(&exp)]));
+    let a: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let flights: Vec<&str> = a["in_flight"].as_array().unwrap().iter().map(|f| f["call"].as_str().unwrap()).collect();
+    assert_eq!(flights, ["cudaDeviceSynchronize"], "{:#}", a["in_flight"]);
+    let u = &a["unfinished_kernels"];
+    assert_eq!(u.as_array().map(Vec::len), Some(1), "{u:#}");
+    assert_eq!(u[0]["count"], 1, "the fixture's launches all have their kernels: {u:#}");
+    assert_eq!(u[0]["last"]["kernel"], "spin_forever(int volatile*)", "{u:#}");
+    assert_eq!(u[0]["last"]["call"], "cudaLaunchKernel", "{u:#}");
+    assert_eq!(u[0]["last"]["before_end_ns"], 9_000, "launched 9 µs before the thread's last event: {u:#}");
+    let table = text(&ok(gt(&["analyze", s(&exp)])).stdout);
+    assert!(table.contains("kernel spin_forever launched 9.0 us before the end never finished"), "{table}");
 }

@@ -11,7 +11,8 @@
 //! GPU work it starts), at its exit its Leave, each a clock read and an
 //! append to the thread's buffer in the process's CUDA stream.
 //! Synchronization records find their thread through the correlation ids
-//! noted here for the synchronizing calls.
+//! noted here for the synchronizing calls. A kernel launch's Enter carries
+//! the kernel's name (the `CUDA kernel` attribute, [`crate::launch_names`]).
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -21,7 +22,11 @@ use cupti_sys::{self as sys, Cupti};
 use raw::{Event, Paradigm, RegionRole};
 use recorder::Recorder;
 
+use crate::launch_names::LaunchNames;
 use crate::names;
+
+/// The kernels the process's launches named, for its recorder.
+static LAUNCH_NAMES: LaunchNames = LaunchNames::new();
 
 /// Region ids by runtime callback id: 0 not yet defined, `FILTERED` left
 /// out by the filter, else id + 1. Callback ids are below 1024 in every
@@ -98,21 +103,46 @@ pub(crate) fn call(cupti: &Cupti, rec: &Recorder, cbid: u32, data: &sys::CUpti_C
             return;
         }
     }
-    record(rec, cbid, enter, data.correlationId, |c| callback_name(cupti, c));
+    let name_of = |c| callback_name(cupti, c);
+    let kernel = if enter && is_launch(cbid, &name_of) {
+        // SAFETY: a launch's `symbolName` is null or the kernel's name,
+        // kept by the runtime for the life of the process.
+        unsafe { LAUNCH_NAMES.ids(rec, data.symbolName) }
+    } else {
+        None
+    };
+    record(rec, cbid, enter, data.correlationId, kernel, name_of);
 }
 
 /// [`call`] with the callback names from `name_of` (CUPTI's, or a
 /// benchmark's): a clock read and an append; the names are asked once per
-/// callback id.
-pub fn record(rec: &Recorder, cbid: u32, enter: bool, correlation: u32, name_of: impl Fn(u32) -> Option<String>) {
+/// callback id. `kernel`: the string ids of the `CUDA kernel` attribute
+/// and of the launched kernel's name, put before a launch's Enter.
+pub fn record(
+    rec: &Recorder,
+    cbid: u32,
+    enter: bool,
+    correlation: u32,
+    kernel: Option<(u32, u32)>,
+    name_of: impl Fn(u32) -> Option<String>,
+) {
     let time = gputrace_clock::now();
     let Some(region) = region(rec, cbid, &name_of) else { return };
     let event = if enter { Event::EnterCorrelated { region, correlation } } else { Event::Leave { region } };
+    let alone = [(time, event)];
+    let both;
+    let events: &[(u64, Event)] = match kernel {
+        Some((name, value)) => {
+            both = [(time, Event::AttributeString { name, value }), (time, event)];
+            &both
+        }
+        None => &alone,
+    };
     // The thread's buffer through the recorder's per-thread cache (one
     // thread-local read), as the MPI hooks do.
     match rec.this_thread() {
-        Some(this) => rec.record_many_on(&this, &[(time, event)]),
-        None => rec.record(time, &event),
+        Some(this) => rec.record_many_on(&this, events),
+        None => rec.record_many(events),
     }
     if enter && NOTE_SYNC.load(Ordering::Relaxed) && is_sync(cbid, &name_of) {
         note_sync(correlation);
@@ -133,6 +163,27 @@ fn note_sync(correlation: u32) {
         }
         map.insert(correlation, recorder::identity::thread_id());
     }
+}
+
+/// Kernel launches, whose callback data names the kernel:
+/// `cudaLaunchKernel`, `cudaLaunchKernelExC`, `cudaLaunchCooperativeKernel`
+/// (not the multi-device one, nor host functions and graphs).
+pub fn is_launch(cbid: u32, name_of: &impl Fn(u32) -> Option<String>) -> bool {
+    static LAUNCH: [AtomicU32; 1024] = [const { AtomicU32::new(0) }; 1024];
+    let slot = LAUNCH.get(cbid as usize);
+    if let Some(v) = slot.map(|s| s.load(Ordering::Relaxed))
+        && v != 0
+    {
+        return v == 2;
+    }
+    let yes = name_of(cbid).is_some_and(|n| {
+        let n = names::api_name(&n);
+        n.starts_with("cudaLaunch") && n.contains("Kernel") && !n.contains("MultiDevice")
+    });
+    if let Some(s) = slot {
+        s.store(if yes { 2 } else { 1 }, Ordering::Relaxed);
+    }
+    yes
 }
 
 /// Synchronizing calls: those whose synchronization record CUPTI writes.
@@ -214,4 +265,47 @@ pub fn select_runtime_calls(cupti: &Cupti) {
     }
     let named = named.len();
     tracing::debug!(kept, named, "runtime calls recorded by CUPTI");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use raw::{Producer, RawFile};
+    use recorder::RecorderOptions;
+
+    #[test]
+    fn a_launch_names_its_kernel_before_its_enter_and_other_calls_do_not() {
+        let name_of = |cbid: u32| {
+            Some(match cbid {
+                1 => "cudaLaunchKernel_v7000".to_string(),
+                2 => "cudaLaunchHostFunc_v10000".to_string(),
+                _ => "cudaStreamSynchronize_v3020".to_string(),
+            })
+        };
+        assert!(is_launch(1, &name_of) && !is_launch(2, &name_of) && !is_launch(3, &name_of));
+        let dir = tempfile::tempdir().unwrap();
+        let rec = Recorder::create(dir.path(), Producer::Cuda, RecorderOptions::default()).unwrap();
+        record(&rec, 1, true, 7, Some((40, 41)), name_of);
+        record(&rec, 1, false, 7, None, name_of);
+        record(&rec, 3, true, 8, None, name_of);
+        let path = rec.path().to_path_buf();
+        rec.finish();
+        let file = RawFile::open(&path).unwrap();
+        let mut events = Vec::new();
+        for chunk in &file.chunks {
+            let mut payload = Vec::new();
+            file.read_payload(chunk, &mut payload).unwrap();
+            events.extend(RawFile::events(chunk, &payload).map(|(_, e)| e));
+        }
+        let kinds: Vec<String> = events
+            .iter()
+            .map(|e| match e {
+                Event::AttributeString { name, value } => format!("attribute {name}={value}"),
+                Event::EnterCorrelated { correlation, .. } => format!("enter {correlation}"),
+                Event::Leave { .. } => "leave".into(),
+                other => format!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(kinds, ["attribute 40=41", "enter 7", "leave", "enter 8"]);
+    }
 }

@@ -37,6 +37,7 @@ pub mod copies;
 pub mod gpu_metrics;
 pub mod graphs;
 mod handoff;
+pub mod launch_names;
 pub mod lost;
 pub mod memory;
 pub mod names;

@@ -44,6 +44,7 @@ pub mod stuck;
 #[cfg(test)]
 mod tests;
 pub mod totals;
+pub mod unfinished;
 
 use std::path::Path;
 
@@ -323,6 +324,9 @@ pub struct Analysis {
     /// Per communicator, the collective some ranks wait in and others
     /// never entered ([`stuck`]).
     pub stuck: Vec<stuck::Stuck>,
+    /// Per process of a stopped job, the GPU work launched that never
+    /// finished ([`unfinished`]).
+    pub unfinished_kernels: Vec<unfinished::Unfinished>,
     /// The point-to-point messages paired (MPI, NCCL, `MPI_COMM_SELF`).
     pub messages: MessageCount,
     /// What could not be analysed (messages without a match...).

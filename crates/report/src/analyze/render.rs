@@ -5,6 +5,7 @@
 use std::io::{self, Write};
 
 use super::replay::Extra;
+use super::unfinished::{self, stuck_lines};
 use super::{Analysis, Finding, GpuTime, Pattern};
 use crate::names;
 use crate::numbers::{human_bytes, human_ns, plural, thousands};
@@ -17,7 +18,7 @@ pub use stragglers::straggler_line;
 use stragglers::stragglers_table;
 
 /// Seconds since the trace's start, to the microsecond.
-fn secs(ns: u64) -> String {
+pub(super) fn secs(ns: u64) -> String {
     format!("{:.6}", ns as f64 / 1e9)
 }
 
@@ -51,7 +52,7 @@ fn what(f: &Finding, width: usize) -> String {
 
 /// A communicator with its size and members: `MPI_Comm 0.3 (2 ranks:
 /// 1,3)`.
-fn communicator(name: Option<&str>, size: Option<u64>, ranks: Option<&str>) -> String {
+pub(super) fn communicator(name: Option<&str>, size: Option<u64>, ranks: Option<&str>) -> String {
     match (name, size, ranks) {
         (None, ..) => "-".into(),
         (Some(n), Some(size), Some(ranks)) => format!("{n} ({size} rank{}: {ranks})", plural(size, "s")),
@@ -332,29 +333,6 @@ fn in_flight_table(a: &Analysis, top: usize) -> Table {
     t
 }
 
-/// One line per communicator whose collective some ranks wait in and
-/// others never entered.
-pub fn stuck_lines(a: &Analysis) -> Vec<String> {
-    a.stuck
-        .iter()
-        .map(|s| {
-            format!(
-                "Stuck: {} {} wait{} in {}, collective #{} on {} {}; {} {} never entered it ({})",
-                if s.waiting.contains(['-', ',']) { "ranks" } else { "rank" },
-                s.waiting,
-                if s.waiting.contains(['-', ',']) { "" } else { "s" },
-                s.calls.join("/"),
-                thousands(s.operation),
-                s.paradigm,
-                communicator(Some(&s.communicator), Some(s.communicator_size), Some(&s.communicator_ranks)),
-                if s.missing.contains(['-', ',']) { "ranks" } else { "rank" },
-                s.missing,
-                s.missing_doing.join("; ")
-            )
-        })
-        .collect()
-}
-
 /// `gputrace analyze`'s terminal output.
 pub fn write_table(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     writeln!(
@@ -408,7 +386,10 @@ pub fn write_table(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     }
     if !a.in_flight.is_empty() {
         writeln!(out, "{}", in_flight_table(a, 20).render(None))?;
-        for line in stuck_lines(a) {
+        if !a.unfinished_kernels.is_empty() {
+            writeln!(out, "{}", unfinished::table(a).render(None))?;
+        }
+        for line in stuck_lines(a).into_iter().chain(unfinished::lines(a)) {
             writeln!(out, " {line}")?;
         }
         writeln!(out)?;
@@ -452,7 +433,7 @@ pub fn summary_lines(a: &Analysis, n: usize) -> Vec<String> {
 /// most time lost, and how many more `gputrace analyze` shows.
 pub fn summary_block(a: &Analysis, top: usize, dir: &str) -> String {
     let mut s = String::new();
-    for line in stuck_lines(a) {
+    for line in stuck_lines(a).into_iter().chain(unfinished::lines(a)) {
         s.push_str("analysis: ");
         s.push_str(&line);
         s.push('\n');

@@ -424,3 +424,4 @@ fn pageable_memory_in_async_copies_and_gpu_gaps_are_found() {
     // after the GPU became idle: the host's time, but the last 10 ns each.
     assert_eq!((a.gpus[0].idle_host_ns, a.gpus[0].idle_dependency_ns), (890 + 1940, 20));
 }
+mod stopped;

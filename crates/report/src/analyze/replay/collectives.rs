@@ -71,6 +71,7 @@ impl Pass<'_> {
         *seq += 1;
         if !mpi {
             self.nccl_call_ended(l, c.comm, key.1, enter);
+            self.note_nccl_collective(l, c.comm, frame, key.1 + 1);
         }
         let part = Participant {
             loc: l,

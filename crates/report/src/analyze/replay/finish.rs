@@ -42,6 +42,8 @@ impl Pass<'_> {
             None => (None, Vec::new()),
         };
         let (in_flight, stuck) = self.stuck();
+        // Of a stopped job only: a finished one's kernels all ended.
+        let unfinished_kernels = if in_flight.is_empty() { Vec::new() } else { self.unfinished_kernels() };
         let what_if = critical_path.as_ref().map(|p| critical::what_if(p, &ranks)).unwrap_or_default();
         Analysis {
             archive,
@@ -61,6 +63,7 @@ impl Pass<'_> {
             what_if_gpu,
             in_flight,
             stuck,
+            unfinished_kernels,
             messages: self.pairs,
             notes,
             program: None,
@@ -87,7 +90,8 @@ impl Pass<'_> {
                     members.clear();
                     break;
                 }
-                members.push(Member { process: *p, ended: self.coll_seq.get(&(*p, comm)).copied().unwrap_or(0) });
+                let ended = self.coll_seq.get(&(*p, comm)).copied().unwrap_or(0);
+                members.push(Member { process: *p, ended, last: self.last_nccl_call(*p, comm) });
             }
             if members.len() < 2 {
                 continue;

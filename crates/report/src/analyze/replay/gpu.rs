@@ -132,6 +132,7 @@ impl Pass<'_> {
         let process = self.locs[l].process;
         let corr = self.attrs.correlation.and_then(|a| ev.attributes.get(a)).and_then(|v| v.as_u64());
         let launch = corr.map(|c| (process, c)).filter(|k| self.launches.contains_key(k));
+        self.note_gpu_work(process, corr, nccl, t);
         let bytes = self.attrs.bytes.and_then(|a| ev.attributes.get(a)).and_then(|v| v.as_u64()).unwrap_or(0);
         let mut pageable_async = false;
         if matches!(kind, RegionKind::Copy(_)) {

@@ -131,7 +131,13 @@ impl Pass<'_> {
                 self.launches
                     .insert(key, Launch { loc: l, region, node, enter: t, end: None, bytes_to, pending_kernel: None });
                 launch = Some(key);
+                if super::unfinished::launches_a_kernel(name) {
+                    self.note_launch(key, l, ev, node);
+                }
             }
+        }
+        if kind == RegionKind::Nccl {
+            self.note_nccl_enter(l, ev, region);
         }
         let host = &mut self.locs[l].host;
         if excluded {

@@ -32,6 +32,7 @@ mod host;
 mod messages;
 mod nccl_gpu;
 mod path;
+mod unfinished;
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -52,6 +53,8 @@ use gpu::{Gpu, Launch, Proc, Stream};
 use host::Host;
 pub(crate) use host::is_sync_api;
 use messages::Msg;
+#[cfg(test)]
+pub(crate) use unfinished::launches_a_kernel;
 
 /// Launch calls kept for the GPU work that may still come (the oldest go
 /// first): CUDA queues about a thousand launches per device before a
@@ -232,6 +235,10 @@ struct Attrs {
     /// A collective's number in its communicator's order, where the
     /// flight recorder gave the older ones back.
     collective_number: Option<AttributeRef>,
+    /// The kernel a launch call launched (`CUDA kernel`, the CUDA agent's)
+    /// and NCCL's sequence number of a collective (`sequence`).
+    kernel: Option<AttributeRef>,
+    sequence: Option<AttributeRef>,
 }
 
 struct Pass<'a> {
@@ -263,6 +270,9 @@ struct Pass<'a> {
     nccl_gpu: nccl_gpu::NcclGpu,
     /// The calls still in flight when their locations' recording ended.
     noted: super::stuck::Noted,
+    /// Kernel launches whose GPU work has not come, NCCL's last
+    /// collectives ([`super::unfinished`]).
+    unfinished: unfinished::Tracker,
     /// Region changes and wait states per host thread (critical path).
     timelines: Timelines,
     // CUDA.
@@ -316,6 +326,8 @@ pub fn run(reader: &mut TraceReader, options: &Options, sink: &mut dyn Sink) -> 
             "destination memory" => &mut attrs.dst_memory,
             "GPUTRACE::IN_FLIGHT" => &mut attrs.in_flight,
             "GPUTRACE::COLLECTIVE_NUMBER" => &mut attrs.collective_number,
+            "CUDA kernel" => &mut attrs.kernel,
+            "sequence" => &mut attrs.sequence,
             _ => continue,
         };
         slot.get_or_insert(a);
@@ -345,6 +357,7 @@ pub fn run(reader: &mut TraceReader, options: &Options, sink: &mut dyn Sink) -> 
         stragglers: Stragglers::default(),
         nccl_gpu: nccl_gpu::NcclGpu::default(),
         noted: super::stuck::Noted::default(),
+        unfinished: unfinished::Tracker::default(),
         timelines: Timelines::new(location_count),
         launches: Map::default(),
         launch_order: VecDeque::new(),
