@@ -17,7 +17,8 @@
 #     untraced, traced and traced with a 1 s flight recorder, ROUNDS
 #     rounds interleaved: ns per MPI call, min and median.
 # Usage: bench/flight-recorder.sh [SECONDS] [WINDOW] [ROUNDS]
-#        (default 600, 10, 10). GT_BIN=DIR as in bench/mpi_call.sh.
+#        (default 600, 10, 10; SECONDS 0: the cost only). GT_BIN=DIR as in
+#        bench/mpi_call.sh.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-600}
@@ -50,6 +51,7 @@ rss_of() {
 disk_of() { du -s --block-size=1K "$1/raw" 2>/dev/null | cut -f1 || echo 0; }
 apparent_of() { du -s --apparent-size --block-size=1K "$1/raw" 2>/dev/null | cut -f1 || echo 0; }
 
+if [ "$seconds" -gt 0 ]; then
 echo "== 1. memory and disk: ${seconds} s of all-reduces on 2 ranks, then a hang; window ${window} s"
 start=$(date +%s)
 # The last argument only tells the two jobs' ranks apart (hang.c ignores it).
@@ -73,6 +75,7 @@ end=$(date +%s)
 echo "hang to return: $((end - start - seconds)) s (hang timeout 20 s)"
 grep -h "flight recorder\|Stuck\|events,\|archive:" "$work/fr.err" | sed 's/^/  fr:  /'
 grep -h "Stuck\|events,\|archive:" "$work/all.err" | sed 's/^/  all: /'
+fi
 
 unset GPUTRACE_TOTAL_MEMORY
 echo "== 2. cost: ping-pong, ns per MPI call, $rounds rounds interleaved"
