@@ -259,7 +259,7 @@ for p in $parts; do
       # each in its experiment (analyze.json) for check_critical.py.
       build critical_gpu "$progs/critical_gpu.cu" || continue
       for mode in kernel gap none; do
-        part "critical-$mode" "$gt" -o "$work/exp-critical-$mode" "$work/critical_gpu" "$mode" 30 20 500
+        part "critical-$mode" "$gt" -o "$work/exp-critical-$mode" "$work/critical_gpu" "$mode" 60 20 500
         "$gt" analyze --format json "$work/exp-critical-$mode" >"$work/exp-critical-$mode/analyze.json" \
           2>"$work/critical-$mode.analyze.err" || echo "  critical-$mode: analyze failed"
       done

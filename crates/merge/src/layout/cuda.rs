@@ -93,7 +93,16 @@ pub fn define(
     for (p, plan) in processes.iter().zip(layout.processes.iter_mut()) {
         plan.metrics = vec![HashMap::new(); p.defs.len()];
     }
-    let any_gpu = processes.iter().any(|p| p.defs.iter().any(|d| !d.devices.is_empty() || !d.contexts.is_empty()));
+    // A GPU seen, or a CUDA stream that recorded anything: a process
+    // stopped before CUPTI handed back a buffer (a hang, a kill) has its
+    // API calls and their correlation ids, and no device or context yet.
+    let any_gpu = processes.iter().any(|p| {
+        p.defs.iter().any(|d| !d.devices.is_empty() || !d.contexts.is_empty())
+            || p.streams
+                .iter()
+                .zip(&p.defs)
+                .any(|(s, d)| s.header.producer == raw::Producer::Cuda && d.untraced.is_none())
+    });
     layout.cuda_host_ranks = vec![None; processes.len()];
     if !any_gpu && !processes.iter().any(has_nccl) {
         return Ok(());

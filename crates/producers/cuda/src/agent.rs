@@ -132,8 +132,12 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
     crate::api::NOTE_SYNC.store(enabled.sync, Ordering::SeqCst);
     API_CALLBACKS.store(callbacks, Ordering::SeqCst);
     enable_activity(&cupti, enabled, callbacks);
-    // A crash loses at most about a second of records.
+    // CUPTI's worker hands back full buffers each second (its periodic
+    // flush returns no other).
     let _ = cupti.set_flush_period(1000);
+    if !config.hang_timeout.is_zero() || !config.flight_recorder.is_zero() {
+        flush_every(Duration::from_secs(1));
+    }
     let capture = config.cuda_capture.clone();
     if let Some(dir) = &capture {
         let _ = std::fs::create_dir_all(dir);
@@ -247,6 +251,27 @@ fn thread_name(tid: u32) -> String {
 fn guarded(f: impl FnOnce(&Agent)) {
     let Some(agent) = AGENT.get() else { return };
     GUARD.run("CUPTI callback", || f(agent));
+}
+
+/// Where a hang is watched for (`GPUTRACE_HANG_TIMEOUT`, a flight
+/// recorder): asks CUPTI for the buffers whose records are all complete,
+/// full or not, every `period`, so that the GPU work that ended reaches
+/// the stream while the program runs — the watchdog takes it for
+/// progress, and a job stopped at a hang keeps it (CUPTI would otherwise
+/// hand back a buffer only when full, or at the exit a stopped job never
+/// makes). A buffer holding a kernel that never ends stays with CUPTI.
+fn flush_every(period: Duration) {
+    let spawned = std::thread::Builder::new().name("gputrace-cupti-flush".into()).spawn(move || {
+        loop {
+            std::thread::sleep(period);
+            guarded(|agent| {
+                let _ = agent.cupti.flush_all(false);
+            });
+        }
+    });
+    if let Err(e) = spawned {
+        tracing::debug!("no periodic CUPTI flush: {e}");
+    }
 }
 
 extern "C" fn monotonic_ns() -> u64 {

@@ -346,11 +346,35 @@ impl Timelines {
             if t >= to {
                 break;
             }
-            walk.host(loc, node, t - at, launched);
+            let idle = if launched { self.gpu_idle(loc, at, t) } else { 0 };
+            walk.host(loc, node, t - at, launched, idle);
             at = t;
             node = next;
         }
-        walk.host(loc, node, to.saturating_sub(at), launched);
+        let idle = if launched { self.gpu_idle(loc, at, to) } else { 0 };
+        walk.host(loc, node, to.saturating_sub(at), launched, idle);
+    }
+
+    /// How long the streams host thread `loc` launches work on sat idle
+    /// within `from..to` (the least over them: a stream busy all along
+    /// kept the GPU from waiting for this host).
+    fn gpu_idle(&self, loc: usize, from: u64, to: u64) -> u64 {
+        let span = to.saturating_sub(from);
+        let mut idle: Option<u64> = None;
+        for works in &self.works {
+            if !works.iter().any(|w| w.launch.is_some_and(|l| l.loc == loc)) {
+                continue;
+            }
+            let i = works.partition_point(|w| w.end <= from);
+            let busy: u64 = works[i..]
+                .iter()
+                .take_while(|w| w.start < to)
+                .map(|w| w.end.min(to).saturating_sub(w.start.max(from)))
+                .sum();
+            let this = span.saturating_sub(busy);
+            idle = Some(idle.map_or(this, |i| i.min(this)));
+        }
+        idle.unwrap_or(span)
     }
 }
 

@@ -99,10 +99,11 @@ pub(super) struct Walk {
     /// Ticks on the path per location and activity.
     pub(super) on: HashMap<(usize, Act), u64>,
     pub(super) jumps: u64,
-    /// The stretches of host time (thread, call-path node, ticks) on the
-    /// path while the GPU waited for that host's launch: each from one
-    /// change of the thread's innermost region to the next.
-    pub(super) starved: Vec<(usize, u32, u64)>,
+    /// The stretches of host time (thread, call-path node, ticks, the
+    /// ticks of it its streams sat idle) on the path while the GPU waited
+    /// for that host's launch: each from one change of the thread's
+    /// innermost region to the next.
+    pub(super) starved: Vec<(usize, u32, u64, u64)>,
     /// Per stream and kernel: its instances' ticks on the path beyond the
     /// kernel's median duration (over every instance of its name), each
     /// at most the slack after it, and how many instances were on the
@@ -187,10 +188,10 @@ impl Walk {
     }
 
     /// Host thread `loc` spent `ticks` of the path in `node`.
-    pub(super) fn host(&mut self, loc: usize, node: u32, ticks: u64, launched: bool) {
+    pub(super) fn host(&mut self, loc: usize, node: u32, ticks: u64, launched: bool, idle: u64) {
         *self.on.entry((loc, Act::Node(node))).or_default() += ticks;
         if launched && ticks > 0 {
-            self.starved.push((loc, node, ticks));
+            self.starved.push((loc, node, ticks, idle.min(ticks)));
         }
     }
 

@@ -12,8 +12,11 @@
 //!   the path from there back to where the path came to that thread, in
 //!   stretches from one change of its innermost region to the next (the
 //!   time between two CUDA calls, a user region): had each stretch taken
-//!   the median one's time, the path loses the excess. A host phase as
-//!   long in every iteration is the median itself: not projected away.
+//!   the median one's time, the path loses the excess — each stretch at
+//!   most the time the thread's streams sat idle in it (the rest of the
+//!   host's time the GPU was busy with what was queued, work that would
+//!   be on the path instead). A host phase as long in every iteration is
+//!   the median itself: not projected away.
 //! - `communication_overlapped`: communication on the path (NCCL kernels,
 //!   MPI calls) overlapped by the compute kernels on the path: the path
 //!   loses the smaller of the two. It assumes the communication does not
@@ -96,23 +99,26 @@ pub(super) fn gpu_what_if(path: &CriticalPath, walk: &Walk, names: &dyn Describe
     // Per thread, its stretches of computation on the path while the GPU
     // waited for it, beyond their median.
     let mut computation: HashMap<u32, bool> = HashMap::new();
-    let mut stretches: HashMap<usize, Vec<u64>> = HashMap::new();
-    for &(loc, node, ticks) in &walk.starved {
+    let mut stretches: HashMap<usize, Vec<(u64, u64)>> = HashMap::new();
+    for &(loc, node, ticks, idle) in &walk.starved {
         let counts = *computation.entry(node).or_insert_with(|| {
             let name = names.activity(node);
             is_computation(&name) && !is_cuda_call(&name)
         });
         if counts {
-            stretches.entry(loc).or_default().push(ticks);
+            stretches.entry(loc).or_default().push((ticks, idle));
         }
     }
-    let mut threads: Vec<(usize, Vec<u64>)> = stretches.into_iter().collect();
+    let mut threads: Vec<(usize, Vec<(u64, u64)>)> = stretches.into_iter().collect();
     threads.sort_unstable_by_key(|(loc, _)| *loc);
     for (loc, mut ticks) in threads {
         ticks.sort_unstable();
-        let median = ticks[ticks.len() / 2];
-        let excess: u64 = ticks.iter().map(|t| t - median).sum();
-        let on_path = names.ns(ticks.iter().sum());
+        let median = ticks[ticks.len() / 2].0;
+        // Each stretch saves its time beyond the median, at most the time
+        // the GPU sat idle in it: the rest the GPU was busy with what was
+        // queued, work that would be on the path instead.
+        let excess: u64 = ticks.iter().map(|&(t, idle)| t.saturating_sub(median).min(idle)).sum();
+        let on_path = names.ns(ticks.iter().map(|&(t, _)| t).sum());
         let what = format!(
             "{} stretches of this thread's computation before launches the GPU waited for took the median one's time",
             ticks.len()
