@@ -48,10 +48,12 @@ def check_nccl(check, name, a, exp):
           s["waiting_doing"])
     check(f"{name}: rank {last} waits in MPI_Barrier", any("MPI_Barrier" in d for d in s["missing_doing"]),
           s["missing_doing"])
+    # The NCCL kernels of ranks 0-2 are in the CUPTI buffer that holds
+    # their hung kernel, which CUPTI never hands back (docs/analysis.md):
+    # what they did is not known, and nothing may be claimed of it.
     nccl = {u["rank"]: u["nccl"] for u in a["unfinished_kernels"] if u.get("nccl")}
-    check(f"{name}: the NCCL kernels of ranks {runs(others)} never finished, of collective #{k}",
-          sorted(nccl) == others and all(n["operation"] == k and n["call"] == "ncclAllReduce" for n in nccl.values()),
-          nccl)
+    check(f"{name}: no NCCL kernel claimed unfinished but of collective #{k}",
+          all(n["operation"] == k and n["call"] == "ncclAllReduce" for n in nccl.values()), nccl)
 
 
 def check_spin(check, name, a, exp):
@@ -68,7 +70,10 @@ def check_spin(check, name, a, exp):
     mine = [u for u in a["unfinished_kernels"] if u["rank"] == 1]
     last = mine[0]["last"] if mine and mine[0].get("last") else {}
     check(f"{name}: spin_forever on GPU 1 (rank 1) launched and never finished",
-          len(mine) == 1 and mine[0]["gpu"] == "CUDA Device 1" and (last.get("kernel") or "").startswith("spin_forever")
+          # Its GPU is known only from CUPTI's records, which the buffer
+          # holding the hung kernel keeps (docs/analysis.md).
+          len(mine) == 1 and mine[0]["gpu"] in ("CUDA Device 1", None)
+          and (last.get("kernel") or "").startswith("spin_forever")
           and last.get("call", "").startswith("cudaLaunchKernel"), mine)
     check(f"{name}: no other rank has a kernel that never finished",
           all(u["rank"] == 1 for u in a["unfinished_kernels"]), [u["rank"] for u in a["unfinished_kernels"]])

@@ -138,6 +138,7 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
     if !config.hang_timeout.is_zero() || !config.flight_recorder.is_zero() {
         flush_every(Duration::from_secs(1));
     }
+    recorder::rescue::before_stop(on_stop);
     let capture = config.cuda_capture.clone();
     if let Some(dir) = &capture {
         let _ = std::fs::create_dir_all(dir);
@@ -274,6 +275,27 @@ fn flush_every(period: Duration) {
     }
 }
 
+/// A stop signal (a hang stopped, mpirun ending a job): the process runs
+/// no exit handler, so CUPTI's buffers — a buffer comes back only full,
+/// or whole at a flush, and one holding a kernel that never ends not even
+/// then — would die with it. A forced flush hands every buffer back (the
+/// records of work still running are left out, see
+/// [`records::complete`]), converted here before the recorders write
+/// their last events.
+fn on_stop() {
+    guarded(|agent| {
+        let _ = agent.cupti.flush_all(true);
+        if !handoff::drain(convert, Duration::from_millis(500)) {
+            return;
+        }
+        let mut state = agent.lock();
+        if let Some(rec) = current() {
+            agent.write_handles(&rec);
+            state.converter.finish(&rec);
+        }
+    });
+}
+
 extern "C" fn monotonic_ns() -> u64 {
     gputrace_clock::now()
 }
@@ -330,7 +352,11 @@ impl Agent {
             // SAFETY: [p, p + len) lies inside the `valid` bytes of the buffer.
             let bytes = unsafe { std::slice::from_raw_parts(p as *const u8, len) };
             if let Some(r) = records::decode(self.version, bytes) {
-                records.push(r);
+                // Work still running at a forced flush: it never ended, as
+                // far as the trace knows (its launch stays without a record).
+                if records::complete(&r) {
+                    records.push(r);
+                }
             } else {
                 crate::lost::note(crate::lost::SourceLoss::CuptiUndecodable, 1);
             }
