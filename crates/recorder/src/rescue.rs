@@ -285,45 +285,7 @@ fn guard() {
     }
 }
 
-/// What a producer does before the recorders write their last events at
-/// a stop signal (the CUDA agent hands back CUPTI's buffers): run on a
-/// thread of its own, given at most [`HOOK_PATIENCE`] — a hook stuck on a
-/// lock a stopped thread holds costs that, never the events. Not at a
-/// crash, where the state the hook would read may be what crashed.
-pub fn before_stop(hook: fn()) {
-    let mut hooks = HOOKS.lock().unwrap_or_else(|e| e.into_inner());
-    if !hooks.contains(&hook) {
-        hooks.push(hook);
-    }
-}
-
-static HOOKS: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
-
-/// How long the hooks of [`before_stop`] may take, of [`PATIENCE`].
-const HOOK_PATIENCE: Duration = Duration::from_millis(1200);
-
-fn run_hooks() {
-    let hooks: Vec<fn()> = HOOKS.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    if hooks.is_empty() {
-        return;
-    }
-    let (done, finished) = std::sync::mpsc::channel();
-    let spawned = std::thread::Builder::new().name("gputrace-stop".into()).spawn(move || {
-        block_in_this_thread();
-        for hook in hooks {
-            hook();
-        }
-        let _ = done.send(());
-    });
-    if spawned.is_ok() {
-        let _ = finished.recv_timeout(HOOK_PATIENCE);
-    }
-}
-
 fn rescue_all(sig: libc::c_int) {
-    if STOP_SIGNALS.contains(&sig) {
-        run_hooks();
-    }
     let recorders: Vec<Weak<Shared>> = RECORDERS.lock().unwrap_or_else(|e| e.into_inner()).clone();
     for rec in recorders.iter().filter_map(Weak::upgrade).map(Recorder) {
         rec.rescue(sig as u32);

@@ -138,7 +138,6 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
     if !config.hang_timeout.is_zero() || !config.flight_recorder.is_zero() {
         flush_every(Duration::from_secs(1));
     }
-    recorder::rescue::before_stop(on_stop);
     let capture = config.cuda_capture.clone();
     if let Some(dir) = &capture {
         let _ = std::fs::create_dir_all(dir);
@@ -273,27 +272,6 @@ fn flush_every(period: Duration) {
     if let Err(e) = spawned {
         tracing::debug!("no periodic CUPTI flush: {e}");
     }
-}
-
-/// A stop signal (a hang stopped, mpirun ending a job): the process runs
-/// no exit handler, so CUPTI's buffers — a buffer comes back only full,
-/// or whole at a flush, and one holding a kernel that never ends not even
-/// then — would die with it. A forced flush hands every buffer back (the
-/// records of work still running are left out, see
-/// [`records::complete`]), converted here before the recorders write
-/// their last events.
-fn on_stop() {
-    guarded(|agent| {
-        let _ = agent.cupti.flush_all(true);
-        if !handoff::drain(convert, Duration::from_millis(500)) {
-            return;
-        }
-        let mut state = agent.lock();
-        if let Some(rec) = current() {
-            agent.write_handles(&rec);
-            state.converter.finish(&rec);
-        }
-    });
 }
 
 extern "C" fn monotonic_ns() -> u64 {

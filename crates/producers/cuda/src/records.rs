@@ -393,9 +393,9 @@ macro_rules! uvm {
 /// Decodes the record in `bytes` (which starts with its `kind`), written by
 /// a CUPTI of `version`. `None` when the bytes are too short for the
 /// struct that release writes.
-/// Whether a record of GPU work is complete: a forced flush (a process
-/// being stopped, see the agent's `on_stop`) hands back the records of
-/// work still running, with no end yet. Others are always complete.
+/// Whether a record of GPU work is complete: a forced flush (the agent's
+/// at exit) hands back the records of work still running, with no end
+/// yet. Others are always complete.
 pub fn complete(r: &Record) -> bool {
     match r {
         Record::Kernel { span, .. } | Record::Memcpy { span, .. } | Record::Memset { span, .. } => {
