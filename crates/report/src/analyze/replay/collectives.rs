@@ -63,6 +63,13 @@ impl Pass<'_> {
             }
             None => (t, 0),
         };
+        // NCCL numbers its collectives itself (the `sequence` of the call's
+        // Enter): the ranks of a flight recorder's archive, whose windows
+        // begin at different collectives, match by it.
+        let number = number.or_else(|| {
+            let region = self.locs[l].host.stack.get(frame?)?.region;
+            (!mpi).then(|| self.unfinished.sequence.get(&l).filter(|(r, _)| *r == region).map(|(_, s)| *s))?
+        });
         let seq = self.coll_seq.entry((process, c.comm)).or_insert(0);
         if let Some(n) = number {
             *seq = n;

@@ -46,7 +46,7 @@ pub(super) struct Tracker {
     order: VecDeque<(usize, u64)>,
     /// Per location, the NCCL region last entered with NCCL's sequence
     /// number.
-    sequence: Map<usize, (RegionRef, u64)>,
+    pub(super) sequence: Map<usize, (RegionRef, u64)>,
     nccl: Map<(usize, CommRef), NcclCall>,
     /// Per process, the start of its last NCCL kernel.
     nccl_kernel: Map<usize, u64>,

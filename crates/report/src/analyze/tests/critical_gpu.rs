@@ -197,3 +197,38 @@ fn an_nccl_kernel_that_started_last_takes_the_path_to_its_rank() {
     assert_eq!(on("rank 1", "Master thread"), 5_000, "{p:#?}");
     assert_eq!(p.length_ns, 90_000 - 51_000);
 }
+
+/// One rank: a compute kernel (30 µs) and then an NCCL kernel (20 µs) on
+/// one stream, launched back to back and waited for: both are on the
+/// path, and overlapping the communication with the compute would take
+/// the smaller of the two, the NCCL kernel's 20 µs, off it.
+#[test]
+fn communication_on_the_path_is_projected_overlapped_with_the_compute() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut b = Builder::new(dir.path(), 1);
+    let launch = b.region("cudaLaunchKernel", Paradigm::Cuda);
+    let sync = b.region("cudaStreamSynchronize", Paradigm::Cuda);
+    let kernel = b.region(KERNEL, Paradigm::Cuda);
+    let nccl = b.region("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", Paradigm::Cuda);
+    let corr = b.corr;
+    b.write(b.masters[0], |w| {
+        for (c, at) in [(1u64, 1_000u64), (2, 3_000)] {
+            w.attributes(&[(corr, AttributeValue::U64(c))]).unwrap().enter(at, launch).unwrap();
+            w.leave(at + 1_000, launch).unwrap();
+        }
+        w.enter(5_000, sync).unwrap();
+        w.leave(55_000, sync).unwrap();
+    });
+    b.write(b.streams[0], |w| {
+        w.attributes(&[(corr, AttributeValue::U64(1))]).unwrap().enter(2_500, kernel).unwrap();
+        w.leave(32_500, kernel).unwrap();
+        w.attributes(&[(corr, AttributeValue::U64(2))]).unwrap().enter(32_800, nccl).unwrap();
+        w.leave(52_800, nccl).unwrap();
+    });
+    let a = b.analyze();
+    adds_up(&a);
+    let w = row(&a, "communication_overlapped");
+    assert_eq!((w.on_path_ns, w.reference_ns), (20_000, 30_000), "{w:#?}");
+    assert_eq!(w.saved_ns, 20_000, "{w:#?}");
+    assert_eq!(w.projected_ns, length(&a) - 20_000, "{w:#?}");
+}
