@@ -26,7 +26,9 @@ use crate::sink::SinkError;
 use crate::sink::{Message, Record, Sink, Work};
 
 mod attributes;
+mod cut;
 mod graph;
+mod memory;
 mod pipeline;
 
 pub use attributes::Attributes;
@@ -112,7 +114,7 @@ pub fn location_events(cx: Context<'_>, loc: &LocationPlan, sink: impl Sink) -> 
     // their Leave and not their Enter; they are entered at its first event.
     let cut = loc.feeds.iter().any(|&(stream, local)| process.defs[stream].expired.contains_key(&local));
     let mut at_cut = (cut && matches!(loc.role, LocationRole::Host))
-        .then(|| open_at_cut(cx.plan, Timeline::new(sources.clone())))
+        .then(|| cut::open_at_cut(cx.plan, Timeline::new(sources.clone())))
         .filter(|open| !open.is_empty());
     let timeline = Timeline::new(sources);
     let mut pass = Pass {
@@ -186,33 +188,6 @@ pub fn location_events(cx: Context<'_>, loc: &LocationPlan, sink: impl Sink) -> 
         cx.observer.warning(&format!("{}: {p}", process.host));
     }
     Ok(pass.repairs)
-}
-
-/// The regions open at a flight recorder's cut on a host thread: those
-/// left and never entered, innermost first (the order of their Leaves),
-/// matched as the pass matches them.
-fn open_at_cut(plan: &ProcessPlan, timeline: Timeline<'_>) -> Vec<(RegionRef, usize)> {
-    let region = |stream: usize, id: u32| plan.regions[stream].get(id as usize).copied().flatten();
-    let mut stack: Vec<RegionRef> = Vec::new();
-    let mut open = Vec::new();
-    for (_, stream, ev) in timeline {
-        match ev {
-            Event::Enter { region: id } | Event::EnterCorrelated { region: id, .. } => {
-                if let Some((r, _)) = region(stream, id) {
-                    stack.push(r);
-                }
-            }
-            Event::Leave { region: id } => {
-                let Some((r, index)) = region(stream, id) else { continue };
-                match stack.iter().rposition(|open| *open == r) {
-                    Some(depth) => stack.truncate(depth),
-                    None => open.push((r, index)),
-                }
-            }
-            _ => {}
-        }
-    }
-    open
 }
 
 impl<S: Sink> Pass<'_, S> {
@@ -441,65 +416,6 @@ impl<S: Sink> Pass<'_, S> {
         let mut defs = self.sink.defs()?;
         let key = (name.to_string(), ty == otf2::Type::String);
         Some(self.attributes.get(key, || defs.attribute(name, description, ty)))
-    }
-
-    /// An allocation or free: a zero-length region on the memory location
-    /// with the allocation's address, bytes, memory kind and stream.
-    fn memory_op(&mut self, t: u64, stream: usize, m: &raw::MemoryOp) -> Step {
-        let mut attrs = Vec::with_capacity(6);
-        if let Some(a) = self.cuda() {
-            attrs.push((a.correlation, m.correlation.into()));
-            attrs.push((a.bytes, m.bytes.into()));
-            let kind = self.string(m.memory.name());
-            attrs.push((a.memory, kind));
-        }
-        if let Some(a) = self.named_attribute("address", "address of the allocation", otf2::Type::U64) {
-            attrs.push((a, AttributeValue::U64(m.address)));
-        }
-        if let Some(a) =
-            self.named_attribute("CUDA stream", "CUPTI stream id of a stream-ordered allocation", otf2::Type::U32)
-        {
-            attrs.push((a, AttributeValue::U32(m.stream)));
-        }
-        if m.flags != 0
-            && let Some(a) = self.named_attribute(
-                "allocation flags",
-                "1 stream-ordered, 2 from a memory pool, 4 from an imported pool",
-                otf2::Type::U32,
-            )
-        {
-            attrs.push((a, AttributeValue::U32(u32::from(m.flags))));
-        }
-        self.zero_length(t, stream, m.region, &attrs)
-    }
-
-    /// A memory pool created, destroyed or trimmed.
-    fn memory_pool(&mut self, t: u64, stream: usize, p: &raw::PoolOp) -> Step {
-        let mut attrs = Vec::with_capacity(5);
-        if let Some(a) = self.cuda() {
-            attrs.push((a.correlation, p.correlation.into()));
-        }
-        let fields = [
-            ("address", "address of the allocation", p.address),
-            ("pool size", "bytes the memory pool holds", p.size),
-            ("pool release threshold", "bytes the pool keeps when it is trimmed", p.release_threshold),
-            ("pool bytes in use", "bytes of the pool allocated", p.utilized),
-        ];
-        for (name, description, value) in fields {
-            if let Some(a) = self.named_attribute(name, description, otf2::Type::U64) {
-                attrs.push((a, AttributeValue::U64(value)));
-            }
-        }
-        self.zero_length(t, stream, p.region, &attrs)
-    }
-
-    fn zero_length(&mut self, t: u64, stream: usize, region: u32, attrs: &[(AttributeRef, AttributeValue)]) -> Step {
-        let Some((r, index)) = self.region(stream, region) else {
-            return Ok(());
-        };
-        self.enter_region(t, attrs, r, index, Work::Call)?;
-        self.stack.pop();
-        self.leave_region(t, r, index, 0)
     }
 
     /// An attribute event: remembered for the next record (only when

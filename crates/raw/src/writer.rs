@@ -271,10 +271,9 @@ impl StreamFile {
         Ok(Extent { at, len: (HEADER_LEN + payload.len()) as u64 })
     }
 
-    /// Gives back the file space of a closed slot or a written chunk, all
-    /// of it, header included (the flight recorder's cut): the range
-    /// reads as zeros from then on, which a reader skips as reserved
-    /// space, and its disk blocks and cached pages are freed. Failure
+    /// Gives back a closed slot's or written chunk's file space, header
+    /// included (the flight recorder's cut): it reads as zeros, which a
+    /// reader skips, and its blocks and cached pages are freed. Failure
     /// only costs space.
     pub fn release(&self, extent: Extent) {
         let _ = self.with_fd(|fd| {
