@@ -218,22 +218,11 @@ impl Definition {
                 put_i64(out, *offset);
                 put_u64(out, *error);
             }
-            Definition::Dropped { location, count } => {
-                out.push(tag::DROPPED);
-                put_u64(out, u64::from(*location));
-                put_u64(out, *count);
-            }
+            Definition::Dropped { location, count } => put_words(out, tag::DROPPED, &[u64::from(*location), *count]),
             Definition::Expired { location, events, until } => {
-                out.push(tag::EXPIRED);
-                put_u64(out, u64::from(*location));
-                put_u64(out, *events);
-                put_u64(out, *until);
+                put_words(out, tag::EXPIRED, &[u64::from(*location), *events, *until])
             }
-            Definition::StreamEnd { time, exit_started } => {
-                out.push(tag::STREAM_END);
-                put_u64(out, *time);
-                put_u64(out, *exit_started);
-            }
+            Definition::StreamEnd { time, exit_started } => put_words(out, tag::STREAM_END, &[*time, *exit_started]),
             Definition::CommName { id, name } => {
                 out.push(tag::COMM_NAME);
                 put_u64(out, u64::from(*id));
@@ -304,5 +293,13 @@ impl Definition {
             | Definition::GraphCaptured { .. }
             | Definition::GraphLaunchReported { .. } => put_graph(out, self),
         }
+    }
+}
+
+/// A record of a tag and unsigned numbers.
+fn put_words(out: &mut Vec<u8>, tag: u8, words: &[u64]) {
+    out.push(tag);
+    for &w in words {
+        crate::varint::put_u64(out, w);
     }
 }
