@@ -28,22 +28,8 @@
 #include <cstring>
 #include <ctime>
 
-#define CUDA_OK(call)                                                                              \
-  do {                                                                                             \
-    cudaError_t e_ = (call);                                                                       \
-    if (e_ != cudaSuccess) {                                                                       \
-      fprintf(stderr, "hang_gpu: %s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
-#define NCCL_OK(call)                                                                              \
-  do {                                                                                             \
-    ncclResult_t r_ = (call);                                                                      \
-    if (r_ != ncclSuccess) {                                                                       \
-      fprintf(stderr, "hang_gpu: %s:%d %s: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_)); \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
+#define PROGRAM "hang_gpu"
+#include "gpu_check.h"
 
 __global__ void add_one(float* p, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;

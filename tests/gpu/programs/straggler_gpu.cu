@@ -23,22 +23,8 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define CUDA_OK(call)                                                                                    \
-  do {                                                                                                   \
-    cudaError_t e_ = (call);                                                                             \
-    if (e_ != cudaSuccess) {                                                                             \
-      fprintf(stderr, "straggler_gpu: %s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-      exit(1);                                                                                           \
-    }                                                                                                    \
-  } while (0)
-#define NCCL_OK(call)                                                                                    \
-  do {                                                                                                   \
-    ncclResult_t r_ = (call);                                                                            \
-    if (r_ != ncclSuccess) {                                                                             \
-      fprintf(stderr, "straggler_gpu: %s:%d %s: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_)); \
-      exit(1);                                                                                           \
-    }                                                                                                    \
-  } while (0)
+#define PROGRAM "straggler_gpu"
+#include "gpu_check.h"
 
 static const int WARMUP = 2;
 
