@@ -59,6 +59,10 @@ struct Pass<'a, S: Sink> {
     /// began: its region and correlation id, for the rest at its end
     /// ([`crate::graph_traffic`]).
     graph_launch: Option<(RegionRef, u32)>,
+    /// The newest GPU work of the process the flight recorder gave back
+    /// (0: none): a launch before it may have had its work given back,
+    /// so it carries no correlation id (it would read as never finished).
+    gpu_cut: u64,
 }
 
 /// What the pass of one location met and repaired.
@@ -129,6 +133,7 @@ pub fn location_events(cx: Context<'_>, loc: &LocationPlan, sink: impl Sink) -> 
         repairs: Repairs::default(),
         repeating: HashMap::new(),
         graph_launch: None,
+        gpu_cut: cut::gpu_cut(process),
     };
     let mut last = 0u64;
     let mut count = 0u64;
@@ -362,7 +367,8 @@ impl<S: Sink> Pass<'_, S> {
                 self.emit(t, &[], Record::CollectiveRequest { request })?
             }
             Event::EnterCorrelated { region, correlation } => {
-                let attrs: Vec<_> = self.cuda().map(|a| (a.correlation, correlation.into())).into_iter().collect();
+                let cuda = self.cuda().filter(|_| t > self.gpu_cut);
+                let attrs: Vec<_> = cuda.map(|a| (a.correlation, correlation.into())).into_iter().collect();
                 self.enter(t, stream, region, Work::Call, &attrs)?;
                 if !self.plan.graph_traffic.is_empty() && self.graph_launch.is_none() {
                     self.graph_launch_begins(t, stream, region, correlation)?;

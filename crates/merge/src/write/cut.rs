@@ -4,6 +4,7 @@
 use otf2::RegionRef;
 use raw::Event;
 
+use crate::inputs::Process;
 use crate::layout::ProcessPlan;
 use crate::timeline::Timeline;
 
@@ -32,4 +33,13 @@ pub(super) fn open_at_cut(plan: &ProcessPlan, timeline: Timeline<'_>) -> Vec<(Re
         }
     }
     open
+}
+
+/// The newest GPU work (kernel, copy, memset) of `p` that the flight
+/// recorder gave back, on the process's clock; 0 when none was.
+pub(super) fn gpu_cut(p: &Process) -> u64 {
+    let gpu = |d: &crate::inputs::StreamDefs, loc: &u32| {
+        matches!(d.locations.get(loc), Some((raw::LocationKind::GpuStream { .. }, _)))
+    };
+    p.defs.iter().flat_map(|d| d.expired.iter().filter(|(loc, _)| gpu(d, loc)).map(|(_, e)| e.1)).max().unwrap_or(0)
 }
