@@ -62,10 +62,12 @@ fn a_flight_recorder_keeps_the_last_window_and_names_the_collective_of_the_hang(
     let exe = compile(mpicc, "hang.c");
     let dir = fresh_dir("flight-allreduce");
     let mut cmd = Command::new(gputrace());
-    // Slots of at most 64 KiB a thread, so that the window is a small part
-    // of the stream; a window of 0.2 s of a run of a few seconds.
+    // Slots of at most 64 KiB a thread (about 3,000 all-reduces), and a
+    // window of 20 ms: the 60,000 all-reduces take 0.3 s in a release build
+    // on the 2-core machine (a window of 0.2 s kept most of them), more in
+    // a debug build or under load.
     cmd.env("GPUTRACE_TOTAL_MEMORY", "256K");
-    cmd.args(["--flight-recorder", "0.2", "--hang-timeout", &TIMEOUT_S.to_string(), "--keep-raw", "-o"]).arg(&dir);
+    cmd.args(["--flight-recorder", "0.02", "--hang-timeout", &TIMEOUT_S.to_string(), "--keep-raw", "-o"]).arg(&dir);
     cmd.args([mpirun, "-n", "4", "--oversubscribe"]).arg(&exe).args(["allreduce", "-n", &N.to_string()]);
     let (stdout, err, after_hang) = run_to_the_hang(&mut cmd);
     assert_eq!(stdout.matches(&format!("collectives={N}")).count(), 4, "{stdout}");
@@ -78,27 +80,20 @@ fn a_flight_recorder_keeps_the_last_window_and_names_the_collective_of_the_hang(
         .unwrap_or_else(|| panic!("no flight-recorder line: {err}"));
     assert!(given_back > 0, "{err}");
 
-    // On disk: the raw streams are mostly holes. (Every rank's, on a quiet
-    // machine; once, under the whole suite's load, two ranks of four kept
-    // most of their events — not understood yet, so one is asked for.)
-    let holes = std::fs::read_dir(dir.join("raw"))
-        .unwrap()
-        .map(|e| e.unwrap().metadata().unwrap())
-        .filter(|m| m.blocks() * 512 < m.len() / 3)
-        .count();
-    assert!(holes > 0, "no raw stream is mostly holes");
+    // On disk: the raw streams are mostly holes.
+    for e in std::fs::read_dir(dir.join("raw")).unwrap() {
+        let m = e.unwrap().metadata().unwrap();
+        assert!(m.blocks() * 512 < m.len() / 3, "{} of {} bytes on disk", m.blocks() * 512, m.len());
+    }
 
     // The archive: balanced, a part of the calls, numbered from the start.
     let ranks = per_rank(&dir.join("traces.otf2"));
     assert_eq!(ranks.len(), 4, "{ranks:?}");
     for (rank, unmatched, calls, last) in &ranks {
         assert_eq!(*unmatched, 0, "{rank}: every Leave has its Enter (calls open at the cut start there)");
-        assert!(*calls > 0, "{rank}: no all-reduce kept");
+        assert!(*calls > 0 && (*calls as u64) < N / 2, "{rank}: {calls} of {N} all-reduces kept");
         assert_eq!(*last, N as i64 - 1, "{rank}: the last all-reduce ended is numbered from the first");
     }
-    eprintln!("per rank (unmatched leaves, all-reduces kept, last number): {ranks:?}");
-    let kept: i64 = ranks.iter().map(|r| r.2).sum();
-    assert!((kept as u64) < 4 * N, "{kept} of {} all-reduces kept", 4 * N);
     let counts = otf2_print_counts(&dir.join("traces.otf2"));
     assert!(counts.get("MPI_COLLECTIVE_END").copied().unwrap_or(0) > 0, "{counts:?}");
 
