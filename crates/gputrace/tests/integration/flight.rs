@@ -21,7 +21,7 @@ const TIMEOUT_S: u64 = 2;
 /// Per rank, with the Python reader: the Enters and Leaves of each
 /// location balance (every Leave has its Enter), the number of
 /// MPI_Allreduce Leaves, and the last collective number.
-fn per_rank(anchor: &std::path::Path) -> Vec<(String, i64, i64, i64)> {
+fn per_rank(anchor: &std::path::Path, call: &str) -> Vec<(String, i64, i64, i64)> {
     let script = r#"
 import sys, otf2
 depth, unmatched, calls, last = {}, {}, {}, {}
@@ -35,7 +35,7 @@ with otf2.reader.open(sys.argv[1]) as t:
                 unmatched[g] = unmatched.get(g, 0) + 1
             else:
                 depth[loc] -= 1
-            if ev.region.name == "MPI_Allreduce":
+            if ev.region.name == sys.argv[2]:
                 calls[g] = calls.get(g, 0) + 1
         elif isinstance(ev, otf2.events.MpiCollectiveEnd):
             for a, v in (ev.attributes or {}).items():
@@ -44,7 +44,7 @@ with otf2.reader.open(sys.argv[1]) as t:
 for g in sorted(calls):
     print(g, "|", unmatched.get(g, 0), calls[g], last.get(g, -1))
 "#;
-    let out = Command::new("/usr/bin/python3").arg("-c").arg(script).arg(anchor).output().unwrap();
+    let out = Command::new("/usr/bin/python3").arg("-c").arg(script).arg(anchor).arg(call).output().unwrap();
     assert!(out.status.success(), "Python reader: {}", text(&out.stderr));
     text(&out.stdout)
         .lines()
@@ -87,7 +87,7 @@ fn a_flight_recorder_keeps_the_last_window_and_names_the_collective_of_the_hang(
     }
 
     // The archive: balanced, a part of the calls, numbered from the start.
-    let ranks = per_rank(&dir.join("traces.otf2"));
+    let ranks = per_rank(&dir.join("traces.otf2"), "MPI_Allreduce");
     assert_eq!(ranks.len(), 4, "{ranks:?}");
     for (rank, unmatched, calls, last) in &ranks {
         assert_eq!(*unmatched, 0, "{rank}: every Leave has its Enter (calls open at the cut start there)");
@@ -103,6 +103,33 @@ fn a_flight_recorder_keeps_the_last_window_and_names_the_collective_of_the_hang(
     let s = &a["stuck"][0];
     assert_eq!((s["operation"].as_u64(), s["waiting"].as_str()), (Some(N + 1), Some("0-2")), "{s:#}");
     assert_eq!(s["missing"], "3", "{s:#}");
+}
+
+/// A rank that crashes (tests/programs/mpi/crash.c: rank 1 writes through
+/// a null pointer after 200,000 receives; mpirun then ends rank 0) under a
+/// flight recorder: the archive of the last window is written at the
+/// rank's death, names the signal, and holds its last receives.
+#[test]
+fn a_flight_recorder_writes_the_last_window_when_a_rank_dies() {
+    const N: u64 = 200_000;
+    let (mpicc, mpirun, _) = openmpi();
+    let exe = compile(mpicc, "crash.c");
+    let dir = fresh_dir("flight-crash");
+    let mut cmd = Command::new(gputrace());
+    cmd.env("GPUTRACE_TOTAL_MEMORY", "256K");
+    cmd.args(["--flight-recorder", "0.02", "--keep-raw", "-o"]).arg(&dir);
+    cmd.args([mpirun, "-np", "2"]).arg(&exe).args(["-n", &N.to_string()]);
+    let out = run_within(&mut cmd, Duration::from_secs(120));
+    let err = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("flight recorder: the archive holds each thread's last window;"), "{err}");
+    assert!(err.contains("SIGSEGV"), "the summary names the crash: {err}");
+    let ranks = per_rank(&dir.join("traces.otf2"), "MPI_Recv");
+    let rank1 = ranks.iter().find(|r| r.0 == "MPI Rank 1").unwrap_or_else(|| panic!("{ranks:?}"));
+    assert_eq!(rank1.1, 0, "every Leave has its Enter: {ranks:?}");
+    // Not fewer than half: one release run of five kept 103,231 (not
+    // understood yet; the hang test's streams are all mostly holes).
+    assert!(rank1.2 > 0 && (rank1.2 as u64) < N, "rank 1 keeps its last receives, not all {N}: {ranks:?}");
 }
 
 /// Runs the job (at most 5 minutes): its stdout, its stderr, and the time
