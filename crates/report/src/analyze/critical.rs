@@ -346,25 +346,22 @@ impl Timelines {
             if t >= to {
                 break;
             }
-            let idle = if launched { self.gpu_idle(loc, at, t) } else { 0 };
+            let idle = if launched { self.gpu_idle(walk.streams_fed_by(loc), at, t) } else { 0 };
             walk.host(loc, node, t - at, launched, idle);
             at = t;
             node = next;
         }
-        let idle = if launched { self.gpu_idle(loc, at, to) } else { 0 };
+        let idle = if launched { self.gpu_idle(walk.streams_fed_by(loc), at, to) } else { 0 };
         walk.host(loc, node, to.saturating_sub(at), launched, idle);
     }
 
-    /// How long the streams host thread `loc` launches work on sat idle
+    /// How long `streams` (those a host thread launches work on) sat idle
     /// within `from..to` (the least over them: a stream busy all along
     /// kept the GPU from waiting for this host).
-    fn gpu_idle(&self, loc: usize, from: u64, to: u64) -> u64 {
+    fn gpu_idle(&self, streams: &[usize], from: u64, to: u64) -> u64 {
         let span = to.saturating_sub(from);
         let mut idle: Option<u64> = None;
-        for works in &self.works {
-            if !works.iter().any(|w| w.launch.is_some_and(|l| l.loc == loc)) {
-                continue;
-            }
+        for works in streams.iter().filter_map(|&s| self.works.get(s)) {
             let i = works.partition_point(|w| w.end <= from);
             let busy: u64 = works[i..]
                 .iter()

@@ -104,6 +104,8 @@ pub(super) struct Walk {
     /// for that host's launch: each from one change of the thread's
     /// innermost region to the next.
     pub(super) starved: Vec<(usize, u32, u64, u64)>,
+    /// Per host thread, the streams it launched work on.
+    fed_by: HashMap<usize, Vec<usize>>,
     /// Per stream and kernel: its instances' ticks on the path beyond the
     /// kernel's median duration (over every instance of its name), each
     /// at most the slack after it, and how many instances were on the
@@ -134,7 +136,14 @@ impl Walk {
         let mut groups: Vec<Vec<(usize, usize)>> = Vec::new();
         let mut index: HashMap<(String, u64), usize> = HashMap::new();
         let mut region_names: HashMap<RegionRef, String> = HashMap::new();
+        let mut fed_by: HashMap<usize, Vec<usize>> = HashMap::new();
         for (s, works) in t.works.iter().enumerate() {
+            for l in works.iter().filter_map(|w| w.launch) {
+                let streams = fed_by.entry(l.loc).or_default();
+                if streams.last() != Some(&s) {
+                    streams.push(s);
+                }
+            }
             let mut nth: HashMap<RegionRef, u64> = HashMap::new();
             for (i, w) in works.iter().enumerate() {
                 durations.entry(w.region).or_default().push(w.end.saturating_sub(w.start));
@@ -171,6 +180,7 @@ impl Walk {
             on: HashMap::new(),
             jumps: 0,
             starved: Vec::new(),
+            fed_by,
             excess: HashMap::new(),
             median,
             slack: u64::MAX,
@@ -179,6 +189,11 @@ impl Walk {
             member,
             groups,
         }
+    }
+
+    /// The streams host thread `loc` launched work on.
+    pub(super) fn streams_fed_by(&self, loc: usize) -> &[usize] {
+        self.fed_by.get(&loc).map_or(&[], Vec::as_slice)
     }
 
     /// The path comes to a stream from a host's synchronization: nothing
