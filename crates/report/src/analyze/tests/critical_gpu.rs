@@ -129,72 +129,60 @@ fn a_host_gap_before_a_launch_is_on_the_path_and_its_what_if_is_the_run_without_
 
 /// Two ranks each launch an NCCL all-reduce kernel and synchronize; rank
 /// 1 launches it 50 µs later than rank 0 (computing before): both kernels
-/// end together, and the path goes from rank 0's synchronization through
-/// its kernel to rank 1's, which started last, to rank 1's launch and
+/// end together at 80 µs; rank `r`'s synchronization returns at
+/// `sync_ends[r]`.
+fn nccl_pair(dir: &Path, sync_ends: [u64; 2]) -> Analysis {
+    let mut b = Builder::new(dir, 2);
+    let launch = b.region("cudaLaunchKernel", Paradigm::Cuda);
+    let sync = b.region("cudaStreamSynchronize", Paradigm::Cuda);
+    let nccl = b.region("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", Paradigm::Cuda);
+    let corr = b.corr;
+    // (rank, launch at, kernel start).
+    for (r, at, start) in [(0usize, 1_000u64, 7_000u64), (1, 51_000, 57_000)] {
+        b.write(b.masters[r], |w| {
+            w.attributes(&[(corr, AttributeValue::U64(1))]).unwrap().enter(at, launch).unwrap();
+            w.leave(at + 5_000, launch).unwrap();
+            w.enter(at + 6_000, sync).unwrap();
+            w.leave(sync_ends[r], sync).unwrap();
+        });
+        b.write(b.streams[r], |w| {
+            w.attributes(&[(corr, AttributeValue::U64(1))]).unwrap().enter(start, nccl).unwrap();
+            w.leave(80_000, nccl).unwrap();
+        });
+    }
+    b.analyze()
+}
+
+/// Time on the path of `process` at `location`.
+fn on(a: &Analysis, process: &str, location: &str) -> u64 {
+    steps(a).iter().filter(|s| s.process == process && s.location == location).map(|s| s.time_ns).sum()
+}
+
+/// The path goes from the synchronization that ended last through its
+/// kernel to the NCCL kernel that started last, to that rank's launch and
 /// computation.
 #[test]
 fn an_nccl_kernel_that_started_last_takes_the_path_to_its_rank() {
     let dir = tempfile::tempdir().unwrap();
-    let mut b = Builder::new(dir.path(), 2);
-    let launch = b.region("cudaLaunchKernel", Paradigm::Cuda);
-    let sync = b.region("cudaStreamSynchronize", Paradigm::Cuda);
-    let nccl = b.region("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", Paradigm::Cuda);
-    let corr = b.corr;
-    // (rank, launch at, kernel start); every kernel ends at 80_000.
-    for (r, at, start) in [(0usize, 1_000u64, 7_000u64), (1, 51_000, 57_000)] {
-        b.write(b.masters[r], |w| {
-            w.attributes(&[(corr, AttributeValue::U64(1))]).unwrap().enter(at, launch).unwrap();
-            w.leave(at + 5_000, launch).unwrap();
-            w.enter(at + 6_000, sync).unwrap();
-            w.leave(82_000 + r as u64, sync).unwrap();
-        });
-        b.write(b.streams[r], |w| {
-            w.attributes(&[(corr, AttributeValue::U64(1))]).unwrap().enter(start, nccl).unwrap();
-            w.leave(80_000, nccl).unwrap();
-        });
-    }
-    let a = b.analyze();
+    let a = nccl_pair(dir.path(), [82_000, 82_001]);
     adds_up(&a);
     let p = a.critical_path.as_ref().unwrap();
-    let on = |process: &str, location: &str| -> u64 {
-        p.steps.iter().filter(|s| s.process == process && s.location == location).map(|s| s.time_ns).sum()
-    };
     // Rank 1 ends last (82_001): its synchronization waited for its own
     // kernel, which started last: rank 0 is not on the path at all.
-    assert_eq!(on("rank 0", "Master thread") + on("rank 0", "CUDA[0:7]"), 0, "{p:#?}");
-    assert_eq!(on("rank 1", "CUDA[0:8]"), 80_000 - 57_000 + 1_000, "kernel and launch latency: {p:#?}");
+    assert_eq!(on(&a, "rank 0", "Master thread") + on(&a, "rank 0", "CUDA[0:7]"), 0, "{p:#?}");
+    assert_eq!(on(&a, "rank 1", "CUDA[0:8]"), 80_000 - 57_000 + 1_000, "kernel and launch latency: {p:#?}");
     // Now rank 0 ends last: its kernel waited for rank 1's from 7_000 to
     // 57_000, off the path; the path moves to rank 1's kernel at its start.
     let dir = tempfile::tempdir().unwrap();
-    let mut b = Builder::new(dir.path(), 2);
-    let launch = b.region("cudaLaunchKernel", Paradigm::Cuda);
-    let sync = b.region("cudaStreamSynchronize", Paradigm::Cuda);
-    let nccl = b.region("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)", Paradigm::Cuda);
-    let corr = b.corr;
-    for (r, at, start) in [(0usize, 1_000u64, 7_000u64), (1, 51_000, 57_000)] {
-        b.write(b.masters[r], |w| {
-            w.attributes(&[(corr, AttributeValue::U64(1))]).unwrap().enter(at, launch).unwrap();
-            w.leave(at + 5_000, launch).unwrap();
-            w.enter(at + 6_000, sync).unwrap();
-            w.leave(if r == 0 { 90_000 } else { 81_000 }, sync).unwrap();
-        });
-        b.write(b.streams[r], |w| {
-            w.attributes(&[(corr, AttributeValue::U64(1))]).unwrap().enter(start, nccl).unwrap();
-            w.leave(80_000, nccl).unwrap();
-        });
-    }
-    let a = b.analyze();
+    let a = nccl_pair(dir.path(), [90_000, 81_000]);
     adds_up(&a);
     let p = a.critical_path.as_ref().unwrap();
-    let on = |process: &str, location: &str| -> u64 {
-        p.steps.iter().filter(|s| s.process == process && s.location == location).map(|s| s.time_ns).sum()
-    };
-    assert_eq!(on("rank 0", "CUDA[0:7]"), 80_000 - 57_000, "its kernel from rank 1's start on: {p:#?}");
-    assert_eq!(on("rank 0", "Master thread"), 10_000, "its synchronization after the kernel: {p:#?}");
-    assert_eq!(on("rank 1", "CUDA[0:8]"), 1_000, "launch latency: {p:#?}");
+    assert_eq!(on(&a, "rank 0", "CUDA[0:7]"), 80_000 - 57_000, "its kernel from rank 1's start on: {p:#?}");
+    assert_eq!(on(&a, "rank 0", "Master thread"), 10_000, "its synchronization after the kernel: {p:#?}");
+    assert_eq!(on(&a, "rank 1", "CUDA[0:8]"), 1_000, "launch latency: {p:#?}");
     // Rank 1's launch call and its computation before it (its first
     // event, at 51_000, is where the path begins).
-    assert_eq!(on("rank 1", "Master thread"), 5_000, "{p:#?}");
+    assert_eq!(on(&a, "rank 1", "Master thread"), 5_000, "{p:#?}");
     assert_eq!(p.length_ns, 90_000 - 51_000);
 }
 
