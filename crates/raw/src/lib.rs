@@ -74,6 +74,21 @@ pub fn parse_stream_file_name(name: &str) -> Option<(String, u32, Producer)> {
     Some((parts.next()?.to_string(), pid, producer))
 }
 
+/// The start of the data in `file` at or after `from` (`SEEK_DATA`):
+/// `Ok(None)` when only a hole follows (the flight recorder's cuts, a
+/// slot's unused tail), an error where the file system cannot tell.
+pub fn next_data(file: &std::fs::File, from: u64) -> std::io::Result<Option<u64>> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: lseek on an open file's descriptor; it moves the descriptor's
+    // offset, which no read here uses (every read is at an explicit offset).
+    let at = unsafe { libc::lseek(file.as_raw_fd(), from as libc::off_t, libc::SEEK_DATA) };
+    if at >= 0 {
+        return Ok(Some(at as u64));
+    }
+    let e = std::io::Error::last_os_error();
+    if e.raw_os_error() == Some(libc::ENXIO) { Ok(None) } else { Err(e) }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

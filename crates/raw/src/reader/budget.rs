@@ -73,21 +73,9 @@ impl Handle {
         self.file()?.read_exact_at(buf, offset)
     }
 
-    /// The start of the data at or after `from` (`SEEK_DATA`): `Ok(None)`
-    /// when only a hole follows, an error where the file system cannot
-    /// tell.
+    /// The start of the data at or after `from` ([`crate::next_data`]).
     pub(super) fn next_data(&self, from: u64) -> io::Result<Option<u64>> {
-        use std::os::fd::AsRawFd;
-        let f = self.file()?;
-        // SAFETY: lseek on an open file's descriptor; it moves the
-        // descriptor's offset, which no read here uses (every read is at
-        // an explicit offset).
-        let at = unsafe { libc::lseek(f.as_raw_fd(), from as libc::off_t, libc::SEEK_DATA) };
-        if at >= 0 {
-            return Ok(Some(at as u64));
-        }
-        let e = io::Error::last_os_error();
-        if e.raw_os_error() == Some(libc::ENXIO) { Ok(None) } else { Err(e) }
+        crate::next_data(&*self.file()?, from)
     }
 }
 
