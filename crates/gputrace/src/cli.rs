@@ -258,6 +258,12 @@ pub enum Command {
         /// launch call are a finding from this many on.
         #[arg(long, value_name = "N", default_value_t = 10)]
         short_kernel_min: u64,
+        /// The region (an NVTX range or user region) whose instances are
+        /// the iterations: per iteration its critical path, straggler and
+        /// what-if projections. NAME also matches NAME#3, "NAME 3" and
+        /// NAME_3. Without it, PyTorch's ProfilerStep#N where present.
+        #[arg(long, value_name = "NAME")]
+        iterations: Option<String>,
     },
     /// Convert an archive: `--format chrome` writes Chrome trace-event
     /// JSON (Perfetto, chrome://tracing) to -o FILE (.json or .json.gz);

@@ -45,8 +45,8 @@ pub fn analyze(
     input: &Path,
     format: AnalyzeFormat,
     gap_threshold: &str,
-    sync_min_calls: u64,
-    short_kernel_min: u64,
+    (sync_min_calls, short_kernel_min): (u64, u64),
+    iterations: Option<String>,
     output: Option<&Path>,
 ) -> anyhow::Result<i32> {
     let gap = config::parse_duration(gap_threshold).ok_or_else(|| {
@@ -55,10 +55,14 @@ pub fn analyze(
              is milliseconds)"
         ))
     })?;
+    if iterations.as_deref().is_some_and(|n| n.trim().is_empty()) {
+        return Err(UsageError("--iterations: give the name of the region that marks an iteration".into()).into());
+    }
     let options = report::analyze::Options {
         gap_threshold_ns: u64::try_from(gap.as_nanos()).unwrap_or(u64::MAX),
         sync_min_calls,
         short_kernel_min,
+        iterations,
         ..report::analyze::Options::default()
     };
     let file = output.map(|o| required_output(Some(o), "analyze")).transpose()?;

@@ -126,8 +126,11 @@ fn run(mut cli: Cli) -> anyhow::Result<i32> {
             let request = report::stats::StatsRequest { reports, format, by_rank, window, longest };
             commands::stats(&input, &request, output)
         }
-        Some(Command::Analyze { input, format, gap_threshold, sync_min_calls, short_kernel_min, .. }) => {
-            commands::analyze(&input, format, &gap_threshold, sync_min_calls, short_kernel_min, output)
+        Some(Command::Analyze {
+            input, format, gap_threshold, sync_min_calls, short_kernel_min, iterations, ..
+        }) => {
+            let limits = (sync_min_calls, short_kernel_min);
+            commands::analyze(&input, format, &gap_threshold, limits, iterations, output)
         }
         Some(Command::Export { format, input, window, .. }) => commands::export(format, &input, &window, output),
         Some(Command::Plot { matrix, metrics, width, input, window, .. }) => {

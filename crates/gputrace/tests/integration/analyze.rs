@@ -13,6 +13,7 @@
 //! the straggler and bad input here.
 
 mod cupti;
+mod iterations;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

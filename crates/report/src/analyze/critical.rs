@@ -24,6 +24,7 @@
 //! as three changes); past [`MAX_CHANGES`] changes it keeps nothing more
 //! and says so.
 
+mod iteration;
 mod stream;
 mod what_if_gpu;
 
@@ -32,6 +33,7 @@ use std::collections::HashMap;
 use serde::Serialize;
 
 use super::describe::Describe;
+pub(crate) use iteration::{IterationPath, Span};
 pub(crate) use stream::{Launched, Work};
 use stream::{Pos, Walk};
 pub use what_if_gpu::GpuWhatIf;
@@ -74,6 +76,8 @@ pub(crate) struct Timelines {
 pub(crate) struct Found {
     pub(crate) path: CriticalPath,
     pub(crate) gpu_what_if: Vec<GpuWhatIf>,
+    /// Per iteration asked for, in order.
+    pub(crate) iterations: Vec<IterationPath>,
 }
 
 /// One activity on the critical path.
@@ -258,8 +262,9 @@ impl Timelines {
     }
 
     /// The path, backwards from the host location whose last change is
-    /// the latest.
-    pub(crate) fn path(mut self, names: &dyn Describe) -> Option<Found> {
+    /// the latest; and one per iteration of `iterations`, backwards from
+    /// the iteration's end to its start.
+    pub(crate) fn path(mut self, names: &dyn Describe, iterations: &[Span]) -> Option<Found> {
         if self.overflow {
             return None;
         }
@@ -273,35 +278,52 @@ impl Timelines {
             .enumerate()
             .filter_map(|(l, c)| c.last().map(|&(t, _)| (l, t)))
             .max_by_key(|&(l, t)| (t, std::cmp::Reverse(l)))?;
-        let end = t;
         let mut walk = Walk::new(&self, names);
-        let mut pos = Pos::Host { loc, t, launched: false };
+        let path = self.walk_back(&mut walk, loc, t, names);
+        let whole_gpu_what_if = gpu_what_if(&path, &walk, names);
+        let iterations = iterations
+            .iter()
+            .map(|span| {
+                walk.restart(span.start);
+                let path = self.walk_back(&mut walk, span.end_loc, span.end, names);
+                let gpu_what_if = gpu_what_if(&path, &walk, names);
+                let computation = self.computation(span, names);
+                IterationPath { path, gpu_what_if, computation }
+            })
+            .collect();
+        Some(Found { path, gpu_what_if: whole_gpu_what_if, iterations })
+    }
+
+    /// The path backwards from host location `loc` at `end`, down to the
+    /// walk's floor (none: the run's start).
+    fn walk_back(&self, walk: &mut Walk, loc: usize, end: u64, names: &dyn Describe) -> CriticalPath {
+        let mut pos = Pos::Host { loc, t: end, launched: false };
         // Each step goes back in time or to an earlier activity; the bound
         // only guards against an archive that breaks that.
         let mut budget = self.kept.saturating_mul(4).saturating_add(64);
         let start = loop {
             let next = match pos {
-                Pos::Host { loc, t, launched } => self.host_step(loc, t, launched, &mut walk),
-                Pos::Stream { loc, t, start_of } => self.stream_step(loc, t, start_of, &mut walk),
+                Pos::Host { loc, t, launched } => self.host_step(loc, t, launched, walk),
+                Pos::Stream { loc, t, start_of } => self.stream_step(loc, t, start_of, walk),
             };
             budget -= 1;
             match next {
+                // An iteration's path ends at the iteration's start.
+                Ok(p) if walk.floor > 0 && p.time() <= walk.floor => break walk.floor,
                 Ok(p) if budget > 0 => pos = p,
                 Ok(p) => break p.time(),
                 Err(start) => break start,
             }
         };
         let length = names.ns(end.saturating_sub(start));
-        let steps = steps(&walk, length, names);
+        let steps = steps(walk, length, names);
         let mut per: HashMap<&str, u64> = HashMap::new();
         for s in &steps {
             *per.entry(&s.process).or_default() += s.time_ns;
         }
         let mut processes: Vec<(String, u64)> = per.into_iter().map(|(p, t)| (p.to_owned(), t)).collect();
         processes.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-        let path = CriticalPath { length_ns: length, jumps: walk.jumps, processes, steps };
-        let gpu_what_if = gpu_what_if(&path, &walk, names);
-        Some(Found { path, gpu_what_if })
+        CriticalPath { length_ns: length, jumps: walk.jumps, processes, steps }
     }
 
     /// One step back on host thread `loc` from `t`: to the end of its
@@ -310,7 +332,7 @@ impl Timelines {
     fn host_step(&self, loc: usize, t: u64, launched: bool, walk: &mut Walk) -> Result<Pos, u64> {
         let empty = Vec::new();
         let waits = self.waits.get(loc).unwrap_or(&empty);
-        let begin = self.starts.get(loc).copied().unwrap_or(0);
+        let begin = self.starts.get(loc).copied().unwrap_or(0).max(walk.floor);
         // The latest wait that ended strictly before `t`, after the
         // location was set up.
         let i = waits.partition_point(|&(to, _)| to < t);
@@ -431,7 +453,7 @@ mod tests {
             tl.change(1, t, node);
         }
         tl.wait(1, 100, 0);
-        let p = tl.path(&Plain).unwrap().path;
+        let p = tl.path(&Plain, &[]).unwrap().path;
         assert_eq!((p.length_ns, p.jumps), (150, 1));
         let got: Vec<(&str, &str, u64)> =
             p.steps.iter().map(|s| (s.process.as_str(), s.activity.as_str(), s.time_ns)).collect();
@@ -439,6 +461,41 @@ mod tests {
         assert_eq!(p.processes, [("rank 0".to_string(), 100), ("rank 1".to_string(), 50)]);
         let total: f64 = p.steps.iter().map(|s| s.share).sum();
         assert!((total - 100.0).abs() < 1e-9);
+    }
+
+    /// An iteration's path runs from its latest end back to its earliest
+    /// start, and no further: rank 0's end of iteration 2 at 200, its
+    /// wait for rank 1 until 150, rank 1's computation back to 100 (its
+    /// wait before that, in iteration 1, is not followed).
+    #[test]
+    fn an_iteration_s_path_stops_at_its_start() {
+        let mut tl = Timelines::new(2);
+        for (t, node) in [(0, 0), (100, 1), (150, 0), (200, NONE)] {
+            tl.change(0, t, node);
+        }
+        for (t, node) in [(0, 0), (10, 1), (100, 0), (150, 2), (151, 0), (210, NONE)] {
+            tl.change(1, t, node);
+        }
+        tl.wait(0, 150, 1);
+        tl.wait(1, 100, 0);
+        let spans = [
+            Span { start: 0, end: 100, end_loc: 0, parts: vec![(0, 0, 100), (1, 0, 100)] },
+            Span { start: 100, end: 200, end_loc: 0, parts: vec![(0, 100, 200), (1, 100, 200)] },
+        ];
+        let found = tl.path(&Plain, &spans).unwrap();
+        let p = &found.iterations[1].path;
+        assert_eq!((p.length_ns, p.jumps), (100, 1));
+        let got: Vec<(&str, &str, u64)> =
+            p.steps.iter().map(|s| (s.process.as_str(), s.activity.as_str(), s.time_ns)).collect();
+        assert_eq!(got, [("rank 0", "main", 50), ("rank 1", "main", 50)]);
+        // Computation per process within its own instance: rank 0's
+        // receive and rank 1's send are not.
+        assert_eq!(found.iterations[1].computation, [(0, 50), (1, 99)]);
+        // Iteration 1: rank 0 computed throughout.
+        let p = &found.iterations[0].path;
+        assert_eq!((p.length_ns, p.processes.clone()), (100, vec![("rank 0".to_string(), 100)]));
+        // The run's path is unchanged by the iterations asked for.
+        assert_eq!(found.path.length_ns, 210);
     }
 
     /// The path does not go back into MPI_Init: a wait that ended inside
@@ -452,7 +509,7 @@ mod tests {
         tl.change(1, 0, 0);
         tl.wait(0, 40, 1);
         tl.started(0, 50);
-        let p = tl.path(&Plain).unwrap().path;
+        let p = tl.path(&Plain, &[]).unwrap().path;
         assert_eq!((p.length_ns, p.jumps), (70, 0));
         assert_eq!(p.processes, [("rank 0".to_string(), 70)]);
     }
@@ -494,6 +551,6 @@ mod tests {
         let mut tl = Timelines::new(1);
         tl.kept = MAX_CHANGES;
         tl.change(0, 1, 0);
-        assert!(tl.path(&Plain).is_none());
+        assert!(tl.path(&Plain, &[]).is_none());
     }
 }

@@ -36,6 +36,7 @@
 pub mod critical;
 pub mod cube;
 mod describe;
+pub mod iterations;
 mod render;
 
 pub mod replay;
@@ -81,12 +82,21 @@ pub struct Options {
     /// A load imbalance (max/mean computation per rank) is a finding from
     /// this ratio on.
     pub imbalance_min_ratio: f64,
+    /// The region whose instances are the iterations ([`iterations`]);
+    /// none: PyTorch's `ProfilerStep#N` where the run has them.
+    pub iterations: Option<String>,
 }
 
 impl Default for Options {
     fn default() -> Self {
         // nsys analyze's gpu_gaps rule defaults to 500 ms.
-        Self { gap_threshold_ns: 500_000_000, sync_min_calls: 10, short_kernel_min: 10, imbalance_min_ratio: 1.05 }
+        Self {
+            gap_threshold_ns: 500_000_000,
+            sync_min_calls: 10,
+            short_kernel_min: 10,
+            imbalance_min_ratio: 1.05,
+            iterations: None,
+        }
     }
 }
 
@@ -318,6 +328,9 @@ pub struct Analysis {
     /// ([`critical::GpuWhatIf`]): a kernel at its median, host gaps
     /// before launches at their median, communication overlapped.
     pub what_if_gpu: Vec<GpuWhatIf>,
+    /// Per iteration (the instances of a region that marks them), its
+    /// critical path, projections and worst straggler ([`iterations`]).
+    pub iterations: Option<iterations::Iterations>,
     /// The calls that had not returned when the recording ended (a hung
     /// or killed job), the innermost per thread ([`stuck`]).
     pub in_flight: Vec<stuck::InFlight>,

@@ -11,8 +11,11 @@ use crate::names;
 use crate::numbers::{human_bytes, human_ns, plural, thousands};
 use crate::table::{Cell, Table};
 
+mod iterations;
 mod path;
 mod stragglers;
+
+pub use iterations::longest_line;
 
 pub use stragglers::straggler_line;
 use stragglers::stragglers_table;
@@ -384,6 +387,12 @@ pub fn write_table(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
             writeln!(out, " {line}\n")?;
         }
     }
+    if let Some(it) = &a.iterations {
+        writeln!(out, "{}", iterations::table(it, 20).render(None))?;
+        if let Some(line) = longest_line(it) {
+            writeln!(out, " {line}\n")?;
+        }
+    }
     if !a.in_flight.is_empty() {
         writeln!(out, "{}", in_flight_table(a, 20).render(None))?;
         if !a.unfinished_kernels.is_empty() {
@@ -442,7 +451,8 @@ pub fn summary_block(a: &Analysis, top: usize, dir: &str) -> String {
         s.push_str("analysis: no MPI wait states, GPU rule findings or load imbalance\n");
         return s;
     }
-    if let Some(line) = straggler_line(a) {
+    let longest = a.iterations.as_ref().and_then(longest_line);
+    for line in straggler_line(a).into_iter().chain(longest) {
         s.push_str("analysis: ");
         s.push_str(&line);
         s.push('\n');

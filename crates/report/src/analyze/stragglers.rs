@@ -43,8 +43,10 @@ use super::describe::Describe;
 
 #[cfg(test)]
 mod archive_tests;
+mod iteration;
 mod samples;
 
+pub(crate) use iteration::{Op, worst_of};
 pub(crate) use samples::{GpuSamples, Sampled};
 
 /// One rank's arrival at a collective operation.
@@ -122,6 +124,8 @@ struct Row {
 pub(crate) struct Stragglers {
     rows: HashMap<(CommRef, usize), Row>,
     operations: HashMap<CommRef, u64>,
+    /// Each operation judged, where iterations are marked.
+    pub(crate) ops: Option<Vec<Op>>,
 }
 
 /// A rank that entered collective operations last, with what it cost the
@@ -192,8 +196,12 @@ impl Stragglers {
         if lateness >= row.worst.1 {
             row.worst = (last.enter, lateness);
         }
-        if let Some((cause, excess)) = cause(last, next, arrivals, lateness, samples, &mut row.clock) {
+        let why = cause(last, next, arrivals, lateness, samples, &mut row.clock);
+        if let Some((cause, excess)) = why {
             *row.causes.entry(cause).or_default() += excess;
+        }
+        if let Some(ops) = &mut self.ops {
+            ops.push(Op::new(last.enter, last.process, lateness, wait, why));
         }
     }
 

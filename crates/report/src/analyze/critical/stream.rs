@@ -121,6 +121,9 @@ pub(super) struct Walk {
     /// Ticks on the path in compute kernels and in NCCL kernels.
     pub(super) kernels: u64,
     pub(super) nccl: u64,
+    /// Where the walk stops (an iteration's start; 0: the run's start):
+    /// nothing before it is credited.
+    pub(super) floor: u64,
     /// Per stream and NCCL activity: its collective (an index into `groups`).
     member: HashMap<(usize, usize), usize>,
     /// Per NCCL collective: (stream, activity) of every rank's kernel.
@@ -186,9 +189,27 @@ impl Walk {
             slack: u64::MAX,
             kernels: 0,
             nccl: 0,
+            floor: 0,
             member,
             groups,
         }
+    }
+
+    /// Forgets what the last walk added up, for a walk down to `floor`.
+    pub(super) fn restart(&mut self, floor: u64) {
+        self.on.clear();
+        self.jumps = 0;
+        self.starved.clear();
+        self.excess.clear();
+        self.slack = u64::MAX;
+        self.kernels = 0;
+        self.nccl = 0;
+        self.floor = floor;
+    }
+
+    /// The ticks of `from..to` at or after the floor.
+    fn clip(&self, from: u64, to: u64) -> u64 {
+        to.saturating_sub(from.max(self.floor))
     }
 
     /// The streams host thread `loc` launched work on.
@@ -274,20 +295,20 @@ impl Timelines {
             let i = works.partition_point(|w| w.start < t);
             let Some(k) = i.checked_sub(1) else { return Err(t) };
             let w = works[k];
-            walk.idle(loc, t.saturating_sub(w.end));
+            walk.idle(loc, walk.clip(w.end, t));
             let to = t.min(w.end);
             if let Some((other, j, started)) = self.last_to_start(loc, k, walk)
                 && started > w.start
             {
                 let started = started.min(to);
-                walk.work(loc, &w, to - started);
+                walk.work(loc, &w, walk.clip(started, to));
                 walk.jumps += 1;
                 // The collective could have begun no sooner than its
                 // next latest kernel did.
                 walk.slack = walk.slack.min(started.saturating_sub(self.next_latest(loc, k, walk)));
                 return Ok(Pos::Stream { loc: other, t: started, start_of: Some(j) });
             }
-            walk.work(loc, &w, to - w.start);
+            walk.work(loc, &w, walk.clip(w.start, to));
             return Ok(Pos::Stream { loc, t: w.start, start_of: Some(k) });
         };
         // At the start of activity `k`.
@@ -303,14 +324,14 @@ impl Timelines {
         {
             // The GPU waited for the host to launch it.
             let at = l.end.min(t);
-            walk.idle(loc, t - at);
+            walk.idle(loc, walk.clip(at, t));
             walk.jumps += 1;
             return Ok(Pos::Host { loc: l.loc, t: at, launched: true });
         }
         match before {
             Some(b) => {
                 let to = b.end.min(t);
-                walk.idle(loc, t - to);
+                walk.idle(loc, walk.clip(to, t));
                 Ok(Pos::Stream { loc, t: to, start_of: None })
             }
             None => Err(t),

@@ -29,7 +29,13 @@ impl Pass<'_> {
         let trace_ns = model.ns(model.length);
         let run_ns = totals::run_ns(&ranks, trace_ns);
         self.nccl_flush();
+        let ops = self.stragglers.ops.take().unwrap_or_default();
         let stragglers = std::mem::take(&mut self.stragglers).finish(&self);
+        let marks = self.marks.take();
+        if let (None, Some(name)) = (&marks, &self.options.iterations) {
+            notes.push(format!("iterations: no region named {name} (or {name}#N) in the archive"));
+        }
+        let (spans, count) = marks.as_ref().map(|m| m.spans()).unwrap_or_default();
         let timelines = std::mem::take(&mut self.timelines);
         if timelines.overflow {
             notes.push(format!(
@@ -37,10 +43,19 @@ impl Pass<'_> {
                 critical::MAX_CHANGES
             ));
         }
-        let (critical_path, what_if_gpu) = match timelines.path(&self) {
-            Some(found) => (Some(found.path), found.gpu_what_if),
-            None => (None, Vec::new()),
+        let (critical_path, what_if_gpu, paths) = match timelines.path(&self, &spans) {
+            Some(found) => (Some(found.path), found.gpu_what_if, found.iterations),
+            None => (None, Vec::new(), Vec::new()),
         };
+        let iterations = marks
+            .filter(|_| !paths.is_empty())
+            .map(|m| crate::analyze::iterations::report(m.name, count, &spans, paths, ops, &self));
+        if count > crate::analyze::iterations::MAX_ITERATIONS {
+            notes.push(format!(
+                "iterations: {count} marked, the first {} analysed",
+                crate::analyze::iterations::MAX_ITERATIONS
+            ));
+        }
         let (in_flight, stuck) = self.stuck();
         // Of a stopped job only: a finished one's kernels all ended.
         let unfinished_kernels = if in_flight.is_empty() { Vec::new() } else { self.unfinished_kernels() };
@@ -61,6 +76,7 @@ impl Pass<'_> {
             critical_path,
             what_if,
             what_if_gpu,
+            iterations,
             in_flight,
             stuck,
             unfinished_kernels,

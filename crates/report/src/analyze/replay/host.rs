@@ -92,6 +92,9 @@ impl Pass<'_> {
         let kind = info.map_or(RegionKind::Other, |i| i.on_host);
         let name = info.map_or("", |i| i.name.as_str());
         let process = self.locs[l].process;
+        if let Some(m) = &mut self.marks {
+            m.enter(l, region, t);
+        }
         let host = &mut self.locs[l].host;
         host.first.get_or_insert(t);
         host.event_at(t);
@@ -177,6 +180,9 @@ impl Pass<'_> {
     }
 
     pub(super) fn host_leave(&mut self, l: usize, t: u64, region: RegionRef) {
+        if let Some(m) = &mut self.marks {
+            m.leave(l, region, t);
+        }
         let host = &mut self.locs[l].host;
         host.event_at(t);
         let Some(depth) = host.stack.iter().rposition(|f| f.region == region) else { return };

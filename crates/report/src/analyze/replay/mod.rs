@@ -275,6 +275,8 @@ struct Pass<'a> {
     unfinished: unfinished::Tracker,
     /// Region changes and wait states per host thread (critical path).
     timelines: Timelines,
+    /// The instances of the region that marks iterations.
+    marks: Option<super::iterations::Marks>,
     // CUDA.
     launches: Map<(usize, u64), Launch>,
     launch_order: VecDeque<(usize, u64)>,
@@ -334,6 +336,12 @@ pub fn run(reader: &mut TraceReader, options: &Options, sink: &mut dyn Sink) -> 
     }
     let pageable = defs.strings.iter().find(|(_, s)| s.as_str() == "pageable").map(|(r, _)| *r);
     let location_count = locs.len();
+    let region_names = defs.regions.iter().map(|(r, def)| (*r, defs.string(def.name)));
+    let marks = super::iterations::Marks::new(options.iterations.as_deref(), region_names, location_count);
+    let mut stragglers = Stragglers::default();
+    if marks.is_some() {
+        stragglers.ops = Some(Vec::new());
+    }
     let mut pass = Pass {
         model: &model,
         defs: &defs,
@@ -354,11 +362,12 @@ pub fn run(reader: &mut TraceReader, options: &Options, sink: &mut dyn Sink) -> 
         colls: Map::default(),
         coll_seq: Map::default(),
         distinct: Map::default(),
-        stragglers: Stragglers::default(),
+        stragglers,
         nccl_gpu: nccl_gpu::NcclGpu::default(),
         noted: super::stuck::Noted::default(),
         unfinished: unfinished::Tracker::default(),
         timelines: Timelines::new(location_count),
+        marks,
         launches: Map::default(),
         launch_order: VecDeque::new(),
         gpus: (0..model.gpus.len()).map(|_| Gpu::default()).collect(),
