@@ -14,6 +14,7 @@
 
 mod cupti;
 mod iterations;
+mod links;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

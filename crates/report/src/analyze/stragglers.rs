@@ -21,8 +21,15 @@
 //!     lateness and the next rank did not run that kernel at all;
 //!   - the *GPU clock*: its GPU's mean sampled SM clock over that interval
 //!     at least 10 % below the other ranks' GPUs' over the same interval;
+//!   - a *slower link* on the GPU: its copies since then took at least
+//!     half the lateness longer than the next latest rank's
+//!     ([`links`]);
 //!   - the kernel of the first rule where the next rank ran it too (a
 //!     kernel that ran longer at the same clock);
+//!   - a *slower link* for MPI: the messages its thread received since
+//!     its previous collective took at least half the lateness longer to
+//!     arrive than the next latest rank's, waiting for late senders left
+//!     out;
 //!   - a *region*: since each rank's previous collective on its thread,
 //!     the time in each region (exclusive of its children; MPI, NCCL and
 //!     synchronization calls left out) compared with the next latest
@@ -31,8 +38,9 @@
 //!     library annotated is its program's region: computation that
 //!     nothing named.
 //!
-//! What it does not see: links, and throttling reasons (NVML's are not
-//! sampled; a lower clock is what shows).
+//! What it does not see: throttling reasons (NVML's are not sampled; a
+//! lower clock is what shows), and a slower link inside NCCL's own
+//! kernels (it shows as a later kernel start).
 
 use std::collections::HashMap;
 
@@ -44,9 +52,12 @@ use super::describe::Describe;
 #[cfg(test)]
 mod archive_tests;
 mod iteration;
+mod links;
 mod samples;
 
 pub(crate) use iteration::{Op, worst_of};
+use links::LinkSums;
+pub(crate) use links::{Link, Transfers};
 pub(crate) use samples::{GpuSamples, Sampled};
 
 /// One rank's arrival at a collective operation.
@@ -59,6 +70,8 @@ pub(crate) struct Arrival {
     pub since: Vec<(RegionRef, u64)>,
     /// Where it is judged by its NCCL kernel's start: its GPU's side.
     pub gpu: Option<GpuArrival>,
+    /// The messages its thread received since its previous collective.
+    pub transfers: Transfers,
 }
 
 /// A rank's NCCL kernel and the GPU work before it.
@@ -71,6 +84,8 @@ pub(crate) struct GpuArrival {
     pub prev: Option<u64>,
     /// Time per kernel on the process's streams since then.
     pub kernels: Vec<(RegionRef, u64)>,
+    /// The copies on its streams since then.
+    pub copies: Transfers,
 }
 
 /// Why a rank came last.
@@ -79,6 +94,7 @@ enum Cause {
     Region(RegionRef),
     Kernel(RegionRef),
     Clock,
+    Link(Link),
 }
 
 impl Cause {
@@ -88,6 +104,7 @@ impl Cause {
             Cause::Kernel(r) => (0, r.id()),
             Cause::Clock => (1, 0),
             Cause::Region(r) => (2, r.id()),
+            Cause::Link(l) => (3 + l.order().0, l.order().1),
         }
     }
 }
@@ -117,6 +134,7 @@ struct Row {
     /// explained the lateness (for the clock, the lateness).
     causes: HashMap<Cause, u64>,
     clock: ClockSums,
+    links: LinkSums,
 }
 
 /// The stragglers found so far.
@@ -196,7 +214,7 @@ impl Stragglers {
         if lateness >= row.worst.1 {
             row.worst = (last.enter, lateness);
         }
-        let why = cause(last, next, arrivals, lateness, samples, &mut row.clock);
+        let why = cause(last, next, arrivals, lateness, samples, &mut row.clock, &mut row.links);
         if let Some((cause, excess)) = why {
             *row.causes.entry(cause).or_default() += excess;
         }
@@ -218,6 +236,7 @@ impl Stragglers {
                     Some((Cause::Region(r), ns)) => (Some("region"), Some(d.region(*r)), *ns),
                     Some((Cause::Kernel(r), ns)) => (Some("kernel"), Some(d.region(*r)), *ns),
                     Some((Cause::Clock, ns)) => (Some("gpu clock"), Some(row.clock.describe()), *ns),
+                    Some((Cause::Link(l), ns)) => (Some("link"), Some(row.links.describe(*l, d)), *ns),
                     None => (None, None, 0),
                 };
                 Some(Straggler {
@@ -260,6 +279,7 @@ fn cause(
     lateness: u64,
     samples: &GpuSamples,
     clock: &mut ClockSums,
+    links: &mut LinkSums,
 ) -> Option<(Cause, u64)> {
     if lateness == 0 {
         return None;
@@ -276,9 +296,18 @@ fn cause(
         if clock.slower(last, all, samples) {
             return Some((Cause::Clock, lateness));
         }
+        // Copies of the same data that took longer: a slower link.
+        if let Some((l, e)) = links::excess(&mine.copies, &theirs.copies, lateness) {
+            links.add(&mine.copies, &theirs.copies);
+            return Some((Cause::Link(l), e));
+        }
         if let Some((k, e)) = kernel {
             return Some((Cause::Kernel(k), e));
         }
+    }
+    if let Some((l, e)) = links::excess(&last.transfers, &next.transfers, lateness) {
+        links.add(&last.transfers, &next.transfers);
+        return Some((Cause::Link(l), e));
     }
     excess(&last.since, &next.since).filter(|(_, e)| explains(*e)).map(|(r, e)| (Cause::Region(r), e))
 }
@@ -371,140 +400,4 @@ impl RegionClock {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::analyze::describe::Plain;
-
-    fn arrival(process: usize, enter: u64, since: &[(u32, u64)]) -> Arrival {
-        Arrival {
-            loc: process,
-            process,
-            enter,
-            since: since.iter().map(|&(r, t)| (RegionRef::from_id(r), t)).collect(),
-            gpu: None,
-        }
-    }
-
-    /// Rank `process` on GPU `process`, its NCCL kernel started at
-    /// `start`, the previous one at `prev`, the kernels in between.
-    fn on_gpu(process: usize, prev: u64, start: u64, kernels: &[(u32, u64)]) -> Arrival {
-        let kernels = kernels.iter().map(|&(r, t)| (RegionRef::from_id(r), t)).collect();
-        Arrival {
-            gpu: Some(GpuArrival { gpu: Some(process), prev: Some(prev), kernels }),
-            ..arrival(process, start, &[])
-        }
-    }
-
-    /// The last rank, its lateness over the next, the others' waiting and
-    /// the region it spent longer in, summed over the operations.
-    #[test]
-    fn the_last_rank_is_named_with_its_lateness_wait_and_cause() {
-        let mut s = Stragglers::default();
-        let comm = CommRef::from_id(0);
-        for i in 0..3u64 {
-            let base = i * 1000;
-            s.operation(
-                comm,
-                &[
-                    arrival(0, base + 100, &[(1, 100), (9, 10)]),
-                    arrival(1, base + 110, &[(1, 100), (9, 20)]),
-                    arrival(2, base + 200, &[(1, 190), (9, 10)]),
-                ],
-                &GpuSamples::default(),
-            );
-        }
-        // A balanced one: rank 0 last by 1, no region explains it.
-        s.operation(
-            comm,
-            &[arrival(0, 5001, &[(1, 100)]), arrival(1, 5000, &[(1, 100)]), arrival(2, 5000, &[(1, 100)])],
-            &GpuSamples::default(),
-        );
-        let rows = s.finish(&Plain);
-        assert_eq!(rows.len(), 2);
-        let r = &rows[0];
-        assert_eq!((r.rank, r.operations, r.times_last), (Some(2), 4, 3));
-        assert_eq!(r.lateness_ns, 3 * 90);
-        assert_eq!(r.wait_caused_ns, 3 * (100 + 90));
-        assert_eq!((r.worst_start_ns, r.worst_lateness_ns), (2200, 90));
-        assert_eq!((r.cause.as_deref(), r.cause_excess_ns), (Some("region 1"), 3 * 90));
-        assert_eq!((r.cause_kind, r.by_kernel), (Some("region"), 0));
-        let b = &rows[1];
-        assert_eq!((b.rank, b.times_last, b.lateness_ns, b.wait_caused_ns), (Some(0), 1, 1, 2));
-        assert_eq!(b.cause, None, "no region spent longer: no cause");
-    }
-
-    /// Judged by the NCCL kernels' starts: a kernel only the last rank ran
-    /// (spin 2, 90 of the 100 ns it was late by) is the cause, whatever
-    /// its clock; the host regions (region 1, late by more) are not asked.
-    #[test]
-    fn a_kernel_only_the_last_gpu_ran_is_the_cause() {
-        let mut s = Stragglers::default();
-        let comm = CommRef::from_id(0);
-        let mut clocks = GpuSamples::default();
-        for (gpu, mhz) in [(0, 1980), (1, 1980), (2, 1000)] {
-            clocks.add(Sampled::SmClock, gpu, 0, mhz);
-        }
-        for i in 0..2u64 {
-            let base = 1000 * i;
-            let mut late = on_gpu(2, base, base + 200, &[(1, 95), (2, 90)]);
-            late.since = vec![(RegionRef::from_id(1), 500)];
-            s.operation(
-                comm,
-                &[on_gpu(0, base, base + 100, &[(1, 100)]), on_gpu(1, base, base + 90, &[(1, 90)]), late],
-                &clocks,
-            );
-        }
-        let r = &s.finish(&Plain)[0];
-        assert_eq!((r.rank, r.times_last, r.by_kernel, r.lateness_ns), (Some(2), 2, 2, 200));
-        assert_eq!((r.cause_kind, r.cause.as_deref(), r.cause_excess_ns), (Some("kernel"), Some("region 2"), 180));
-    }
-
-    /// The last GPU ran the same kernels longer at a clock 45 % below the
-    /// others': the clock is the cause (the lateness its excess); at the
-    /// same clock, the kernel that grew; without kernels' excess or a
-    /// lower clock, the host region.
-    #[test]
-    fn a_lower_clock_is_the_cause_of_a_kernel_that_grew() {
-        let comm = CommRef::from_id(0);
-        let run = |mhz: u64, watts: Option<u64>, kernel: u64| {
-            let mut clocks = GpuSamples::default();
-            for t in [0, 50, 150] {
-                clocks.add(Sampled::SmClock, 0, t, 1980);
-                clocks.add(Sampled::SmClock, 1, t, 1980);
-                clocks.add(Sampled::SmClock, 2, t, if t == 0 { 1980 } else { mhz });
-                if let Some(w) = watts {
-                    clocks.add(Sampled::Power, 0, t, 400_000);
-                    clocks.add(Sampled::Power, 1, t, 400_000);
-                    clocks.add(Sampled::Power, 2, t, w * 1000);
-                }
-            }
-            let mut late = on_gpu(2, 10, 200, &[(1, kernel)]);
-            late.since = vec![(RegionRef::from_id(7), 80)];
-            let mut s = Stragglers::default();
-            s.operation(comm, &[on_gpu(0, 10, 100, &[(1, 90)]), on_gpu(1, 10, 110, &[(1, 90)]), late], &clocks);
-            s.finish(&Plain).remove(0)
-        };
-        let r = run(1089, Some(200), 180);
-        assert_eq!((r.rank, r.cause_kind, r.cause_excess_ns), (Some(2), Some("gpu clock"), 90));
-        assert_eq!(r.cause.as_deref(), Some("SM clock 1089 MHz, the others' 1980 MHz; power 200 W, the others' 400 W"));
-        let r = run(1089, None, 180);
-        assert_eq!(r.cause.as_deref(), Some("SM clock 1089 MHz, the others' 1980 MHz"), "no power sampled");
-        // 1800 MHz is less than 10 % below: the kernel it spent longer in.
-        let r = run(1800, None, 180);
-        assert_eq!((r.cause_kind, r.cause.as_deref(), r.cause_excess_ns), (Some("kernel"), Some("region 1"), 90));
-        // Neither: the host region (80 of the 90 ns).
-        let r = run(1980, None, 100);
-        assert_eq!((r.cause_kind, r.cause.as_deref(), r.cause_excess_ns), (Some("region"), Some("region 7"), 80));
-    }
-
-    #[test]
-    fn the_clock_credits_the_innermost_region_only() {
-        let mut c = RegionClock::default();
-        c.credit(None, 10);
-        c.credit(Some(RegionRef::from_id(1)), 30); // region 1 from 10 to 30
-        c.credit(Some(RegionRef::from_id(2)), 35); // region 2 inside it, 30 to 35
-        c.credit(Some(RegionRef::from_id(1)), 50); // back in region 1
-        assert_eq!(c.take(), vec![(RegionRef::from_id(1), 35), (RegionRef::from_id(2), 5)]);
-        assert!(c.take().is_empty());
-    }
-}
+mod tests;

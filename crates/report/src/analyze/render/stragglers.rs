@@ -32,7 +32,9 @@ pub(super) fn stragglers_table(a: &Analysis, top: usize) -> Table {
             Cell::Float(share, 2),
             Cell::Text(format!("{} at {} s", human_ns(s.worst_lateness_ns), secs(s.worst_start_ns))),
             Cell::Text(match (&s.cause, s.cause_kind) {
-                (Some(c), Some("gpu clock")) => format!("{} (+{})", names::cut(c, 60), human_ns(s.cause_excess_ns)),
+                (Some(c), Some("gpu clock" | "link")) => {
+                    format!("{} (+{})", names::cut(c, 100), human_ns(s.cause_excess_ns))
+                }
                 (Some(c), Some("kernel")) => {
                     format!("kernel {} (+{})", names::for_terminal(c, 40), human_ns(s.cause_excess_ns))
                 }
@@ -45,9 +47,10 @@ pub(super) fn stragglers_table(a: &Analysis, top: usize) -> Table {
         "Last: the collectives (MPI, or NCCL by sequence) it arrived at after every other rank: it entered the \
          call, or (on the GPU) its NCCL kernel started. Lateness: its arrival minus the next latest rank's, summed; \
          wait caused: minus every other rank's. Cause: a kernel its GPU spent longer in since the previous NCCL \
-         kernel, its GPU's lower SM clock, or the region (exclusive time since the previous collective on the \
-         thread) it spent longer in than the next latest rank, where that explains at least half of a lateness; \
-         the program's own region is computation nothing annotated."
+         kernel, its GPU's lower SM clock, a slower link (its messages received or GPU copies took longer than the \
+         next latest rank's), or the region (exclusive time since the previous collective on the thread) it spent \
+         longer in than the next latest rank, where that explains at least half of a lateness; the program's own \
+         region is computation nothing annotated."
             .into(),
     );
     t
@@ -66,6 +69,7 @@ pub fn straggler_line(a: &Analysis) -> Option<String> {
             format!("; its GPU spent {excess} longer in kernel {}", names::for_terminal(c, 40))
         }
         (Some(c), Some("gpu clock")) => format!("; its GPU ran at a lower clock ({c})"),
+        (Some(c), Some("link")) => format!("; its transfers took {excess} longer, a slower link ({c})"),
         (Some(c), _) => format!("; it spent {excess} longer in {}", names::cut(c, 40)),
         (None, _) => String::new(),
     };

@@ -4,7 +4,7 @@
 use otf2::{CollectiveOp, CommRef, RegionRef};
 
 use super::{Key, Pass, Pattern, Place, What};
-use crate::analyze::stragglers::{Arrival, GpuSamples};
+use crate::analyze::stragglers::{Arrival, GpuSamples, Transfers};
 use crate::model::RegionKind;
 
 pub(super) struct Participant {
@@ -17,6 +17,8 @@ pub(super) struct Participant {
     pub(super) received: u64,
     /// Its thread's time per region since its previous collective.
     pub(super) since: Vec<(RegionRef, u64)>,
+    /// The messages its thread received since then.
+    pub(super) transfers: Transfers,
 }
 
 pub(super) struct Collective {
@@ -56,6 +58,7 @@ impl Pass<'_> {
             self.locs[l].host.stack.iter().rposition(|f| f.kind == RegionKind::Nccl)
         };
         let since = self.locs[l].host.clock.take();
+        let transfers = self.locs[l].host.transfers.take();
         let (enter, node) = match frame {
             Some(i) => {
                 let f = &self.locs[l].host.stack[i];
@@ -89,6 +92,7 @@ impl Pass<'_> {
             sent: c.bytes_sent,
             received: c.bytes_received,
             since,
+            transfers,
         };
         let coll = self.colls.entry(key).or_insert_with(|| Collective {
             op: c.op,
@@ -114,6 +118,7 @@ impl Pass<'_> {
                 enter: p.enter,
                 since: std::mem::take(&mut p.since),
                 gpu: None,
+                transfers: p.transfers.take(),
             })
             .collect();
         if !mpi {

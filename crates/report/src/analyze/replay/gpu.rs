@@ -242,8 +242,10 @@ impl Pass<'_> {
                 gpu.idle_since = Some(t);
             }
         }
-        if work.kind == RegionKind::Kernel && !work.nccl {
-            self.nccl_other_kernel(l, work.region, work.start, t);
+        match work.kind {
+            RegionKind::Kernel if !work.nccl => self.nccl_other_kernel(l, work.region, work.start, t),
+            RegionKind::Copy(_) => self.nccl_copy(l, work.region, (work.start, t), work.bytes),
+            _ => {}
         }
         let p = &mut self.procs[process];
         p.advance(t);

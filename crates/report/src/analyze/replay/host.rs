@@ -8,7 +8,7 @@ use otf2::reader::EventContext;
 
 use super::critical;
 use super::{Key, Launch, MAX_LAUNCHES, Pass, Pattern, Place, What};
-use crate::analyze::stragglers::RegionClock;
+use crate::analyze::stragglers::{RegionClock, Transfers};
 use crate::model::RegionKind;
 
 /// What a host frame's close reports.
@@ -51,6 +51,8 @@ pub(super) struct Host {
     pub(super) mpi_ns: u64,
     /// Time per region since the thread's last collective (stragglers).
     pub(super) clock: RegionClock,
+    /// The messages received since then (stragglers' links).
+    pub(super) transfers: Transfers,
 }
 
 impl Host {

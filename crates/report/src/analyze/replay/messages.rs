@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use otf2::CommRef;
 
 use super::{Key, MessagePair, Pass, Pattern, Place, What};
+use crate::analyze::stragglers::Link;
 
 pub(super) struct SendSide {
     pub(super) loc: usize,
@@ -25,6 +26,7 @@ pub(super) struct RecvSide {
     pub(super) post: u64,
     pub(super) node: u32,
     pub(super) test: bool,
+    pub(super) bytes: u64,
 }
 
 pub(super) struct Msg {
@@ -103,8 +105,16 @@ impl Pass<'_> {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn recv(&mut self, l: usize, t: u64, sender: u32, comm: CommRef, tag: u32, request: Option<u64>) {
+    /// `(tag, bytes)`: the message's.
+    pub(super) fn recv(
+        &mut self,
+        l: usize,
+        t: u64,
+        sender: u32,
+        comm: CommRef,
+        (tag, bytes): (u32, u64),
+        request: Option<u64>,
+    ) {
         let analysed = self.mpi_comm(comm);
         let process = self.locs[l].process;
         let Some(me) = self.own_rank(process, comm) else { return };
@@ -117,7 +127,7 @@ impl Pass<'_> {
             None => (t, 0, true),
         };
         let post = request.and_then(|r| self.irecv_posts.remove(&(l, r))).unwrap_or(wait_enter);
-        let side = RecvSide { loc: l, wait_enter, complete: t, post, node, test };
+        let side = RecvSide { loc: l, wait_enter, complete: t, post, node, test, bytes };
         let key = (comm, sender, me, tag);
         let waiting_send = self
             .queues
@@ -131,6 +141,7 @@ impl Pass<'_> {
             }
             self.paired(id);
             self.late_sender(id, frame);
+            self.transfer(id);
             let send = self.msgs[id].as_ref().and_then(|m| m.send.as_ref());
             let done = send.is_none_or(|s| !s.blocking || s.leave.is_some());
             if done {
@@ -161,6 +172,21 @@ impl Pass<'_> {
             self.pairs.received_before_sent += 1;
         }
         self.sink.message(&pair);
+    }
+
+    /// A matched message's transfer on the receiving thread: from when
+    /// both sides were in their calls until the receive completed (the
+    /// stragglers' links). Not for a completion found by a test call.
+    fn transfer(&mut self, id: usize) {
+        let Some(msg) = self.msgs[id].as_ref() else { return };
+        let (Some(send), Some(recv)) = (msg.send.as_ref(), msg.recv.as_ref()) else { return };
+        if recv.test || !msg.analysed {
+            return;
+        }
+        let ticks = recv.complete.saturating_sub(send.enter.max(recv.wait_enter));
+        let link = Link::From(self.locs[send.loc].process);
+        let (l, bytes) = (recv.loc, recv.bytes);
+        self.locs[l].host.transfers.add(link, ticks, bytes);
     }
 
     /// Late Sender of a matched message: the receive waited from its

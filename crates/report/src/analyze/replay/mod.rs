@@ -523,15 +523,15 @@ impl EventVisitor for Pass<'_> {
         }
     }
 
-    fn mpi_recv(&mut self, ev: &EventContext<'_>, sender: u32, comm: CommRef, tag: u32, _length: u64) {
+    fn mpi_recv(&mut self, ev: &EventContext<'_>, sender: u32, comm: CommRef, tag: u32, length: u64) {
         if let Some(&l) = self.loc_index.get(&ev.location) {
-            self.recv(l, ev.time, sender, comm, tag, None);
+            self.recv(l, ev.time, sender, comm, (tag, length), None);
         }
     }
 
-    fn mpi_irecv(&mut self, ev: &EventContext<'_>, sender: u32, comm: CommRef, tag: u32, _len: u64, id: u64) {
+    fn mpi_irecv(&mut self, ev: &EventContext<'_>, sender: u32, comm: CommRef, tag: u32, len: u64, id: u64) {
         if let Some(&l) = self.loc_index.get(&ev.location) {
-            self.recv(l, ev.time, sender, comm, tag, Some(id));
+            self.recv(l, ev.time, sender, comm, (tag, len), Some(id));
         }
     }
 

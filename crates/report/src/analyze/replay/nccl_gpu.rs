@@ -24,7 +24,7 @@ use otf2::reader::EventContext;
 use otf2::{CommRef, LocationRef, MetricRef, MetricValue, RegionRef};
 
 use super::{Map, Pass};
-use crate::analyze::stragglers::{Arrival, GpuArrival, GpuSamples, Sampled};
+use crate::analyze::stragglers::{Arrival, GpuArrival, GpuSamples, Link, Sampled, Transfers};
 
 /// Calls waiting for their kernel, and kernels for their calls, kept per
 /// process (the oldest go first).
@@ -53,6 +53,7 @@ struct KernelClock {
     /// That start, or the process's first kernel's.
     prev: Option<u64>,
     since: Vec<(RegionRef, u64)>,
+    copies: Transfers,
 }
 
 #[derive(Default)]
@@ -99,7 +100,12 @@ impl Pass<'_> {
     pub(super) fn nccl_kernel_started(&mut self, l: usize, region: RegionRef, t: u64, launch: Option<(usize, u64)>) {
         let process = self.locs[l].process;
         let clock = self.nccl_gpu.clocks.entry(process).or_default();
-        let gpu = GpuArrival { gpu: self.locs[l].gpu, prev: clock.prev, kernels: std::mem::take(&mut clock.since) };
+        let gpu = GpuArrival {
+            gpu: self.locs[l].gpu,
+            prev: clock.prev,
+            kernels: std::mem::take(&mut clock.since),
+            copies: clock.copies.take(),
+        };
         clock.prev = Some(t);
         if self.region_name(region).contains("SendRecv") {
             return;
@@ -137,6 +143,17 @@ impl Pass<'_> {
         match clock.since.iter_mut().find(|(r, _)| *r == region) {
             Some((_, ns)) => *ns += dt,
             None => clock.since.push((region, dt)),
+        }
+    }
+
+    /// A copy `region` of `bytes` ran on stream `l` from `start` to `end`:
+    /// its time since the process's last NCCL kernel started counts (the
+    /// stragglers' links).
+    pub(super) fn nccl_copy(&mut self, l: usize, region: RegionRef, (start, end): (u64, u64), bytes: u64) {
+        let clock = self.nccl_gpu.clocks.entry(self.locs[l].process).or_default();
+        let dt = end.saturating_sub(start.max(*clock.prev.get_or_insert(start)));
+        if dt > 0 {
+            clock.copies.add(Link::Copy(region), dt, bytes);
         }
     }
 
