@@ -16,6 +16,7 @@ from collections import defaultdict
 import otf2
 from check_critical import check_critical
 from check_hang import check_hang
+from check_link import check_link
 from check_multi import attr, check_multi
 from check_straggler import check_straggler
 from otf2.events import (Enter, Leave, Metric, MpiIrecv, MpiIsend, MpiRecv, MpiSend, RmaGet, RmaOpCompleteBlocking,
@@ -688,6 +689,7 @@ def main(results):
     check_multi(check, read, expectations, results)
     check_critical(check, expectations, results)
     check_straggler(check, results)
+    check_link(check, results)
     check_hang(check, expectations, results)
     print(f"{failures} failed")
     return 1 if failures else 0

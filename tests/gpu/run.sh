@@ -8,9 +8,9 @@
 # Usage (on the GPU machine, from the repository root, with gputrace's
 # release binaries in $GT_BIN, default .device/bin):
 #   tests/gpu/run.sh [basic] [subset] [peer] [mpi] [torch] [nsys] [nocupti] [halo] [nvtx] [graphs] [memory] [uvm]
-#                    [lost] [threads] [nccl4] [ddp4] [hang4] [critical] [straggler4]
+#                    [lost] [threads] [nccl4] [ddp4] [hang4] [critical] [straggler4] [link]
 # With no argument it runs them all (threads, nccl4, ddp4, hang4 and
-# straggler4 need 2 or more GPUs, made for 4). Each part prints
+# straggler4 and link need 2 or more GPUs, made for 4). Each part prints
 # "PART <name> rc=<n>".
 # The four-GPU parts compare with an independent CUPTI counter
 # (programs/cupti_count.c, its files in count-<name>/) and NCCL's own log
@@ -25,7 +25,7 @@ rm -rf "$work"
 mkdir -p "$work" "$out"
 export PATH=/usr/local/cuda/bin:$PATH
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
-parts=${*:-basic subset peer mpi torch nsys nocupti halo nvtx graphs memory uvm lost threads nccl4 ddp4 hang4 critical straggler4}
+parts=${*:-basic subset peer mpi torch nsys nocupti halo nvtx graphs memory uvm lost threads nccl4 ddp4 hang4 critical straggler4 link}
 progs=$root/tests/gpu/programs
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 echo "GPUs: $ngpu; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
@@ -280,6 +280,24 @@ for p in $parts; do
       echo "  straggler4: analyze rc=$?"
       grep -h '^straggler_gpu\|^expect' "$work/straggler4.out" | sed 's/^/  [straggler4] /'
       grep -h 'Straggler:' "$work/straggler4.err" | sed 's/^/  [straggler4] /'
+      ;;
+    link)
+      # A slower link: one rank per GPU, each copies 256 MiB to the next
+      # GPU per iteration (NVTX "iteration"), peer to peer, but rank 1
+      # stages it through pinned host memory; `gputrace analyze` must name
+      # rank 1 as the NCCL straggler with its copies as a slower link, per
+      # iteration too (check_link.py).
+      if [ "$ngpu" -lt 2 ]; then echo "PART link skipped (1 GPU)"; continue; fi
+      nvcc -O2 -arch=native -o "$work/link_gpu" "$progs/link_gpu.cu" -lnccl $(mpicc --showme:compile) \
+        $(mpicc --showme:link) >"$work/link_gpu.build.log" 2>&1 || { cat "$work/link_gpu.build.log"; continue; }
+      part link env GPUTRACE_CUDA_ENABLE=default,driver "$gt" -o "$work/exp-link" \
+        mpirun -np "$ngpu" --bind-to none -x NCCL_NVLS_ENABLE -x GPUTRACE_CUDA_ENABLE \
+        "$work/link_gpu" "${LINK_ITERS:-20}" 256 1
+      "$gt" analyze --format json --iterations iteration "$work/exp-link" >"$work/link.analyze.out" \
+        2>"$work/link.analyze.err"
+      echo "  link: analyze rc=$?"
+      grep -h '^expect' "$work/link.out" | sed 's/^/  [link] /'
+      grep -h 'Straggler:' "$work/link.err" | sed 's/^/  [link] /'
       ;;
     hang4)
       # Jobs that hang on their GPUs (hang_gpu.cu, a rank per GPU), each

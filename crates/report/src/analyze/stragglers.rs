@@ -19,11 +19,11 @@
 //!     kernel on its GPU compared with the next latest rank's; the kernel
 //!     with the largest excess, where that excess is at least half the
 //!     lateness and the next rank did not run that kernel at all;
-//!   - the *GPU clock*: its GPU's mean sampled SM clock over that interval
-//!     at least 10 % below the other ranks' GPUs' over the same interval;
 //!   - a *slower link* on the GPU: its copies since then took at least
 //!     half the lateness longer than the next latest rank's
 //!     ([`links`]);
+//!   - the *GPU clock*: its GPU's mean sampled SM clock over that interval
+//!     at least 10 % below the other ranks' GPUs' over the same interval;
 //!   - the kernel of the first rule where the next rank ran it too (a
 //!     kernel that ran longer at the same clock);
 //!   - a *slower link* for MPI: the messages its thread received since
@@ -293,13 +293,14 @@ fn cause(
         {
             return Some((Cause::Kernel(k), e));
         }
-        if clock.slower(last, all, samples) {
-            return Some((Cause::Clock, lateness));
-        }
-        // Copies of the same data that took longer: a slower link.
+        // Copies that took longer: a slower link (no SM clock slows a
+        // copy engine).
         if let Some((l, e)) = links::excess(&mine.copies, &theirs.copies, lateness) {
             links.add(&mine.copies, &theirs.copies);
             return Some((Cause::Link(l), e));
+        }
+        if clock.slower(last, all, samples) {
+            return Some((Cause::Clock, lateness));
         }
         if let Some((k, e)) = kernel {
             return Some((Cause::Kernel(k), e));
