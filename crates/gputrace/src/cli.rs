@@ -260,8 +260,8 @@ pub enum Command {
         short_kernel_min: u64,
         /// The region (an NVTX range or user region) whose instances are
         /// the iterations: per iteration its critical path, straggler and
-        /// what-if projections. NAME also matches NAME#3, "NAME 3" and
-        /// NAME_3. Without it, PyTorch's ProfilerStep#N where present.
+        /// what-if projections. NAME also matches NAME#3, "NAME 3", NAME_3
+        /// and NAME3.
         #[arg(long, value_name = "NAME")]
         iterations: Option<String>,
     },

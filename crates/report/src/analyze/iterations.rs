@@ -1,6 +1,5 @@
 //! Iterations: the instances of one region that marks them — an NVTX
-//! range or user region named by `analyze --iterations NAME`, or
-//! PyTorch's `ProfilerStep#N` ranges without it. The k-th outermost
+//! range or user region named by `analyze --iterations NAME`. The k-th outermost
 //! instance on each thread that has one is iteration k (counted from 1,
 //! as `--capture-range nvtx:NAME@N` counts). Per iteration: its critical
 //! path ([`critical`](super::critical), from its latest end back to its
@@ -23,18 +22,14 @@ pub const MAX_ITERATIONS: usize = 10_000;
 /// Path steps kept per iteration (the most time first).
 const STEPS: usize = 10;
 
-/// The region PyTorch's profiler marks each step with (`ProfilerStep#12`):
-/// the iterations when none is named.
-pub const PYTORCH_STEP: &str = "ProfilerStep";
-
 /// Whether a region named `name` marks an iteration named `pattern`: the
-/// same name, or the name followed by `#`, a space or `_` and a number
-/// (`ProfilerStep#3`, `iteration 7`).
+/// same name, or the name followed by a number, after `#`, a space or `_`
+/// or none (`step#3`, `iteration 7`, `iteration7`).
 pub fn matches(pattern: &str, name: &str) -> bool {
     match name.strip_prefix(pattern) {
         Some("") => true,
         Some(rest) => {
-            let digits = rest.strip_prefix(['#', ' ', '_']).unwrap_or("");
+            let digits = rest.strip_prefix(['#', ' ', '_']).unwrap_or(rest);
             !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
         }
         None => false,
@@ -52,14 +47,13 @@ pub(crate) struct Marks {
 }
 
 impl Marks {
-    /// The marks of the regions named `pattern` (else PyTorch's steps),
-    /// none when no region is so named.
+    /// The marks of the regions named `name`, none when no region is so
+    /// named.
     pub(crate) fn new<'a>(
-        pattern: Option<&str>,
-        regions: impl Iterator<Item = (RegionRef, &'a str)> + Clone,
+        name: &str,
+        regions: impl Iterator<Item = (RegionRef, &'a str)>,
         locations: usize,
     ) -> Option<Marks> {
-        let name = pattern.unwrap_or(PYTORCH_STEP);
         let regions: HashSet<RegionRef> = regions.filter(|(_, n)| matches(name, n)).map(|(r, _)| r).collect();
         (!regions.is_empty()).then(|| Marks {
             name: name.to_string(),
@@ -215,9 +209,9 @@ mod tests {
     fn a_pattern_matches_its_name_and_numbered_names() {
         assert!(matches("iteration", "iteration"));
         assert!(matches("ProfilerStep", "ProfilerStep#12"));
-        assert!(matches("step", "step 3") && matches("step", "step_3"));
+        assert!(matches("step", "step 3") && matches("step", "step_3") && matches("step", "step3"));
         assert!(!matches("step", "stepper") && !matches("step", "step#") && !matches("step", "step#1a"));
-        assert!(!matches("ProfilerStep", "Profiler"));
+        assert!(!matches("ProfilerStep", "Profiler") && !matches("step", "step 3b"));
     }
 
     /// Nested instances count once; the k-th on each location is
@@ -226,7 +220,7 @@ mod tests {
     #[test]
     fn the_kth_outermost_instance_on_each_thread_is_iteration_k() {
         let names = [(RegionRef::from_id(1), "iteration"), (RegionRef::from_id(2), "other")];
-        let mut m = Marks::new(Some("iteration"), names.iter().copied(), 2).unwrap();
+        let mut m = Marks::new("iteration", names.iter().copied(), 2).unwrap();
         let it = RegionRef::from_id(1);
         for (l, s, e) in [(0, 10, 50), (1, 12, 60), (0, 50, 90), (1, 60, 80)] {
             m.enter(l, it, s);
@@ -241,6 +235,6 @@ mod tests {
         assert_eq!((spans[0].start, spans[0].end, spans[0].end_loc), (10, 60, 1));
         assert_eq!((spans[1].start, spans[1].end, spans[1].end_loc), (50, 90, 0));
         assert_eq!(spans[1].parts, vec![(0, 50, 90), (1, 60, 80)]);
-        assert!(Marks::new(None, names.iter().copied(), 2).is_none(), "no ProfilerStep region");
+        assert!(Marks::new("step", names.iter().copied(), 2).is_none(), "no region named step");
     }
 }

@@ -82,8 +82,7 @@ pub struct Options {
     /// A load imbalance (max/mean computation per rank) is a finding from
     /// this ratio on.
     pub imbalance_min_ratio: f64,
-    /// The region whose instances are the iterations ([`iterations`]);
-    /// none: PyTorch's `ProfilerStep#N` where the run has them.
+    /// The region whose instances are the iterations ([`iterations`]).
     pub iterations: Option<String>,
 }
 

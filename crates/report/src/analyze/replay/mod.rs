@@ -337,7 +337,8 @@ pub fn run(reader: &mut TraceReader, options: &Options, sink: &mut dyn Sink) -> 
     let pageable = defs.strings.iter().find(|(_, s)| s.as_str() == "pageable").map(|(r, _)| *r);
     let location_count = locs.len();
     let region_names = defs.regions.iter().map(|(r, def)| (*r, defs.string(def.name)));
-    let marks = super::iterations::Marks::new(options.iterations.as_deref(), region_names, location_count);
+    let marks =
+        options.iterations.as_deref().and_then(|n| super::iterations::Marks::new(n, region_names, location_count));
     let mut stragglers = Stragglers::default();
     if marks.is_some() {
         stragglers.ops = Some(Vec::new());
