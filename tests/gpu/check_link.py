@@ -56,6 +56,10 @@ def check_link(check, results):
     late = top.get("lateness_ns", 0) / max(iters, 1)
     check("link: its lateness per all-reduce within 10% of what its copies took beyond the others'",
           abs(late - extra) <= 0.1 * extra, f"{late / 1e6:.3f} ms vs {extra / 1e6:.3f} ms")
+    excess = top.get("cause_excess_ns", 0)
+    check("link: the copies' excess explains the lateness within 10%",
+          abs(excess - top.get("lateness_ns", 0)) <= 0.1 * top.get("lateness_ns", 1),
+          f"{excess / 1e6:.3f} ms vs {top.get('lateness_ns', 0) / 1e6:.3f} ms")
     its = (a.get("iterations") or {}).get("items") or []
     check("link: every iteration analysed", len(its) == iters, len(its))
     per = [i for i in its if (i.get("straggler") or {}).get("rank") == slow

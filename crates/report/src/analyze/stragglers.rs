@@ -94,7 +94,7 @@ enum Cause {
     Region(RegionRef),
     Kernel(RegionRef),
     Clock,
-    Link(Link),
+    Link,
 }
 
 impl Cause {
@@ -104,7 +104,7 @@ impl Cause {
             Cause::Kernel(r) => (0, r.id()),
             Cause::Clock => (1, 0),
             Cause::Region(r) => (2, r.id()),
-            Cause::Link(l) => (3 + l.order().0, l.order().1),
+            Cause::Link => (3, 0),
         }
     }
 }
@@ -236,7 +236,7 @@ impl Stragglers {
                     Some((Cause::Region(r), ns)) => (Some("region"), Some(d.region(*r)), *ns),
                     Some((Cause::Kernel(r), ns)) => (Some("kernel"), Some(d.region(*r)), *ns),
                     Some((Cause::Clock, ns)) => (Some("gpu clock"), Some(row.clock.describe()), *ns),
-                    Some((Cause::Link(l), ns)) => (Some("link"), Some(row.links.describe(*l, d)), *ns),
+                    Some((Cause::Link, ns)) => (Some("link"), Some(row.links.describe(d)), *ns),
                     None => (None, None, 0),
                 };
                 Some(Straggler {
@@ -295,9 +295,9 @@ fn cause(
         }
         // Copies that took longer: a slower link (no SM clock slows a
         // copy engine).
-        if let Some((l, e)) = links::excess(&mine.copies, &theirs.copies, lateness) {
+        if let Some(e) = links::excess(&mine.copies, &theirs.copies, lateness) {
             links.add(&mine.copies, &theirs.copies);
-            return Some((Cause::Link(l), e));
+            return Some((Cause::Link, e));
         }
         if clock.slower(last, all, samples) {
             return Some((Cause::Clock, lateness));
@@ -306,9 +306,9 @@ fn cause(
             return Some((Cause::Kernel(k), e));
         }
     }
-    if let Some((l, e)) = links::excess(&last.transfers, &next.transfers, lateness) {
+    if let Some(e) = links::excess(&last.transfers, &next.transfers, lateness) {
         links.add(&last.transfers, &next.transfers);
-        return Some((Cause::Link(l), e));
+        return Some((Cause::Link, e));
     }
     excess(&last.since, &next.since).filter(|(_, e)| explains(*e)).map(|(r, e)| (Cause::Region(r), e))
 }

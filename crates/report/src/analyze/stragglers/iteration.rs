@@ -52,7 +52,7 @@ pub(crate) fn worst_of(ops: &[Op], d: &dyn Describe) -> Option<IterationStraggle
         Some(Cause::Region(r)) => (Some("region"), Some(d.region(r))),
         Some(Cause::Kernel(r)) => (Some("kernel"), Some(d.region(r))),
         Some(Cause::Clock) => (Some("gpu clock"), Some("a lower SM clock".to_string())),
-        Some(Cause::Link(l)) => (Some("link"), Some(format!("slower {}", l.name(d)))),
+        Some(Cause::Link) => (Some("link"), Some("a slower link".to_string())),
         None => (None, None),
     };
     Some(IterationStraggler {

@@ -23,14 +23,14 @@ pub(crate) enum Link {
 }
 
 impl Link {
-    pub(super) fn order(self) -> (u8, u32) {
+    fn order(self) -> (u8, u32) {
         match self {
             Link::From(p) => (0, p as u32),
             Link::Copy(r) => (1, r.id()),
         }
     }
 
-    pub(super) fn name(self, d: &dyn Describe) -> String {
+    fn name(self, d: &dyn Describe) -> String {
         match self {
             Link::From(p) => format!("messages from {}", d.process(p)),
             Link::Copy(r) => format!("copies {}", d.region(r)),
@@ -69,36 +69,44 @@ impl Transfers {
 }
 
 /// Whether `late`'s transfers took longer than `other`'s by at least half
-/// of `lateness`: the busiest link and that excess.
-pub(super) fn excess(late: &Transfers, other: &Transfers, lateness: u64) -> Option<(Link, u64)> {
+/// of `lateness`: that excess.
+pub(super) fn excess(late: &Transfers, other: &Transfers, lateness: u64) -> Option<u64> {
     let e = late.total().0.saturating_sub(other.total().0);
-    (e > 0 && e.saturating_mul(2) >= lateness).then(|| late.busiest().map(|l| (l, e))).flatten()
+    (e > 0 && e.saturating_mul(2) >= lateness).then_some(e)
 }
 
 /// The transfers behind the link causes of one row, summed: the last
-/// rank's and the next latest rank's.
+/// rank's per link, and the next latest rank's.
 #[derive(Default)]
 pub(super) struct LinkSums {
-    mine: (u64, u64),
+    mine: Transfers,
     theirs: (u64, u64),
 }
 
 impl LinkSums {
     pub(super) fn add(&mut self, late: &Transfers, other: &Transfers) {
-        let (m, o) = (late.total(), other.total());
-        self.mine = (self.mine.0 + m.0, self.mine.1 + m.1);
+        for &(link, ticks, bytes) in &late.0 {
+            self.mine.add(link, ticks, bytes);
+        }
+        let o = other.total();
         self.theirs = (self.theirs.0 + o.0, self.theirs.1 + o.1);
     }
 
     /// `messages from rank 1: 8.0 MiB in 41.20 ms (194.2 MiB/s), the next
     /// rank's 8.0 MiB in 1.90 ms (4.1 GiB/s)`: the link it spent the most
-    /// time on, then every link's transfers summed.
-    pub(super) fn describe(&self, link: Link, d: &dyn Describe) -> String {
+    /// time on (`and 1 more` where there were others), then all its
+    /// transfers and the next rank's.
+    pub(super) fn describe(&self, d: &dyn Describe) -> String {
         let rate = |(ticks, bytes): (u64, u64)| {
             let ns = d.ns(ticks);
             let per_s = if ns > 0 { (bytes as f64 * 1e9 / ns as f64) as u64 } else { 0 };
             format!("{} in {} ({}/s)", human_bytes(bytes), human_ns(ns), human_bytes(per_s))
         };
-        format!("{}: {}, the next rank's {}", link.name(d), rate(self.mine), rate(self.theirs))
+        let name = self.mine.busiest().map_or_else(|| "transfers".to_string(), |l| l.name(d));
+        let more = match self.mine.0.len() {
+            0 | 1 => String::new(),
+            n => format!(" and {} more", n - 1),
+        };
+        format!("{name}{more}: {}, the next rank's {}", rate(self.mine.total()), rate(self.theirs))
     }
 }
