@@ -327,6 +327,29 @@ pub enum Definition {
         events: u64,
         until: u64,
     },
+    /// A module (executable or shared library) mapped in the process, for
+    /// the sampled addresses ([`Module`]; format version 7).
+    Module(Module),
+    /// A node of the process's tree of sampled call stacks (format version
+    /// 7): `id` from 1, `parent` 0 at a stack's outermost frame, `address`
+    /// the instruction pointer (innermost frame) or a return address.
+    Frame {
+        id: u32,
+        parent: u32,
+        address: u64,
+    },
+}
+
+/// A module mapped in the process: its executable addresses
+/// `start..end`, the amount `bias` added to the file's addresses, its path
+/// and its GNU build id (empty if it has none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Module {
+    pub start: u64,
+    pub end: u64,
+    pub bias: u64,
+    pub path: String,
+    pub build_id: Vec<u8>,
 }
 
 /// What a graph-captured NCCL call moves at each launch of its graph.
@@ -371,6 +394,8 @@ mod tag {
     pub const GRAPH_CAPTURED: u8 = 23;
     pub const GRAPH_LAUNCH_REPORTED: u8 = 24;
     pub const EXPIRED: u8 = 25;
+    pub const MODULE: u8 = 26;
+    pub const FRAME: u8 = 27;
 }
 
 /// Compresses world ranks, in communicator order, into runs.
@@ -419,6 +444,14 @@ mod tests {
             Definition::ClockSync { local: 100, offset: -5, error: 2 },
             Definition::Dropped { location: 0, count: 9 },
             Definition::Expired { location: 3, events: 1 << 40, until: 987_654_321 },
+            Definition::Module(Module {
+                start: 0x5555_0000_1000,
+                end: 0x5555_0000_9000,
+                bias: 0x5555_0000_0000,
+                path: "/usr/bin/cg.x".into(),
+                build_id: vec![0xab; 20],
+            }),
+            Definition::Frame { id: 7, parent: 3, address: 0x7fff_1234_5678 },
             Definition::SourceLost { what: SourceLoss::CuptiDropped, count: 1234 },
             Definition::SourceLost { what: SourceLoss::NcclThreadExit, count: 0 },
             Definition::SourceLost { what: SourceLoss::Other(99), count: u64::MAX },
