@@ -327,8 +327,11 @@ pub enum Definition {
         events: u64,
         until: u64,
     },
-    /// A module (executable or shared library) mapped in the process, for
-    /// the sampled addresses ([`Module`]; format version 7).
+    /// The process's threads were sampled every `ns` of their CPU time.
+    SamplingPeriod {
+        ns: u64,
+    },
+    /// A module mapped in the process, for the sampled addresses (version 7).
     Module(Module),
     /// A node of the process's tree of sampled call stacks (format version
     /// 7): `id` from 1, `parent` 0 at a stack's outermost frame, `address`
@@ -340,9 +343,8 @@ pub enum Definition {
     },
 }
 
-/// A module mapped in the process: its executable addresses
-/// `start..end`, the amount `bias` added to the file's addresses, its path
-/// and its GNU build id (empty if it has none).
+/// A module: executable addresses `start..end`, `bias` added to the
+/// file's addresses, its path, its GNU build id (or empty).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Module {
     pub start: u64,
@@ -396,6 +398,7 @@ mod tag {
     pub const EXPIRED: u8 = 25;
     pub const MODULE: u8 = 26;
     pub const FRAME: u8 = 27;
+    pub const SAMPLING_PERIOD: u8 = 28;
 }
 
 /// Compresses world ranks, in communicator order, into runs.
@@ -452,6 +455,7 @@ mod tests {
                 build_id: vec![0xab; 20],
             }),
             Definition::Frame { id: 7, parent: 3, address: 0x7fff_1234_5678 },
+            Definition::SamplingPeriod { ns: 1_000_000 },
             Definition::SourceLost { what: SourceLoss::CuptiDropped, count: 1234 },
             Definition::SourceLost { what: SourceLoss::NcclThreadExit, count: 0 },
             Definition::SourceLost { what: SourceLoss::Other(99), count: u64::MAX },

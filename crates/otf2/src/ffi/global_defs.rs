@@ -289,12 +289,19 @@ impl GlobalDefWriter<'_> {
 
     /// A timer interrupting every `period_ns` of CPU time (mode TIME, the
     /// period in 10⁻⁹ s).
-    pub(crate) fn interrupt_generator(&mut self, id: InterruptGeneratorRef, name: StringRef, period_ns: u64) -> Result<()> {
+    pub(crate) fn interrupt_generator(
+        &mut self,
+        id: InterruptGeneratorRef,
+        name: StringRef,
+        period_ns: u64,
+    ) -> Result<()> {
         let (mode, base) = (sys::OTF2_INTERRUPT_GENERATOR_MODE_TIME as u8, sys::OTF2_BASE_DECIMAL as u8);
         check(
             "OTF2_GlobalDefWriter_WriteInterruptGenerator",
             // SAFETY: live writer.
-            unsafe { sys::OTF2_GlobalDefWriter_WriteInterruptGenerator(self.ptr(), id.0, name.0, mode, base, -9, period_ns) },
+            unsafe {
+                sys::OTF2_GlobalDefWriter_WriteInterruptGenerator(self.ptr(), id.0, name.0, mode, base, -9, period_ns)
+            },
         )
     }
 

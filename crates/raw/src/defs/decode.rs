@@ -219,6 +219,7 @@ impl Definition {
                 path: c.string()?,
                 build_id: c.bytes()?.to_vec(),
             }),
+            tag::SAMPLING_PERIOD => Definition::SamplingPeriod { ns: c.u64()? },
             tag::FRAME => Definition::Frame { id: c.u32()?, parent: c.u32()?, address: c.u64()? },
             _ => return Err(Malformed),
         })

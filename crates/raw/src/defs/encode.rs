@@ -184,6 +184,7 @@ fn put_graph(out: &mut Vec<u8>, def: &Definition) {
             varint::put_bytes(out, m.path.as_bytes());
             varint::put_bytes(out, &m.build_id);
         }
+        Definition::SamplingPeriod { ns } => put_words(out, tag::SAMPLING_PERIOD, &[*ns]),
         Definition::Frame { id, parent, address } => {
             put_words(out, tag::FRAME, &[u64::from(*id), u64::from(*parent), *address])
         }
@@ -305,6 +306,7 @@ impl Definition {
             | Definition::GraphCaptured { .. }
             | Definition::GraphLaunchReported { .. }
             | Definition::Module(_)
+            | Definition::SamplingPeriod { .. }
             | Definition::Frame { .. } => put_graph(out, self),
         }
     }
