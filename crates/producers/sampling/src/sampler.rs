@@ -117,6 +117,8 @@ impl Sampler {
                 }
             },
         };
+        let how = if matches!(source, Source::Perf(_)) { "a perf event" } else { "a timer signal" };
+        tracing::debug!("sampling thread {tid} by {how}");
         lock(&self.threads).push(Thread { tid: tid as u32, source, ended: false });
     }
 
