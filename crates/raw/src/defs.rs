@@ -327,15 +327,14 @@ pub enum Definition {
         events: u64,
         until: u64,
     },
-    /// The process's threads were sampled every `ns` of their CPU time.
+    /// Threads sampled every `ns` of CPU time (version 7).
     SamplingPeriod {
         ns: u64,
     },
     /// A module mapped in the process, for the sampled addresses (version 7).
     Module(Module),
-    /// A node of the process's tree of sampled call stacks (format version
-    /// 7): `id` from 1, `parent` 0 at a stack's outermost frame, `address`
-    /// the instruction pointer (innermost frame) or a return address.
+    /// A node of the sampled stacks' tree (version 7): ids from 1, parent 0 at the
+    /// outermost frame; the address to look up (ip, or a return address − 1).
     Frame {
         id: u32,
         parent: u32,
@@ -343,8 +342,7 @@ pub enum Definition {
     },
 }
 
-/// A module: executable addresses `start..end`, `bias` added to the
-/// file's addresses, its path, its GNU build id (or empty).
+/// A mapped module: executable addresses, bias added to the file's, path, build id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Module {
     pub start: u64,

@@ -17,11 +17,14 @@ use crate::symbols::Symbols;
 /// A stream's stack-tree nodes → (their context, the context's depth).
 pub type Contexts = HashMap<u32, (CallingContextRef, u32)>;
 
+/// A context's key: its caller's context, its region, its location.
+type ContextKey = (Option<CallingContextRef>, RegionRef, Option<SourceCodeLocationRef>);
+
 #[derive(Default)]
 struct Tables {
     regions: HashMap<String, RegionRef>,
     locations: HashMap<(String, u32), SourceCodeLocationRef>,
-    contexts: HashMap<(Option<CallingContextRef>, RegionRef, Option<SourceCodeLocationRef>), (CallingContextRef, u32)>,
+    contexts: HashMap<ContextKey, (CallingContextRef, u32)>,
 }
 
 /// Defines the contexts of every process's sampled stacks.

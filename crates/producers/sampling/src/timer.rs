@@ -136,7 +136,7 @@ impl TimerRing {
             unsafe { libc::timer_delete(t) };
         }
         CURRENT.with(|c| {
-            if c.get() == self as *const TimerRing {
+            if std::ptr::eq(c.get(), self) {
                 c.set(std::ptr::null())
             }
         });
