@@ -93,9 +93,27 @@ pub const CUPTI_REFUSE: Hook = Hook {
            it had no room for, and the summary's `lost:` line counts them.",
 };
 
+/// Makes the sampler take its fallback, as where perf events are refused.
+pub const SAMPLING_TIMER: Hook = Hook {
+    name: "_GPUTRACE_TEST_SAMPLING_TIMER",
+    read_by: "the sampler (crates/producers/sampling/src/sampler.rs)",
+    help: "Any value: every thread is sampled by its POSIX timer signal, not by a perf event, so that the \
+           fallback is tested on a machine that allows perf events.",
+};
+
 /// Every test hook.
-pub const ALL: &[Hook] =
-    &[CLOCK_DOMAIN, KILL_DIR, PANIC, HOST_MAP, MERGE_RANK_FAILS, CORRECTION_LIMIT, RACE_DIR, RACE_AT, CUPTI_REFUSE];
+pub const ALL: &[Hook] = &[
+    CLOCK_DOMAIN,
+    KILL_DIR,
+    PANIC,
+    HOST_MAP,
+    MERGE_RANK_FAILS,
+    CORRECTION_LIMIT,
+    RACE_DIR,
+    RACE_AT,
+    CUPTI_REFUSE,
+    SAMPLING_TIMER,
+];
 
 #[cfg(test)]
 mod tests {

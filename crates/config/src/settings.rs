@@ -27,6 +27,11 @@ pub struct Config {
     pub cupti_lib: Option<PathBuf>,
     pub nccl_enable: EnabledSet<NcclLevel>,
     pub nvtx_enable: bool,
+    /// `GPUTRACE_SAMPLING`: each thread's call stack is sampled every this
+    /// much of its CPU time; zero: not sampled.
+    pub sampling: Duration,
+    /// `GPUTRACE_SAMPLING_STACK`: bytes of stack copied per sample.
+    pub sampling_stack: u64,
     /// `GPUTRACE_TIMER`: `auto`, `tsc` or `clock_gettime` (read by
     /// `gputrace_clock` itself, which every producer shares).
     pub timer: &'static str,
@@ -65,14 +70,15 @@ impl Config {
     }
 
     /// Whether the source of stem `stem` (raw's table of sources: `mpi`,
-    /// `cuda`, `nccl`, `nvtx`) is recorded; `false` for a stem it does
-    /// not know.
+    /// `cuda`, `nccl`, `nvtx`, `sampling`) is recorded; `false` for a stem
+    /// it does not know.
     pub fn records(&self, stem: &str) -> bool {
         match stem {
             "mpi" => !self.mpi_groups.is_empty(),
             "cuda" => !self.cuda_enable.is_empty(),
             "nccl" => !self.nccl_enable.is_empty(),
             "nvtx" => self.nvtx_enable,
+            "sampling" => !self.sampling.is_zero(),
             _ => false,
         }
     }
@@ -134,6 +140,8 @@ impl Config {
             cupti_lib: get("GPUTRACE_CUPTI_LIB").path(),
             nccl_enable: get(NcclLevel::VARIABLE).set(),
             nvtx_enable: get("GPUTRACE_NVTX_ENABLE").bool(),
+            sampling: get("GPUTRACE_SAMPLING").duration(),
+            sampling_stack: get("GPUTRACE_SAMPLING_STACK").size(),
             timer: get("GPUTRACE_TIMER").choice(),
             verbose: get("GPUTRACE_VERBOSE").bool(),
             keep_raw: get("GPUTRACE_KEEP_RAW").bool(),

@@ -52,6 +52,8 @@ impl Value {
     }
 }
 
+/// The shortest sampling period accepted (GPUTRACE_SAMPLING).
+pub const MIN_SAMPLING_PERIOD: Duration = Duration::from_micros(100);
 /// The smallest GPUTRACE_TOTAL_MEMORY accepted.
 pub const MIN_TOTAL_MEMORY: u64 = 64 << 10;
 /// Parses `raw` as a value of `var`.
@@ -71,6 +73,9 @@ pub fn parse_value(var: &Var, raw: &str) -> Result<Value, ConfigError> {
             Some(n) if var.name == "GPUTRACE_TOTAL_MEMORY" && n < MIN_TOTAL_MEMORY => {
                 Err(bad("too small", "at least 64k".into()))
             }
+            Some(n) if var.name == "GPUTRACE_SAMPLING_STACK" && !(1 << 10..=60 << 10).contains(&n) => {
+                Err(bad("out of range", "between 1k and 60k".into()))
+            }
             Some(n) if var.name == "GPUTRACE_CUDA_BUFFER" && !(64 << 10..=64 << 20).contains(&n) => {
                 Err(bad("out of range", "between 64k and 64M".into()))
             }
@@ -84,9 +89,13 @@ pub fn parse_value(var: &Var, raw: &str) -> Result<Value, ConfigError> {
             .map(Value::Count)
             .ok_or_else(|| bad("not a whole number", "0 to 1048576".into())),
         VarType::Path => Ok(Value::Path((!text.is_empty()).then(|| PathBuf::from(text)))),
-        VarType::Duration => parse_duration(text).map(Value::Duration).ok_or_else(|| {
-            bad("not a duration", "a number with an optional ns, us, ms or s suffix; 0 or no: off".into())
-        }),
+        VarType::Duration => match parse_duration(text) {
+            Some(d) if var.name == "GPUTRACE_SAMPLING" && !d.is_zero() && d < MIN_SAMPLING_PERIOD => {
+                Err(bad("too short", "at least 100us; 0 or no: off".into()))
+            }
+            Some(d) => Ok(Value::Duration(d)),
+            None => Err(bad("not a duration", "a number with an optional ns, us, ms or s suffix; 0 or no: off".into())),
+        },
         VarType::Seconds => parse_seconds(text)
             .map(Value::Duration)
             .ok_or_else(|| bad("not a time", "seconds (2, 2.5) or a number with ns, us, ms, s or min; 0: none".into())),

@@ -265,6 +265,28 @@ pub const VARS: &[Var] = &[
                NVLink sampler's thread (docs/cuda.md). 0 or `no`: not sampled.",
     },
     Var {
+        name: "GPUTRACE_SAMPLING",
+        ty: VarType::Duration,
+        default: "0",
+        flag: "--sampling",
+        brief: "Sample every thread's call stack each PERIOD of its CPU time (1ms, 10ms); 0: off.",
+        help: "gputrace preloads its sampling library into the ranks: each thread is interrupted every \
+               PERIOD of the CPU time it uses (perf_event_open where the kernel allows it, else a \
+               per-thread POSIX timer), its registers and the top of its stack are copied, unwound \
+               with the binaries' DWARF CFI (no frame pointers or rebuild needed) and symbolized by the \
+               merge: OTF2 calling contexts and CallingContextSample events, and a table of sampled \
+               functions in `gputrace stats` (docs/sampling.md). At least 100us.",
+    },
+    Var {
+        name: "GPUTRACE_SAMPLING_STACK",
+        ty: VarType::Size,
+        default: "16k",
+        flag: "--sampling-stack",
+        brief: "Bytes of a thread's stack copied at each sample, for unwinding.",
+        help: "Frames deeper in the stack than this are cut from the sampled call path (it then \
+               starts at the outermost frame that could be unwound). Between 1k and 60k.",
+    },
+    Var {
         name: "GPUTRACE_CUPTI_LIB",
         ty: VarType::Path,
         default: "",

@@ -94,6 +94,17 @@ pub struct Cli {
     #[arg(long)]
     pub no_nvtx: bool,
 
+    /// Sample every thread's call stack each PERIOD of its CPU time
+    /// (GPUTRACE_SAMPLING), e.g. 1ms or 10ms: unwound without frame
+    /// pointers, the sampled functions in the archive and in `stats`.
+    #[arg(long, value_name = "PERIOD")]
+    pub sampling: Option<OsString>,
+
+    /// Bytes of stack copied per sample for unwinding
+    /// (GPUTRACE_SAMPLING_STACK; 1k to 60k, default 16k).
+    #[arg(long, value_name = "SIZE")]
+    pub sampling_stack: Option<OsString>,
+
     /// Keep the raw streams (raw/) after the archive is written, for
     /// `gputrace merge DIR` (GPUTRACE_KEEP_RAW=true).
     #[arg(long)]
@@ -476,6 +487,8 @@ impl Cli {
             ("GPUTRACE_CUPTI_LIB", text(&self.cupti_lib)),
             ("GPUTRACE_NCCL_ENABLE", text(&self.nccl)),
             ("GPUTRACE_NVTX_ENABLE", switch(self.no_nvtx, "false")),
+            ("GPUTRACE_SAMPLING", text(&self.sampling)),
+            ("GPUTRACE_SAMPLING_STACK", text(&self.sampling_stack)),
             ("GPUTRACE_KEEP_RAW", switch(self.keep_raw, "true")),
             ("GPUTRACE_MERGE_JOBS", text(&self.merge_jobs)),
             ("GPUTRACE_MERGE_RANKS", text(&self.merge_ranks)),

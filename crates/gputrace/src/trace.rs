@@ -211,7 +211,14 @@ fn producers_env(
     for source in raw::source::SOURCES.iter().filter(|s| config.records(s.stem)) {
         let Some(name) = source.library else { continue };
         match libs::find(name) {
-            Some(lib) => env.push((source.loaded_by.into(), lib.into_os_string())),
+            // A preloaded library joins the list (the MPI hooks first).
+            Some(lib) => match env.iter_mut().find(|(k, _)| k == source.loaded_by) {
+                Some((_, list)) => {
+                    list.push(":");
+                    list.push(lib);
+                }
+                None => env.push((source.loaded_by.into(), lib.into_os_string())),
+            },
             None if source.said_when_missing => {
                 say!("[gputrace] warning: {name} not found next to gputrace; {} is not traced", source.name);
                 untraced(source.producer, format!("{name} not found next to gputrace"));

@@ -50,6 +50,11 @@ pub struct StreamDefs {
     /// Locations the flight recorder cut: events given back, and the
     /// newest of them.
     pub expired: HashMap<u32, (u64, u64)>,
+    /// Sampled stacks: the modules, the stack tree's nodes by id
+    /// (parent, address) and the period (ns; 0 when not sampled).
+    pub modules: Vec<raw::Module>,
+    pub frames: BTreeMap<u32, (u32, u64)>,
+    pub sampling_period: u64,
 }
 
 /// A CUDA graph kernel node made on `thread` at `time`, or cloned from
@@ -451,6 +456,11 @@ fn stream_defs(p: &mut Process, s: &RawFile) -> StreamDefs {
                 let e = d.expired.entry(location).or_default();
                 *e = (e.0.max(events), e.1.max(until));
             }
+            Definition::Module(m) => d.modules.push(m.clone()),
+            &Definition::Frame { id, parent, address } => {
+                d.frames.insert(id, (parent, address));
+            }
+            &Definition::SamplingPeriod { ns } => d.sampling_period = ns,
             Definition::Region { .. } | Definition::Location { .. } => {}
         }
     }

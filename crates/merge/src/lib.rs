@@ -35,6 +35,7 @@ mod passes;
 mod run;
 pub mod sink;
 pub mod summary;
+pub mod symbols;
 pub mod timeline;
 pub mod write;
 pub mod writers;

@@ -84,6 +84,13 @@ pub enum Record {
         metric: MetricRef,
         value: u64,
     },
+    /// A sampled call path: its calling context, the context's depth
+    /// (written as the unwind distance) and what took the sample.
+    Sample {
+        context: otf2::CallingContextRef,
+        depth: u32,
+        generator: otf2::InterruptGeneratorRef,
+    },
 }
 
 /// What a sink reports when it cannot take an event: boxed, so that the
@@ -376,6 +383,7 @@ fn write_record(w: &mut EventWriter<'_>, t: u64, r: &Record) -> otf2::Result<()>
         Record::RmaPut { window, remote, bytes, id } => w.rma_put(t, window, remote, bytes, id),
         Record::RmaComplete { window, id } => w.rma_op_complete_blocking(t, window, id),
         Record::Metric { metric, value } => w.metric(t, metric, &[MetricValue::U64(value)]),
+        Record::Sample { context, depth, generator } => w.calling_context_sample(t, context, depth, generator),
     }
 }
 

@@ -409,6 +409,12 @@ impl<S: Sink> Pass<'_, S> {
                     self.emit(t, &[], Record::Metric { metric, value })?;
                 }
             }
+            Event::Sample { frame } => {
+                let context = self.plan.samples.get(stream).and_then(|c| c.get(&frame));
+                if let (Some(&(context, depth)), Some(generator)) = (context, self.plan.interrupt) {
+                    self.emit(t, &[], Record::Sample { context, depth, generator })?;
+                }
+            }
             Event::MemAlloc(m) | Event::MemFree(m) => self.memory_op(t, stream, &m)?,
             Event::MemPool(p) => self.memory_pool(t, stream, &p)?,
         }

@@ -18,7 +18,10 @@ use crate::defs::Definitions;
 use crate::defs::EventSummary;
 use crate::error::{Error, Result};
 use crate::ffi::events::EvtWriter;
-use crate::refs::{AttributeRef, CommRef, LocationRef, MetricRef, RegionRef, RmaWinRef, StringRef};
+use crate::refs::{
+    AttributeRef, CallingContextRef, CommRef, InterruptGeneratorRef, LocationRef, MetricRef, RegionRef, RmaWinRef,
+    StringRef,
+};
 use crate::types::Paradigm;
 use crate::values::{AttributeValue, Collective, MetricValue};
 
@@ -288,6 +291,23 @@ impl<'a> EventWriter<'a> {
         }
         self.note(time);
         self.raw.metric(time, metric, values)
+    }
+
+    /// A sample of the location's call path, `context`, taken by
+    /// `generator` (`CallingContextSample`). `unwind_distance` counts the
+    /// frames of the path that are new since the location's previous
+    /// sample or event (OTF2 3.0, *CallingContext*): the whole path's depth
+    /// when the writer does not know.
+    #[inline]
+    pub fn calling_context_sample(
+        &mut self,
+        time: u64,
+        context: CallingContextRef,
+        unwind_distance: u32,
+        generator: InterruptGeneratorRef,
+    ) -> Result<()> {
+        self.note(time);
+        self.raw.calling_context_sample(time, context, unwind_distance, generator)
     }
 
     /// A fork of `threads` threads of paradigm `model` (`ThreadFork`).

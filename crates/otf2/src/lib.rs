@@ -48,8 +48,8 @@ pub use defs::{Definitions, MetricMember, Region, SystemTree, TreeGroup, TreeLoc
 pub use error::{Error, Result};
 pub use events::{DefsMut, EventWriter};
 pub use refs::{
-    AttributeRef, CommRef, GroupRef, LocationGroupRef, LocationRef, MetricMemberRef, MetricRef, RegionRef, RmaWinRef,
-    StringRef, SystemTreeNodeRef,
+    AttributeRef, CallingContextRef, CommRef, GroupRef, InterruptGeneratorRef, LocationGroupRef, LocationRef,
+    MetricMemberRef, MetricRef, RegionRef, RmaWinRef, SourceCodeLocationRef, StringRef, SystemTreeNodeRef,
 };
 pub use types::{
     Base, CollectiveOp, CommFlags, GroupFlags, GroupType, LocationGroupType, LocationType, MetricMode,

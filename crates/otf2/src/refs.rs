@@ -73,6 +73,20 @@ handle!(
     RmaWinRef(u32)
 );
 handle!(
+    /// A file and line (`OTF2_SourceCodeLocationRef`).
+    SourceCodeLocationRef(u32)
+);
+handle!(
+    /// A node of the tree of call paths: a region, where in it, and its
+    /// caller's context (`OTF2_CallingContextRef`).
+    CallingContextRef(u32)
+);
+handle!(
+    /// What interrupts the program to take samples: a timer of a period
+    /// (`OTF2_InterruptGeneratorRef`).
+    InterruptGeneratorRef(u32)
+);
+handle!(
     /// A member (one counter) of a metric class (`OTF2_MetricMemberRef`).
     MetricMemberRef(u32)
 );

@@ -75,7 +75,7 @@ impl Sink for Profile {
     fn record(&mut self, t: u64, _: &[(AttributeRef, AttributeValue)], r: &Record) -> Result<(), SinkError> {
         match *r {
             // Samples of a metric location are not work of the program.
-            Record::Metric { .. } => {}
+            Record::Metric { .. } | Record::Sample { .. } => {}
             Record::CollectiveEnd { sent, received, .. } => {
                 self.event(t);
                 let a = self.acc(self.current);

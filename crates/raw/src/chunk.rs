@@ -56,8 +56,10 @@ pub const MAGIC: [u8; 4] = *b"GTRC";
 /// ThreadName definition, which a version-2 reader would take for damage;
 /// version 4 the memory events MemAlloc, MemFree and MemPool; version 5
 /// the SourceLost definition; version 6 the CUDA graph definitions
-/// GraphNode, GraphCaptured and GraphLaunchReported).
-pub const FORMAT_VERSION: u8 = 6;
+/// GraphNode, GraphCaptured and GraphLaunchReported; version 7 the
+/// sampled call stacks: the Module and Frame definitions, the Sample
+/// event).
+pub const FORMAT_VERSION: u8 = 7;
 /// The oldest version this reader still reads (version 1 had no slot
 /// chunks; its chunks are read as they are).
 pub const OLDEST_VERSION: u8 = 1;

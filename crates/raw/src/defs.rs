@@ -327,6 +327,29 @@ pub enum Definition {
         events: u64,
         until: u64,
     },
+    /// Threads sampled every `ns` of CPU time (version 7).
+    SamplingPeriod {
+        ns: u64,
+    },
+    /// A module mapped in the process, for the sampled addresses (version 7).
+    Module(Module),
+    /// A node of the sampled stacks' tree (version 7): ids from 1, parent 0 at the
+    /// outermost frame; the address to look up (ip, or a return address − 1).
+    Frame {
+        id: u32,
+        parent: u32,
+        address: u64,
+    },
+}
+
+/// A mapped module: executable addresses, bias added to the file's, path, build id.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Module {
+    pub start: u64,
+    pub end: u64,
+    pub bias: u64,
+    pub path: String,
+    pub build_id: Vec<u8>,
 }
 
 /// What a graph-captured NCCL call moves at each launch of its graph.
@@ -371,6 +394,9 @@ mod tag {
     pub const GRAPH_CAPTURED: u8 = 23;
     pub const GRAPH_LAUNCH_REPORTED: u8 = 24;
     pub const EXPIRED: u8 = 25;
+    pub const MODULE: u8 = 26;
+    pub const FRAME: u8 = 27;
+    pub const SAMPLING_PERIOD: u8 = 28;
 }
 
 /// Compresses world ranks, in communicator order, into runs.
@@ -419,6 +445,15 @@ mod tests {
             Definition::ClockSync { local: 100, offset: -5, error: 2 },
             Definition::Dropped { location: 0, count: 9 },
             Definition::Expired { location: 3, events: 1 << 40, until: 987_654_321 },
+            Definition::Module(Module {
+                start: 0x5555_0000_1000,
+                end: 0x5555_0000_9000,
+                bias: 0x5555_0000_0000,
+                path: "/usr/bin/cg.x".into(),
+                build_id: vec![0xab; 20],
+            }),
+            Definition::Frame { id: 7, parent: 3, address: 0x7fff_1234_5678 },
+            Definition::SamplingPeriod { ns: 1_000_000 },
             Definition::SourceLost { what: SourceLoss::CuptiDropped, count: 1234 },
             Definition::SourceLost { what: SourceLoss::NcclThreadExit, count: 0 },
             Definition::SourceLost { what: SourceLoss::Other(99), count: u64::MAX },

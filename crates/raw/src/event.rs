@@ -328,6 +328,12 @@ pub enum Event {
     MemFree(MemoryOp),
     /// A memory pool operation.
     MemPool(PoolOp),
+    /// The thread's call stack, sampled on its CPU time: `frame` is the
+    /// innermost node of the process's stack tree
+    /// ([`Definition::Frame`](crate::Definition::Frame); format version 7).
+    Sample {
+        frame: u32,
+    },
 }
 
 mod tag {
@@ -357,6 +363,8 @@ mod tag {
     pub const MEM_ALLOC: u8 = 40;
     pub const MEM_FREE: u8 = 41;
     pub const MEM_POOL: u8 = 42;
+    // Sampled call stacks (format version 7).
+    pub const SAMPLE: u8 = 43;
 }
 
 /// The most bytes one event can take, timestamp included: the writer keeps
@@ -381,6 +389,7 @@ mod tests {
             Event::MpiIrecvRequest { request: 10 },
             Event::MpiIrecv { msg, request: 10 },
             Event::MpiRequestTest { request: 10 },
+            Event::Sample { frame: 1 << 20 },
             Event::MpiRequestCancelled { request: 10 },
             Event::MpiCollectiveBegin,
             Event::MpiCollectiveEnd(coll),

@@ -28,8 +28,8 @@ pub mod writer;
 
 pub use chunk::{ChunkHeader, ChunkKind};
 pub use defs::{
-    CapturedOp, CommDef, CudaObject, Definition, DeviceDef, LinkEnd, LocationKind, MetricDef, NvLinkDef, Paradigm,
-    RankRuns, RegionRole, StreamHeader,
+    CapturedOp, CommDef, CudaObject, Definition, DeviceDef, LinkEnd, LocationKind, MetricDef, Module, NvLinkDef,
+    Paradigm, RankRuns, RegionRole, StreamHeader,
 };
 pub use event::{
     Collective, CollectiveOp, CopyKind, Event, KernelConfig, MemCopy, MemoryKind, MemoryOp, Message, PeerEnds, PoolOp,

@@ -25,6 +25,8 @@ pub enum Producer {
     Synthetic = 4,
     /// The NVTX injection library (`libgputrace_nvtx.so`).
     Nvtx = 5,
+    /// The call-stack sampler (`libgputrace_sampling.so`).
+    Sampling = 6,
 }
 
 impl Producer {
@@ -73,7 +75,7 @@ pub struct Source {
 }
 
 /// Every source, in the order gputrace names them.
-pub const SOURCES: [Source; 4] = [
+pub const SOURCES: [Source; 5] = [
     Source {
         producer: Producer::Mpi,
         stem: "mpi",
@@ -110,6 +112,16 @@ pub const SOURCES: [Source; 4] = [
         loaded_by: "NVTX_INJECTION64_PATH",
         said_when_missing: true,
     },
+    Source {
+        producer: Producer::Sampling,
+        stem: "sampling",
+        name: "sampling",
+        library: Some("libgputrace_sampling.so"),
+        // Preloaded after the MPI hooks: the one source a program does not
+        // load by a request of its own.
+        loaded_by: "LD_PRELOAD",
+        said_when_missing: true,
+    },
 ];
 
 /// The row of `producer`; `None` for synthetic streams.
@@ -124,9 +136,14 @@ pub fn by_name(name: &str) -> Option<&'static Source> {
 
 /// Every variable that has a program load one of gputrace's libraries:
 /// what the command sets for the ranks only, and what gputrace's own
-/// helper processes must not inherit.
+/// helper processes must not inherit. Each once (the MPI hooks and the
+/// sampler are both preloaded).
 pub fn loader_variables() -> impl Iterator<Item = &'static str> {
-    SOURCES.iter().map(|s| s.loaded_by)
+    SOURCES
+        .iter()
+        .enumerate()
+        .filter(|(i, s)| !SOURCES[..*i].iter().any(|t| t.loaded_by == s.loaded_by))
+        .map(|(_, s)| s.loaded_by)
 }
 
 #[cfg(test)]
@@ -140,10 +157,13 @@ mod tests {
             assert_eq!(by_name(s.name), Some(s));
             assert_eq!(Producer::from_name(s.stem), Some(s.producer));
             for t in &SOURCES[i + 1..] {
-                assert!(s.stem != t.stem && s.name != t.name && s.loaded_by != t.loaded_by, "{s:?} {t:?}");
+                assert!(s.stem != t.stem && s.name != t.name, "{s:?} {t:?}");
+                // Only preloaded libraries share their variable, whose
+                // value is a list.
+                assert!(s.loaded_by != t.loaded_by || s.loaded_by == "LD_PRELOAD", "{s:?} {t:?}");
             }
         }
         assert_eq!(source(Producer::Synthetic), None);
-        assert_eq!(loader_variables().count(), SOURCES.len());
+        assert_eq!(loader_variables().count(), SOURCES.len() - 1);
     }
 }

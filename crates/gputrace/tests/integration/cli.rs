@@ -39,6 +39,8 @@ fn every_flag_sets_its_variable_for_the_traced_program() {
         ("GPUTRACE_HANG_TIMEOUT", "600".into()),
         ("GPUTRACE_ON_HANG", "snapshot".into()),
         ("GPUTRACE_FLIGHT_RECORDER", "60".into()),
+        ("GPUTRACE_SAMPLING", "10ms".into()),
+        ("GPUTRACE_SAMPLING_STACK", "8k".into()),
     ]
     .into_iter()
     .collect();

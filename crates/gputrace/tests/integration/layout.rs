@@ -30,6 +30,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("gputrace-mpi-mpich", &["gputrace-mpi-core", "gputrace-recorder", "gputrace-raw", "gputrace-config"]),
     ("gputrace-nccl", &["gputrace-recorder", "gputrace-clock", "gputrace-raw", "gputrace-config"]),
     ("gputrace-nvtx", &["gputrace-recorder", "gputrace-clock", "gputrace-raw", "gputrace-config"]),
+    ("gputrace-sampling", &["gputrace-recorder", "gputrace-raw", "gputrace-config"]),
     ("otf2", &["otf2-sys"]),
     ("gputrace-summary", &[]),
     ("gputrace-merge", &["gputrace-clock", "gputrace-raw", "otf2", "gputrace-config", "gputrace-summary"]),
@@ -60,6 +61,7 @@ const NEVER: &[(&str, &str)] = &[
     ("gputrace", "gputrace-mpi-core"),
     ("gputrace", "gputrace-nccl"),
     ("gputrace", "gputrace-nvtx"),
+    ("gputrace", "gputrace-sampling"),
     ("gputrace", "gputrace-mpi"),
     ("gputrace", "gputrace-mpi-mpich"),
     ("gputrace-report", "gputrace-raw"),
@@ -100,6 +102,7 @@ const NEVER: &[(&str, &str)] = &[
     ("gputrace-mpi-core", "otf2"),
     ("gputrace-nccl", "otf2"),
     ("gputrace-nvtx", "otf2"),
+    ("gputrace-sampling", "otf2"),
     ("gputrace-mpi", "otf2"),
     ("gputrace-mpi-mpich", "otf2"),
 ];

@@ -24,6 +24,7 @@ mod parallel_merge;
 mod profile;
 mod program_fds;
 mod report_window;
+mod sampling;
 mod scale;
 mod sizes;
 mod slurm;

@@ -84,13 +84,17 @@ fn a_source_is_wired_in_at_most_six_files_outside_its_crates() {
 
 /// The configuration knows every source by its table stem
 /// (`Config::records` matches the stems, as the configuration crate does
-/// not read raw's table): each is recorded under the default settings,
-/// and a stem the table does not have is not.
+/// not read raw's table): each is recorded under the default settings but
+/// sampling, off until asked for (`GPUTRACE_SAMPLING`), and a stem the
+/// table does not have is not.
 #[test]
 fn the_configuration_knows_every_source_by_its_stem() {
     let config = config::Config::from_pairs(&[]).unwrap();
+    let sampling = config::Config::from_pairs(&[("GPUTRACE_SAMPLING".into(), "1ms".into())]).unwrap();
     for s in &raw::source::SOURCES {
-        assert!(config.records(s.stem), "{} ({}) is not recorded by default", s.name, s.stem);
+        let on = if s.producer == raw::Producer::Sampling { &sampling } else { &config };
+        assert!(on.records(s.stem), "{} ({}) is not recorded when asked for", s.name, s.stem);
     }
+    assert!(!config.records("sampling"));
     assert!(!config.records("synthetic") && !config.records("hip"));
 }

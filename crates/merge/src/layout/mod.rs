@@ -22,6 +22,7 @@
 mod cuda;
 mod mpi;
 mod nccl;
+mod sampling;
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -109,6 +110,10 @@ pub struct ProcessPlan {
     pub program: Option<Program>,
     /// What each run of a CUDA graph's NCCL kernel moves, by graph node.
     pub graph_traffic: crate::graph_traffic::GraphTraffic,
+    /// Per stream: its sampled stacks' contexts ([`sampling`]).
+    pub samples: Vec<sampling::Contexts>,
+    /// What took the process's samples.
+    pub interrupt: Option<otf2::InterruptGeneratorRef>,
 }
 
 /// Everything the event pass needs.
@@ -231,6 +236,7 @@ pub fn define(defs: &mut Definitions, processes: &[Process], warn: &dyn Fn(&str)
     cuda::define(defs, processes, &nodes, &mut layout)?;
     mpi::define(defs, processes, &masters, &mut layout);
     nccl::define(defs, processes, &mut layout, warn);
+    sampling::define(defs, processes, &mut layout);
     // Score-P's attributes and program regions last: OTF2 writes small ids
     // in fewer bytes, and the ids events use on every kernel and call
     // (the first regions, the CUDA attributes) stay the smallest.

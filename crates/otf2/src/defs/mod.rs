@@ -23,6 +23,7 @@ use crate::refs::{AttributeRef, RegionRef, StringRef};
 use crate::types::{Paradigm, ParadigmClass, ParadigmProperty, RegionFlags, RegionRole, Type};
 use crate::values::{AttributeValue, ClockProperties};
 
+mod calling;
 mod communication;
 mod metrics;
 mod system;
@@ -111,6 +112,7 @@ pub struct Definitions {
     system: system::SystemDefs,
     communication: communication::CommunicationDefs,
     metrics: metrics::MetricDefs,
+    calling: calling::CallingDefs,
 }
 
 impl Default for Definitions {
@@ -141,6 +143,7 @@ impl Definitions {
             system: Default::default(),
             communication: Default::default(),
             metrics: Default::default(),
+            calling: Default::default(),
         }
     }
 
@@ -266,6 +269,9 @@ impl Definitions {
                 r.end_line,
             )?;
         }
+        // Source code locations, calling contexts (which name regions) and
+        // interrupt generators.
+        self.calling.write(out)?;
         // Groups (whose members may be locations), comms, RMA windows.
         self.communication.write(out)?;
         // Metric members, classes and instances (which name locations).

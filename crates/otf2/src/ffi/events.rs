@@ -13,7 +13,10 @@ use super::archive::Archive;
 use super::attributes::{AttributeList, metric_to_raw};
 use super::{check, clear_reports, error, null_error};
 use crate::error::{Error, Result};
-use crate::refs::{AttributeRef, CommRef, LocationRef, MetricRef, RegionRef, RmaWinRef, StringRef};
+use crate::refs::{
+    AttributeRef, CallingContextRef, CommRef, InterruptGeneratorRef, LocationRef, MetricRef, RegionRef, RmaWinRef,
+    StringRef,
+};
 use crate::types::Paradigm;
 use crate::values::{AttributeValue, Collective, MetricValue};
 
@@ -357,6 +360,20 @@ impl EvtWriter<'_> {
         self.record("OTF2_EvtWriter_RmaOpTest", |w, l| {
             // SAFETY: see above.
             unsafe { sys::OTF2_EvtWriter_RmaOpTest(w, l, time, win.0, matching_id) }
+        })
+    }
+
+    #[inline]
+    pub(crate) fn calling_context_sample(
+        &mut self,
+        time: u64,
+        context: CallingContextRef,
+        unwind_distance: u32,
+        generator: InterruptGeneratorRef,
+    ) -> Result<()> {
+        self.record("OTF2_EvtWriter_CallingContextSample", |w, l| {
+            // SAFETY: see above.
+            unsafe { sys::OTF2_EvtWriter_CallingContextSample(w, l, time, context.0, unwind_distance, generator.0) }
         })
     }
 

@@ -12,8 +12,8 @@ use super::attributes::{attribute_to_raw, scope_to_raw};
 use super::check;
 use crate::error::Result;
 use crate::refs::{
-    AttributeRef, CommRef, GroupRef, LocationGroupRef, LocationRef, MetricMemberRef, MetricRef, RegionRef, RmaWinRef,
-    StringRef, SystemTreeNodeRef,
+    AttributeRef, CallingContextRef, CommRef, GroupRef, InterruptGeneratorRef, LocationGroupRef, LocationRef,
+    MetricMemberRef, MetricRef, RegionRef, RmaWinRef, SourceCodeLocationRef, StringRef, SystemTreeNodeRef,
 };
 use crate::types::{
     Base, CommFlags, GroupFlags, GroupType, LocationGroupType, LocationType, MetricMode, MetricOccurrence, MetricType,
@@ -260,6 +260,47 @@ impl GlobalDefWriter<'_> {
                     begin_line,
                     end_line,
                 )
+            },
+        )
+    }
+
+    pub(crate) fn source_code_location(&mut self, id: SourceCodeLocationRef, file: StringRef, line: u32) -> Result<()> {
+        check(
+            "OTF2_GlobalDefWriter_WriteSourceCodeLocation",
+            // SAFETY: live writer.
+            unsafe { sys::OTF2_GlobalDefWriter_WriteSourceCodeLocation(self.ptr(), id.0, file.0, line) },
+        )
+    }
+
+    pub(crate) fn calling_context(
+        &mut self,
+        id: CallingContextRef,
+        region: RegionRef,
+        location: Option<SourceCodeLocationRef>,
+        parent: Option<CallingContextRef>,
+    ) -> Result<()> {
+        let (location, parent) = (or_undefined(location, |l| l.0), or_undefined(parent, |p| p.0));
+        check(
+            "OTF2_GlobalDefWriter_WriteCallingContext",
+            // SAFETY: live writer.
+            unsafe { sys::OTF2_GlobalDefWriter_WriteCallingContext(self.ptr(), id.0, region.0, location, parent) },
+        )
+    }
+
+    /// A timer interrupting every `period_ns` of CPU time (mode TIME, the
+    /// period in 10⁻⁹ s).
+    pub(crate) fn interrupt_generator(
+        &mut self,
+        id: InterruptGeneratorRef,
+        name: StringRef,
+        period_ns: u64,
+    ) -> Result<()> {
+        let (mode, base) = (sys::OTF2_INTERRUPT_GENERATOR_MODE_TIME as u8, sys::OTF2_BASE_DECIMAL as u8);
+        check(
+            "OTF2_GlobalDefWriter_WriteInterruptGenerator",
+            // SAFETY: live writer.
+            unsafe {
+                sys::OTF2_GlobalDefWriter_WriteInterruptGenerator(self.ptr(), id.0, name.0, mode, base, -9, period_ns)
             },
         )
     }

@@ -57,6 +57,9 @@ impl GlobalDefCallbacks {
             OTF2_GlobalDefReaderCallbacks_SetMetricClassCallback => on_metric_class,
             OTF2_GlobalDefReaderCallbacks_SetMetricInstanceCallback => on_metric_instance,
             OTF2_GlobalDefReaderCallbacks_SetMetricClassRecorderCallback => on_metric_class_recorder,
+            OTF2_GlobalDefReaderCallbacks_SetSourceCodeLocationCallback => on_source_code_location,
+            OTF2_GlobalDefReaderCallbacks_SetCallingContextCallback => on_calling_context,
+            OTF2_GlobalDefReaderCallbacks_SetInterruptGeneratorCallback => on_interrupt_generator,
         }
         Ok(this)
     }
@@ -203,6 +206,24 @@ def_callback! { on_region(
         end_line,
     };
     defs.regions.insert(RegionRef(id), def);
+}}
+
+def_callback! { on_source_code_location(defs, id: u32, file: u32, line: u32) {
+    defs.source_code_locations.insert(SourceCodeLocationRef(id), (StringRef(file), line));
+}}
+
+def_callback! { on_calling_context(defs, id: u32, region: u32, location: u32, parent: u32) {
+    let def = CallingContextDef {
+        region: RegionRef(region),
+        location: defined(location, SourceCodeLocationRef),
+        parent: defined(parent, CallingContextRef),
+    };
+    defs.calling_contexts.insert(CallingContextRef(id), def);
+}}
+
+def_callback! { on_interrupt_generator(defs, id: u32, name: u32, mode: u8, base: u8, exponent: i64, period: u64) {
+    let def = InterruptGeneratorDef { name: StringRef(name), mode, base: Base::from_raw(base), exponent, period };
+    defs.interrupt_generators.insert(InterruptGeneratorRef(id), def);
 }}
 
 def_callback! { on_group(defs, id: u32, name: u32, ty: u8, paradigm: u8, flags: u32, count: u32, members: *const u64) {

@@ -18,7 +18,9 @@ use super::reader::Reader;
 use super::{check, clear_reports, null_error};
 use crate::error::Result;
 use crate::reader::{EventContext, EventVisitor};
-use crate::refs::{CommRef, LocationRef, MetricRef, RegionRef, RmaWinRef, StringRef};
+use crate::refs::{
+    CallingContextRef, CommRef, InterruptGeneratorRef, LocationRef, MetricRef, RegionRef, RmaWinRef, StringRef,
+};
 use crate::types::{CollectiveOp, Paradigm};
 use crate::values::{Collective, MetricValue};
 
@@ -312,6 +314,8 @@ event_callback! { on_rma_op_complete_blocking(win: u32, id: u64) =>
 |v, ev, _| v.rma_op_complete_blocking(ev, RmaWinRef(win), id) }
 event_callback! { on_rma_op_complete_non_blocking(win: u32, id: u64) =>
 |v, ev, _| v.rma_op_complete_non_blocking(ev, RmaWinRef(win), id) }
+event_callback! { on_calling_context_sample(context: u32, distance: u32, generator: u32) =>
+|v, ev, _| v.calling_context_sample(ev, CallingContextRef(context), distance, InterruptGeneratorRef(generator)) }
 event_callback! { on_rma_op_test(win: u32, id: u64) => |v, ev, _| v.rma_op_test(ev, RmaWinRef(win), id) }
 event_callback! { on_metric(metric: u32, count: u8, types: *const u8, values: *const sys::OTF2_MetricValue) =>
     |v, ev, buffer| {
@@ -397,6 +401,7 @@ impl EvtCallbacks {
             OTF2_EvtReaderCallbacks_SetCommDestroyCallback => on_comm_destroy::local,
             OTF2_EvtReaderCallbacks_SetMeasurementOnOffCallback => on_measurement_on_off::local,
             OTF2_EvtReaderCallbacks_SetBufferFlushCallback => on_buffer_flush::local,
+            OTF2_EvtReaderCallbacks_SetCallingContextSampleCallback => on_calling_context_sample::local,
             OTF2_EvtReaderCallbacks_SetUnknownCallback => on_unknown::local,
         }
         Ok(this)
@@ -467,6 +472,7 @@ impl GlobalEvtCallbacks {
             OTF2_GlobalEvtReaderCallbacks_SetCommDestroyCallback => on_comm_destroy::global,
             OTF2_GlobalEvtReaderCallbacks_SetMeasurementOnOffCallback => on_measurement_on_off::global,
             OTF2_GlobalEvtReaderCallbacks_SetBufferFlushCallback => on_buffer_flush::global,
+            OTF2_GlobalEvtReaderCallbacks_SetCallingContextSampleCallback => on_calling_context_sample::global,
             OTF2_GlobalEvtReaderCallbacks_SetUnknownCallback => on_unknown::global,
         }
         Ok(this)

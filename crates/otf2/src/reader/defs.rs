@@ -8,8 +8,8 @@
 use std::collections::{BTreeMap, HashMap};
 
 use crate::refs::{
-    AttributeRef, CommRef, GroupRef, LocationGroupRef, LocationRef, MetricMemberRef, MetricRef, RegionRef, RmaWinRef,
-    StringRef, SystemTreeNodeRef,
+    AttributeRef, CallingContextRef, CommRef, GroupRef, InterruptGeneratorRef, LocationGroupRef, LocationRef,
+    MetricMemberRef, MetricRef, RegionRef, RmaWinRef, SourceCodeLocationRef, StringRef, SystemTreeNodeRef,
 };
 use crate::types::{
     Base, CommFlags, GroupFlags, GroupType, LocationGroupType, LocationType, MetricMode, MetricOccurrence, MetricType,
@@ -79,6 +79,29 @@ pub struct RegionDef {
     pub source_file: StringRef,
     pub begin_line: u32,
     pub end_line: u32,
+}
+
+/// A `CallingContext` definition: a node of the call-path tree.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct CallingContextDef {
+    pub region: RegionRef,
+    pub location: Option<SourceCodeLocationRef>,
+    /// `None` at the root.
+    pub parent: Option<CallingContextRef>,
+}
+
+/// An `InterruptGenerator` definition: `mode` is OTF2's
+/// (`OTF2_INTERRUPT_GENERATOR_MODE_TIME` 0, `_COUNT` 1), the period
+/// `period × base^exponent` (seconds for TIME).
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct InterruptGeneratorDef {
+    pub name: StringRef,
+    pub mode: u8,
+    pub base: Base,
+    pub exponent: i64,
+    pub period: u64,
 }
 
 /// A `Group` definition.
@@ -177,6 +200,10 @@ pub struct GlobalDefs {
     pub metric_members: BTreeMap<MetricMemberRef, MetricMemberDef>,
     pub metrics: BTreeMap<MetricRef, MetricDef>,
     pub metric_class_recorders: Vec<(MetricRef, LocationRef)>,
+    /// File and line of each source code location.
+    pub source_code_locations: BTreeMap<SourceCodeLocationRef, (StringRef, u32)>,
+    pub calling_contexts: BTreeMap<CallingContextRef, CallingContextDef>,
+    pub interrupt_generators: BTreeMap<InterruptGeneratorRef, InterruptGeneratorDef>,
     /// Clock offsets per location (local definitions), already applied by
     /// OTF2 to the timestamps the reader reports.
     pub clock_offsets: BTreeMap<LocationRef, Vec<ClockOffset>>,

@@ -5,7 +5,9 @@
 //! breaking existing visitors (the tracing crate's sink pattern).
 
 use crate::ffi::attributes::Attributes;
-use crate::refs::{CommRef, LocationRef, MetricRef, RegionRef, RmaWinRef, StringRef};
+use crate::refs::{
+    CallingContextRef, CommRef, InterruptGeneratorRef, LocationRef, MetricRef, RegionRef, RmaWinRef, StringRef,
+};
 use crate::types::Paradigm;
 use crate::values::{Collective, MetricValue};
 
@@ -113,6 +115,16 @@ pub trait EventVisitor {
     /// `BufferFlush`: the measurement system flushed its buffer from
     /// `ev.time` to `stop_time` (written by online tracers such as Score-P).
     fn buffer_flush(&mut self, ev: &EventContext<'_>, stop_time: u64) {}
+    /// `CallingContextSample`: the location's call path `context` sampled
+    /// by `generator`.
+    fn calling_context_sample(
+        &mut self,
+        ev: &EventContext<'_>,
+        context: CallingContextRef,
+        unwind_distance: u32,
+        generator: InterruptGeneratorRef,
+    ) {
+    }
     /// A record of a kind this OTF2 version does not know.
     fn unknown(&mut self, ev: &EventContext<'_>) {}
 

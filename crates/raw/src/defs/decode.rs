@@ -212,6 +212,15 @@ impl Definition {
                 Definition::GraphCaptured { call, thread, start, end, op }
             }
             tag::GRAPH_LAUNCH_REPORTED => Definition::GraphLaunchReported { call: c.u64()? },
+            tag::MODULE => Definition::Module(super::Module {
+                start: c.u64()?,
+                end: c.u64()?,
+                bias: c.u64()?,
+                path: c.string()?,
+                build_id: c.bytes()?.to_vec(),
+            }),
+            tag::SAMPLING_PERIOD => Definition::SamplingPeriod { ns: c.u64()? },
+            tag::FRAME => Definition::Frame { id: c.u32()?, parent: c.u32()?, address: c.u64()? },
             _ => return Err(Malformed),
         })
     }

@@ -141,7 +141,8 @@ impl StreamHeader {
     }
 }
 
-/// The CUDA graph definitions (format version 6).
+/// The CUDA graph definitions (format version 6) and the sampled stacks'
+/// (version 7).
 fn put_graph(out: &mut Vec<u8>, def: &Definition) {
     use varint::put_u64;
     match def {
@@ -174,6 +175,18 @@ fn put_graph(out: &mut Vec<u8>, def: &Definition) {
         Definition::GraphLaunchReported { call } => {
             out.push(tag::GRAPH_LAUNCH_REPORTED);
             put_u64(out, *call);
+        }
+        Definition::Module(m) => {
+            out.push(tag::MODULE);
+            for v in [m.start, m.end, m.bias] {
+                put_u64(out, v);
+            }
+            varint::put_bytes(out, m.path.as_bytes());
+            varint::put_bytes(out, &m.build_id);
+        }
+        Definition::SamplingPeriod { ns } => put_words(out, tag::SAMPLING_PERIOD, &[*ns]),
+        Definition::Frame { id, parent, address } => {
+            put_words(out, tag::FRAME, &[u64::from(*id), u64::from(*parent), *address])
         }
         _ => {}
     }
@@ -291,7 +304,10 @@ impl Definition {
             }
             Definition::GraphNode { .. }
             | Definition::GraphCaptured { .. }
-            | Definition::GraphLaunchReported { .. } => put_graph(out, self),
+            | Definition::GraphLaunchReported { .. }
+            | Definition::Module(_)
+            | Definition::SamplingPeriod { .. }
+            | Definition::Frame { .. } => put_graph(out, self),
         }
     }
 }

@@ -135,6 +135,10 @@ impl Event {
                 start(out, tag::MPI_REQUEST_TEST);
                 varint::put_u64(out, *request);
             }
+            Event::Sample { frame } => {
+                start(out, tag::SAMPLE);
+                varint::put_u64(out, u64::from(*frame));
+            }
             Event::MpiRequestCancelled { request } => {
                 start(out, tag::MPI_REQUEST_CANCELLED);
                 varint::put_u64(out, *request);

@@ -121,6 +121,8 @@ pub struct Collected {
     pub by_rank: bool,
     /// The longest instances, for the `*_trace` reports.
     pub longest: super::longest::Longest,
+    /// Sampled call stacks (`sampled_sum`).
+    pub samples: super::samples::Samples,
 }
 
 /// Kernels summed under the NVTX push/pop range whose thread launched them.
@@ -226,6 +228,7 @@ pub fn collect_longest(reader: &mut TraceReader, by_rank: bool, window: &Window,
             memory: Default::default(),
             by_rank,
             longest: super::longest::Longest::new(longest),
+            samples: super::samples::Samples::new(&defs),
         },
         by_name: HashMap::new(),
         region_slots: HashMap::new(),

@@ -10,6 +10,7 @@ mod gpu_tables;
 pub mod graphs;
 pub mod longest;
 pub mod memory;
+pub mod samples;
 mod summaries;
 
 use std::io::Write;
@@ -54,6 +55,7 @@ pub const REPORTS: &[(&str, &str)] = &[
         "lost_sum",
         "records CUPTI or NCCL (or gputrace on their way) lost before they became events, per process and kind",
     ),
+    ("sampled_sum", "functions of the sampled call stacks (--sampling): self and inclusive share of the samples"),
     ("mpi_matrix", "MPI point-to-point messages, rank x rank: count, bytes, time in send regions"),
     ("cuda_api_trace", "the longest CUDA API calls: when, how long, correlation id, process, thread (only when asked)"),
     ("cuda_gpu_trace", "the longest kernels, copies and memsets: when, how long, bytes, GPU, stream (only when asked)"),
@@ -193,6 +195,7 @@ fn tables(input: &Path, request: &StatsRequest) -> Result<Vec<Table>> {
                 | "mpi_matrix"
                 | "gpu_matrix"
                 | "lost_sum"
+                | "sampled_sum"
         );
         if explicit || !optional || !t.rows.is_empty() {
             tables.push(t);
@@ -260,6 +263,7 @@ pub fn build(c: &mut Collected, name: &str) -> Table {
         "cuda_mem_copies" => copies_table(c),
         "cuda_uvm_sum" => uvm_table(c),
         "lost_sum" => lost_table(c),
+        "sampled_sum" => samples::table(&c.samples, c.by_rank, &|p| c.model.process_label(p)),
         "mpi_matrix" => c.mpi.table(&c.model),
         "cuda_api_trace" => longest::table(c, longest::Trace::CudaApi),
         "cuda_gpu_trace" => longest::table(c, longest::Trace::Gpu),

@@ -10,6 +10,16 @@ use super::{MetricSeries, Open, Pass};
 use crate::model::{CopyKind, LocationKind, RegionKind};
 
 impl EventVisitor for Pass<'_> {
+    fn calling_context_sample(
+        &mut self,
+        _: &EventContext<'_>,
+        context: otf2::CallingContextRef,
+        _: u32,
+        _: otf2::InterruptGeneratorRef,
+    ) {
+        self.out.samples.add(self.process, context);
+    }
+
     fn enter(&mut self, ev: &EventContext<'_>, region: RegionRef) {
         if self.kind == LocationKind::Metrics {
             let bytes = self.out.model.attributes.bytes;

@@ -1,0 +1,256 @@
+//! The sampler of a process: the threads sampled (each by its perf event
+//! or its timer), and the thread that drains their samples every few
+//! milliseconds, unwinds them, keeps the process's tree of call stacks
+//! and records each sample on its thread's location.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use raw::{Definition, Event, LocationKind, Producer};
+use recorder::Recorder;
+
+use crate::unwind::Unwinder;
+use crate::{Sample, perf, timer};
+
+/// How often the sampler's thread drains the threads' samples.
+pub const DRAIN_EVERY: Duration = Duration::from_millis(5);
+
+/// What samples a thread.
+enum Source {
+    Perf(perf::Ring),
+    Timer(Box<timer::TimerRing>),
+}
+
+struct Thread {
+    tid: u32,
+    source: Source,
+    /// The thread has exited: drained once more, then dropped.
+    ended: bool,
+}
+
+/// What the sampler's thread keeps between drains.
+struct Writer {
+    config: config::Config,
+    /// Made at the first sample, so that a process that runs too briefly
+    /// to be sampled leaves no stream.
+    recorder: Option<Recorder>,
+    failed: bool,
+    unwinder: Unwinder,
+    /// (parent, address) → node of the stack tree; ids from 1.
+    frames: HashMap<(u32, u64), u32>,
+    locations: HashMap<u32, u32>,
+    pending: HashMap<u32, Vec<(u64, Event)>>,
+    addresses: Vec<u64>,
+}
+
+/// The process's sampler.
+pub struct Sampler {
+    period_ns: u64,
+    stack: u32,
+    /// Perf events are not tried any more (refused once, or the test hook).
+    timer_only: AtomicBool,
+    handler_installed: AtomicBool,
+    threads: Mutex<Vec<Thread>>,
+    writer: Mutex<Writer>,
+    stopped: AtomicBool,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Sampler {
+    pub fn new(config: config::Config) -> Sampler {
+        let period_ns = config.sampling.as_nanos().min(u128::from(u64::MAX)) as u64;
+        // perf takes a multiple of 8 below 64 KiB.
+        let stack = (config.sampling_stack.min(60 << 10) as u32) & !7;
+        let timer_only = std::env::var_os(config::hooks::SAMPLING_TIMER.name).is_some();
+        let writer = Writer {
+            config,
+            recorder: None,
+            failed: false,
+            unwinder: Unwinder::default(),
+            frames: HashMap::new(),
+            locations: HashMap::new(),
+            pending: HashMap::new(),
+            addresses: Vec::with_capacity(crate::unwind::MAX_DEPTH),
+        };
+        Sampler {
+            period_ns,
+            stack,
+            timer_only: AtomicBool::new(timer_only),
+            handler_installed: AtomicBool::new(false),
+            threads: Mutex::new(Vec::new()),
+            writer: Mutex::new(writer),
+            stopped: AtomicBool::new(false),
+        }
+    }
+
+    /// Starts sampling the calling thread: its perf event, or else its
+    /// timer.
+    pub fn register_current(&self) {
+        if self.stopped.load(Ordering::Relaxed) {
+            return;
+        }
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        let source = match self.timer_only.load(Ordering::Relaxed) {
+            false => match perf::Ring::open(tid, self.period_ns, self.stack) {
+                Ok(ring) => Some(Source::Perf(ring)),
+                Err(e) => {
+                    tracing::debug!("perf event refused ({e}); sampling by a timer signal");
+                    self.timer_only.store(true, Ordering::Relaxed);
+                    None
+                }
+            },
+            true => None,
+        };
+        let source = match source {
+            Some(s) => s,
+            None => match self.timer_source() {
+                Ok(s) => s,
+                Err(e) => {
+                    recorder::diag::warn_once(&format!("call stacks are not sampled: {e}"));
+                    return;
+                }
+            },
+        };
+        let how = if matches!(source, Source::Perf(_)) { "a perf event" } else { "a timer signal" };
+        tracing::debug!("sampling thread {tid} by {how}");
+        lock(&self.threads).push(Thread { tid: tid as u32, source, ended: false });
+    }
+
+    fn timer_source(&self) -> std::io::Result<Source> {
+        if !self.handler_installed.swap(true, Ordering::AcqRel) {
+            timer::install_handler()?;
+        }
+        let ring = timer::TimerRing::new(self.stack as usize)?;
+        ring.arm(self.period_ns)?;
+        Ok(Source::Timer(ring))
+    }
+
+    /// The calling thread exits: its timer stops; its samples are drained
+    /// once more.
+    pub fn unregister_current(&self) {
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() } as u32;
+        for t in lock(&self.threads).iter_mut().filter(|t| t.tid == tid) {
+            if let Source::Timer(r) = &t.source {
+                r.disarm();
+            }
+            t.ended = true;
+        }
+    }
+
+    /// The sampler's thread: drains until the process exits.
+    pub fn run(&self) {
+        while !self.stopped.load(Ordering::Relaxed) {
+            std::thread::sleep(DRAIN_EVERY);
+            self.drain();
+        }
+    }
+
+    fn drain(&self) {
+        let mut w = lock(&self.writer);
+        {
+            let mut threads = lock(&self.threads);
+            for t in threads.iter_mut() {
+                match &mut t.source {
+                    Source::Perf(r) => r.drain(&mut |s| w.take(s)),
+                    Source::Timer(r) => r.drain(t.tid, &mut |s| w.take(s)),
+                }
+            }
+            threads.retain(|t| !t.ended);
+        }
+        w.write();
+    }
+
+    /// At the process's exit: stops every timer, drains the rest and
+    /// closes the stream.
+    pub fn finish(&self) {
+        self.stopped.store(true, Ordering::Relaxed);
+        for t in lock(&self.threads).iter() {
+            if let Source::Timer(r) = &t.source {
+                r.disarm();
+            }
+        }
+        self.drain();
+        let w = lock(&self.writer);
+        let lost = perf::LOST.load(Ordering::Relaxed) + timer::LOST.load(Ordering::Relaxed);
+        if lost > 0 {
+            tracing::debug!(lost, "samples lost (a full ring, or a stack pointer off the thread's stack)");
+        }
+        if let Some(rec) = &w.recorder {
+            rec.finish();
+        }
+    }
+}
+
+impl Writer {
+    fn recorder(&mut self) -> Option<&Recorder> {
+        if self.recorder.is_none() && !self.failed {
+            self.recorder = recorder::start_with(Producer::Sampling, &self.config);
+            self.failed = self.recorder.is_none();
+            if let Some(rec) = &self.recorder {
+                tracing::debug!(path = %rec.path().display(), "sampling call stacks");
+                let ns = self.config.sampling.as_nanos().min(u128::from(u64::MAX)) as u64;
+                rec.define(&Definition::SamplingPeriod { ns });
+                for m in self.unwinder.scan() {
+                    rec.define(&Definition::Module(m));
+                }
+            }
+        }
+        self.recorder.as_ref()
+    }
+
+    /// One sample: unwound, its stack put in the tree, its event kept for
+    /// the next write.
+    fn take(&mut self, s: &Sample<'_>) {
+        if self.recorder().is_none() {
+            return;
+        }
+        self.unwinder.unwind(s, &mut self.addresses);
+        if self.addresses.iter().any(|&a| !self.unwinder.knows(a)) {
+            // A library loaded since the last look: look again, unwind again.
+            let added = self.unwinder.scan();
+            if !added.is_empty() {
+                let rec = self.recorder.as_ref().expect("made above");
+                for m in added {
+                    rec.define(&Definition::Module(m));
+                }
+                self.unwinder.unwind(s, &mut self.addresses);
+            }
+        }
+        let mut parent = 0;
+        for &address in self.addresses.iter().rev() {
+            let next = self.frames.len() as u32 + 1;
+            parent = *self.frames.entry((parent, address)).or_insert_with(|| {
+                let rec = self.recorder.as_ref().expect("made above");
+                rec.define(&Definition::Frame { id: next, parent, address });
+                next
+            });
+        }
+        if parent != 0 {
+            self.pending.entry(s.tid).or_default().push((s.time, Event::Sample { frame: parent }));
+        }
+    }
+
+    /// Writes the samples kept, each thread's on its location.
+    fn write(&mut self) {
+        let Some(rec) = self.recorder.as_ref() else { return };
+        rec.flush_definitions();
+        let pid = std::process::id();
+        for (tid, events) in self.pending.iter_mut().filter(|(_, e)| !e.is_empty()) {
+            let location = *self.locations.entry(*tid).or_insert_with(|| {
+                let kind = LocationKind::HostThread { tid: *tid, is_main: *tid == pid };
+                rec.define_location(kind, "")
+            });
+            rec.flush_definitions();
+            events.sort_by_key(|e| e.0);
+            rec.write_batch(location, events);
+            events.clear();
+        }
+    }
+}
