@@ -15,6 +15,7 @@
 mod cupti;
 mod iterations;
 mod links;
+mod sampled;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

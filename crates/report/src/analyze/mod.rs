@@ -40,6 +40,7 @@ pub mod iterations;
 mod render;
 
 pub mod replay;
+pub mod sampled;
 pub mod stragglers;
 pub mod stuck;
 #[cfg(test)]
@@ -330,6 +331,9 @@ pub struct Analysis {
     /// Per iteration (the instances of a region that marks them), its
     /// critical path, projections and worst straggler ([`iterations`]).
     pub iterations: Option<iterations::Iterations>,
+    /// Per process, the functions its computation's samples fell in, the
+    /// most first ([`sampled`]; archives recorded with `--sampling`).
+    pub hot_functions: Vec<sampled::HotFunction>,
     /// The calls that had not returned when the recording ended (a hung
     /// or killed job), the innermost per thread ([`stuck`]).
     pub in_flight: Vec<stuck::InFlight>,

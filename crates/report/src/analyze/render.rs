@@ -13,6 +13,7 @@ use crate::table::{Cell, Table};
 
 mod iterations;
 mod path;
+mod sampled;
 mod stragglers;
 
 pub use iterations::longest_line;
@@ -371,6 +372,9 @@ pub fn write_table(a: &Analysis, out: &mut dyn Write) -> io::Result<()> {
     }
     if !a.ranks.is_empty() {
         writeln!(out, "{}", ranks_table(a).render(None))?;
+    }
+    if !a.hot_functions.is_empty() {
+        writeln!(out, "{}", sampled::table(&a.hot_functions).render(None))?;
     }
     if let Some(p) = a.critical_path.as_ref().filter(|p| p.jumps > 0) {
         writeln!(out, "{}", path::critical_table(p, 10).render(None))?;

@@ -60,6 +60,12 @@ impl Pass<'_> {
         // Of a stopped job only: a finished one's kernels all ended.
         let unfinished_kernels = if in_flight.is_empty() { Vec::new() } else { self.unfinished_kernels() };
         let what_if = critical_path.as_ref().map(|p| critical::what_if(p, &ranks)).unwrap_or_default();
+        let hot_functions = self.sampled.report(self.defs, &self, &ranks);
+        if let Some(f) = findings.iter_mut().find(|f| f.pattern == Pattern::LoadImbalance)
+            && let Some(where_) = crate::analyze::sampled::brief(&hot_functions, &f.process, 3)
+        {
+            f.detail.push_str(&format!("; its computation's samples: {where_}"));
+        }
         Analysis {
             archive,
             options: self.options.clone(),
@@ -77,6 +83,7 @@ impl Pass<'_> {
             what_if,
             what_if_gpu,
             iterations,
+            hot_functions,
             in_flight,
             stuck,
             unfinished_kernels,

@@ -277,6 +277,7 @@ struct Pass<'a> {
     timelines: Timelines,
     /// The instances of the region that marks iterations.
     marks: Option<super::iterations::Marks>,
+    sampled: super::sampled::Counts,
     // CUDA.
     launches: Map<(usize, u64), Launch>,
     launch_order: VecDeque<(usize, u64)>,
@@ -369,6 +370,7 @@ pub fn run(reader: &mut TraceReader, options: &Options, sink: &mut dyn Sink) -> 
         unfinished: unfinished::Tracker::default(),
         timelines: Timelines::new(location_count),
         marks,
+        sampled: Default::default(),
         launches: Map::default(),
         launch_order: VecDeque::new(),
         gpus: (0..model.gpus.len()).map(|_| Gpu::default()).collect(),
@@ -545,6 +547,22 @@ impl EventVisitor for Pass<'_> {
 
     fn metric(&mut self, ev: &EventContext<'_>, metric: otf2::MetricRef, values: &[otf2::MetricValue]) {
         self.nccl_metric(ev, metric, values);
+    }
+
+    fn calling_context_sample(
+        &mut self,
+        ev: &EventContext<'_>,
+        c: otf2::CallingContextRef,
+        _: u32,
+        _: otf2::InterruptGeneratorRef,
+    ) {
+        // Counted while the thread computes: in no MPI, NCCL or sync call.
+        if let Some(&l) = self.loc_index.get(&ev.location)
+            && self.locs[l].kind == LocationKind::HostThread
+            && self.locs[l].host.excluded_depth == 0
+        {
+            self.sampled.add(self.locs[l].process, c);
+        }
     }
 }
 

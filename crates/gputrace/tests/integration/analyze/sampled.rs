@@ -1,0 +1,51 @@
+//! Where an imbalance's computation went, from sampled call stacks
+//! (tests/programs/mpi/hot_imbalance.c, built `-O2 -fomit-frame-pointer
+//! -g`, traced with `--sampling 1ms`: every rank spins 0.1 s of CPU time
+//! per round in common_work, rank 1 as much again in extra_work, both
+//! through the same function busy): `analyze` shows per rank the call
+//! paths its computation's samples fell in — rank 1's split evenly
+//! between `main > common_work > busy` and `main > extra_work > busy`
+//! (within 20 % of each other), rank 0's without extra_work — and the
+//! load imbalance finding names rank 1's.
+
+use std::process::Command;
+
+use super::{ONE_AT_A_TIME, analyze, analyze_out};
+use crate::util::*;
+
+#[test]
+fn the_imbalance_s_computation_is_named_by_its_sampled_call_paths() {
+    let (mpicc, mpirun, _) = openmpi();
+    let exe = scratch().join("hot_imbalance");
+    let src = workspace().join("tests/programs/mpi/hot_imbalance.c");
+    let out =
+        Command::new(mpicc).args(["-O2", "-fomit-frame-pointer", "-g", "-o"]).arg(&exe).arg(&src).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = fresh_dir("an-sampled");
+    let exe = exe.display().to_string();
+    let out = trace(&dir, &["--sampling", "1ms", mpirun, "--oversubscribe", "-np", "2", &exe, "5"], &[]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let a = analyze(&dir, &[]);
+    let hot = a["hot_functions"].as_array().unwrap();
+    let share = |rank: i64, path: &str| {
+        hot.iter()
+            .filter(|h| h["rank"].as_i64() == Some(rank) && h["call_path"].as_str() == Some(path))
+            .map(|h| h["share"].as_f64().unwrap())
+            .sum::<f64>()
+    };
+    let (common, extra) = (share(1, "main > common_work > busy"), share(1, "main > extra_work > busy"));
+    assert!(common > 30.0 && extra > 30.0, "rank 1: common {common}%, extra {extra}%: {hot:#?}");
+    assert!((extra / common - 1.0).abs() <= 0.2, "rank 1: common {common}% vs extra {extra}%");
+    assert!(share(0, "main > common_work > busy") > 60.0, "{hot:#?}");
+    assert_eq!(share(0, "main > extra_work > busy"), 0.0, "{hot:#?}");
+    assert!(hot.iter().all(|h| h["source"].as_str().is_none_or(|s| !s.is_empty())));
+    let busy = hot.iter().find(|h| h["function"].as_str() == Some("busy")).unwrap();
+    assert!(busy["source"].as_str().unwrap().starts_with("hot_imbalance.c:"), "{busy:#}");
+    let imbalance = a["findings"].as_array().unwrap().iter().find(|f| f["pattern"] == "load_imbalance").unwrap();
+    let detail = imbalance["detail"].as_str().unwrap();
+    assert_eq!(imbalance["rank"].as_i64(), Some(1), "{imbalance:#}");
+    assert!(detail.contains("its computation's samples: ") && detail.contains("main > extra_work > busy"), "{detail}");
+    let table = text(&analyze_out(&dir, &[]).stdout);
+    assert!(table.contains("Where the computation went"), "{table}");
+}
