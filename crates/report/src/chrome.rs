@@ -34,12 +34,15 @@ use crate::{Error, Result};
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use otf2::reader::{EventContext, EventVisitor, GlobalDefs};
-use otf2::{AttributeRef, AttributeValue, LocationRef, MetricRef, MetricValue, RegionRef};
+use otf2::{
+    AttributeRef, AttributeValue, CallingContextRef, InterruptGeneratorRef, LocationRef, MetricRef, MetricValue,
+    RegionRef,
+};
 
 use crate::model::{LocationKind, Model, RegionKind};
 use crate::window::{Cut, Window};
 
-use self::format::{Args, CounterArgs, Event, MarkArgs, MetaArgs, Micros, Number, OtherData};
+use self::format::{Args, CounterArgs, Event, MarkArgs, MetaArgs, Micros, Number, OtherData, SampleArgs};
 
 mod format;
 
@@ -52,6 +55,8 @@ pub struct ExportSummary {
     /// Instances of `gputrace analyze`'s findings, on analysis tracks.
     pub marked: u64,
     pub counters: u64,
+    /// Sampled call stacks, as instants on their threads.
+    pub samples: u64,
     /// Flow starts and ends written.
     pub flow_starts: u64,
     pub flow_ends: u64,
@@ -222,6 +227,7 @@ pub fn write<W: Write>(reader: &mut otf2::reader::TraceReader, out: &mut W, cut:
         stack: Vec::new(),
         gpu_work: HashMap::new(),
         carried: HashMap::new(),
+        stacks: HashMap::new(),
         summary,
     };
     for loc in order {
@@ -353,6 +359,8 @@ struct Pass<'a, W> {
     /// attribute an Enter lacks has the value it had there (the merge
     /// writes a repeating launch configuration or memory kind once).
     carried: HashMap<RegionRef, Vec<(AttributeRef, AttributeValue)>>,
+    /// Per sampled calling context: (innermost function, call path, line).
+    stacks: HashMap<CallingContextRef, (String, String, Option<String>)>,
     summary: ExportSummary,
 }
 
@@ -441,6 +449,20 @@ impl<W: Write> EventVisitor for Pass<'_, W> {
         }
     }
 
+    fn calling_context_sample(
+        &mut self,
+        ev: &EventContext<'_>,
+        c: CallingContextRef,
+        _: u32,
+        _: InterruptGeneratorRef,
+    ) {
+        let (defs, ts, t) = (self.defs, self.ts(ev.time), self.track);
+        let (name, stack, source) = self.stacks.entry(c).or_insert_with(|| stack_of(defs, c));
+        let args = SampleArgs { stack, source: source.as_deref() };
+        self.events.emit(&Event::Sample { name, cat: "sample", pid: t.pid, tid: t.tid, ts, s: "t", args });
+        self.summary.samples += 1;
+    }
+
     fn metric(&mut self, ev: &EventContext<'_>, metric: MetricRef, values: &[MetricValue]) {
         let Some(value) = values.first() else { return };
         let metric_name = self.model.metric_names.get(&metric).map_or("metric", String::as_str);
@@ -455,4 +477,27 @@ impl<W: Write> EventVisitor for Pass<'_, W> {
         self.events.emit(&Event::Counter { name: &name, pid, ts, args: CounterArgs { value } });
         self.summary.counters += 1;
     }
+}
+
+/// A calling context's innermost function, its call path outermost first
+/// (`main > hot_a > spin`), and the innermost frame's `file:line`.
+fn stack_of(defs: &otf2::reader::GlobalDefs, c: CallingContextRef) -> (String, String, Option<String>) {
+    let name = |r: RegionRef| defs.regions.get(&r).map_or("?", |d| defs.string(d.name)).to_string();
+    let Some(first) = defs.calling_contexts.get(&c) else { return ("?".into(), "?".into(), None) };
+    let source = first.location.and_then(|l| defs.source_code_locations.get(&l)).map(|&(file, line)| {
+        let file = defs.string(file);
+        format!("{}:{line}", file.rsplit('/').next().unwrap_or(file))
+    });
+    let mut frames = vec![name(first.region)];
+    let mut up = first.parent;
+    // Bounded: a malformed archive's parents could loop.
+    while let Some(p) = up.and_then(|p| defs.calling_contexts.get(&p))
+        && frames.len() < 256
+    {
+        frames.push(name(p.region));
+        up = p.parent;
+    }
+    let innermost = frames[0].clone();
+    frames.reverse();
+    (innermost, frames.join(" > "), source)
 }

@@ -46,6 +46,18 @@ pub(super) enum Event<'a> {
     FlowEnd { id: u64, cat: &'static str, name: &'static str, pid: usize, tid: usize, ts: Micros, bp: &'static str },
     #[serde(rename = "C")]
     Counter { name: &'a str, pid: usize, ts: Micros, args: CounterArgs },
+    /// A sampled call stack (`--sampling`): an instant on its thread,
+    /// named by the innermost function (`"s":"t"`: thread-scoped).
+    #[serde(rename = "i")]
+    Sample {
+        name: &'a str,
+        cat: &'static str,
+        pid: usize,
+        tid: usize,
+        ts: Micros,
+        s: &'static str,
+        args: SampleArgs<'a>,
+    },
     /// An analysis finding's instance, on its analysis track.
     #[serde(rename = "X")]
     Marked { name: &'a str, cat: &'static str, pid: usize, tid: usize, ts: Micros, dur: Micros, args: MarkArgs<'a> },
@@ -60,6 +72,14 @@ pub(super) struct MarkArgs<'a> {
     pub(super) waited_for: Option<String>,
     #[serde(skip_serializing_if = "str::is_empty")]
     pub(super) call: &'a str,
+}
+
+/// A sample's call path, outermost first, and the innermost frame's line.
+#[derive(Serialize)]
+pub(super) struct SampleArgs<'a> {
+    pub(super) stack: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(super) source: Option<&'a str>,
 }
 
 #[derive(Serialize)]

@@ -48,4 +48,26 @@ fn the_imbalance_s_computation_is_named_by_its_sampled_call_paths() {
     assert!(detail.contains("its computation's samples: ") && detail.contains("main > extra_work > busy"), "{detail}");
     let table = text(&analyze_out(&dir, &[]).stdout);
     assert!(table.contains("Where the computation went"), "{table}");
+
+    // The Chrome export: an instant per sample on its thread, with its
+    // call path and line; as many as the Python reader counts.
+    let json = dir.join("samples.json");
+    let out = run(Command::new(gputrace()).args(["export", "--format", "chrome", "-o"]).arg(&json).arg(&dir));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let samples: Vec<&serde_json::Value> =
+        doc["traceEvents"].as_array().unwrap().iter().filter(|e| e["cat"] == "sample").collect();
+    let script = "import sys, otf2\nfrom otf2.events import CallingContextSample\n\
+                  with otf2.reader.open(sys.argv[1]) as t:\n    \
+                  print(sum(isinstance(e, CallingContextSample) for _, e in t.events))";
+    let py = Command::new("/usr/bin/python3").arg("-c").arg(script).arg(dir.join("traces.otf2")).output().unwrap();
+    assert!(py.status.success(), "{}", text(&py.stderr));
+    assert_eq!(samples.len().to_string(), text(&py.stdout).trim());
+    let extra =
+        samples.iter().find(|e| e["args"]["stack"].as_str().unwrap().ends_with("main > extra_work > busy")).unwrap();
+    assert_eq!(
+        (extra["ph"].as_str(), extra["name"].as_str(), extra["s"].as_str()),
+        (Some("i"), Some("busy"), Some("t"))
+    );
+    assert!(extra["args"]["source"].as_str().unwrap().starts_with("hot_imbalance.c:"), "{extra}");
 }
