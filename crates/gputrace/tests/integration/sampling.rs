@@ -111,11 +111,14 @@ fn sample_and_check(name: &str, exe: &Path, launcher: &str, env: &[(&str, &str)]
     // stats: spin's self share, hot_a's inclusive one above hot_b's.
     let out = ok(gt(&["stats", "--report", "sampled_sum", "--format", "csv", s(&dir)]));
     let table = text(&out.stdout);
-    let row = |f: &str| -> Vec<f64> {
-        let line = table.lines().find(|l| l.ends_with(&format!(",{f}"))).unwrap_or_else(|| panic!("{f}: {table}"));
-        line.split(',').take(2).map(|x| x.parse().unwrap()).collect()
+    let fields = |f: &str| -> Vec<&str> {
+        let line = table.lines().find(|l| l.split(',').nth(4) == Some(f)).unwrap_or_else(|| panic!("{f}: {table}"));
+        line.split(',').collect()
     };
+    let row = |f: &str| -> Vec<f64> { fields(f).iter().take(2).map(|x| x.parse().unwrap()).collect() };
     assert!(row("spin")[0] > 50.0, "{table}");
+    // The line most of spin's samples were at: in its loop.
+    assert!(fields("spin")[5].starts_with("hot.c:"), "{table}");
     assert!(row("hot_a")[1] > row("hot_b")[1] && row("hot_b")[1] > 20.0, "{table}");
 }
 

@@ -3,7 +3,8 @@
 //! function its self share (samples whose innermost frame it is) and its
 //! inclusive share (samples with it anywhere on the stack, a recursive
 //! function counted once per sample), of all samples, or of its process's
-//! with `--by-rank`.
+//! with `--by-rank`; and the source line most of its self samples were
+//! at (`cg.f:523`), where the archive has lines.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -18,6 +19,8 @@ pub struct Samples {
     counts: HashMap<(usize, CallingContextRef), u64>,
     /// Each context's region and caller's context.
     contexts: BTreeMap<CallingContextRef, (RegionRef, Option<CallingContextRef>)>,
+    /// Each context's `file:line` (the file's base name).
+    lines: HashMap<CallingContextRef, String>,
     names: HashMap<RegionRef, String>,
 }
 
@@ -25,7 +28,16 @@ impl Samples {
     pub fn new(defs: &GlobalDefs) -> Samples {
         let contexts: BTreeMap<_, _> = defs.calling_contexts.iter().map(|(k, c)| (*k, (c.region, c.parent))).collect();
         let names = contexts.values().map(|(r, _)| (*r, defs.region_name(*r).to_string())).collect();
-        Samples { counts: HashMap::new(), contexts, names }
+        let lines = defs
+            .calling_contexts
+            .iter()
+            .filter_map(|(k, c)| {
+                let &(file, line) = defs.source_code_locations.get(&c.location?)?;
+                let file = defs.string(file);
+                Some((*k, format!("{}:{line}", file.rsplit('/').next().unwrap_or(file))))
+            })
+            .collect();
+        Samples { counts: HashMap::new(), contexts, lines, names }
     }
 
     /// One sample of `context` in `process`.
@@ -33,11 +45,11 @@ impl Samples {
         *self.counts.entry((process, context)).or_default() += 1;
     }
 
-    /// (self, inclusive) samples per (process when `by_rank`, function),
-    /// and the samples per process key.
+    /// (self, inclusive, self samples per line) per (process when
+    /// `by_rank`, function), and the samples per process key.
     #[allow(clippy::type_complexity)]
-    fn shares(&self, by_rank: bool) -> (BTreeMap<(Option<usize>, String), (u64, u64)>, HashMap<Option<usize>, u64>) {
-        let mut rows: BTreeMap<(Option<usize>, String), (u64, u64)> = BTreeMap::new();
+    fn shares(&self, by_rank: bool) -> (BTreeMap<(Option<usize>, String), Share>, HashMap<Option<usize>, u64>) {
+        let mut rows: BTreeMap<(Option<usize>, String), Share> = BTreeMap::new();
         let mut totals: HashMap<Option<usize>, u64> = HashMap::new();
         let name = |r: &RegionRef| self.names.get(r).cloned().unwrap_or_default();
         for (&(process, context), &n) in &self.counts {
@@ -51,6 +63,9 @@ impl Samples {
                 let row = rows.entry((key, name(&region))).or_default();
                 if innermost {
                     row.0 += n;
+                    if let Some(line) = self.lines.get(&c) {
+                        *row.2.entry(line.clone()).or_default() += n;
+                    }
                 }
                 if seen.insert(region) {
                     row.1 += n;
@@ -62,9 +77,13 @@ impl Samples {
     }
 }
 
+/// A function's (self, inclusive) samples and its self samples per line.
+type Share = (u64, u64, HashMap<String, u64>);
+
 /// The `sampled_sum` table.
 pub fn table(s: &Samples, by_rank: bool, label: &dyn Fn(usize) -> String) -> Table {
-    let mut columns = vec!["Self (%)", "Inclusive (%)", "Self Samples", "Inclusive Samples", "Function"];
+    let mut columns =
+        vec!["Self (%)", "Inclusive (%)", "Self Samples", "Inclusive Samples", "Function", "Hottest Line"];
     if by_rank {
         columns.insert(0, "Process");
     }
@@ -72,14 +91,16 @@ pub fn table(s: &Samples, by_rank: bool, label: &dyn Fn(usize) -> String) -> Tab
     let (rows, totals) = s.shares(by_rank);
     let mut rows: Vec<_> = rows.into_iter().collect();
     rows.sort_by(|a, b| (a.0.0, b.1.0, b.1.1).cmp(&(b.0.0, a.1.0, a.1.1)).then(a.0.1.cmp(&b.0.1)));
-    for ((process, function), (own, inclusive)) in rows {
+    for ((process, function), (own, inclusive, lines)) in rows {
+        let hottest = lines.into_iter().max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(&a.0))).map(|(l, _)| l);
         let total = totals.get(&process).copied().unwrap_or(1).max(1) as f64;
         let mut row = vec![
             Cell::Float(own as f64 * 100.0 / total, 1),
             Cell::Float(inclusive as f64 * 100.0 / total, 1),
             Cell::Int(u128::from(own)),
             Cell::Int(u128::from(inclusive)),
-            Cell::Text(function),
+            Cell::Text(crate::names::for_terminal(&function, 70)),
+            Cell::Text(hottest.unwrap_or_default()),
         ];
         if let Some(p) = process {
             row.insert(0, Cell::Text(label(p)));
