@@ -334,6 +334,13 @@ pub enum Event {
     Sample {
         frame: u32,
     },
+    /// The call path of the next Enter of the same location
+    /// (`GPUTRACE_UNWINDING`): `frame` is the innermost node of the
+    /// process's stack tree, the caller of the function entered (format
+    /// version 8).
+    CallPath {
+        frame: u32,
+    },
 }
 
 mod tag {
@@ -365,6 +372,8 @@ mod tag {
     pub const MEM_POOL: u8 = 42;
     // Sampled call stacks (format version 7).
     pub const SAMPLE: u8 = 43;
+    // An MPI call's call path (format version 8).
+    pub const CALL_PATH: u8 = 44;
 }
 
 /// The most bytes one event can take, timestamp included: the writer keeps
@@ -390,6 +399,7 @@ mod tests {
             Event::MpiIrecv { msg, request: 10 },
             Event::MpiRequestTest { request: 10 },
             Event::Sample { frame: 1 << 20 },
+            Event::CallPath { frame: 1 << 21 },
             Event::MpiRequestCancelled { request: 10 },
             Event::MpiCollectiveBegin,
             Event::MpiCollectiveEnd(coll),

@@ -139,6 +139,10 @@ impl Event {
                 start(out, tag::SAMPLE);
                 varint::put_u64(out, u64::from(*frame));
             }
+            Event::CallPath { frame } => {
+                start(out, tag::CALL_PATH);
+                varint::put_u64(out, u64::from(*frame));
+            }
             Event::MpiRequestCancelled { request } => {
                 start(out, tag::MPI_REQUEST_CANCELLED);
                 varint::put_u64(out, *request);
