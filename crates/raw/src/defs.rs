@@ -333,22 +333,13 @@ pub enum Definition {
     },
     /// A module mapped in the process, for the sampled addresses (version 7).
     Module(Module),
-    /// A node of the sampled stacks' tree (version 7): ids from 1, parent 0 at the
-    /// outermost frame; the address to look up (ip, or a return address − 1).
-    /// From version 8, an address with [`Definition::REGION_NODE`] set is
-    /// no address: its low 32 bits are a region of the stream, the MPI
-    /// function called at its parent (an MPI call's call path's leaf).
+    /// A node of the sampled stacks' tree (version 7): ids from 1, parent 0 at the outermost
+    /// frame; the address to look up (ip, return address − 1; [`crate::event::REGION_NODE`]).
     Frame {
         id: u32,
         parent: u32,
         address: u64,
     },
-}
-
-impl Definition {
-    /// The bit of a [`Definition::Frame`]'s address that marks a region's
-    /// node (user-space addresses never have it on x86-64).
-    pub const REGION_NODE: u64 = 1 << 63;
 }
 
 /// A mapped module: executable addresses, bias added to the file's, path, build id.

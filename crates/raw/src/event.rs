@@ -343,6 +343,12 @@ pub enum Event {
     },
 }
 
+/// The bit of a [`Definition::Frame`](crate::Definition::Frame)'s address
+/// that marks a region's node (no user-space address has it on x86-64):
+/// its low 32 bits are a region of the stream, the MPI function called
+/// at the node's parent, the leaf of an MPI call's call path (version 8).
+pub const REGION_NODE: u64 = 1 << 63;
+
 mod tag {
     pub const ENTER: u8 = 1;
     pub const LEAVE: u8 = 2;

@@ -49,7 +49,7 @@ pub(super) fn define(defs: &mut Definitions, processes: &[Process], layout: &mut
             for (&id, &(parent, address)) in &d.frames {
                 let mut at = contexts.get(&parent).map(|c| c.0);
                 let mut depth = contexts.get(&parent).map_or(0, |c| c.1);
-                if address & raw::Definition::REGION_NODE != 0 {
+                if address & raw::event::REGION_NODE != 0 {
                     // An MPI call's leaf: its region, called at the parent.
                     let local = (address & u64::from(u32::MAX)) as usize;
                     if let Some(&Some((region, _))) = plan.regions.get(stream).and_then(|r| r.get(local)) {

@@ -71,5 +71,5 @@ pub fn here(rec: &Recorder, region: u32) -> Option<u32> {
     }
     let define = |id, parent, address| rec.define(&Definition::Frame { id, parent, address });
     let caller = p.tree.insert(&p.addresses, define);
-    Some(p.tree.child(caller, Definition::REGION_NODE | u64::from(region), define))
+    Some(p.tree.child(caller, raw::event::REGION_NODE | u64::from(region), define))
 }
