@@ -296,8 +296,8 @@ pub const VARS: &[Var] = &[
                pointers or rebuild needed) and record the node of the process's call-path tree with \
                the Enter; the merge writes the call as CallingContextEnter and CallingContextLeave \
                events, whose calling context is the MPI function under the user functions that \
-               called it (docs/sampling.md). Costs about a microsecond per MPI call (docs/sampling.md, \
-               Cost).",
+               called it (docs/sampling.md). Adds a few hundred ns per MPI call, more for deeper \
+               call paths (docs/sampling.md).",
     },
     Var {
         name: "GPUTRACE_CUPTI_LIB",
