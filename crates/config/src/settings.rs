@@ -32,6 +32,9 @@ pub struct Config {
     pub sampling: Duration,
     /// `GPUTRACE_SAMPLING_STACK`: bytes of stack copied per sample.
     pub sampling_stack: u64,
+    /// `GPUTRACE_UNWINDING`: the call path of every MPI call is recorded
+    /// at its Enter.
+    pub unwinding: bool,
     /// `GPUTRACE_TIMER`: `auto`, `tsc` or `clock_gettime` (read by
     /// `gputrace_clock` itself, which every producer shares).
     pub timer: &'static str,
@@ -142,6 +145,7 @@ impl Config {
             nvtx_enable: get("GPUTRACE_NVTX_ENABLE").bool(),
             sampling: get("GPUTRACE_SAMPLING").duration(),
             sampling_stack: get("GPUTRACE_SAMPLING_STACK").size(),
+            unwinding: get("GPUTRACE_UNWINDING").bool(),
             timer: get("GPUTRACE_TIMER").choice(),
             verbose: get("GPUTRACE_VERBOSE").bool(),
             keep_raw: get("GPUTRACE_KEEP_RAW").bool(),

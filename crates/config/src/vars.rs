@@ -287,6 +287,19 @@ pub const VARS: &[Var] = &[
                starts at the outermost frame that could be unwound). Between 1k and 60k.",
     },
     Var {
+        name: "GPUTRACE_UNWINDING",
+        ty: VarType::Bool,
+        default: "false",
+        flag: "--unwinding",
+        brief: "Record the call path of every MPI call at its Enter (as Score-P's SCOREP_ENABLE_UNWINDING).",
+        help: "The MPI wrappers unwind their caller's stack at each recorded call (DWARF CFI, no frame \
+               pointers or rebuild needed) and record the node of the process's call-path tree with \
+               the Enter; the merge writes the call as CallingContextEnter and CallingContextLeave \
+               events, whose calling context is the MPI function under the user functions that \
+               called it (docs/sampling.md). Adds a few hundred ns per MPI call, more for deeper \
+               call paths (docs/sampling.md).",
+    },
+    Var {
         name: "GPUTRACE_CUPTI_LIB",
         ty: VarType::Path,
         default: "",

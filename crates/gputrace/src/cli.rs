@@ -105,6 +105,12 @@ pub struct Cli {
     #[arg(long, value_name = "SIZE")]
     pub sampling_stack: Option<OsString>,
 
+    /// Record the call path of every MPI call at its Enter
+    /// (GPUTRACE_UNWINDING=true): each MPI call under the user functions
+    /// that called it, unwound without frame pointers.
+    #[arg(long)]
+    pub unwinding: bool,
+
     /// Keep the raw streams (raw/) after the archive is written, for
     /// `gputrace merge DIR` (GPUTRACE_KEEP_RAW=true).
     #[arg(long)]
@@ -489,6 +495,7 @@ impl Cli {
             ("GPUTRACE_NVTX_ENABLE", switch(self.no_nvtx, "false")),
             ("GPUTRACE_SAMPLING", text(&self.sampling)),
             ("GPUTRACE_SAMPLING_STACK", text(&self.sampling_stack)),
+            ("GPUTRACE_UNWINDING", switch(self.unwinding, "true")),
             ("GPUTRACE_KEEP_RAW", switch(self.keep_raw, "true")),
             ("GPUTRACE_MERGE_JOBS", text(&self.merge_jobs)),
             ("GPUTRACE_MERGE_RANKS", text(&self.merge_ranks)),

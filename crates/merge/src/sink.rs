@@ -93,6 +93,10 @@ pub enum Record {
     },
 }
 
+mod context;
+pub use context::{InContext, Left};
+type Step = Result<(), SinkError>;
+
 /// What a sink reports when it cannot take an event: boxed, so that the
 /// `Result` every event passes through stays one word (an 80-byte error
 /// type made the whole pass about 20% slower).
@@ -140,6 +144,26 @@ pub trait Sink {
         index: usize,
         duration: u64,
     ) -> Result<(), SinkError>;
+
+    /// Enters `region` as the leaf of the calling context `cx` (an MPI
+    /// call whose call path was recorded, `GPUTRACE_UNWINDING`); a sink
+    /// that knows no call paths takes it as [`enter`](Self::enter).
+    fn enter_in(
+        &mut self,
+        time: u64,
+        attributes: &[(AttributeRef, AttributeValue)],
+        region: RegionRef,
+        index: usize,
+        work: Work,
+        _cx: InContext,
+    ) -> Result<(), SinkError> {
+        self.enter(time, attributes, region, index, work)
+    }
+
+    /// Leaves a region entered by [`enter_in`](Self::enter_in).
+    fn leave_in(&mut self, time: u64, attributes: &[(AttributeRef, AttributeValue)], r: Left, _cx: InContext) -> Step {
+        self.leave(time, attributes, r.region, r.index, r.duration)
+    }
 
     /// A message sent at `time`.
     fn send(&mut self, time: u64, attributes: &[(AttributeRef, AttributeValue)], m: &Message) -> Result<(), SinkError>;
@@ -301,6 +325,26 @@ impl Sink for EventWriter<'_> {
     }
 
     #[inline(always)]
+    fn enter_in(
+        &mut self,
+        t: u64,
+        attributes: &[(AttributeRef, AttributeValue)],
+        _: RegionRef,
+        _: usize,
+        _: Work,
+        cx: InContext,
+    ) -> Step {
+        attach(self, attributes)?;
+        EventWriter::calling_context_enter(self, t, cx.context, cx.depth).map_err(Box::new)
+    }
+
+    #[inline(always)]
+    fn leave_in(&mut self, t: u64, attributes: &[(AttributeRef, AttributeValue)], _: Left, cx: InContext) -> Step {
+        attach(self, attributes)?;
+        EventWriter::calling_context_leave(self, t, cx.context).map_err(Box::new)
+    }
+
+    #[inline(always)]
     fn send(&mut self, t: u64, attributes: &[(AttributeRef, AttributeValue)], m: &Message) -> Result<(), SinkError> {
         write_message(self, t, attributes, m, true)
     }
@@ -428,6 +472,26 @@ impl<A: Sink, B: Sink> Sink for (A, B) {
     }
 
     #[inline(always)]
+    fn enter_in(
+        &mut self,
+        t: u64,
+        attributes: &[(AttributeRef, AttributeValue)],
+        region: RegionRef,
+        index: usize,
+        work: Work,
+        cx: InContext,
+    ) -> Step {
+        self.0.enter_in(t, attributes, region, index, work, cx)?;
+        self.1.enter_in(t, attributes, region, index, work, cx)
+    }
+
+    #[inline(always)]
+    fn leave_in(&mut self, t: u64, attributes: &[(AttributeRef, AttributeValue)], r: Left, cx: InContext) -> Step {
+        self.0.leave_in(t, attributes, r, cx)?;
+        self.1.leave_in(t, attributes, r, cx)
+    }
+
+    #[inline(always)]
     fn send(&mut self, t: u64, attributes: &[(AttributeRef, AttributeValue)], m: &Message) -> Result<(), SinkError> {
         self.0.send(t, attributes, m)?;
         self.1.send(t, attributes, m)
@@ -483,6 +547,24 @@ impl<S: Sink + ?Sized> Sink for &mut S {
         duration: u64,
     ) -> Result<(), SinkError> {
         (**self).leave(t, attributes, region, index, duration)
+    }
+
+    #[inline(always)]
+    fn enter_in(
+        &mut self,
+        t: u64,
+        a: &[(AttributeRef, AttributeValue)],
+        r: RegionRef,
+        i: usize,
+        w: Work,
+        cx: InContext,
+    ) -> Step {
+        (**self).enter_in(t, a, r, i, w, cx)
+    }
+
+    #[inline(always)]
+    fn leave_in(&mut self, t: u64, attributes: &[(AttributeRef, AttributeValue)], r: Left, cx: InContext) -> Step {
+        (**self).leave_in(t, attributes, r, cx)
     }
 
     #[inline(always)]

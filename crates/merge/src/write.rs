@@ -23,7 +23,7 @@ use crate::Result;
 use crate::inputs::Process;
 use crate::layout::{CudaAttributes, Layout, LocationPlan, LocationRole, ProcessPlan};
 use crate::sink::SinkError;
-use crate::sink::{Message, Record, Sink, Work};
+use crate::sink::{InContext, Left, Message, Record, Sink, Work};
 
 mod attributes;
 mod cut;
@@ -63,6 +63,10 @@ struct Pass<'a, S: Sink> {
     /// (0: none): a launch before it may have had its work given back,
     /// so it carries no correlation id (it would read as never finished).
     gpu_cut: u64,
+    /// The call path of the next Enter (a CallPath event), and those of
+    /// the open regions entered with one: (their depth in `stack`, it).
+    next_cx: Option<InContext>,
+    contexts: Vec<(usize, InContext)>,
 }
 
 /// What the pass of one location met and repaired.
@@ -134,6 +138,8 @@ pub fn location_events(cx: Context<'_>, loc: &LocationPlan, sink: impl Sink) -> 
         repeating: HashMap::new(),
         graph_launch: None,
         gpu_cut: cut::gpu_cut(process),
+        next_cx: None,
+        contexts: Vec::new(),
     };
     let mut last = 0u64;
     let mut count = 0u64;
@@ -248,6 +254,7 @@ impl<S: Sink> Pass<'_, S> {
 
     fn enter(&mut self, t: u64, stream: usize, id: u32, work: Work, attrs: &[(AttributeRef, AttributeValue)]) -> Step {
         let Some((region, index)) = self.region(stream, id) else {
+            self.next_cx = None;
             return Ok(());
         };
         self.enter_region(t, attrs, region, index, work)
@@ -264,7 +271,12 @@ impl<S: Sink> Pass<'_, S> {
         index: usize,
         work: Work,
     ) -> Step {
-        if self.pending.is_empty() {
+        if let Some(cx) = self.next_cx.take() {
+            let mut all = std::mem::take(&mut self.pending);
+            all.extend_from_slice(attrs);
+            self.sink.enter_in(t, &all, region, index, work, cx)?;
+            self.contexts.push((self.stack.len(), cx));
+        } else if self.pending.is_empty() {
             self.sink.enter(t, attrs, region, index, work)?;
         } else {
             let mut all = std::mem::take(&mut self.pending);
@@ -279,6 +291,11 @@ impl<S: Sink> Pass<'_, S> {
     /// them to the next record, whatever it is).
     #[inline]
     fn leave_region(&mut self, t: u64, region: RegionRef, index: usize, duration: u64) -> Step {
+        if self.contexts.last().is_some_and(|c| c.0 == self.stack.len()) {
+            let (_, cx) = self.contexts.pop().expect("checked");
+            let all = std::mem::take(&mut self.pending);
+            return self.sink.leave_in(t, &all, Left { region, index, duration }, cx);
+        }
         if self.pending.is_empty() {
             self.sink.leave(t, &[], region, index, duration)
         } else {
@@ -414,6 +431,14 @@ impl<S: Sink> Pass<'_, S> {
                 if let (Some(&(context, depth)), Some(generator)) = (context, self.plan.interrupt) {
                     self.emit(t, &[], Record::Sample { context, depth, generator })?;
                 }
+            }
+            Event::CallPath { frame } => {
+                self.next_cx = self
+                    .plan
+                    .samples
+                    .get(stream)
+                    .and_then(|c| c.get(&frame))
+                    .map(|&(context, depth)| InContext { context, depth });
             }
             Event::MemAlloc(m) | Event::MemFree(m) => self.memory_op(t, stream, &m)?,
             Event::MemPool(p) => self.memory_pool(t, stream, &p)?,

@@ -310,6 +310,24 @@ impl<'a> EventWriter<'a> {
         self.raw.calling_context_sample(time, context, unwind_distance, generator)
     }
 
+    /// Enters the region that is the leaf of `context`
+    /// (`CallingContextEnter`, written in place of an `Enter` when the
+    /// call path is known, as Score-P does with unwinding on);
+    /// `unwind_distance` as for [`calling_context_sample`](Self::calling_context_sample).
+    #[inline]
+    pub fn calling_context_enter(&mut self, time: u64, context: CallingContextRef, unwind_distance: u32) -> Result<()> {
+        self.note(time);
+        self.raw.calling_context_enter(time, context, unwind_distance)
+    }
+
+    /// Leaves the region entered by a `CallingContextEnter` of `context`
+    /// (`CallingContextLeave`).
+    #[inline]
+    pub fn calling_context_leave(&mut self, time: u64, context: CallingContextRef) -> Result<()> {
+        self.note(time);
+        self.raw.calling_context_leave(time, context)
+    }
+
     /// A fork of `threads` threads of paradigm `model` (`ThreadFork`).
     #[inline]
     pub fn thread_fork(&mut self, time: u64, model: Paradigm, threads: u32) -> Result<()> {

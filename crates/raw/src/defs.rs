@@ -333,8 +333,8 @@ pub enum Definition {
     },
     /// A module mapped in the process, for the sampled addresses (version 7).
     Module(Module),
-    /// A node of the sampled stacks' tree (version 7): ids from 1, parent 0 at the
-    /// outermost frame; the address to look up (ip, or a return address − 1).
+    /// A node of the sampled stacks' tree (version 7): ids from 1, parent 0 at the outermost
+    /// frame; the address to look up (ip, return address − 1; [`crate::event::REGION_NODE`]).
     Frame {
         id: u32,
         parent: u32,

@@ -334,7 +334,20 @@ pub enum Event {
     Sample {
         frame: u32,
     },
+    /// The call path of the next Enter of the same location
+    /// (`GPUTRACE_UNWINDING`): `frame` is the innermost node of the
+    /// process's stack tree, the caller of the function entered (format
+    /// version 8).
+    CallPath {
+        frame: u32,
+    },
 }
+
+/// The bit of a [`Definition::Frame`](crate::Definition::Frame)'s address
+/// that marks a region's node (no user-space address has it on x86-64):
+/// its low 32 bits are a region of the stream, the MPI function called
+/// at the node's parent, the leaf of an MPI call's call path (version 8).
+pub const REGION_NODE: u64 = 1 << 63;
 
 mod tag {
     pub const ENTER: u8 = 1;
@@ -365,6 +378,8 @@ mod tag {
     pub const MEM_POOL: u8 = 42;
     // Sampled call stacks (format version 7).
     pub const SAMPLE: u8 = 43;
+    // An MPI call's call path (format version 8).
+    pub const CALL_PATH: u8 = 44;
 }
 
 /// The most bytes one event can take, timestamp included: the writer keeps
@@ -390,6 +405,7 @@ mod tests {
             Event::MpiIrecv { msg, request: 10 },
             Event::MpiRequestTest { request: 10 },
             Event::Sample { frame: 1 << 20 },
+            Event::CallPath { frame: 1 << 21 },
             Event::MpiRequestCancelled { request: 10 },
             Event::MpiCollectiveBegin,
             Event::MpiCollectiveEnd(coll),

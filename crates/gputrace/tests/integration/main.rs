@@ -30,4 +30,5 @@ mod sizes;
 mod slurm;
 mod sources;
 mod stops;
+mod unwinding;
 mod util;

@@ -4,7 +4,11 @@
 //! context per (caller's context, region, location) over all processes,
 //! and one interrupt generator per sampling period. Each process's stack
 //! tree (its Frame definitions) maps onto these contexts; a Sample event
-//! becomes a `CallingContextSample` of its leaf's context.
+//! becomes a `CallingContextSample` of its leaf's context. The MPI
+//! stream's tree (`GPUTRACE_UNWINDING`) maps the same way, its leaves
+//! being the MPI functions' own regions: a CallPath event makes the next
+//! Enter and its Leave a `CallingContextEnter` and `CallingContextLeave`
+//! of that leaf's context, as Score-P writes them with unwinding on.
 
 use std::collections::HashMap;
 
@@ -33,9 +37,9 @@ pub(super) fn define(defs: &mut Definitions, processes: &[Process], layout: &mut
     let mut tables = Tables::default();
     let mut generators: HashMap<u64, otf2::InterruptGeneratorRef> = HashMap::new();
     for (p, plan) in processes.iter().zip(layout.processes.iter_mut()) {
-        for d in &p.defs {
+        for (stream, d) in p.defs.iter().enumerate() {
             let mut contexts = Contexts::new();
-            if !d.frames.is_empty() {
+            if !d.frames.is_empty() && d.sampling_period != 0 {
                 let period = d.sampling_period;
                 let name = "CPU time sampling";
                 plan.interrupt =
@@ -45,6 +49,19 @@ pub(super) fn define(defs: &mut Definitions, processes: &[Process], layout: &mut
             for (&id, &(parent, address)) in &d.frames {
                 let mut at = contexts.get(&parent).map(|c| c.0);
                 let mut depth = contexts.get(&parent).map_or(0, |c| c.1);
+                if address & raw::event::REGION_NODE != 0 {
+                    // An MPI call's leaf: its region, called at the parent.
+                    let local = (address & u64::from(u32::MAX)) as usize;
+                    if let Some(&Some((region, _))) = plan.regions.get(stream).and_then(|r| r.get(local)) {
+                        let key = (at, region, None);
+                        let (ctx, d) = *tables
+                            .contexts
+                            .entry(key)
+                            .or_insert_with(|| (defs.calling_context(region, None, at), depth + 1));
+                        contexts.insert(id, (ctx, d));
+                    }
+                    continue;
+                }
                 for f in symbols.frames(&d.modules, address) {
                     let region = *tables.regions.entry(f.function.clone()).or_insert_with(|| {
                         let mut r = Region::new(&f.function, RegionRole::Function, Paradigm::Sampling);

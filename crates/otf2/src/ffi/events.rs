@@ -364,6 +364,27 @@ impl EvtWriter<'_> {
     }
 
     #[inline]
+    pub(crate) fn calling_context_enter(
+        &mut self,
+        time: u64,
+        context: CallingContextRef,
+        unwind_distance: u32,
+    ) -> Result<()> {
+        self.record("OTF2_EvtWriter_CallingContextEnter", |w, l| {
+            // SAFETY: see above.
+            unsafe { sys::OTF2_EvtWriter_CallingContextEnter(w, l, time, context.0, unwind_distance) }
+        })
+    }
+
+    #[inline]
+    pub(crate) fn calling_context_leave(&mut self, time: u64, context: CallingContextRef) -> Result<()> {
+        self.record("OTF2_EvtWriter_CallingContextLeave", |w, l| {
+            // SAFETY: see above.
+            unsafe { sys::OTF2_EvtWriter_CallingContextLeave(w, l, time, context.0) }
+        })
+    }
+
+    #[inline]
     pub(crate) fn calling_context_sample(
         &mut self,
         time: u64,

@@ -24,6 +24,9 @@ use crate::values::ClockOffset;
 pub(crate) struct Reader {
     raw: NonNull<sys::OTF2_Reader>,
     evt_files_open: bool,
+    /// Each calling context's region (its leaf), by context id: what a
+    /// `CallingContextEnter` or `CallingContextLeave` enters or leaves.
+    pub(crate) leaves: Vec<u32>,
 }
 
 impl Reader {
@@ -35,7 +38,7 @@ impl Reader {
         // SAFETY: NUL-terminated path, valid for the call.
         let raw = unsafe { sys::OTF2_Reader_Open(path.as_ptr()) };
         let raw = NonNull::new(raw).ok_or_else(|| null_error("OTF2_Reader_Open"))?;
-        let reader = Self { raw, evt_files_open: false };
+        let reader = Self { raw, evt_files_open: false, leaves: Vec::new() };
         check(
             "OTF2_Reader_SetSerialCollectiveCallbacks",
             // SAFETY: live reader.

@@ -28,6 +28,8 @@ use crate::values::{Collective, MetricValue};
 struct Dispatch<'v> {
     visitor: &'v mut dyn EventVisitor,
     metric_values: Vec<MetricValue>,
+    /// Each calling context's region ([`Reader::leaves`]).
+    leaves: &'v [u32],
     panic: Option<Box<dyn Any + Send>>,
     stopped: bool,
     /// For a read of several locations by time: their ids, sorted, and the
@@ -61,6 +63,7 @@ impl Reader {
         let mut dispatch = Dispatch {
             visitor,
             metric_values: Vec::new(),
+            leaves: &self.leaves,
             panic: None,
             stopped: false,
             locations: Vec::new(),
@@ -136,8 +139,15 @@ impl Reader {
             return Err(null_error("OTF2_Reader_GetGlobalEvtReader"));
         }
         let counts = vec![0; sorted.len()];
-        let mut dispatch =
-            Dispatch { visitor, metric_values: Vec::new(), panic: None, stopped: false, locations: sorted, counts };
+        let mut dispatch = Dispatch {
+            visitor,
+            metric_values: Vec::new(),
+            leaves: &self.leaves,
+            panic: None,
+            stopped: false,
+            locations: sorted,
+            counts,
+        };
         let mut events = 0;
         let result = check(
             "OTF2_Reader_RegisterGlobalEvtCallbacks",
@@ -191,7 +201,7 @@ unsafe fn dispatch(
     location: u64,
     time: u64,
     attributes: *mut sys::OTF2_AttributeList,
-    call: impl FnOnce(&mut dyn EventVisitor, &EventContext<'_>, &mut Vec<MetricValue>),
+    call: impl FnOnce(&mut dyn EventVisitor, &EventContext<'_>, &mut Scratch<'_>),
 ) -> sys::OTF2_CallbackCode {
     // SAFETY: the caller's contract.
     let dispatch = unsafe { &mut *user_data.cast::<Dispatch<'_>>() };
@@ -207,9 +217,9 @@ unsafe fn dispatch(
         attributes: unsafe { Attributes::from_raw(attributes) },
     };
     let visitor = &mut *dispatch.visitor;
-    let buffer = &mut dispatch.metric_values;
+    let mut scratch = Scratch { values: &mut dispatch.metric_values, leaves: dispatch.leaves };
     let outcome = panic::catch_unwind(AssertUnwindSafe(|| {
-        call(visitor, &ev, buffer);
+        call(visitor, &ev, &mut scratch);
         visitor.should_stop()
     }));
     match outcome {
@@ -222,6 +232,20 @@ unsafe fn dispatch(
             dispatch.panic = Some(payload);
             sys::OTF2_CALLBACK_INTERRUPT
         }
+    }
+}
+
+/// What a callback may use besides the visitor: the metric values'
+/// buffer, the calling contexts' regions.
+struct Scratch<'a> {
+    values: &'a mut Vec<MetricValue>,
+    leaves: &'a [u32],
+}
+
+impl Scratch<'_> {
+    /// The region of calling context `context` (`u32::MAX`: unknown).
+    fn leaf(&self, context: u32) -> RegionRef {
+        RegionRef(self.leaves.get(context as usize).copied().unwrap_or(u32::MAX))
     }
 }
 
@@ -259,7 +283,7 @@ macro_rules! event_callback {
                 attributes: *mut sys::OTF2_AttributeList,
                 $($arg: $ty),*
             ) -> sys::OTF2_CallbackCode {
-                let call = |$v: &mut dyn EventVisitor, $ev: &EventContext<'_>, $buf: &mut Vec<MetricValue>| $call;
+                let call = |$v: &mut dyn EventVisitor, $ev: &EventContext<'_>, $buf: &mut Scratch<'_>| $call;
                 // SAFETY: OTF2 calls this only during `read_location_events`,
                 // with the user data registered there and this record's list.
                 unsafe { dispatch(user_data, location, time, attributes, call) }
@@ -273,7 +297,7 @@ macro_rules! event_callback {
                 attributes: *mut sys::OTF2_AttributeList,
                 $($arg: $ty),*
             ) -> sys::OTF2_CallbackCode {
-                let call = |$v: &mut dyn EventVisitor, $ev: &EventContext<'_>, $buf: &mut Vec<MetricValue>| $call;
+                let call = |$v: &mut dyn EventVisitor, $ev: &EventContext<'_>, $buf: &mut Scratch<'_>| $call;
                 // SAFETY: OTF2 calls this only during `read_events_by_time`,
                 // with the user data registered there and this record's list.
                 unsafe { dispatch(user_data, location, time, attributes, call) }
@@ -316,9 +340,14 @@ event_callback! { on_rma_op_complete_non_blocking(win: u32, id: u64) =>
 |v, ev, _| v.rma_op_complete_non_blocking(ev, RmaWinRef(win), id) }
 event_callback! { on_calling_context_sample(context: u32, distance: u32, generator: u32) =>
 |v, ev, _| v.calling_context_sample(ev, CallingContextRef(context), distance, InterruptGeneratorRef(generator)) }
+event_callback! { on_calling_context_enter(context: u32, distance: u32) =>
+|v, ev, s| v.calling_context_enter(ev, CallingContextRef(context), distance, s.leaf(context)) }
+event_callback! { on_calling_context_leave(context: u32) =>
+|v, ev, s| v.calling_context_leave(ev, CallingContextRef(context), s.leaf(context)) }
 event_callback! { on_rma_op_test(win: u32, id: u64) => |v, ev, _| v.rma_op_test(ev, RmaWinRef(win), id) }
 event_callback! { on_metric(metric: u32, count: u8, types: *const u8, values: *const sys::OTF2_MetricValue) =>
-    |v, ev, buffer| {
+    |v, ev, scratch| {
+        let buffer = &mut *scratch.values;
         buffer.clear();
         if count > 0 && !types.is_null() && !values.is_null() {
             // SAFETY: OTF2 passes `count` type ids and `count` values.
@@ -402,6 +431,8 @@ impl EvtCallbacks {
             OTF2_EvtReaderCallbacks_SetMeasurementOnOffCallback => on_measurement_on_off::local,
             OTF2_EvtReaderCallbacks_SetBufferFlushCallback => on_buffer_flush::local,
             OTF2_EvtReaderCallbacks_SetCallingContextSampleCallback => on_calling_context_sample::local,
+            OTF2_EvtReaderCallbacks_SetCallingContextEnterCallback => on_calling_context_enter::local,
+            OTF2_EvtReaderCallbacks_SetCallingContextLeaveCallback => on_calling_context_leave::local,
             OTF2_EvtReaderCallbacks_SetUnknownCallback => on_unknown::local,
         }
         Ok(this)
@@ -473,6 +504,8 @@ impl GlobalEvtCallbacks {
             OTF2_GlobalEvtReaderCallbacks_SetMeasurementOnOffCallback => on_measurement_on_off::global,
             OTF2_GlobalEvtReaderCallbacks_SetBufferFlushCallback => on_buffer_flush::global,
             OTF2_GlobalEvtReaderCallbacks_SetCallingContextSampleCallback => on_calling_context_sample::global,
+            OTF2_GlobalEvtReaderCallbacks_SetCallingContextEnterCallback => on_calling_context_enter::global,
+            OTF2_GlobalEvtReaderCallbacks_SetCallingContextLeaveCallback => on_calling_context_leave::global,
             OTF2_GlobalEvtReaderCallbacks_SetUnknownCallback => on_unknown::global,
         }
         Ok(this)

@@ -118,6 +118,12 @@ impl TraceReader {
             check_event_files(anchor, &defs, chunk_size)?;
         }
         raw.prepare_locations(&mut defs)?;
+        if let Some((&last, _)) = defs.calling_contexts.last_key_value() {
+            raw.leaves = vec![u32::MAX; last.id() as usize + 1];
+            for (c, d) in &defs.calling_contexts {
+                raw.leaves[c.id() as usize] = d.region.id();
+            }
+        }
         Ok(Self { callbacks: EvtCallbacks::new()?, raw, defs, anchor: anchor.to_owned(), read_by_time: false })
     }
 

@@ -125,6 +125,24 @@ pub trait EventVisitor {
         generator: InterruptGeneratorRef,
     ) {
     }
+    /// `CallingContextEnter`: enters `region`, the leaf of `context`
+    /// (archives with unwinding on: Score-P's, gputrace's with
+    /// `GPUTRACE_UNWINDING`). By default an [`enter`](Self::enter) of
+    /// the region.
+    fn calling_context_enter(
+        &mut self,
+        ev: &EventContext<'_>,
+        context: CallingContextRef,
+        unwind_distance: u32,
+        region: RegionRef,
+    ) {
+        self.enter(ev, region)
+    }
+    /// `CallingContextLeave`: leaves `region`, the leaf of `context`. By
+    /// default a [`leave`](Self::leave) of the region.
+    fn calling_context_leave(&mut self, ev: &EventContext<'_>, context: CallingContextRef, region: RegionRef) {
+        self.leave(ev, region)
+    }
     /// A record of a kind this OTF2 version does not know.
     fn unknown(&mut self, ev: &EventContext<'_>) {}
 

@@ -273,16 +273,30 @@ impl Call {
         let rec = state::recorder()?;
         // Before the clock: a thread's first call makes its buffer.
         let thread = if recording { rec.this_thread() } else { None };
-        let enter = gputrace_clock::now();
         let region = if recording { shielded(|| info.region(rec)).flatten() } else { None };
+        // The call path (GPUTRACE_UNWINDING), before the clock too: the
+        // walk is not the call's time. Recorded just before the Enter.
+        let path = match region {
+            Some(region) if crate::callpath::on() => shielded(|| crate::callpath::here(rec, region)).flatten(),
+            _ => None,
+        };
+        let enter = gputrace_clock::now();
         let mut events = [(0, Event::MpiCollectiveBegin); STAGED];
         let mut n = 0;
         if let Some(region) = region {
-            events[0] = (enter, Event::Enter { region });
-            n = 1;
+            if let Some(frame) = path {
+                events[0] = (enter, Event::CallPath { frame });
+                n = 1;
+            }
+            events[n] = (enter, Event::Enter { region });
+            n += 1;
         }
         let staged = Staged { n: Cell::new(n), events: UnsafeCell::new(events) };
-        Some(Call { rec, enter, recording, region, leave: Cell::new(0), staged, thread, _guard: guard })
+        let call = Call { rec, enter, recording, region, leave: Cell::new(0), staged, thread, _guard: guard };
+        if n == STAGED {
+            call.flush_staged(n);
+        }
+        Some(call)
     }
 
     /// The time of Leave, read once: events that happen at the end

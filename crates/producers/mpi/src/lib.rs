@@ -11,6 +11,7 @@
 //! loads harmlessly into processes that have no MPI.
 //!
 //! - [`call`]: following one call — re-entry guard, Enter/Leave, panics;
+//! - [`callpath`]: the caller's call path at Enter (`GPUTRACE_UNWINDING`);
 //! - [`hooks`]: what each family of functions records;
 //! - [`comms`], [`requests`]: communicators and outstanding requests;
 //! - [`coll_bytes`]: Score-P's byte counts for collectives;
@@ -20,13 +21,15 @@
 //!
 //! `docs/mpi.md` describes the event mapping for users.
 //!
-//! A producer: depends on `runtime`, `raw` and `config`; never on OTF2,
+//! A producer: depends on `runtime`, `raw`, `config` and the unwinder
+//! (`gputrace-unwind`); never on OTF2,
 //! the merge or the reports.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod abi;
 pub mod call;
+pub mod callpath;
 pub mod clocksync;
 pub mod coll_bytes;
 pub mod comms;

@@ -1,215 +1,36 @@
-//! Unwinding a sampled stack: the modules of the process (from
-//! `dl_iterate_phdr`: each one's executable addresses, load bias, path and
-//! build id), each one's unwind tables (`.eh_frame_hdr`, `.eh_frame`,
-//! mapped from its file) handed to framehop, which walks the copied stack
-//! from the sampled registers with the DWARF CFI rules, so that code built
-//! without frame pointers unwinds right.
+//! Unwinding a sampled stack: the shared unwinder (`gputrace-unwind`:
+//! the process's modules and their DWARF CFI, through framehop) walking
+//! the stack copy of a [`Sample`] from its registers.
 //!
 //! It runs on the sampler's thread, in the process: the modules are the
 //! ones mapped now (a library loaded later is found at the first address
 //! no module holds), and what is recorded is a few addresses per sample
 //! rather than a stack copy of kilobytes.
 
-use std::collections::HashSet;
-use std::ffi::CStr;
-use std::ops::{Deref, Range};
-use std::sync::Arc;
-
-use framehop::Unwinder as _;
-use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
-use object::{Object, ObjectSection};
-
 use crate::Sample;
 
-/// The most frames kept of one stack.
-pub const MAX_DEPTH: usize = 256;
-
-/// A section of a mapped module file.
-pub struct Section {
-    map: Arc<memmap2::Mmap>,
-    range: Range<usize>,
-}
-
-impl Deref for Section {
-    type Target = [u8];
-    fn deref(&self) -> &[u8] {
-        &self.map[self.range.clone()]
-    }
-}
-
-/// A loaded object as `dl_iterate_phdr` shows it.
-struct Loaded {
-    name: String,
-    bias: u64,
-    /// Executable segments' addresses, as the file states them.
-    exec: Option<Range<u64>>,
-    build_id: Vec<u8>,
-}
+pub use gputrace_unwind::MAX_DEPTH;
 
 /// The process's modules and their unwind tables.
-pub struct Unwinder {
-    inner: UnwinderX86_64<Section>,
-    cache: CacheX86_64,
-    /// Executable address ranges of the modules added.
-    known: Vec<Range<u64>>,
-    /// (path, bias) of every object looked at, added or not.
-    seen: HashSet<(String, u64)>,
-}
-
-impl Default for Unwinder {
-    fn default() -> Self {
-        Unwinder { inner: UnwinderX86_64::new(), cache: CacheX86_64::new(), known: Vec::new(), seen: HashSet::new() }
-    }
-}
+#[derive(Default)]
+pub struct Unwinder(gputrace_unwind::Unwinder);
 
 impl Unwinder {
     /// Whether `address` is in a module added.
     pub fn knows(&self, address: u64) -> bool {
-        self.known.iter().any(|r| r.contains(&address))
+        self.0.knows(address)
     }
 
     /// Adds the objects loaded since the last scan; returns their
     /// definitions, to record.
     pub fn scan(&mut self) -> Vec<raw::Module> {
-        let mut added = Vec::new();
-        for l in loaded() {
-            let Some(exec) = l.exec.clone() else { continue };
-            let path = match l.name.as_str() {
-                "" => {
-                    std::fs::read_link("/proc/self/exe").map(|p| p.to_string_lossy().into_owned()).unwrap_or_default()
-                }
-                name => name.to_string(),
-            };
-            if path.is_empty() || !self.seen.insert((path.clone(), l.bias)) {
-                continue;
-            }
-            let avma = l.bias + exec.start..l.bias + exec.end;
-            match sections(&path) {
-                Some(info) => self.inner.add_module(framehop::Module::new(path.clone(), avma.clone(), l.bias, info)),
-                None => tracing::debug!(path, "no unwind tables read"),
-            }
-            self.known.push(avma.clone());
-            added.push(raw::Module { start: avma.start, end: avma.end, bias: l.bias, path, build_id: l.build_id });
-        }
-        added
+        self.0.scan()
     }
 
     /// The sample's call stack, innermost first, as lookup addresses (the
     /// instruction pointer, then each return address minus one: inside
     /// the call instruction).
     pub fn unwind(&mut self, s: &Sample<'_>, out: &mut Vec<u64>) {
-        out.clear();
-        let (sp, stack) = (s.sp, s.stack);
-        let mut read = |addr: u64| -> Result<u64, ()> {
-            let at = addr.checked_sub(sp).ok_or(())? as usize;
-            let bytes = stack.get(at..at + 8).ok_or(())?;
-            Ok(u64::from_ne_bytes(bytes.try_into().map_err(|_| ())?))
-        };
-        let regs = UnwindRegsX86_64::new(s.ip, s.sp, s.bp);
-        let mut frames = self.inner.iter_frames(s.ip, regs, &mut self.cache, &mut read);
-        while let Ok(Some(frame)) = frames.next() {
-            out.push(frame.address_for_lookup());
-            if out.len() == MAX_DEPTH {
-                break;
-            }
-        }
+        self.0.unwind_copy(s.ip, s.sp, s.bp, s.stack, out);
     }
-}
-
-/// The unwind sections of the file at `path`, mapped.
-fn sections(path: &str) -> Option<framehop::ExplicitModuleSectionInfo<Section>> {
-    let file = std::fs::File::open(path).ok()?;
-    // SAFETY: a read-only private mapping of a module file; a file
-    // changed under a running program would break the program first.
-    let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }.ok()?);
-    let elf = object::File::parse(&map[..]).ok()?;
-    let mut info = framehop::ExplicitModuleSectionInfo {
-        base_svma: 0,
-        text_svma: None,
-        text: None,
-        stubs_svma: None,
-        stub_helper_svma: None,
-        got_svma: None,
-        unwind_info: None,
-        eh_frame_svma: None,
-        eh_frame: None,
-        eh_frame_hdr_svma: None,
-        eh_frame_hdr: None,
-        debug_frame: None,
-        text_segment_svma: None,
-        text_segment: None,
-    };
-    let take = |name: &str| -> Option<(Range<u64>, Section)> {
-        let s = elf.section_by_name(name)?;
-        let (offset, size) = s.file_range()?;
-        let range = offset as usize..(offset + size) as usize;
-        Some((s.address()..s.address() + s.size(), Section { map: map.clone(), range }))
-    };
-    if let Some((svma, data)) = take(".eh_frame") {
-        (info.eh_frame_svma, info.eh_frame) = (Some(svma), Some(data));
-    }
-    if let Some((svma, data)) = take(".eh_frame_hdr") {
-        (info.eh_frame_hdr_svma, info.eh_frame_hdr) = (Some(svma), Some(data));
-    }
-    if let Some((svma, data)) = take(".text") {
-        (info.text_svma, info.text) = (Some(svma), Some(data));
-    }
-    info.got_svma = take(".got").map(|(svma, _)| svma);
-    info.debug_frame = take(".debug_frame").map(|(_, data)| data);
-    Some(info)
-}
-
-/// Every object loaded now.
-fn loaded() -> Vec<Loaded> {
-    unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _: usize, out: *mut libc::c_void) -> libc::c_int {
-        // SAFETY: the loader passes a valid info for the call's duration;
-        // `out` is the vector passed below.
-        let (info, out) = unsafe { (&*info, &mut *out.cast::<Vec<Loaded>>()) };
-        let name = if info.dlpi_name.is_null() {
-            String::new()
-        } else {
-            // SAFETY: a NUL-terminated name owned by the loader.
-            unsafe { CStr::from_ptr(info.dlpi_name) }.to_string_lossy().into_owned()
-        };
-        let phdrs = if info.dlpi_phdr.is_null() {
-            &[][..]
-        } else {
-            // SAFETY: `dlpi_phnum` headers at `dlpi_phdr`.
-            unsafe { std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) }
-        };
-        let bias = info.dlpi_addr;
-        let mut exec: Option<Range<u64>> = None;
-        let mut build_id = Vec::new();
-        for h in phdrs {
-            if h.p_type == libc::PT_LOAD && h.p_flags & libc::PF_X != 0 {
-                let r = h.p_vaddr..h.p_vaddr + h.p_memsz;
-                exec = Some(exec.map_or(r.clone(), |e| e.start.min(r.start)..e.end.max(r.end)));
-            } else if h.p_type == libc::PT_NOTE && build_id.is_empty() {
-                // SAFETY: a loaded note segment is mapped readable.
-                let notes = unsafe { std::slice::from_raw_parts((bias + h.p_vaddr) as *const u8, h.p_memsz as usize) };
-                build_id = gnu_build_id(notes).unwrap_or_default();
-            }
-        }
-        out.push(Loaded { name, bias, exec, build_id });
-        0
-    }
-    let mut out: Vec<Loaded> = Vec::new();
-    // SAFETY: `each` matches the callback type and only uses `out`.
-    unsafe { libc::dl_iterate_phdr(Some(each), (&mut out as *mut Vec<Loaded>).cast()) };
-    out
-}
-
-/// The GNU build id among ELF notes (type 3, name "GNU").
-fn gnu_build_id(mut notes: &[u8]) -> Option<Vec<u8>> {
-    let word = |b: &[u8], at: usize| b.get(at..at + 4).map(|w| u32::from_ne_bytes(w.try_into().unwrap()) as usize);
-    while notes.len() >= 12 {
-        let (namesz, descsz, ty) = (word(notes, 0)?, word(notes, 4)?, word(notes, 8)?);
-        let name_end = 12 + namesz.next_multiple_of(4);
-        let desc_end = name_end + descsz.next_multiple_of(4);
-        if ty == 3 && notes.get(12..12 + namesz)? == b"GNU\0" {
-            return notes.get(name_end..name_end + descsz).map(<[u8]>::to_vec);
-        }
-        notes = notes.get(desc_end..)?;
-    }
-    None
 }

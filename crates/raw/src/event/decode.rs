@@ -78,6 +78,7 @@ impl Event {
             tag::MPI_IRECV => Event::MpiIrecv { msg: get_msg(c)?, request: c.u64()? },
             tag::MPI_REQUEST_TEST => Event::MpiRequestTest { request: c.u64()? },
             tag::SAMPLE => Event::Sample { frame: c.u32()? },
+            tag::CALL_PATH => Event::CallPath { frame: c.u32()? },
             tag::MPI_REQUEST_CANCELLED => Event::MpiRequestCancelled { request: c.u64()? },
             tag::MPI_COLLECTIVE_BEGIN => Event::MpiCollectiveBegin,
             tag::MPI_COLLECTIVE_END => Event::MpiCollectiveEnd(get_coll(c)?),

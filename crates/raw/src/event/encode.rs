@@ -135,10 +135,9 @@ impl Event {
                 start(out, tag::MPI_REQUEST_TEST);
                 varint::put_u64(out, *request);
             }
-            Event::Sample { frame } => {
-                start(out, tag::SAMPLE);
-                varint::put_u64(out, u64::from(*frame));
-            }
+            // A node id is written as a region id is.
+            Event::Sample { frame } => put_region(out, tag::SAMPLE, delta, *frame),
+            Event::CallPath { frame } => put_region(out, tag::CALL_PATH, delta, *frame),
             Event::MpiRequestCancelled { request } => {
                 start(out, tag::MPI_REQUEST_CANCELLED);
                 varint::put_u64(out, *request);
