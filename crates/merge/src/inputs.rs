@@ -51,10 +51,30 @@ pub struct StreamDefs {
     /// newest of them.
     pub expired: HashMap<u32, (u64, u64)>,
     /// Sampled stacks: the modules, the stack tree's nodes by id
-    /// (parent, address) and the period (ns; 0 when not sampled).
+    /// (parent, what), the Python code objects by id and the period (ns; 0
+    /// when not sampled).
     pub modules: Vec<raw::Module>,
-    pub frames: BTreeMap<u32, (u32, u64)>,
+    pub frames: BTreeMap<u32, (u32, FrameAt)>,
+    pub py_codes: HashMap<u32, PyCode>,
     pub sampling_period: u64,
+}
+
+/// What a node of the sampled stacks' tree is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameAt {
+    /// A native frame: the address to look up.
+    Native(u64),
+    /// A Python frame: its code object (a [`PyCode`]) and line.
+    Python { code: u32, line: u32 },
+}
+
+/// A Python code object of the sampled stacks: qualified name, file, first
+/// line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PyCode {
+    pub name: String,
+    pub file: String,
+    pub line: u32,
 }
 
 /// A CUDA graph kernel node made on `thread` at `time`, or cloned from
@@ -458,7 +478,13 @@ fn stream_defs(p: &mut Process, s: &RawFile) -> StreamDefs {
             }
             Definition::Module(m) => d.modules.push(m.clone()),
             &Definition::Frame { id, parent, address } => {
-                d.frames.insert(id, (parent, address));
+                d.frames.insert(id, (parent, FrameAt::Native(address)));
+            }
+            &Definition::PyFrame { id, parent, code, line } => {
+                d.frames.insert(id, (parent, FrameAt::Python { code, line }));
+            }
+            Definition::PyCode { id, name, file, line } => {
+                d.py_codes.insert(*id, PyCode { name: name.clone(), file: file.clone(), line: *line });
             }
             &Definition::SamplingPeriod { ns } => d.sampling_period = ns,
             Definition::Region { .. } | Definition::Location { .. } => {}

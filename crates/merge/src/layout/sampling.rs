@@ -4,15 +4,19 @@
 //! context per (caller's context, region, location) over all processes,
 //! and one interrupt generator per sampling period. Each process's stack
 //! tree (its Frame definitions) maps onto these contexts; a Sample event
-//! becomes a `CallingContextSample` of its leaf's context.
+//! becomes a `CallingContextSample` of its leaf's context. A Python frame
+//! (a PyFrame definition) is a context of its code's qualified name (a
+//! region per name and file: every module's `<module>` is its own), at
+//! its file and line. The contexts are also kept in the layout
+//! ([`Sampled`]), for the profile's call tree.
 
 use std::collections::HashMap;
 
 use otf2::{CallingContextRef, Definitions, Paradigm, Region, RegionRef, RegionRole, SourceCodeLocationRef};
 
 use super::Layout;
-use crate::inputs::Process;
-use crate::symbols::Symbols;
+use crate::inputs::{FrameAt, Process, RegionDef};
+use crate::symbols::{Frame, Symbols};
 
 /// A stream's stack-tree nodes → (their context, the context's depth).
 pub type Contexts = HashMap<u32, (CallingContextRef, u32)>;
@@ -20,9 +24,23 @@ pub type Contexts = HashMap<u32, (CallingContextRef, u32)>;
 /// A context's key: its caller's context, its region, its location.
 type ContextKey = (Option<CallingContextRef>, RegionRef, Option<SourceCodeLocationRef>);
 
+/// The sampled calling contexts as the profile needs them.
+#[derive(Debug, Default, Clone)]
+pub struct Sampled {
+    /// By context id: its caller's context and its function (an index
+    /// into `functions`).
+    pub contexts: HashMap<u32, (Option<u32>, u32)>,
+    /// The functions, as regions (name, source file as the mangled name,
+    /// paradigm User, role Function).
+    pub functions: Vec<RegionDef>,
+    /// Each interrupt generator's period (ns), by its id.
+    pub periods: HashMap<u32, u64>,
+}
+
 #[derive(Default)]
 struct Tables {
-    regions: HashMap<String, RegionRef>,
+    /// By (name, file): a Python function's file, empty for native ones.
+    regions: HashMap<(String, String), (RegionRef, u32)>,
     locations: HashMap<(String, u32), SourceCodeLocationRef>,
     contexts: HashMap<ContextKey, (CallingContextRef, u32)>,
 }
@@ -32,24 +50,39 @@ pub(super) fn define(defs: &mut Definitions, processes: &[Process], layout: &mut
     let mut symbols = Symbols::default();
     let mut tables = Tables::default();
     let mut generators: HashMap<u64, otf2::InterruptGeneratorRef> = HashMap::new();
-    for (p, plan) in processes.iter().zip(layout.processes.iter_mut()) {
+    for (p_index, p) in processes.iter().enumerate().take(layout.processes.len()) {
         for d in &p.defs {
             let mut contexts = Contexts::new();
             if !d.frames.is_empty() {
                 let period = d.sampling_period;
                 let name = "CPU time sampling";
-                plan.interrupt =
-                    Some(*generators.entry(period).or_insert_with(|| defs.interrupt_generator(name, period)));
+                let g = *generators.entry(period).or_insert_with(|| defs.interrupt_generator(name, period));
+                layout.sampled.periods.insert(g.id(), period);
+                layout.processes[p_index].interrupt = Some(g);
             }
             // A node's parent has a smaller id: it was defined first.
-            for (&id, &(parent, address)) in &d.frames {
+            for (&id, &(parent, at_frame)) in &d.frames {
                 let mut at = contexts.get(&parent).map(|c| c.0);
                 let mut depth = contexts.get(&parent).map_or(0, |c| c.1);
-                for f in symbols.frames(&d.modules, address) {
-                    let region = *tables.regions.entry(f.function.clone()).or_insert_with(|| {
+                let frames = match at_frame {
+                    FrameAt::Native(address) => symbols.frames(&d.modules, address),
+                    FrameAt::Python { code, line } => vec![python_frame(d.py_codes.get(&code), line)],
+                };
+                let python = matches!(at_frame, FrameAt::Python { .. });
+                for f in frames {
+                    let key = (f.function.clone(), if python { f.file.clone() } else { String::new() });
+                    let (region, function) = *tables.regions.entry(key).or_insert_with(|| {
                         let mut r = Region::new(&f.function, RegionRole::Function, Paradigm::Sampling);
                         r.source_file = &f.file;
-                        defs.region(r)
+                        let sampled = &mut layout.sampled.functions;
+                        sampled.push(RegionDef {
+                            name: f.function.clone(),
+                            canonical: f.file.clone(),
+                            paradigm: raw::Paradigm::User,
+                            role: raw::RegionRole::Function,
+                            group: String::new(),
+                        });
+                        (defs.region(r), sampled.len() as u32 - 1)
                     });
                     let scl = (!f.file.is_empty()).then(|| {
                         *tables
@@ -57,17 +90,27 @@ pub(super) fn define(defs: &mut Definitions, processes: &[Process], layout: &mut
                             .entry((f.file.clone(), f.line))
                             .or_insert_with(|| defs.source_code_location(&f.file, f.line))
                     });
-                    let (ctx, d) = *tables
-                        .contexts
-                        .entry((at, region, scl))
-                        .or_insert_with(|| (defs.calling_context(region, scl, at), depth + 1));
+                    let (ctx, d) = *tables.contexts.entry((at, region, scl)).or_insert_with(|| {
+                        let ctx = defs.calling_context(region, scl, at);
+                        layout.sampled.contexts.insert(ctx.id(), (at.map(|a| a.id()), function));
+                        (ctx, depth + 1)
+                    });
                     (at, depth) = (Some(ctx), d);
                 }
                 if let Some(ctx) = at {
                     contexts.insert(id, (ctx, depth));
                 }
             }
-            plan.samples.push(contexts);
+            layout.processes[p_index].samples.push(contexts);
         }
+    }
+}
+
+/// A Python frame as a function: its code's qualified name, file and the
+/// frame's line.
+fn python_frame(code: Option<&crate::inputs::PyCode>, line: u32) -> Frame {
+    match code {
+        Some(c) => Frame { function: c.name.clone(), file: c.file.clone(), line },
+        None => Frame { function: "[python]".into(), file: String::new(), line },
     }
 }
