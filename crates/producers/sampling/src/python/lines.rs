@@ -119,6 +119,7 @@ mod tests {
         assert_eq!(line_311(&table, 20, 5), None);
         assert_eq!(line_311(&table, 20, 6), Some(20));
         assert_eq!(line_311(&table, 20, 12), Some(20));
-        assert_eq!(line_311(&table, 20, 13), None);
+        assert_eq!(line_311(&table, 20, 13), Some(20));
+        assert_eq!(line_311(&table, 20, 14), None);
     }
 }
