@@ -2,7 +2,8 @@
 integration/sampling_python.rs): pure-Python loops of known CPU time.
 
 Each of STEPS steps: step_one calls hot_a for 40 ms of CPU time, then
-MPI_Barrier; step_two calls hot_a for 20 ms and hot_b for 30 ms. Over the
+MPI_Barrier (rank 1 sleeps 20 ms before it, using no CPU, so that the
+other ranks wait in it, as Open MPI does, busy); step_two calls hot_a for 20 ms and hot_b for 30 ms. Over the
 run hot_a spins 0.6 s (0.4 s under step_one, 0.2 s under step_two), hot_b
 0.3 s: of the spins' samples, 4/9, 2/9 and 3/9. `python3 hot.py SCALE`
 multiplies every time (the timer fallback samples 4 times less often);
@@ -35,6 +36,8 @@ def hot_b(seconds):
 def step_one(comm):
     hot_a(0.04)
     if comm is not None:
+        if comm.Get_rank() == 1:
+            time.sleep(0.02 * SCALE)
         comm.Barrier()
 
 

@@ -5,9 +5,10 @@
 //! and one interrupt generator per sampling period. Each process's stack
 //! tree (its Frame definitions) maps onto these contexts; a Sample event
 //! becomes a `CallingContextSample` of its leaf's context. A Python frame
-//! (a PyFrame definition) is a context of its code's qualified name (a
-//! region per name and file: every module's `<module>` is its own), at
-//! its file and line. The contexts are also kept in the layout
+//! (a PyFrame definition) is a context of a function named after its
+//! code's file (base name) and qualified name, `train.py:Model.forward`
+//! (as Score-P's Python bindings name theirs `module:function`), at its
+//! file and line. The contexts are also kept in the layout
 //! ([`Sampled`]), for the profile's call tree.
 
 use std::collections::HashMap;
@@ -39,8 +40,7 @@ pub struct Sampled {
 
 #[derive(Default)]
 struct Tables {
-    /// By (name, file): a Python function's file, empty for native ones.
-    regions: HashMap<(String, String), (RegionRef, u32)>,
+    regions: HashMap<String, (RegionRef, u32)>,
     locations: HashMap<(String, u32), SourceCodeLocationRef>,
     contexts: HashMap<ContextKey, (CallingContextRef, u32)>,
 }
@@ -68,10 +68,8 @@ pub(super) fn define(defs: &mut Definitions, processes: &[Process], layout: &mut
                     FrameAt::Native(address) => symbols.frames(&d.modules, address),
                     FrameAt::Python { code, line } => vec![python_frame(d.py_codes.get(&code), line)],
                 };
-                let python = matches!(at_frame, FrameAt::Python { .. });
                 for f in frames {
-                    let key = (f.function.clone(), if python { f.file.clone() } else { String::new() });
-                    let (region, function) = *tables.regions.entry(key).or_insert_with(|| {
+                    let (region, function) = *tables.regions.entry(f.function.clone()).or_insert_with(|| {
                         let mut r = Region::new(&f.function, RegionRole::Function, Paradigm::Sampling);
                         r.source_file = &f.file;
                         let sampled = &mut layout.sampled.functions;
@@ -106,11 +104,14 @@ pub(super) fn define(defs: &mut Definitions, processes: &[Process], layout: &mut
     }
 }
 
-/// A Python frame as a function: its code's qualified name, file and the
-/// frame's line.
+/// A Python frame as a function: its code's file's base name and
+/// qualified name, its file and the frame's line.
 fn python_frame(code: Option<&crate::inputs::PyCode>, line: u32) -> Frame {
     match code {
-        Some(c) => Frame { function: c.name.clone(), file: c.file.clone(), line },
+        Some(c) => {
+            let base = c.file.rsplit('/').next().unwrap_or(&c.file);
+            Frame { function: format!("{base}:{}", c.name), file: c.file.clone(), line }
+        }
         None => Frame { function: "[python]".into(), file: String::new(), line },
     }
 }

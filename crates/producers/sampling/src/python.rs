@@ -194,6 +194,8 @@ pub struct Python {
     states: HashMap<u64, u64>,
     codes: HashMap<CodeKey, Code>,
     read: Vec<Read>,
+    /// The bytecode's addresses of the innermost frame read (3.11+).
+    innermost: Option<Range<u64>>,
     /// Samples whose Python frames did not match their eval loops.
     pub mismatched: u64,
 }
@@ -273,6 +275,7 @@ impl Python {
                 states: HashMap::new(),
                 codes: HashMap::new(),
                 read: Vec::new(),
+                innermost: None,
                 mismatched: 0,
             })
         }
@@ -283,6 +286,7 @@ impl Python {
     /// has none (or they could not be read).
     pub fn read_thread(&mut self, pthread: u64, define: &mut dyn FnMut(raw::Definition)) -> bool {
         self.read.clear();
+        self.innermost = None;
         let ok = self.read_frames(pthread, define).is_some();
         if !ok {
             self.read.clear();
@@ -293,11 +297,25 @@ impl Python {
     /// `native` (innermost first) with the frames of the last
     /// [`read_thread`](Self::read_thread) in the places of its eval loops,
     /// into `out`; only the native frames when they do not match.
-    pub fn interleave(&mut self, native: &[u64], out: &mut Vec<Node>) {
+    ///
+    /// They do not match when the counts of eval loops differ, or when the
+    /// sample was in a C function called from Python and its stack copy
+    /// (`stack`) holds no pointer into the bytecode of the innermost
+    /// Python frame read (3.11+): the eval loop keeps its instruction
+    /// pointer in a register that the C functions it calls save on the
+    /// stack, so a frame that was running at the sample leaves it there;
+    /// one that started after the sample (the thread moved on between the
+    /// sample and the read) does not.
+    pub fn interleave(&mut self, native: &[u64], stack: &[u8], out: &mut Vec<Node>) {
         out.clear();
         let loops = native.iter().filter(|a| self.eval.contains(a)).count();
         let segments = self.read.iter().filter(|r| r.entry).count();
-        if loops == 0 || loops != segments {
+        let called = native.first().is_some_and(|a| !self.eval.contains(a));
+        let stale = called
+            && self.innermost.as_ref().is_some_and(|code| {
+                !stack.chunks_exact(8).any(|w| code.contains(&u64::from_ne_bytes(w.try_into().unwrap())))
+            });
+        if loops == 0 || loops != segments || stale {
             if !self.read.is_empty() {
                 self.mismatched += 1;
             }
@@ -350,6 +368,9 @@ impl Python {
             };
             let code = word(l.fr_code);
             let node = self.frame(code, word(l.fr_instr), define)?;
+            if self.read.is_empty() {
+                self.innermost = self.bytecode(code);
+            }
             self.read.push(Read { node, entry });
             frame = previous;
         }
@@ -410,6 +431,14 @@ impl Python {
             Some(at) => instr.checked_sub(code + at).and_then(|b| lines::line_311(&c.table, c.first, b / 2)),
         };
         Some(Node::Python { code: c.id, line: line.unwrap_or(c.first) })
+    }
+
+    /// The addresses of `code`'s bytecode (3.11+: `co_code_adaptive`, of
+    /// `ob_size` code units of 2 bytes).
+    fn bytecode(&self, code: u64) -> Option<Range<u64>> {
+        let start = code + self.layout.co_code?;
+        let units = read_u64(code + 16)?.min(1 << 24);
+        Some(start..start + 2 * units)
     }
 
     /// A `str` object's text (compact strings; up to 4 KiB).

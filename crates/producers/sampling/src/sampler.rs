@@ -253,7 +253,7 @@ impl Writer {
                 }
             }
         }
-        self.python_frames(s.tid, pthread);
+        self.python_frames(s, pthread);
         let mut parent = 0;
         for &node in self.nodes.iter().rev() {
             let next = self.frames.len() as u32 + 1;
@@ -274,7 +274,8 @@ impl Writer {
     /// The sample's nodes: its native addresses, with the thread's Python
     /// frames (read at the first of its samples in this drain) in the
     /// places of the interpreter's eval loops.
-    fn python_frames(&mut self, tid: u32, pthread: u64) {
+    fn python_frames(&mut self, s: &Sample<'_>, pthread: u64) {
+        let tid = s.tid;
         let Some(python) = self.python.as_mut() else {
             self.nodes.clear();
             self.nodes.extend(self.addresses.iter().map(|&a| Node::Native(a)));
@@ -285,7 +286,7 @@ impl Writer {
             let rec = self.recorder.as_ref().expect("made by take");
             python.read_thread(pthread, &mut |d| rec.define(&d));
         }
-        python.interleave(&self.addresses, &mut self.nodes);
+        python.interleave(&self.addresses, s.stack, &mut self.nodes);
     }
 
     /// Writes the samples kept, each thread's on its location.
