@@ -10,6 +10,8 @@ use std::path::Path;
 
 use gputrace_summary::{Ended, Ending};
 
+use crate::sampled_defs::sampling_def;
+pub use crate::sampled_defs::{FrameAt, PyCode};
 use crate::{Error, Result};
 use raw::{
     CommDef, Definition, DeviceDef, LocationKind, MetricDef, NvLinkDef, Paradigm, Problem, Producer, RawFile,
@@ -57,24 +59,6 @@ pub struct StreamDefs {
     pub frames: BTreeMap<u32, (u32, FrameAt)>,
     pub py_codes: HashMap<u32, PyCode>,
     pub sampling_period: u64,
-}
-
-/// What a node of the sampled stacks' tree is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FrameAt {
-    /// A native frame: the address to look up.
-    Native(u64),
-    /// A Python frame: its code object (a [`PyCode`]) and line.
-    Python { code: u32, line: u32 },
-}
-
-/// A Python code object of the sampled stacks: qualified name, file, first
-/// line.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PyCode {
-    pub name: String,
-    pub file: String,
-    pub line: u32,
 }
 
 /// A CUDA graph kernel node made on `thread` at `time`, or cloned from
@@ -476,17 +460,11 @@ fn stream_defs(p: &mut Process, s: &RawFile) -> StreamDefs {
                 let e = d.expired.entry(location).or_default();
                 *e = (e.0.max(events), e.1.max(until));
             }
-            Definition::Module(m) => d.modules.push(m.clone()),
-            &Definition::Frame { id, parent, address } => {
-                d.frames.insert(id, (parent, FrameAt::Native(address)));
-            }
-            &Definition::PyFrame { id, parent, code, line } => {
-                d.frames.insert(id, (parent, FrameAt::Python { code, line }));
-            }
-            Definition::PyCode { id, name, file, line } => {
-                d.py_codes.insert(*id, PyCode { name: name.clone(), file: file.clone(), line: *line });
-            }
-            &Definition::SamplingPeriod { ns } => d.sampling_period = ns,
+            Definition::Module(_)
+            | Definition::Frame { .. }
+            | Definition::PyFrame { .. }
+            | Definition::PyCode { .. }
+            | Definition::SamplingPeriod { .. } => sampling_def(&mut d, def),
             Definition::Region { .. } | Definition::Location { .. } => {}
         }
     }
