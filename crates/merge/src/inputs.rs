@@ -10,6 +10,8 @@ use std::path::Path;
 
 use gputrace_summary::{Ended, Ending};
 
+use crate::sampled_defs::sampling_def;
+pub use crate::sampled_defs::{FrameAt, PyCode};
 use crate::{Error, Result};
 use raw::{
     CommDef, Definition, DeviceDef, LocationKind, MetricDef, NvLinkDef, Paradigm, Problem, Producer, RawFile,
@@ -51,9 +53,11 @@ pub struct StreamDefs {
     /// newest of them.
     pub expired: HashMap<u32, (u64, u64)>,
     /// Sampled stacks: the modules, the stack tree's nodes by id
-    /// (parent, address) and the period (ns; 0 when not sampled).
+    /// (parent, what), the Python code objects by id and the period (ns; 0
+    /// when not sampled).
     pub modules: Vec<raw::Module>,
-    pub frames: BTreeMap<u32, (u32, u64)>,
+    pub frames: BTreeMap<u32, (u32, FrameAt)>,
+    pub py_codes: HashMap<u32, PyCode>,
     pub sampling_period: u64,
 }
 
@@ -456,11 +460,11 @@ fn stream_defs(p: &mut Process, s: &RawFile) -> StreamDefs {
                 let e = d.expired.entry(location).or_default();
                 *e = (e.0.max(events), e.1.max(until));
             }
-            Definition::Module(m) => d.modules.push(m.clone()),
-            &Definition::Frame { id, parent, address } => {
-                d.frames.insert(id, (parent, address));
-            }
-            &Definition::SamplingPeriod { ns } => d.sampling_period = ns,
+            Definition::Module(_)
+            | Definition::Frame { .. }
+            | Definition::PyFrame { .. }
+            | Definition::PyCode { .. }
+            | Definition::SamplingPeriod { .. } => sampling_def(&mut d, def),
             Definition::Region { .. } | Definition::Location { .. } => {}
         }
     }

@@ -33,6 +33,7 @@ pub mod inputs;
 pub mod layout;
 mod passes;
 mod run;
+mod sampled_defs;
 pub mod sink;
 pub mod summary;
 pub mod symbols;

@@ -22,6 +22,11 @@ pub(crate) struct Acc {
     pub(crate) memset: u64,
     pub(crate) copy_bytes: u64,
     pub(crate) memset_bytes: u64,
+    /// Samples taken here (the innermost frame's call path).
+    pub(crate) hits: u64,
+    /// Their CPU time (samples x period, ns): exclusive while the
+    /// location's events go by, inclusive once it ends.
+    pub(crate) sampled: u64,
 }
 
 /// What a call path's region is, for what its duration counts as.

@@ -25,7 +25,11 @@ impl Profile {
             .zip(&d.layout.processes)
             .filter_map(|(p, plan)| Some((plan.group?.id(), i64::from(p.rank))))
             .collect();
-        self.setup(command, d.layout.regions.clone(), &d.defs.system_tree(), &ranks)
+        let mut regions = d.layout.regions.clone();
+        self.sampled_base = regions.len();
+        regions.extend(d.layout.sampled.functions.iter().cloned());
+        self.sampled = std::sync::Arc::new(d.layout.sampled.clone());
+        self.setup(command, regions, &d.defs.system_tree(), &ranks)
     }
 
     /// [`define`](Self::define) from its parts: the program's command

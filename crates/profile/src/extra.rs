@@ -24,6 +24,8 @@ impl Extra for Profile {
         let mut part = Profile::new();
         part.root = self.root;
         part.locations = self.locations.clone();
+        part.sampled = self.sampled.clone();
+        part.sampled_base = self.sampled_base;
         part.nodes.push(Node { parent: ROOT, region: PROGRAM, kind: Kind::Call, acc: Acc::default() });
         Some(part)
     }
@@ -76,6 +78,7 @@ impl Extra for Profile {
         for (at, n, a) in &self.results {
             w.extend([*archive_id.get(at)?, u64::from(*n)]);
             w.extend([a.visits, a.time, a.sent, a.received, a.kernel, a.copy, a.memset, a.copy_bytes, a.memset_bytes]);
+            w.extend([a.hits, a.sampled]);
         }
         Some(w.iter().flat_map(|v| v.to_le_bytes()).collect())
     }
@@ -107,7 +110,7 @@ impl Extra for Profile {
             }
             let results = next(1)?[0] as usize;
             for _ in 0..results {
-                let f = next(11)?;
+                let f = next(13)?;
                 let location = *self.locations.get(&f[0])?;
                 let node = u32::try_from(f[1]).ok().filter(|&n| (n as usize) < part.nodes.len())?;
                 let a = Acc {
@@ -120,6 +123,8 @@ impl Extra for Profile {
                     memset: f[8],
                     copy_bytes: f[9],
                     memset_bytes: f[10],
+                    hits: f[11],
+                    sampled: f[12],
                 };
                 part.results.push((location, node, a));
             }

@@ -29,6 +29,22 @@ pub const METRICS: &[(&str, &str, DataType, MetricKind, &str, &str)] = &[
     ("copy_bytes", "Bytes copied", DataType::Uint64, MetricKind::Exclusive, "bytes", "Bytes of GPU memory copies"),
     ("memset_time", "GPU memset time", DataType::Double, MetricKind::Inclusive, "sec", "Time of GPU memsets"),
     ("memset_bytes", "Bytes set", DataType::Uint64, MetricKind::Exclusive, "bytes", "Bytes of GPU memsets"),
+    (
+        "hits",
+        "Hits",
+        DataType::Uint64,
+        MetricKind::Exclusive,
+        "occ",
+        "Samples whose innermost frame is the call path's (CPU time sampling, --sampling)",
+    ),
+    (
+        "sampled_time",
+        "Sampled time",
+        DataType::Double,
+        MetricKind::Inclusive,
+        "sec",
+        "CPU time by sampling: samples in the call path, everything it called included, times the period",
+    ),
 ];
 
 /// Indices into [`METRICS`].
@@ -42,4 +58,6 @@ pub(crate) mod m {
     pub const COPY_BYTES: usize = 6;
     pub const MEMSET_TIME: usize = 7;
     pub const MEMSET_BYTES: usize = 8;
+    pub const HITS: usize = 9;
+    pub const SAMPLED_TIME: usize = 10;
 }

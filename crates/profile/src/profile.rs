@@ -54,6 +54,12 @@ pub struct Profile {
     pub(crate) last: u64,
     /// The first error met (a bug: every handle is the cube's own).
     pub(crate) failed: Option<cube::Error>,
+    /// The sampled calling contexts, their functions (regions from
+    /// `sampled_base` on) and the samplers' periods.
+    pub(crate) sampled: std::sync::Arc<merge::layout::Sampled>,
+    pub(crate) sampled_base: usize,
+    /// The call-tree node of each calling context met (by its id).
+    pub(crate) context_nodes: HashMap<u32, u32>,
 }
 
 impl Default for Profile {
@@ -81,6 +87,9 @@ impl Profile {
             first: u64::MAX,
             last: 0,
             failed: None,
+            sampled: Default::default(),
+            sampled_base: usize::MAX,
+            context_nodes: HashMap::new(),
         }
     }
 
@@ -106,6 +115,11 @@ impl Profile {
                 Some(r) => r,
                 None => {
                     let r = match self.regions.get(index) {
+                        Some(d) if index >= self.sampled_base => {
+                            let mut r = Region::new(&d.name, "user", "function");
+                            r.module = &d.canonical;
+                            self.cube.region(r)
+                        }
                         Some(d) => self.cube.region(cube_region(d)),
                         None => self.cube.region(Region::new(&format!("region {index}"), "unknown", "unknown")),
                     };
@@ -123,7 +137,7 @@ impl Profile {
         let seconds = |ns: u64| ns as f64 / 1e9;
         for (at, n, a) in std::mem::take(&mut self.results) {
             let c = self.cnodes[n as usize];
-            let values: [(usize, cube::Value); 9] = [
+            let values: [(usize, cube::Value); 11] = [
                 (m::VISITS, a.visits.into()),
                 (m::TIME, seconds(a.time).into()),
                 (m::SENT, a.sent.into()),
@@ -133,6 +147,8 @@ impl Profile {
                 (m::COPY_BYTES, a.copy_bytes.into()),
                 (m::MEMSET_TIME, seconds(a.memset).into()),
                 (m::MEMSET_BYTES, a.memset_bytes.into()),
+                (m::HITS, a.hits.into()),
+                (m::SAMPLED_TIME, seconds(a.sampled).into()),
             ];
             for (metric, v) in values {
                 if v != cube::Value::U64(0) && v != cube::Value::F64(0.0) {
@@ -198,6 +214,34 @@ impl Profile {
         n
     }
 
+    /// The call-tree node of sampled calling context `context`: its
+    /// function called from its caller's node (the root's for the
+    /// outermost), made at the first sample.
+    pub(crate) fn context_node(&mut self, context: u32) -> Option<u32> {
+        if let Some(&n) = self.context_nodes.get(&context) {
+            return Some(n);
+        }
+        // The context's chain, innermost first, up to one already made.
+        let (mut chain, mut at, mut parent) = (Vec::new(), Some(context), ROOT);
+        while let Some(c) = at {
+            if let Some(&n) = self.context_nodes.get(&c) {
+                parent = n;
+                break;
+            }
+            let &(caller, function) = self.sampled.contexts.get(&c)?;
+            chain.push((c, function));
+            if chain.len() > 1 << 16 {
+                return None;
+            }
+            at = caller;
+        }
+        for (c, function) in chain.into_iter().rev() {
+            parent = self.child(parent, self.sampled_base + function as usize, Work::Call);
+            self.context_nodes.insert(c, parent);
+        }
+        Some(parent)
+    }
+
     /// The values of node `n` on this location.
     #[inline(always)]
     pub(crate) fn acc(&mut self, n: u32) -> &mut Acc {
@@ -223,13 +267,14 @@ impl Profile {
         // GPU times up the tree: a child's node index is above its parent's.
         for n in (1..self.nodes.len()).rev() {
             let Node { parent, acc: a, .. } = self.nodes[n];
-            if a.visits == 0 {
+            if a.visits == 0 && a.sampled == 0 {
                 continue;
             }
             let p = self.acc(parent);
             p.kernel += a.kernel;
             p.copy += a.copy;
             p.memset += a.memset;
+            p.sampled += a.sampled;
         }
         for n in 0..self.nodes.len() {
             let a = std::mem::take(&mut self.nodes[n].acc);

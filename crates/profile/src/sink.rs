@@ -75,7 +75,15 @@ impl Sink for Profile {
     fn record(&mut self, t: u64, _: &[(AttributeRef, AttributeValue)], r: &Record) -> Result<(), SinkError> {
         match *r {
             // Samples of a metric location are not work of the program.
-            Record::Metric { .. } | Record::Sample { .. } => {}
+            Record::Metric { .. } => {}
+            Record::Sample { context, generator, .. } => {
+                let period = self.sampled.periods.get(&generator.id()).copied().unwrap_or(0);
+                if let Some(n) = self.context_node(context.id()) {
+                    let a = self.acc(n);
+                    a.hits += 1;
+                    a.sampled += period;
+                }
+            }
             Record::CollectiveEnd { sent, received, .. } => {
                 self.event(t);
                 let a = self.acc(self.current);

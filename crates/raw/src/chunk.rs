@@ -58,7 +58,8 @@ pub const MAGIC: [u8; 4] = *b"GTRC";
 /// the SourceLost definition; version 6 the CUDA graph definitions
 /// GraphNode, GraphCaptured and GraphLaunchReported; version 7 the
 /// sampled call stacks: the Module and Frame definitions, the Sample
-/// event; version 8 the CallPath event, an MPI call's call path).
+/// event; version 8 the CallPath event, an MPI call's call path, and the
+/// Python frames of sampled stacks: the PyCode and PyFrame definitions).
 pub const FORMAT_VERSION: u8 = 8;
 /// The oldest version this reader still reads (version 1 had no slot
 /// chunks; its chunks are read as they are).

@@ -25,6 +25,7 @@ mod profile;
 mod program_fds;
 mod report_window;
 mod sampling;
+mod sampling_python;
 mod scale;
 mod sizes;
 mod slurm;

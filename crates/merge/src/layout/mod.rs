@@ -24,6 +24,8 @@ mod mpi;
 mod nccl;
 mod sampling;
 
+pub use sampling::Sampled;
+
 use std::collections::{BTreeMap, HashMap};
 
 use crate::Result;
@@ -125,6 +127,8 @@ pub struct Layout {
     /// The regions' definitions by summary index (names, paradigm, role,
     /// group), for those who describe them elsewhere (a profile).
     pub regions: Vec<RegionDef>,
+    /// The sampled calling contexts, for the profile's call tree.
+    pub sampled: Sampled,
     /// Present when the trace holds GPU activity.
     pub cuda: Option<CudaAttributes>,
     /// Per archive-wide device: the rank, in the CUDA communicator, of the

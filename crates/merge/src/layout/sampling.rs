@@ -4,19 +4,24 @@
 //! context per (caller's context, region, location) over all processes,
 //! and one interrupt generator per sampling period. Each process's stack
 //! tree (its Frame definitions) maps onto these contexts; a Sample event
-//! becomes a `CallingContextSample` of its leaf's context. The MPI
-//! stream's tree (`GPUTRACE_UNWINDING`) maps the same way, its leaves
-//! being the MPI functions' own regions: a CallPath event makes the next
-//! Enter and its Leave a `CallingContextEnter` and `CallingContextLeave`
-//! of that leaf's context, as Score-P writes them with unwinding on.
+//! becomes a `CallingContextSample` of its leaf's context. A Python frame
+//! (a PyFrame definition) is a context of a function named after its
+//! code's file (base name) and qualified name, `train.py:Model.forward`
+//! (as Score-P's Python bindings name theirs `module:function`), at its
+//! file and line. The contexts are also kept in the layout
+//! ([`Sampled`]), for the profile's call tree. The MPI stream's tree
+//! (`GPUTRACE_UNWINDING`) maps the same way, its leaves being the MPI
+//! functions' own regions: a CallPath event makes the next Enter and its
+//! Leave a `CallingContextEnter` and `CallingContextLeave` of that leaf's
+//! context, as Score-P writes them with unwinding on.
 
 use std::collections::HashMap;
 
 use otf2::{CallingContextRef, Definitions, Paradigm, Region, RegionRef, RegionRole, SourceCodeLocationRef};
 
 use super::Layout;
-use crate::inputs::Process;
-use crate::symbols::Symbols;
+use crate::inputs::{FrameAt, Process, RegionDef};
+use crate::symbols::{Frame, Symbols};
 
 /// A stream's stack-tree nodes → (their context, the context's depth).
 pub type Contexts = HashMap<u32, (CallingContextRef, u32)>;
@@ -24,9 +29,22 @@ pub type Contexts = HashMap<u32, (CallingContextRef, u32)>;
 /// A context's key: its caller's context, its region, its location.
 type ContextKey = (Option<CallingContextRef>, RegionRef, Option<SourceCodeLocationRef>);
 
+/// The sampled calling contexts as the profile needs them.
+#[derive(Debug, Default, Clone)]
+pub struct Sampled {
+    /// By context id: its caller's context and its function (an index
+    /// into `functions`).
+    pub contexts: HashMap<u32, (Option<u32>, u32)>,
+    /// The functions, as regions (name, source file as the mangled name,
+    /// paradigm User, role Function).
+    pub functions: Vec<RegionDef>,
+    /// Each interrupt generator's period (ns), by its id.
+    pub periods: HashMap<u32, u64>,
+}
+
 #[derive(Default)]
 struct Tables {
-    regions: HashMap<String, RegionRef>,
+    regions: HashMap<String, (RegionRef, u32)>,
     locations: HashMap<(String, u32), SourceCodeLocationRef>,
     contexts: HashMap<ContextKey, (CallingContextRef, u32)>,
 }
@@ -36,37 +54,50 @@ pub(super) fn define(defs: &mut Definitions, processes: &[Process], layout: &mut
     let mut symbols = Symbols::default();
     let mut tables = Tables::default();
     let mut generators: HashMap<u64, otf2::InterruptGeneratorRef> = HashMap::new();
-    for (p, plan) in processes.iter().zip(layout.processes.iter_mut()) {
+    for (p_index, p) in processes.iter().enumerate().take(layout.processes.len()) {
         for (stream, d) in p.defs.iter().enumerate() {
             let mut contexts = Contexts::new();
             if !d.frames.is_empty() && d.sampling_period != 0 {
                 let period = d.sampling_period;
                 let name = "CPU time sampling";
-                plan.interrupt =
-                    Some(*generators.entry(period).or_insert_with(|| defs.interrupt_generator(name, period)));
+                let g = *generators.entry(period).or_insert_with(|| defs.interrupt_generator(name, period));
+                layout.sampled.periods.insert(g.id(), period);
+                layout.processes[p_index].interrupt = Some(g);
             }
             // A node's parent has a smaller id: it was defined first.
-            for (&id, &(parent, address)) in &d.frames {
+            for (&id, &(parent, at_frame)) in &d.frames {
                 let mut at = contexts.get(&parent).map(|c| c.0);
                 let mut depth = contexts.get(&parent).map_or(0, |c| c.1);
-                if address & raw::event::REGION_NODE != 0 {
-                    // An MPI call's leaf: its region, called at the parent.
-                    let local = (address & u64::from(u32::MAX)) as usize;
-                    if let Some(&Some((region, _))) = plan.regions.get(stream).and_then(|r| r.get(local)) {
-                        let key = (at, region, None);
-                        let (ctx, d) = *tables
-                            .contexts
-                            .entry(key)
-                            .or_insert_with(|| (defs.calling_context(region, None, at), depth + 1));
-                        contexts.insert(id, (ctx, d));
+                let frames = match at_frame {
+                    FrameAt::Native(address) if address & raw::event::REGION_NODE != 0 => {
+                        // An MPI call's leaf: its region, called at the parent.
+                        let local = (address & u64::from(u32::MAX)) as usize;
+                        let plan = &layout.processes[p_index];
+                        if let Some(&Some((region, _))) = plan.regions.get(stream).and_then(|r| r.get(local)) {
+                            let (ctx, d) = *tables
+                                .contexts
+                                .entry((at, region, None))
+                                .or_insert_with(|| (defs.calling_context(region, None, at), depth + 1));
+                            contexts.insert(id, (ctx, d));
+                        }
+                        continue;
                     }
-                    continue;
-                }
-                for f in symbols.frames(&d.modules, address) {
-                    let region = *tables.regions.entry(f.function.clone()).or_insert_with(|| {
+                    FrameAt::Native(address) => symbols.frames(&d.modules, address),
+                    FrameAt::Python { code, line } => vec![python_frame(d.py_codes.get(&code), line)],
+                };
+                for f in frames {
+                    let (region, function) = *tables.regions.entry(f.function.clone()).or_insert_with(|| {
                         let mut r = Region::new(&f.function, RegionRole::Function, Paradigm::Sampling);
                         r.source_file = &f.file;
-                        defs.region(r)
+                        let sampled = &mut layout.sampled.functions;
+                        sampled.push(RegionDef {
+                            name: f.function.clone(),
+                            canonical: f.file.clone(),
+                            paradigm: raw::Paradigm::User,
+                            role: raw::RegionRole::Function,
+                            group: String::new(),
+                        });
+                        (defs.region(r), sampled.len() as u32 - 1)
                     });
                     let scl = (!f.file.is_empty()).then(|| {
                         *tables
@@ -74,17 +105,30 @@ pub(super) fn define(defs: &mut Definitions, processes: &[Process], layout: &mut
                             .entry((f.file.clone(), f.line))
                             .or_insert_with(|| defs.source_code_location(&f.file, f.line))
                     });
-                    let (ctx, d) = *tables
-                        .contexts
-                        .entry((at, region, scl))
-                        .or_insert_with(|| (defs.calling_context(region, scl, at), depth + 1));
+                    let (ctx, d) = *tables.contexts.entry((at, region, scl)).or_insert_with(|| {
+                        let ctx = defs.calling_context(region, scl, at);
+                        layout.sampled.contexts.insert(ctx.id(), (at.map(|a| a.id()), function));
+                        (ctx, depth + 1)
+                    });
                     (at, depth) = (Some(ctx), d);
                 }
                 if let Some(ctx) = at {
                     contexts.insert(id, (ctx, depth));
                 }
             }
-            plan.samples.push(contexts);
+            layout.processes[p_index].samples.push(contexts);
         }
+    }
+}
+
+/// A Python frame as a function: its code's file's base name and
+/// qualified name, its file and the frame's line.
+fn python_frame(code: Option<&crate::inputs::PyCode>, line: u32) -> Frame {
+    match code {
+        Some(c) => {
+            let base = c.file.rsplit('/').next().unwrap_or(&c.file);
+            Frame { function: format!("{base}:{}", c.name), file: c.file.clone(), line }
+        }
+        None => Frame { function: "[python]".into(), file: String::new(), line },
     }
 }

@@ -16,6 +16,7 @@
 //! the merge or the reports.
 
 pub mod perf;
+pub mod python;
 pub mod sampler;
 pub mod timer;
 pub mod unwind;

@@ -11,6 +11,7 @@ use std::time::Duration;
 use raw::{Definition, Event, LocationKind, Producer};
 use recorder::Recorder;
 
+use crate::python::{Node, Python};
 use crate::unwind::Unwinder;
 use crate::{Sample, perf, timer};
 
@@ -25,6 +26,8 @@ enum Source {
 
 struct Thread {
     tid: u32,
+    /// Its `pthread_self()`, by which its Python thread state is found.
+    pthread: u64,
     source: Source,
     /// The thread has exited: drained once more, then dropped.
     ended: bool,
@@ -38,8 +41,14 @@ struct Writer {
     recorder: Option<Recorder>,
     failed: bool,
     unwinder: Unwinder,
-    /// (parent, address) → node of the stack tree; ids from 1.
-    frames: HashMap<(u32, u64), u32>,
+    /// (parent, node) → node of the stack tree; ids from 1.
+    frames: HashMap<(u32, Node), u32>,
+    /// The process's Python interpreter, once found.
+    python: Option<Python>,
+    /// (drain, thread) whose Python frames were read last.
+    python_read: (u64, u32),
+    drains: u64,
+    nodes: Vec<Node>,
     locations: HashMap<u32, u32>,
     pending: HashMap<u32, Vec<(u64, Event)>>,
     addresses: Vec<u64>,
@@ -55,6 +64,9 @@ pub struct Sampler {
     threads: Mutex<Vec<Thread>>,
     writer: Mutex<Writer>,
     stopped: AtomicBool,
+    /// The process runs Python: drained every period (1 to 5 ms), since
+    /// its frames are read at the drain.
+    python: AtomicBool,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -73,6 +85,10 @@ impl Sampler {
             failed: false,
             unwinder: Unwinder::default(),
             frames: HashMap::new(),
+            python: None,
+            python_read: (0, 0),
+            drains: 0,
+            nodes: Vec::new(),
             locations: HashMap::new(),
             pending: HashMap::new(),
             addresses: Vec::with_capacity(crate::unwind::MAX_DEPTH),
@@ -85,6 +101,7 @@ impl Sampler {
             threads: Mutex::new(Vec::new()),
             writer: Mutex::new(writer),
             stopped: AtomicBool::new(false),
+            python: AtomicBool::new(false),
         }
     }
 
@@ -119,7 +136,9 @@ impl Sampler {
         };
         let how = if matches!(source, Source::Perf(_)) { "a perf event" } else { "a timer signal" };
         tracing::debug!("sampling thread {tid} by {how}");
-        lock(&self.threads).push(Thread { tid: tid as u32, source, ended: false });
+        // SAFETY: pthread_self has no preconditions.
+        let pthread = unsafe { libc::pthread_self() } as u64;
+        lock(&self.threads).push(Thread { tid: tid as u32, pthread, source, ended: false });
     }
 
     fn timer_source(&self) -> std::io::Result<Source> {
@@ -146,23 +165,29 @@ impl Sampler {
 
     /// The sampler's thread: drains until the process exits.
     pub fn run(&self) {
+        let python = Duration::from_nanos(self.period_ns).clamp(Duration::from_millis(1), DRAIN_EVERY);
         while !self.stopped.load(Ordering::Relaxed) {
-            std::thread::sleep(DRAIN_EVERY);
+            std::thread::sleep(if self.python.load(Ordering::Relaxed) { python } else { DRAIN_EVERY });
             self.drain();
         }
     }
 
     fn drain(&self) {
         let mut w = lock(&self.writer);
+        w.drains += 1;
         {
             let mut threads = lock(&self.threads);
             for t in threads.iter_mut() {
+                let pthread = t.pthread;
                 match &mut t.source {
-                    Source::Perf(r) => r.drain(&mut |s| w.take(s)),
-                    Source::Timer(r) => r.drain(t.tid, &mut |s| w.take(s)),
+                    Source::Perf(r) => r.drain(&mut |s| w.take(s, pthread)),
+                    Source::Timer(r) => r.drain(t.tid, &mut |s| w.take(s, pthread)),
                 }
             }
             threads.retain(|t| !t.ended);
+        }
+        if w.python.is_some() {
+            self.python.store(true, Ordering::Relaxed);
         }
         w.write();
     }
@@ -200,14 +225,16 @@ impl Writer {
                 for m in self.unwinder.scan() {
                     rec.define(&Definition::Module(m));
                 }
+                self.python = Python::find();
             }
         }
         self.recorder.as_ref()
     }
 
-    /// One sample: unwound, its stack put in the tree, its event kept for
-    /// the next write.
-    fn take(&mut self, s: &Sample<'_>) {
+    /// One sample of the thread `pthread`: unwound, its Python frames put
+    /// in (read once per drain and thread), its stack put in the tree, its
+    /// event kept for the next write.
+    fn take(&mut self, s: &Sample<'_>, pthread: u64) {
         if self.recorder().is_none() {
             return;
         }
@@ -221,20 +248,45 @@ impl Writer {
                     rec.define(&Definition::Module(m));
                 }
                 self.unwinder.unwind(s, &mut self.addresses);
+                if self.python.is_none() {
+                    self.python = Python::find();
+                }
             }
         }
+        self.python_frames(s, pthread);
         let mut parent = 0;
-        for &address in self.addresses.iter().rev() {
+        for &node in self.nodes.iter().rev() {
             let next = self.frames.len() as u32 + 1;
-            parent = *self.frames.entry((parent, address)).or_insert_with(|| {
+            parent = *self.frames.entry((parent, node)).or_insert_with(|| {
                 let rec = self.recorder.as_ref().expect("made above");
-                rec.define(&Definition::Frame { id: next, parent, address });
+                rec.define(&match node {
+                    Node::Native(address) => Definition::Frame { id: next, parent, address },
+                    Node::Python { code, line } => Definition::PyFrame { id: next, parent, code, line },
+                });
                 next
             });
         }
         if parent != 0 {
             self.pending.entry(s.tid).or_default().push((s.time, Event::Sample { frame: parent }));
         }
+    }
+
+    /// The sample's nodes: its native addresses, with the thread's Python
+    /// frames (read at the first of its samples in this drain) in the
+    /// places of the interpreter's eval loops.
+    fn python_frames(&mut self, s: &Sample<'_>, pthread: u64) {
+        let tid = s.tid;
+        let Some(python) = self.python.as_mut() else {
+            self.nodes.clear();
+            self.nodes.extend(self.addresses.iter().map(|&a| Node::Native(a)));
+            return;
+        };
+        if self.python_read != (self.drains, tid) {
+            self.python_read = (self.drains, tid);
+            let rec = self.recorder.as_ref().expect("made by take");
+            python.read_thread(pthread, &mut |d| rec.define(&d));
+        }
+        python.interleave(&self.addresses, s.stack, &mut self.nodes);
     }
 
     /// Writes the samples kept, each thread's on its location.

@@ -221,6 +221,11 @@ impl Definition {
             }),
             tag::SAMPLING_PERIOD => Definition::SamplingPeriod { ns: c.u64()? },
             tag::FRAME => Definition::Frame { id: c.u32()?, parent: c.u32()?, address: c.u64()? },
+            tag::PY_CODE => {
+                let (id, line) = (c.u32()?, c.u32()?);
+                Definition::PyCode { id, line, name: c.string()?, file: c.string()? }
+            }
+            tag::PY_FRAME => Definition::PyFrame { id: c.u32()?, parent: c.u32()?, code: c.u32()?, line: c.u32()? },
             _ => return Err(Malformed),
         })
     }

@@ -188,6 +188,15 @@ fn put_graph(out: &mut Vec<u8>, def: &Definition) {
         Definition::Frame { id, parent, address } => {
             put_words(out, tag::FRAME, &[u64::from(*id), u64::from(*parent), *address])
         }
+        Definition::PyCode { id, name, file, line } => {
+            put_words(out, tag::PY_CODE, &[u64::from(*id), u64::from(*line)]);
+            varint::put_bytes(out, name.as_bytes());
+            varint::put_bytes(out, file.as_bytes());
+        }
+        Definition::PyFrame { id, parent, code, line } => {
+            let words = [*id, *parent, *code, *line].map(u64::from);
+            put_words(out, tag::PY_FRAME, &words)
+        }
         _ => {}
     }
 }
@@ -307,7 +316,9 @@ impl Definition {
             | Definition::GraphLaunchReported { .. }
             | Definition::Module(_)
             | Definition::SamplingPeriod { .. }
-            | Definition::Frame { .. } => put_graph(out, self),
+            | Definition::Frame { .. }
+            | Definition::PyCode { .. }
+            | Definition::PyFrame { .. } => put_graph(out, self),
         }
     }
 }
