@@ -30,19 +30,23 @@ pub enum SourceLoss {
     NcclThreadExit,
     /// NCCL events reported on a thread whose state was being torn down.
     NcclThreadGone,
+    /// Call-stack samples lost: a full ring, or a stack pointer off the
+    /// thread's stack.
+    SamplesLost,
     /// A kind this reader does not know, by its number.
     Other(u8),
 }
 
 impl SourceLoss {
     /// Every kind this build knows, in code order.
-    pub const KNOWN: [SourceLoss; 6] = [
+    pub const KNOWN: [SourceLoss; 7] = [
         SourceLoss::CuptiDropped,
         SourceLoss::CuptiUndecodable,
         SourceLoss::CudaEarlyOverflow,
         SourceLoss::CudaSyncWithoutCall,
         SourceLoss::NcclThreadExit,
         SourceLoss::NcclThreadGone,
+        SourceLoss::SamplesLost,
     ];
 
     /// Its number in a stream.
@@ -54,6 +58,7 @@ impl SourceLoss {
             SourceLoss::CudaSyncWithoutCall => 4,
             SourceLoss::NcclThreadExit => 5,
             SourceLoss::NcclThreadGone => 6,
+            SourceLoss::SamplesLost => 7,
             SourceLoss::Other(c) => c,
         }
     }
@@ -77,6 +82,7 @@ impl SourceLoss {
             SourceLoss::CudaSyncWithoutCall => "CUDA_SYNC_WITHOUT_CALL".into(),
             SourceLoss::NcclThreadExit => "NCCL_THREAD_EXIT".into(),
             SourceLoss::NcclThreadGone => "NCCL_THREAD_GONE".into(),
+            SourceLoss::SamplesLost => "SAMPLES_LOST".into(),
             SourceLoss::Other(c) => format!("KIND_{c}"),
         }
     }

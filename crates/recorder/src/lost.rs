@@ -54,6 +54,7 @@ fn producer_of(what: SourceLoss) -> Option<Producer> {
         | SourceLoss::CudaEarlyOverflow
         | SourceLoss::CudaSyncWithoutCall => Some(Producer::Cuda),
         SourceLoss::NcclThreadExit | SourceLoss::NcclThreadGone => Some(Producer::Nccl),
+        SourceLoss::SamplesLost => Some(Producer::Sampling),
         SourceLoss::Other(_) => None,
     }
 }

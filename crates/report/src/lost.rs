@@ -27,6 +27,7 @@ pub fn what(key: &str) -> String {
         "CUDA_SYNC_WITHOUT_CALL" => "CUDA synchronizations dropped: their API call was never reported",
         "NCCL_THREAD_EXIT" => "NCCL calls lost in a group left open when its thread exited",
         "NCCL_THREAD_GONE" => "NCCL events lost (reported while their thread was being torn down)",
+        "SAMPLES_LOST" => "call-stack samples lost (a full ring: raise GPUTRACE_SAMPLING; or a stack off its thread's)",
         other => return format!("records lost ({PROPERTY_PREFIX}{other})"),
     }
     .to_string()

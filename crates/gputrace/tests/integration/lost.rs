@@ -14,13 +14,14 @@ use crate::cuda::{all, fixture};
 use crate::util::*;
 
 /// A count of each kind, all different.
-const LOSSES: [(SourceLoss, u64); 6] = [
+const LOSSES: [(SourceLoss, u64); 7] = [
     (SourceLoss::CuptiDropped, 1234),
     (SourceLoss::CuptiUndecodable, 5),
     (SourceLoss::CudaEarlyOverflow, 1_048_577),
     (SourceLoss::CudaSyncWithoutCall, 3),
     (SourceLoss::NcclThreadExit, 2),
     (SourceLoss::NcclThreadGone, 7),
+    (SourceLoss::SamplesLost, 11),
 ];
 
 /// The cuda_basic fixture replayed into a fresh experiment, with `losses`
@@ -56,7 +57,8 @@ fn losses_of_every_kind_reach_the_summary_the_archive_and_stats() {
                 raise GPUTRACE_CUDA_BUFFER); 5 CUDA activity records the agent could not decode (a CUPTI newer \
                 than the agent?); 1,048,577 CUDA API records dropped before the first GPU work (more than a million \
                 held); 3 CUDA synchronizations dropped: their API call was never reported; 2 NCCL calls lost in \
-                a group left open when its thread exited; 7 NCCL events lost (reported while their thread was being torn down)\n";
+                a group left open when its thread exited; 7 NCCL events lost (reported while their thread was being torn down); \
+                11 call-stack samples lost (a full ring: raise GPUTRACE_SAMPLING; or a stack off its thread's)\n";
     assert!(stderr.contains(line), "{stderr}");
     assert_eq!(stderr.matches("lost: ").count(), 1, "{stderr}");
     let anchor = exp.join("traces.otf2");

@@ -204,10 +204,12 @@ impl Sampler {
         self.drain();
         let w = lock(&self.writer);
         let lost = perf::LOST.load(Ordering::Relaxed) + timer::LOST.load(Ordering::Relaxed);
-        if lost > 0 {
-            tracing::debug!(lost, "samples lost (a full ring, or a stack pointer off the thread's stack)");
-        }
         if let Some(rec) = &w.recorder {
+            // Counted in the stream, not logged: at exit the thread-locals
+            // a log line needs may be gone already.
+            if lost > 0 {
+                rec.note_lost(raw::SourceLoss::SamplesLost, lost);
+            }
             rec.finish();
         }
     }
