@@ -34,35 +34,7 @@ fn hot(compiler: &str) -> PathBuf {
 /// Samples per call path (`main > hot_a > spin`, outermost first, from
 /// `main` on), read by the Python OTF2 reader.
 fn paths(anchor: &Path) -> HashMap<String, u64> {
-    let script = r#"
-import sys, collections, otf2
-from otf2.events import CallingContextSample
-counts = collections.Counter()
-with otf2.reader.open(sys.argv[1]) as t:
-    for loc, ev in t.events:
-        if isinstance(ev, CallingContextSample):
-            names, c = [], ev.calling_context
-            while c is not None:
-                names.append(c.region.name)
-                c = c.parent
-            counts[" > ".join(reversed(names))] += 1
-for path, n in counts.items():
-    print(n, "|", path)
-"#;
-    let out = Command::new("/usr/bin/python3").arg("-c").arg(script).arg(anchor).output().unwrap();
-    assert!(out.status.success(), "Python reader: {}", text(&out.stderr));
-    text(&out.stdout)
-        .lines()
-        .filter_map(|l| {
-            let (n, path) = l.split_once(" | ")?;
-            let frames: Vec<&str> = path.split(" > ").collect();
-            let main = frames.iter().position(|f| *f == "main").unwrap_or(0);
-            Some((frames[main..].join(" > "), n.parse::<u64>().ok()?))
-        })
-        .fold(HashMap::new(), |mut m: HashMap<String, u64>, (p, n)| {
-            *m.entry(p).or_default() += n;
-            m
-        })
+    crate::unwinding::paths(anchor, "CallingContextSample")
 }
 
 /// Traces hot.c with `launcher` and checks the shares, the callers, the

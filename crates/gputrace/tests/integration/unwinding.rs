@@ -31,7 +31,7 @@ fn build(compiler: &str, source: &str) -> PathBuf {
 
 /// Counts per call path (outermost first, from `main` on) of the
 /// archive's records of Python class `record`.
-fn paths(anchor: &Path, record: &str) -> HashMap<String, u64> {
+pub(crate) fn paths(anchor: &Path, record: &str) -> HashMap<String, u64> {
     let script = r#"
 import sys, collections, otf2, otf2.events
 kind = getattr(otf2.events, sys.argv[2])
