@@ -273,13 +273,36 @@ impl Call {
         let rec = state::recorder()?;
         // Before the clock: a thread's first call makes its buffer.
         let thread = if recording { rec.this_thread() } else { None };
+        if crate::callpath::on() {
+            return Some(Call::begin_unwound(info, rec, recording, thread, guard));
+        }
+        let enter = gputrace_clock::now();
         let region = if recording { shielded(|| info.region(rec)).flatten() } else { None };
-        // The call path (GPUTRACE_UNWINDING), before the clock too: the
-        // walk is not the call's time. Recorded just before the Enter.
-        let path = match region {
-            Some(region) if crate::callpath::on() => shielded(|| crate::callpath::here(rec, region)).flatten(),
-            _ => None,
-        };
+        let mut events = [(0, Event::MpiCollectiveBegin); STAGED];
+        let mut n = 0;
+        if let Some(region) = region {
+            events[0] = (enter, Event::Enter { region });
+            n = 1;
+        }
+        let staged = Staged { n: Cell::new(n), events: UnsafeCell::new(events) };
+        Some(Call { rec, enter, recording, region, leave: Cell::new(0), staged, thread, _guard: guard })
+    }
+
+    /// [`begin`](Self::begin) with the call path (GPUTRACE_UNWINDING),
+    /// apart so that the path without it stays as short as it was: the
+    /// walk before the clock (it is not the call's time), the path
+    /// recorded just before the Enter.
+    #[cold]
+    #[inline(never)]
+    fn begin_unwound(
+        info: &'static FnInfo,
+        rec: &'static Recorder,
+        recording: bool,
+        thread: Option<ThisThread>,
+        guard: Guard,
+    ) -> Call {
+        let region = if recording { shielded(|| info.region(rec)).flatten() } else { None };
+        let path = region.and_then(|region| shielded(|| crate::callpath::here(rec, region)).flatten());
         let enter = gputrace_clock::now();
         let mut events = [(0, Event::MpiCollectiveBegin); STAGED];
         let mut n = 0;
@@ -296,7 +319,7 @@ impl Call {
         if n == STAGED {
             call.flush_staged(n);
         }
-        Some(call)
+        call
     }
 
     /// The time of Leave, read once: events that happen at the end
