@@ -17,18 +17,7 @@ const TIMER: &str = "a timer signal";
 
 /// The program, built once per compiler with the flags the issue names.
 fn hot(compiler: &str) -> PathBuf {
-    let exe = scratch().join(format!("sampling-hot-{}", compiler.replace('.', "_")));
-    if !exe.exists() {
-        let src = workspace().join("tests/programs/mpi/hot.c");
-        let out = Command::new(compiler)
-            .args(["-O2", "-fomit-frame-pointer", "-g", "-o"])
-            .arg(&exe)
-            .arg(&src)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{compiler}: {}", text(&out.stderr));
-    }
-    exe
+    compile_without_frame_pointers(compiler, "hot.c")
 }
 
 /// Samples per call path (`main > hot_a > spin`, outermost first, from

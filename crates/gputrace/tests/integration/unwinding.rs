@@ -13,22 +13,6 @@ use std::process::Command;
 
 use crate::util::*;
 
-/// `source` built with `compiler` and the flags the issue names.
-fn build(compiler: &str, source: &str) -> PathBuf {
-    let exe = scratch().join(format!("unwinding-{}-{}", compiler.replace('.', "_"), source.replace('.', "_")));
-    if !exe.exists() {
-        let src = workspace().join("tests/programs/mpi").join(source);
-        let out = Command::new(compiler)
-            .args(["-O2", "-fomit-frame-pointer", "-g", "-o"])
-            .arg(&exe)
-            .arg(&src)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{compiler}: {}", text(&out.stderr));
-    }
-    exe
-}
-
 /// Counts per call path (outermost first, from `main` on) of the
 /// archive's records of Python class `record`.
 pub(crate) fn paths(anchor: &Path, record: &str) -> HashMap<String, u64> {
@@ -107,9 +91,15 @@ fn trace_and_check(name: &str, exe: &Path, launcher: &str, callers: [&str; 2], s
 #[test]
 fn each_mpi_call_is_under_its_caller_with_open_mpi() {
     let (mpicc, mpirun, mpif90) = openmpi();
-    trace_and_check("unwinding-openmpi-c", &build(mpicc, "hot.c"), mpirun, ["hot_a", "hot_b"], false);
+    trace_and_check(
+        "unwinding-openmpi-c",
+        &compile_without_frame_pointers(mpicc, "hot.c"),
+        mpirun,
+        ["hot_a", "hot_b"],
+        false,
+    );
     if required(mpif90, have(mpif90)) {
-        let exe = build(mpif90, "hot.f90");
+        let exe = compile_without_frame_pointers(mpif90, "hot.f90");
         let dir = trace_and_check("unwinding-openmpi-f", &exe, mpirun, ["__hot_mod_MOD_hot_a", "hot_b_"], true);
         fortran_shares(&dir);
     }
@@ -120,9 +110,15 @@ fn each_mpi_call_is_under_its_caller_with_mpich() {
     if !required("MPICH (mpicc.mpich, mpiexec.mpich)", have("mpicc.mpich") && have("mpiexec.mpich")) {
         return;
     }
-    trace_and_check("unwinding-mpich-c", &build("mpicc.mpich", "hot.c"), "mpiexec.mpich", ["hot_a", "hot_b"], false);
+    trace_and_check(
+        "unwinding-mpich-c",
+        &compile_without_frame_pointers("mpicc.mpich", "hot.c"),
+        "mpiexec.mpich",
+        ["hot_a", "hot_b"],
+        false,
+    );
     if required("mpif90.mpich", have("mpif90.mpich")) {
-        let exe = build("mpif90.mpich", "hot.f90");
+        let exe = compile_without_frame_pointers("mpif90.mpich", "hot.f90");
         let dir = trace_and_check("unwinding-mpich-f", &exe, "mpiexec.mpich", ["__hot_mod_MOD_hot_a", "hot_b_"], true);
         fortran_shares(&dir);
     }

@@ -508,3 +508,21 @@ pub fn gpu_node_header(pid: u32, command: &str) -> raw::StreamHeader {
         command: vec![command.into()],
     }
 }
+
+/// `source` (in tests/programs/mpi) built with `compiler` as the sampling
+/// and unwinding tests need it: `-O2 -fomit-frame-pointer -g`, so that
+/// the unwinder works from the binaries' CFI alone; built once.
+pub fn compile_without_frame_pointers(compiler: &str, source: &str) -> PathBuf {
+    let exe = scratch().join(format!("nofp-{}-{}", compiler.replace('.', "_"), source.replace('.', "_")));
+    if !exe.exists() {
+        let src = workspace().join("tests/programs/mpi").join(source);
+        let out = Command::new(compiler)
+            .args(["-O2", "-fomit-frame-pointer", "-g", "-o"])
+            .arg(&exe)
+            .arg(&src)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{compiler}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    exe
+}

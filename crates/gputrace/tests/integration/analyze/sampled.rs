@@ -16,11 +16,7 @@ use crate::util::*;
 #[test]
 fn the_imbalance_s_computation_is_named_by_its_sampled_call_paths() {
     let (mpicc, mpirun, _) = openmpi();
-    let exe = scratch().join("hot_imbalance");
-    let src = workspace().join("tests/programs/mpi/hot_imbalance.c");
-    let out =
-        Command::new(mpicc).args(["-O2", "-fomit-frame-pointer", "-g", "-o"]).arg(&exe).arg(&src).output().unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let exe = compile_without_frame_pointers(mpicc, "hot_imbalance.c");
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let dir = fresh_dir("an-sampled");
     let exe = exe.display().to_string();
