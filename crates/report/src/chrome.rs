@@ -484,10 +484,7 @@ impl<W: Write> EventVisitor for Pass<'_, W> {
 fn stack_of(defs: &otf2::reader::GlobalDefs, c: CallingContextRef) -> (String, String, Option<String>) {
     let name = |r: RegionRef| defs.regions.get(&r).map_or("?", |d| defs.string(d.name)).to_string();
     let Some(first) = defs.calling_contexts.get(&c) else { return ("?".into(), "?".into(), None) };
-    let source = first.location.and_then(|l| defs.source_code_locations.get(&l)).map(|&(file, line)| {
-        let file = defs.string(file);
-        format!("{}:{line}", file.rsplit('/').next().unwrap_or(file))
-    });
+    let source = crate::names::source_line(defs, first);
     let mut frames = vec![name(first.region)];
     let mut up = first.parent;
     // Bounded: a malformed archive's parents could loop.

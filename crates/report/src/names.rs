@@ -132,6 +132,14 @@ fn without_return_type(function: &str) -> &str {
     &function[start..]
 }
 
+/// A sampled calling context's source line as the reports show it,
+/// `hot.c:21` (the file's base name), where the archive has it.
+pub(crate) fn source_line(defs: &otf2::reader::GlobalDefs, c: &otf2::reader::CallingContextDef) -> Option<String> {
+    let &(file, line) = defs.source_code_locations.get(&c.location?)?;
+    let file = defs.string(file);
+    Some(format!("{}:{line}", file.rsplit('/').next().unwrap_or(file)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

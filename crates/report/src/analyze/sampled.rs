@@ -65,10 +65,7 @@ impl Counts {
         let mut per: HashMap<(usize, String, Option<String>), u64> = HashMap::new();
         for (&(process, context), &n) in &self.per {
             let Some(c) = defs.calling_contexts.get(&context) else { continue };
-            let source = c.location.and_then(|l| defs.source_code_locations.get(&l)).map(|&(file, line)| {
-                let file = defs.string(file);
-                format!("{}:{line}", file.rsplit('/').next().unwrap_or(file))
-            });
+            let source = crate::names::source_line(defs, c);
             let mut frames = vec![name(c)];
             let mut up = c.parent;
             while let Some(p) = up.and_then(|p| defs.calling_contexts.get(&p))

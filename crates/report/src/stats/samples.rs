@@ -28,15 +28,8 @@ impl Samples {
     pub fn new(defs: &GlobalDefs) -> Samples {
         let contexts: BTreeMap<_, _> = defs.calling_contexts.iter().map(|(k, c)| (*k, (c.region, c.parent))).collect();
         let names = contexts.values().map(|(r, _)| (*r, defs.region_name(*r).to_string())).collect();
-        let lines = defs
-            .calling_contexts
-            .iter()
-            .filter_map(|(k, c)| {
-                let &(file, line) = defs.source_code_locations.get(&c.location?)?;
-                let file = defs.string(file);
-                Some((*k, format!("{}:{line}", file.rsplit('/').next().unwrap_or(file))))
-            })
-            .collect();
+        let lines =
+            defs.calling_contexts.iter().filter_map(|(k, c)| Some((*k, crate::names::source_line(defs, c)?))).collect();
         Samples { counts: HashMap::new(), contexts, lines, names }
     }
 
