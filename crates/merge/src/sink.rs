@@ -165,6 +165,13 @@ pub trait Sink {
         self.leave(time, attributes, r.region, r.index, r.duration)
     }
 
+    /// The calling context of the API call (a CUDA launch or copy call
+    /// whose call path was recorded, `GPUTRACE_UNWINDING`) that started
+    /// the GPU work entered next on this location (its kernel, copy or
+    /// memset): told just before that work's [`enter`](Self::enter). A
+    /// sink that knows no call paths ignores it.
+    fn launched_from(&mut self, _cx: InContext) {}
+
     /// A message sent at `time`.
     fn send(&mut self, time: u64, attributes: &[(AttributeRef, AttributeValue)], m: &Message) -> Result<(), SinkError>;
 
@@ -492,6 +499,12 @@ impl<A: Sink, B: Sink> Sink for (A, B) {
     }
 
     #[inline(always)]
+    fn launched_from(&mut self, cx: InContext) {
+        self.0.launched_from(cx);
+        self.1.launched_from(cx);
+    }
+
+    #[inline(always)]
     fn send(&mut self, t: u64, attributes: &[(AttributeRef, AttributeValue)], m: &Message) -> Result<(), SinkError> {
         self.0.send(t, attributes, m)?;
         self.1.send(t, attributes, m)
@@ -565,6 +578,11 @@ impl<S: Sink + ?Sized> Sink for &mut S {
     #[inline(always)]
     fn leave_in(&mut self, t: u64, attributes: &[(AttributeRef, AttributeValue)], r: Left, cx: InContext) -> Step {
         (**self).leave_in(t, attributes, r, cx)
+    }
+
+    #[inline(always)]
+    fn launched_from(&mut self, cx: InContext) {
+        (**self).launched_from(cx)
     }
 
     #[inline(always)]
