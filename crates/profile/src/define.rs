@@ -27,6 +27,7 @@ impl Profile {
             .collect();
         let mut regions = d.layout.regions.clone();
         self.sampled_base = regions.len();
+        self.functions = function_regions(&regions, &d.layout.sampled.functions);
         regions.extend(d.layout.sampled.functions.iter().cloned());
         self.sampled = std::sync::Arc::new(d.layout.sampled.clone());
         self.setup(command, regions, &d.defs.system_tree(), &ranks)
@@ -132,4 +133,27 @@ pub(crate) fn cube_region(d: &merge::inputs::RegionDef) -> Region<'_> {
     r.mangled_name = &d.canonical;
     r.description = &d.group;
     r
+}
+
+/// The call-tree region of each sampled function: the traced region of
+/// the same name where there is one (an MPI, CUDA or NCCL function: a
+/// sample in gputrace's wrapper of `MPI_Barrier`, or in the runtime's
+/// `cudaMemcpy`, is in that call's call path, not in a function beside
+/// it), else the function's own (after the traced regions).
+pub(crate) fn function_regions(
+    traced: &[merge::inputs::RegionDef],
+    functions: &[merge::inputs::RegionDef],
+) -> Vec<u32> {
+    use raw::Paradigm::{Cuda, Mpi, Nccl};
+    let calls: HashMap<&str, usize> = traced
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| matches!(r.paradigm, Mpi | Cuda | Nccl))
+        .map(|(i, r)| (r.name.as_str(), i))
+        .collect();
+    functions
+        .iter()
+        .enumerate()
+        .map(|(f, d)| calls.get(d.name.as_str()).copied().unwrap_or(traced.len() + f) as u32)
+        .collect()
 }

@@ -26,6 +26,7 @@ impl Extra for Profile {
         part.locations = self.locations.clone();
         part.sampled = self.sampled.clone();
         part.sampled_base = self.sampled_base;
+        part.functions = self.functions.clone();
         part.nodes.push(Node { parent: ROOT, region: PROGRAM, kind: Kind::Call, acc: Acc::default() });
         Some(part)
     }
@@ -141,7 +142,7 @@ impl Extra for Profile {
 
     fn begin_location(&mut self, _process: usize, location: &merge::layout::LocationPlan) {
         self.at = self.locations.get(&location.location.id()).copied();
-        self.current = ROOT;
+        self.reset_placements();
         self.first = u64::MAX;
         self.last = 0;
     }
@@ -151,7 +152,7 @@ impl Extra for Profile {
             Some(at) => self.flush(at),
             None => self.nodes.iter_mut().for_each(|n| n.acc = Acc::default()),
         }
-        self.current = ROOT;
+        self.reset_placements();
         self.first = u64::MAX;
         self.last = 0;
     }

@@ -28,6 +28,7 @@
 //! over ([`Profile::finish`]).
 
 mod call_tree;
+mod contexts;
 mod define;
 mod error;
 mod extra;

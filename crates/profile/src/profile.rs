@@ -58,8 +58,19 @@ pub struct Profile {
     /// `sampled_base` on) and the samplers' periods.
     pub(crate) sampled: std::sync::Arc<merge::layout::Sampled>,
     pub(crate) sampled_base: usize,
-    /// The call-tree node of each calling context met (by its id).
-    pub(crate) context_nodes: HashMap<u32, u32>,
+    /// The call-tree region of each sampled function (by its index).
+    pub(crate) functions: Vec<u32>,
+    /// The call-tree node of each calling context met, by (the node its
+    /// path hangs under, its id).
+    pub(crate) context_nodes: HashMap<(u32, u32), u32>,
+    /// Regions entered elsewhere than under the current node (a call in
+    /// its calling context, GPU work under its launch's): (its node, the
+    /// node current before it), innermost last; a Leave of that node goes
+    /// back there instead of to its parent.
+    pub(crate) saved: Vec<(u32, u32)>,
+    /// The launching call's context of the GPU work entered next
+    /// ([`merge::Sink::launched_from`]).
+    pub(crate) launched: Option<merge::sink::InContext>,
 }
 
 impl Default for Profile {
@@ -89,7 +100,10 @@ impl Profile {
             failed: None,
             sampled: Default::default(),
             sampled_base: usize::MAX,
+            functions: Vec::new(),
             context_nodes: HashMap::new(),
+            saved: Vec::new(),
+            launched: None,
         }
     }
 
@@ -214,34 +228,6 @@ impl Profile {
         n
     }
 
-    /// The call-tree node of sampled calling context `context`: its
-    /// function called from its caller's node (the root's for the
-    /// outermost), made at the first sample.
-    pub(crate) fn context_node(&mut self, context: u32) -> Option<u32> {
-        if let Some(&n) = self.context_nodes.get(&context) {
-            return Some(n);
-        }
-        // The context's chain, innermost first, up to one already made.
-        let (mut chain, mut at, mut parent) = (Vec::new(), Some(context), ROOT);
-        while let Some(c) = at {
-            if let Some(&n) = self.context_nodes.get(&c) {
-                parent = n;
-                break;
-            }
-            let &(caller, function) = self.sampled.contexts.get(&c)?;
-            chain.push((c, function));
-            if chain.len() > 1 << 16 {
-                return None;
-            }
-            at = caller;
-        }
-        for (c, function) in chain.into_iter().rev() {
-            parent = self.child(parent, self.sampled_base + function as usize, Work::Call);
-            self.context_nodes.insert(c, parent);
-        }
-        Some(parent)
-    }
-
     /// The values of node `n` on this location.
     #[inline(always)]
     pub(crate) fn acc(&mut self, n: u32) -> &mut Acc {
@@ -264,10 +250,13 @@ impl Profile {
             root.visits = 1;
             root.time = span;
         }
-        // GPU times up the tree: a child's node index is above its parent's.
+        // GPU and sampled times up the tree, and the time of a call path
+        // not entered here (a function of a call's path, a launching call
+        // above its GPU work) from its children: a child's node index is
+        // above its parent's.
         for n in (1..self.nodes.len()).rev() {
             let Node { parent, acc: a, .. } = self.nodes[n];
-            if a.visits == 0 && a.sampled == 0 {
+            if a == Acc::default() {
                 continue;
             }
             let p = self.acc(parent);
@@ -275,6 +264,9 @@ impl Profile {
             p.copy += a.copy;
             p.memset += a.memset;
             p.sampled += a.sampled;
+            if parent != ROOT && p.visits == 0 {
+                p.time += a.time;
+            }
         }
         for n in 0..self.nodes.len() {
             let a = std::mem::take(&mut self.nodes[n].acc);

@@ -1,7 +1,7 @@
 //! The profile as a [`Sink`] of the merge's pass: visits, durations and
 //! bytes added to the current call path, on the hot path of every event.
 
-use merge::sink::{Message, SinkError};
+use merge::sink::{InContext, Message, SinkError};
 use merge::{Record, Sink, Work};
 use otf2::{AttributeRef, AttributeValue, RegionRef};
 
@@ -19,16 +19,32 @@ impl Sink for Profile {
         work: Work,
     ) -> Result<(), SinkError> {
         self.event(t);
-        let n = self.child(self.current, index, work);
-        let a = self.acc(n);
-        a.visits += 1;
-        match work {
-            Work::Copy { bytes, .. } => a.copy_bytes += bytes,
-            Work::Memset { bytes } => a.memset_bytes += bytes,
-            Work::Call | Work::Kernel => {}
-        }
-        self.current = n;
+        let parent = match self.launched.take() {
+            None => self.current,
+            Some(cx) => self.launch_node(cx).unwrap_or(self.current),
+        };
+        self.visit(parent, index, work);
         Ok(())
+    }
+
+    /// A call in its calling context: under its caller's functions.
+    fn enter_in(
+        &mut self,
+        t: u64,
+        _: &[(AttributeRef, AttributeValue)],
+        _: RegionRef,
+        index: usize,
+        work: Work,
+        cx: InContext,
+    ) -> Result<(), SinkError> {
+        self.event(t);
+        let parent = self.caller_node(cx).unwrap_or(self.current);
+        self.visit(parent, index, work);
+        Ok(())
+    }
+
+    fn launched_from(&mut self, cx: InContext) {
+        self.launched = Some(cx);
     }
 
     #[inline(always)]
@@ -53,7 +69,8 @@ impl Sink for Profile {
             Kind::Copy => node.acc.copy += duration,
             Kind::Memset => node.acc.memset += duration,
         }
-        self.current = node.parent;
+        let parent = node.parent;
+        self.ascend(n, parent);
         Ok(())
     }
 
@@ -78,7 +95,7 @@ impl Sink for Profile {
             Record::Metric { .. } => {}
             Record::Sample { context, generator, .. } => {
                 let period = self.sampled.periods.get(&generator.id()).copied().unwrap_or(0);
-                if let Some(n) = self.context_node(context.id()) {
+                if let Some(n) = self.context_node(ROOT, context.id()) {
                     let a = self.acc(n);
                     a.hits += 1;
                     a.sampled += period;
@@ -93,5 +110,21 @@ impl Sink for Profile {
             _ => self.event(t),
         }
         Ok(())
+    }
+}
+
+impl Profile {
+    /// A visit of region `index` under `parent`, entered.
+    #[inline(always)]
+    fn visit(&mut self, parent: u32, index: usize, work: Work) {
+        let n = self.child(parent, index, work);
+        let a = self.acc(n);
+        a.visits += 1;
+        match work {
+            Work::Copy { bytes, .. } => a.copy_bytes += bytes,
+            Work::Memset { bytes } => a.memset_bytes += bytes,
+            Work::Call | Work::Kernel => {}
+        }
+        self.descend(parent, n);
     }
 }

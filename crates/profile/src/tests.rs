@@ -18,6 +18,10 @@ const KERNEL: usize = 3;
 const COPY: usize = 4;
 const MEMSET: usize = 5;
 const RANGE: usize = 6;
+const LAUNCH: usize = 7;
+/// Sampled functions (from `sampled_base`, 8, on): `main` and `hot_a`.
+const MAIN: usize = 8;
+const HOT_A: usize = 9;
 
 fn region(name: &str, paradigm: Paradigm, role: RegionRole) -> RegionDef {
     RegionDef { name: name.into(), canonical: String::new(), paradigm, role, group: String::new() }
@@ -44,6 +48,9 @@ fn profile() -> Profile {
         region("[CUDA memcpy HtoD]", Paradigm::Cuda, RegionRole::DataTransfer),
         region("[CUDA memset]", Paradigm::Cuda, RegionRole::DataTransfer),
         region("step", Paradigm::Nvtx, RegionRole::Code),
+        region("cudaLaunchKernel", Paradigm::Cuda, RegionRole::Function),
+        region("main", Paradigm::User, RegionRole::Function),
+        region("hot_a", Paradigm::User, RegionRole::Function),
     ];
     let ranks = HashMap::from([(rank0.id(), 0), (rank1.id(), 1)]);
     let mut p = Profile::new();
@@ -297,4 +304,83 @@ fn a_split_profile_joined_or_sent_as_bytes_is_the_whole_one() {
     assert!(received.join_encoded(&other.encode().unwrap()));
     assert_eq!(totals(&mut received), want);
     assert!(!received.join_encoded(&[1, 2, 3]));
+}
+
+/// The profile with sampled contexts `main` (10) > `hot_a` (11), and the
+/// call leaves `MPI_Allreduce` (20) and `cudaLaunchKernel` (21) called
+/// from `hot_a`.
+fn with_contexts() -> Profile {
+    let mut p = profile();
+    p.sampled_base = MAIN;
+    let mut s = merge::layout::Sampled::default();
+    s.contexts.insert(10, (None, 0));
+    s.contexts.insert(11, (Some(10), 1));
+    s.leaves.insert(20, (Some(11), ALLREDUCE));
+    s.leaves.insert(21, (Some(11), LAUNCH));
+    p.sampled = std::sync::Arc::new(s);
+    p
+}
+
+fn cx(id: u32) -> merge::sink::InContext {
+    merge::sink::InContext { context: otf2::CallingContextRef::from_id(id), depth: 3 }
+}
+
+fn enter_in(p: &mut Profile, t: u64, index: usize, context: u32) {
+    p.enter_in(t, &[], otf2::RegionRef::from_id(index as u32), index, Work::Call, cx(context)).unwrap();
+}
+
+#[test]
+fn a_call_in_its_calling_context_sits_under_its_callers_functions() {
+    let mut p = with_contexts();
+    at(&mut p, 0);
+    enter_in(&mut p, 10, ALLREDUCE, 20);
+    leave(&mut p, 30, 10);
+    enter_in(&mut p, 40, ALLREDUCE, 20);
+    leave(&mut p, 50, 40);
+    // Inside an NVTX range: the caller's path under the range.
+    enter(&mut p, 60, RANGE, Work::Call);
+    enter_in(&mut p, 61, ALLREDUCE, 20);
+    leave(&mut p, 71, 61);
+    leave(&mut p, 80, 60);
+    p.end_location();
+
+    assert_eq!(u(&mut p, "visits", &[MAIN, HOT_A, ALLREDUCE], 0), 2);
+    assert!((secs(&mut p, "time", &[MAIN, HOT_A, ALLREDUCE], 0) - 30e-9).abs() < 1e-15);
+    // The functions above it were not entered: their time is their calls'.
+    assert_eq!(u(&mut p, "visits", &[MAIN], 0), 0);
+    assert!((secs(&mut p, "time", &[MAIN], 0) - 30e-9).abs() < 1e-15);
+    assert!((secs(&mut p, "time", &[MAIN, HOT_A], 0) - 30e-9).abs() < 1e-15);
+    assert_eq!(u(&mut p, "visits", &[RANGE, MAIN, HOT_A, ALLREDUCE], 0), 1);
+    assert!((secs(&mut p, "time", &[RANGE], 0) - 20e-9).abs() < 1e-15, "the range as measured");
+    assert!((secs(&mut p, "time", &[], 0) - 70e-9).abs() < 1e-15);
+    assert!(!p.children.contains_key(&((u64::from(ROOT) << 32) | ALLREDUCE as u64)), "no call at the top");
+}
+
+#[test]
+fn gpu_work_sits_under_the_call_path_of_its_launch() {
+    let mut p = with_contexts();
+    at(&mut p, 0);
+    enter_in(&mut p, 10, LAUNCH, 21);
+    leave(&mut p, 12, 10);
+    p.end_location();
+    let stream = 1 << 20;
+    at(&mut p, stream);
+    p.launched_from(cx(21));
+    enter(&mut p, 20, KERNEL, Work::Kernel);
+    leave(&mut p, 120, 20);
+    // A kernel whose launch had no call path: at the stream's root.
+    enter(&mut p, 130, KERNEL, Work::Kernel);
+    leave(&mut p, 140, 130);
+    p.end_location();
+
+    assert_eq!(u(&mut p, "visits", &[MAIN, HOT_A, LAUNCH], 0), 1);
+    assert_eq!(u(&mut p, "visits", &[MAIN, HOT_A, LAUNCH, KERNEL], stream), 1);
+    assert_eq!(u(&mut p, "visits", &[MAIN, HOT_A, LAUNCH], stream), 0);
+    for path in [&[MAIN][..], &[MAIN, HOT_A], &[MAIN, HOT_A, LAUNCH], &[MAIN, HOT_A, LAUNCH, KERNEL]] {
+        assert!((secs(&mut p, "kernel_time", path, stream) - 100e-9).abs() < 1e-15, "{path:?}");
+        assert!((secs(&mut p, "time", path, stream) - 100e-9).abs() < 1e-15, "{path:?}");
+    }
+    assert_eq!(u(&mut p, "visits", &[KERNEL], stream), 1);
+    assert!((secs(&mut p, "kernel_time", &[], stream) - 110e-9).abs() < 1e-15);
+    assert!((secs(&mut p, "time", &[], stream) - 120e-9).abs() < 1e-15);
 }

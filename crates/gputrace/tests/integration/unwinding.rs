@@ -4,7 +4,8 @@
 //! hot_b, each spinning known CPU times), traced under Open MPI and
 //! MPICH. Every MPI_Barrier's CallingContextEnter must sit under its real
 //! caller, read by the Python OTF2 reader and otf2-print; `stats` still
-//! counts the calls; the Fortran program's sampled shares follow its
+//! counts the calls; the Cube profile has each MPI_Barrier under its
+//! caller's functions; the Fortran program's sampled shares follow its
 //! known times (hot_a 0.6, hot_b 0.3, the main program 0.1).
 
 use std::collections::HashMap;
@@ -85,7 +86,29 @@ fn trace_and_check(name: &str, exe: &Path, launcher: &str, callers: [&str; 2], s
     let out = ok(gt(&["stats", "--report", "mpi_sum", "--format", "csv", s(&dir)]));
     let table = text(&out.stdout);
     assert!(table.lines().any(|l| l.contains(",80,") && l.ends_with(",MPI_Barrier")), "{table}");
+    profile_under_callers(&dir, callers);
     dir
+}
+
+/// The Cube profile, read by pycubexr: each MPI_Barrier call path under
+/// its caller's functions, 40 visits under each caller, none at the top;
+/// the functions' time their calls' (the trees' sums valid: cube_facts.py
+/// checks them).
+fn profile_under_callers(dir: &Path, callers: [&str; 2]) {
+    let Some(python) = crate::profile::pycubexr() else { return };
+    let cube = crate::profile::cube_facts(&python, &dir.join("profile.cubex"));
+    let visits = |path: &str| -> u64 {
+        cube["stored"]["visits"][path].as_array().map_or(0, |v| v.iter().filter_map(|x| x.as_u64()).sum())
+    };
+    let mut by_caller: HashMap<String, u64> = HashMap::new();
+    for (path, c) in cube["cnodes"].as_object().unwrap() {
+        if c["region"] == "MPI_Barrier" {
+            assert!(c["parent"].as_str().is_some_and(|p| p.contains('/')), "MPI_Barrier at the top: {path}");
+            *by_caller.entry(caller(&path.replace('/', " > ")).to_string()).or_default() += visits(path);
+        }
+    }
+    let want: HashMap<String, u64> = callers.iter().map(|c| (c.to_string(), 40)).collect();
+    assert_eq!(by_caller, want, "the profile's MPI_Barrier call paths");
 }
 
 #[test]

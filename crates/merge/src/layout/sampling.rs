@@ -35,6 +35,10 @@ pub struct Sampled {
     /// By context id: its caller's context and its function (an index
     /// into `functions`).
     pub contexts: HashMap<u32, (Option<u32>, u32)>,
+    /// By context id, the contexts whose leaf is a traced region (an MPI,
+    /// CUDA or NCCL call whose call path was recorded): its caller's
+    /// context and the region's summary index.
+    pub leaves: HashMap<u32, (Option<u32>, usize)>,
     /// The functions, as regions (name, source file as the mangled name,
     /// paradigm User, role Function).
     pub functions: Vec<RegionDef>,
@@ -73,11 +77,12 @@ pub(super) fn define(defs: &mut Definitions, processes: &[Process], layout: &mut
                         // An MPI call's leaf: its region, called at the parent.
                         let local = (address & u64::from(u32::MAX)) as usize;
                         let plan = &layout.processes[p_index];
-                        if let Some(&Some((region, _))) = plan.regions.get(stream).and_then(|r| r.get(local)) {
-                            let (ctx, d) = *tables
-                                .contexts
-                                .entry((at, region, None))
-                                .or_insert_with(|| (defs.calling_context(region, None, at), depth + 1));
+                        if let Some(&Some((region, index))) = plan.regions.get(stream).and_then(|r| r.get(local)) {
+                            let (ctx, d) = *tables.contexts.entry((at, region, None)).or_insert_with(|| {
+                                let ctx = defs.calling_context(region, None, at);
+                                layout.sampled.leaves.insert(ctx.id(), (at.map(|a| a.id()), index));
+                                (ctx, depth + 1)
+                            });
                             contexts.insert(id, (ctx, d));
                         }
                         continue;
