@@ -128,7 +128,8 @@ pub struct Region<'a> {
     pub role: &'a str,
     /// The source file or module (may be empty).
     pub module: &'a str,
-    /// First and last source line, -1 when unknown.
+    /// First and last source line, 0 when unknown (as Score-P writes
+    /// them: CubeLib's `cube_sanity` takes a negative line as an error).
     pub begin_line: i64,
     pub end_line: i64,
     pub description: &'a str,
@@ -136,7 +137,7 @@ pub struct Region<'a> {
 
 impl<'a> Region<'a> {
     pub fn new(name: &'a str, paradigm: &'a str, role: &'a str) -> Self {
-        Region { name, mangled_name: "", paradigm, role, module: "", begin_line: -1, end_line: -1, description: "" }
+        Region { name, mangled_name: "", paradigm, role, module: "", begin_line: 0, end_line: 0, description: "" }
     }
 }
 

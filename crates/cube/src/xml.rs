@@ -26,10 +26,14 @@ pub fn anchor(c: &Cube, plan: &Plan) -> String {
     }
     s.push_str("</metrics>\n<program>\n");
     for (id, r) in c.regions.iter().enumerate() {
+        // A region without a file is in its paradigm's module, as Score-P
+        // names its adapters' ("MPI"): CubeLib's `cube_sanity` wants a
+        // file name for every region.
+        let module = if r.module.is_empty() { r.paradigm.to_uppercase() } else { r.module.clone() };
         let _ = writeln!(
             s,
             "<region id=\"{id}\" mod=\"{}\" begin=\"{}\" end=\"{}\">",
-            escape(&r.module),
+            escape(&module),
             r.begin_line,
             r.end_line
         );

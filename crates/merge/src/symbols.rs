@@ -14,6 +14,8 @@ pub struct Frame {
     pub file: String,
     /// 0 when unknown.
     pub line: u32,
+    /// The binary or library of the function (empty when unknown).
+    pub module: String,
 }
 
 /// The modules' symbol readers, each opened once.
@@ -37,7 +39,9 @@ impl Symbols {
                 None
             }
         });
-        let Some(loader) = loader else { return vec![unknown(&format!("[{base}]"))] };
+        let Some(loader) = loader else {
+            return vec![Frame { module: m.path.clone(), ..unknown(&format!("[{base}]")) }];
+        };
         let probe = address - m.bias;
         let mut out = Vec::new();
         if let Ok(mut frames) = loader.find_frames(probe) {
@@ -46,7 +50,7 @@ impl Symbols {
                 let (file, line) = f
                     .location
                     .map_or((String::new(), 0), |l| (l.file.unwrap_or_default().to_string(), l.line.unwrap_or(0)));
-                out.push(Frame { function: name.into_owned(), file, line });
+                out.push(Frame { function: name.into_owned(), file, line, module: m.path.clone() });
             }
         }
         if out.is_empty() {
@@ -55,7 +59,12 @@ impl Symbols {
                 Ok(Some(l)) => (l.file.unwrap_or_default().to_string(), l.line.unwrap_or(0)),
                 _ => (String::new(), 0),
             };
-            out.push(Frame { function: name.unwrap_or_else(|| format!("[{base}]")), file, line });
+            out.push(Frame {
+                function: name.unwrap_or_else(|| format!("[{base}]")),
+                file,
+                line,
+                module: m.path.clone(),
+            });
         }
         // addr2line gives the innermost (inlined) frame first.
         out.reverse();
@@ -64,5 +73,5 @@ impl Symbols {
 }
 
 fn unknown(name: &str) -> Frame {
-    Frame { function: name.to_string(), file: String::new(), line: 0 }
+    Frame { function: name.to_string(), file: String::new(), line: 0, module: String::new() }
 }

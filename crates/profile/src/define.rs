@@ -60,6 +60,7 @@ impl Profile {
         let full = command.join(" ");
         let mut root = Region::new(&program, "measurement", "artificial");
         root.mangled_name = &full;
+        root.module = command.first().map_or("", |a| a.as_str());
         let root = c.region(root);
         self.root = Some(c.cnode(root, None)?);
         self.nodes.push(Node { parent: ROOT, region: PROGRAM, kind: Kind::Call, acc: Acc::default() });

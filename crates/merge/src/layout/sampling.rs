@@ -97,7 +97,11 @@ pub(super) fn define(defs: &mut Definitions, processes: &[Process], layout: &mut
                         let sampled = &mut layout.sampled.functions;
                         sampled.push(RegionDef {
                             name: f.function.clone(),
-                            canonical: f.file.clone(),
+                            // The profile's module: the source file, else the binary.
+                            canonical: [&f.file, &f.module]
+                                .into_iter()
+                                .find(|m| !m.is_empty())
+                                .map_or_else(|| "[unknown]".to_string(), |m| m.clone()),
                             paradigm: raw::Paradigm::User,
                             role: raw::RegionRole::Function,
                             group: String::new(),
@@ -132,8 +136,8 @@ fn python_frame(code: Option<&crate::inputs::PyCode>, line: u32) -> Frame {
     match code {
         Some(c) => {
             let base = c.file.rsplit('/').next().unwrap_or(&c.file);
-            Frame { function: format!("{base}:{}", c.name), file: c.file.clone(), line }
+            Frame { function: format!("{base}:{}", c.name), file: c.file.clone(), line, module: String::new() }
         }
-        None => Frame { function: "[python]".into(), file: String::new(), line },
+        None => Frame { function: "[python]".into(), file: String::new(), line, module: String::new() },
     }
 }
