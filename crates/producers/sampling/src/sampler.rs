@@ -45,6 +45,8 @@ struct Writer {
     frames: HashMap<(u32, Node), u32>,
     /// The process's Python interpreter, once found.
     python: Option<Python>,
+    /// The interpreter is not looked for (the benchmark's test hook).
+    no_python: bool,
     /// (drain, thread) whose Python frames were read last.
     python_read: (u64, u32),
     drains: u64,
@@ -86,6 +88,7 @@ impl Sampler {
             unwinder: Unwinder::default(),
             frames: HashMap::new(),
             python: None,
+            no_python: std::env::var_os(config::hooks::SAMPLING_NO_PYTHON.name).is_some(),
             python_read: (0, 0),
             drains: 0,
             nodes: Vec::new(),
@@ -227,10 +230,19 @@ impl Writer {
                 for m in self.unwinder.scan() {
                     rec.define(&Definition::Module(m));
                 }
-                self.python = Python::find();
+                self.python = self.find_python();
             }
         }
         self.recorder.as_ref()
+    }
+
+    /// The process's interpreter, unless the benchmark's hook leaves the
+    /// Python frames out.
+    fn find_python(&self) -> Option<Python> {
+        if self.no_python {
+            return None;
+        }
+        Python::find()
     }
 
     /// One sample of the thread `pthread`: unwound, its Python frames put
@@ -251,7 +263,7 @@ impl Writer {
                 }
                 self.unwinder.unwind(s, &mut self.addresses);
                 if self.python.is_none() {
-                    self.python = Python::find();
+                    self.python = self.find_python();
                 }
             }
         }
