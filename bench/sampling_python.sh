@@ -56,17 +56,19 @@ import statistics, sys
 from collections import defaultdict
 wall, cpu, samples = defaultdict(list), defaultdict(list), defaultdict(list)
 ranks = int(sys.argv[3])
+rounds = set()
 for line in open(sys.argv[1]):
-    v, _, w, c = line.split()
+    v, r, w, c = line.split()
+    rounds.add(r)
     wall[v].append(float(w))
     cpu[v].append(float(c))
 for line in open(sys.argv[2]):
     v, _, n = line.split()
     samples[v].append(int(n))
-rounds = len(wall["untraced"]) // ranks
-print(f"{rounds} rounds, {ranks} process(es); wall: the work's, CPU: the process's, per process")
+print(f"{len(rounds)} rounds, {ranks} process(es); wall: the work's, CPU: the process's, per process; "
+      "runs: the processes' lines read (a run that failed has none)")
 print(f"{'variant':<9} {'min wall':>9} {'med wall':>9} {'min cpu':>8} {'med cpu':>8} {'wall ratio min/med':>19} "
-      f"{'cpu ratio min/med':>18} {'samples':>8}")
+      f"{'cpu ratio min/med':>18} {'samples':>8} {'runs':>5}")
 bw, bwm = min(wall["untraced"]), statistics.median(wall["untraced"])
 bc, bcm = min(cpu["untraced"]), statistics.median(cpu["untraced"])
 for v in ("untraced", "traced", "python", "native"):
@@ -74,7 +76,7 @@ for v in ("untraced", "traced", "python", "native"):
     n = statistics.median(samples[v]) / ranks if samples[v] else 0
     print(f"{v:<9} {min(w):9.3f} {statistics.median(w):9.3f} {min(c):8.3f} {statistics.median(c):8.3f} "
           f"{min(w) / bw:9.3f}/{statistics.median(w) / bwm:.3f} {min(c) / bc:9.3f}/{statistics.median(c) / bcm:.3f} "
-          f"{n:8.0f}")
+          f"{n:8.0f} {len(w):5}")
 n = statistics.median(samples["python"]) / ranks
 for what, xs in (("CPU", cpu), ("wall", wall)):
     dmin = min(xs["python"]) - min(xs["native"])
