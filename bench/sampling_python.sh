@@ -36,7 +36,8 @@ run_variant() { # variant round -> lines "variant round wall cpu" (one per rank)
     traced) "$gt" -o "$work/$v-$r" "${cmd[@]}" ;;
     python) "$gt" --sampling 1ms -o "$work/$v-$r" "${cmd[@]}" ;;
     native) _GPUTRACE_TEST_SAMPLING_NO_PYTHON=1 "$gt" --sampling 1ms -o "$work/$v-$r" "${cmd[@]}" ;;
-  esac 2>/dev/null | sed -n "s/^work_wall_s \([0-9.]*\) process_cpu_s \([0-9.]*\).*/$v $r \1 \2/p"
+  esac 2>/dev/null | grep -o 'work_wall_s [0-9.]* process_cpu_s [0-9.]*' | # (two ranks' lines may run together)
+    sed "s/^work_wall_s \([0-9.]*\) process_cpu_s \([0-9.]*\)/$v $r \1 \2/"
 }
 variants=(untraced traced python native)
 for r in $(seq 1 "$rounds"); do
