@@ -20,6 +20,7 @@ from check_link import check_link
 from check_multi import attr, check_multi
 from check_sampled import check_sampled
 from check_straggler import check_straggler
+from check_torchsampled import check_torchsampled
 from otf2.events import (Enter, Leave, Metric, MpiIrecv, MpiIsend, MpiRecv, MpiSend, RmaGet, RmaOpCompleteBlocking,
                          RmaPut)
 
@@ -692,6 +693,7 @@ def main(results):
     check_straggler(check, results)
     check_link(check, results)
     check_sampled(check, read, expectations, results)
+    check_torchsampled(check, results)
     check_hang(check, expectations, results)
     print(f"{failures} failed")
     return 1 if failures else 0

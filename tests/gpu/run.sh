@@ -8,9 +8,9 @@
 # Usage (on the GPU machine, from the repository root, with gputrace's
 # release binaries in $GT_BIN, default .device/bin):
 #   tests/gpu/run.sh [basic] [subset] [peer] [mpi] [torch] [nsys] [nocupti] [halo] [nvtx] [graphs] [memory] [uvm]
-#                    [lost] [threads] [nccl4] [ddp4] [hang4] [critical] [straggler4] [link] [sampled]
-# With no argument it runs them all (threads, nccl4, ddp4, hang4 and
-# straggler4 and link need 2 or more GPUs, made for 4). Each part prints
+#                    [lost] [threads] [nccl4] [ddp4] [torchsampled] [hang4] [critical] [straggler4] [link] [sampled]
+# With no argument it runs them all (threads, nccl4, ddp4, torchsampled,
+# hang4 and straggler4 and link need 2 or more GPUs, made for 4). Each part prints
 # "PART <name> rc=<n>".
 # The four-GPU parts compare with an independent CUPTI counter
 # (programs/cupti_count.c, its files in count-<name>/) and NCCL's own log
@@ -25,7 +25,7 @@ rm -rf "$work"
 mkdir -p "$work" "$out"
 export PATH=/usr/local/cuda/bin:$PATH
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
-parts=${*:-basic subset peer mpi torch nsys nocupti halo nvtx graphs memory uvm lost threads nccl4 ddp4 hang4 critical straggler4 link sampled}
+parts=${*:-basic subset peer mpi torch nsys nocupti halo nvtx graphs memory uvm lost threads nccl4 ddp4 torchsampled hang4 critical straggler4 link sampled}
 progs=$root/tests/gpu/programs
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 echo "GPUs: $ngpu; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
@@ -259,6 +259,14 @@ for p in $parts; do
         GPUTRACE_NCCL_CAPTURE="$work/ncclcap-ddp4-%p.ncclcap" \
         "$gt" --keep-raw -o "$work/exp-ddp4" torchrun --standalone --nproc-per-node "$ngpu" "$progs/torch_ddp.py"
       grep -h 'repaired\|dropped\|lost' "$work/ddp4.err" | head -3 | sed "s/^/  [ddp4] /"
+      ;;
+    torchsampled)
+      # The ddp4 part's program with call stacks sampled: torchrun passes
+      # the sampler to its workers, and it stays dormant in torchrun
+      # itself (check_torchsampled.py).
+      if [ "$ngpu" -lt 2 ] || ! python3 -c 'import torch' 2>/dev/null; then echo "PART torchsampled skipped"; continue; fi
+      part torchsampled env STEPS=10 "$gt" --sampling 1ms -o "$work/exp-torchsampled" \
+        torchrun --standalone --nproc-per-node "$ngpu" "$progs/torch_ddp.py"
       ;;
     critical)
       # The critical path across GPU work: a delayed kernel, a host gap

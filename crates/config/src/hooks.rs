@@ -101,6 +101,15 @@ pub const SAMPLING_TIMER: Hook = Hook {
            fallback is tested on a machine that allows perf events.",
 };
 
+/// Makes the sampler leave the Python frames out, so that a benchmark
+/// can measure what reading them costs (`bench/sampling_python.sh`).
+pub const SAMPLING_NO_PYTHON: Hook = Hook {
+    name: "_GPUTRACE_TEST_SAMPLING_NO_PYTHON",
+    read_by: "the sampler (crates/producers/sampling/src/sampler.rs)",
+    help: "Any value: the interpreter is not looked for, so a Python program's samples keep their native \
+           frames only and are drained every 5 ms as a native program's; for tests and benchmarks only.",
+};
+
 /// Every test hook.
 pub const ALL: &[Hook] = &[
     CLOCK_DOMAIN,
@@ -113,6 +122,7 @@ pub const ALL: &[Hook] = &[
     RACE_AT,
     CUPTI_REFUSE,
     SAMPLING_TIMER,
+    SAMPLING_NO_PYTHON,
 ];
 
 #[cfg(test)]

@@ -25,6 +25,14 @@ mod settings;
 mod values;
 mod window;
 
+/// The variable by which `gputrace` tells the sampler that the processes
+/// it is preloaded into were started by torchrun, which passes its whole
+/// environment to its workers and has no way to pass `LD_PRELOAD` to them
+/// only: `torchrun` (its one value). The sampler then samples a process
+/// only if torchrun's agent made it a worker (`docs/sampling.md`, *How*).
+/// gputrace's own hand-over, not a setting (hence no `GPUTRACE_` prefix).
+pub const SAMPLED_LAUNCHER_VARIABLE: &str = "_GPUTRACE_SAMPLED_LAUNCHER";
+
 pub use error::{ConfigError, SHOWN, shown};
 pub use filter::Filter;
 pub use sets::{Alias, EnabledSet, MemberDoc, SetMember, SetProblem, SetSpec, parse_set};

@@ -217,7 +217,18 @@ fn producers_env(
                     list.push(":");
                     list.push(lib);
                 }
-                None => env.push((source.loaded_by.into(), lib.into_os_string())),
+                None => {
+                    let mut list = lib.into_os_string();
+                    // Without the MPI hooks (torchrun, or hooks not found),
+                    // the user's own preloads still come after ours.
+                    if let Some(existing) = std::env::var_os(source.loaded_by).filter(|v| !v.is_empty())
+                        && source.loaded_by == "LD_PRELOAD"
+                    {
+                        list.push(":");
+                        list.push(existing);
+                    }
+                    env.push((source.loaded_by.into(), list));
+                }
             },
             None if source.said_when_missing => {
                 say!("[gputrace] warning: {name} not found next to gputrace; {} is not traced", source.name);

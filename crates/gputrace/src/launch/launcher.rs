@@ -3,11 +3,14 @@
 //!
 //! `LD_PRELOAD` must never reach the launcher itself (mpirun, srun,
 //! torchrun): each launcher has its own way to pass a variable to the
-//! processes it starts, and that is what we use.
+//! processes it starts, and that is what we use. Torchrun has none: it
+//! gets the sampler's library only, which stays dormant in it.
 
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
 use std::process::Command;
+
+use raw::Producer;
 
 /// The launchers gputrace knows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -329,8 +332,10 @@ impl Launcher {
     /// gputrace's libraries too: Open MPI's mpirun initializes CUDA), except
     /// where no launcher stands between us and the ranks — and through
     /// torchrun, which passes its environment to its workers and has no
-    /// other way; it loads no MPI hooks and creates no CUDA context, so it
-    /// leaves no trace.
+    /// other way; it creates no CUDA context and loads no NCCL, and of
+    /// `LD_PRELOAD` it gets the sampler only (never the MPI hooks), told by
+    /// [`config::SAMPLED_LAUNCHER_VARIABLE`] to stay dormant outside
+    /// torchrun's workers, so it leaves no trace.
     pub fn inject(self, argv: &[OsString], env: &[(String, OsString)]) -> (Vec<OsString>, Vec<(String, OsString)>) {
         let (rank_only, rest): (Vec<_>, Vec<_>) = env.iter().cloned().partition(|(k, _)| rank_only(k));
         let mut out: Vec<OsString> = vec![argv[0].clone()];
@@ -358,9 +363,15 @@ impl Launcher {
                 out.push(export);
             }
             Launcher::Torchrun => {
-                let passed = rank_only.into_iter().filter(|(k, _)| k != "LD_PRELOAD");
                 let mut env = rest;
-                env.extend(passed);
+                for (k, v) in rank_only {
+                    if k != "LD_PRELOAD" {
+                        env.push((k, v));
+                    } else if let Some(v) = sampler_only(&v) {
+                        env.push((k, v));
+                        env.push((config::SAMPLED_LAUNCHER_VARIABLE.into(), "torchrun".into()));
+                    }
+                }
                 out.extend(argv[1..].iter().cloned());
                 return (out, env);
             }
@@ -374,6 +385,24 @@ impl Launcher {
 /// variables that load gputrace's libraries.
 fn rank_only(var: &str) -> bool {
     raw::source::loader_variables().any(|v| v == var)
+}
+
+/// The `LD_PRELOAD` that may pass through torchrun: the call-stack
+/// sampler's library and the user's own, none of gputrace's other
+/// libraries; `None` without the sampler (torchrun then passes on the
+/// user's `LD_PRELOAD` as it found it).
+fn sampler_only(preload: &OsStr) -> Option<OsString> {
+    let sampler = raw::source::source(Producer::Sampling).and_then(|s| s.library)?;
+    let paths = std::env::split_paths(preload)
+        .filter(|p| {
+            let name = file_name(p.as_os_str());
+            name == sampler || !name.starts_with("libgputrace")
+        })
+        .collect::<Vec<_>>();
+    if !paths.iter().any(|p| file_name(p.as_os_str()) == sampler) {
+        return None;
+    }
+    std::env::join_paths(paths).ok()
 }
 
 fn assignment(k: &str, v: &OsStr) -> OsString {
@@ -459,6 +488,23 @@ mod tests {
         let cuda = vec![("CUDA_INJECTION64_PATH".to_string(), OsString::from("/x/libgputrace_cuda.so"))];
         let (_, torch_env) = Launcher::Torchrun.inject(&argv("torchrun --nproc-per-node 2 t.py"), &cuda);
         assert_eq!(torch_env, cuda);
+        // Of LD_PRELOAD, torchrun passes the sampler on (dormant outside its
+        // workers) and the user's libraries, never the MPI hooks.
+        let (_, torch_env) = Launcher::Torchrun.inject(&argv("torchrun t.py"), &env);
+        assert!(torch_env.iter().all(|(k, _)| k != "LD_PRELOAD" && k != config::SAMPLED_LAUNCHER_VARIABLE));
+        let sampled = vec![(
+            "LD_PRELOAD".to_string(),
+            OsString::from("/x/libgputrace_mpi.so:/x/libgputrace_sampling.so:/u/libmine.so"),
+        )];
+        let (args, torch_env) = Launcher::Torchrun.inject(&argv("torchrun --nproc-per-node 2 t.py"), &sampled);
+        assert_eq!(args, argv("torchrun --nproc-per-node 2 t.py"));
+        assert_eq!(
+            torch_env,
+            vec![
+                ("LD_PRELOAD".to_string(), OsString::from("/x/libgputrace_sampling.so:/u/libmine.so")),
+                (config::SAMPLED_LAUNCHER_VARIABLE.to_string(), OsString::from("torchrun")),
+            ]
+        );
         let (args, launcher_env) = Launcher::Hydra.inject(&argv("mpiexec -n 2 ./a"), &cuda);
         assert_eq!(args, argv("mpiexec -genv CUDA_INJECTION64_PATH /x/libgputrace_cuda.so -n 2 ./a"));
         assert!(launcher_env.is_empty());

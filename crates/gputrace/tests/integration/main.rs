@@ -26,6 +26,7 @@ mod program_fds;
 mod report_window;
 mod sampling;
 mod sampling_python;
+mod sampling_torchrun;
 mod scale;
 mod sizes;
 mod slurm;

@@ -152,3 +152,18 @@ fn python_frames_are_read_from_cpython_3_10_to_3_13() {
     }
     assert!(ran.contains(&11), "Debian's python3 (3.11) was not run");
 }
+
+/// The benchmark's hook (`_GPUTRACE_TEST_SAMPLING_NO_PYTHON`,
+/// bench/sampling_python.sh) leaves the Python frames out: the same
+/// program's samples keep their native frames only.
+#[test]
+fn the_no_python_hook_leaves_the_native_frames_only() {
+    let dir = fresh_dir("sampling-no-python");
+    let hook = (config::hooks::SAMPLING_NO_PYTHON.name, "1");
+    let out = trace(&dir, &["--sampling", "1ms", "/usr/bin/python3", &program(), "--no-mpi", "0.3"], &[hook]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let paths = paths(&dir.join("traces.otf2"));
+    let samples: u64 = paths.values().sum();
+    assert!(samples > 100, "too few samples ({samples}): {paths:#?}");
+    assert!(paths.keys().all(|p| !p.contains(".py:")), "Python frames with the hook: {paths:#?}");
+}

@@ -77,8 +77,29 @@ extern "C" fn mark_forked() {
 }
 
 fn start() -> Option<Sampler> {
+    if !launched_to_be_sampled(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()), launcher_var()) {
+        return None;
+    }
     let (config, ()) = recorder::prelude(|c| (!c.sampling.is_zero()).then_some(()))?;
     Some(Sampler::new(config))
+}
+
+fn launcher_var() -> Option<String> {
+    std::env::var(config::SAMPLED_LAUNCHER_VARIABLE).ok()
+}
+
+/// Whether this process is one gputrace means to sample. Under torchrun
+/// (`_GPUTRACE_SAMPLED_LAUNCHER=torchrun`) the library reaches torchrun
+/// itself too, since torchrun passes its environment to its workers: only
+/// a worker is sampled, a process with the variables torchrun's agent sets
+/// for each worker and not for itself (`LOCAL_RANK`, `TORCHELASTIC_RUN_ID`;
+/// torch/distributed/elastic/agent/server/local_elastic_agent.py). The
+/// others stay dormant: no thread, no perf event, no stream.
+fn launched_to_be_sampled(is_set: impl Fn(&str) -> bool, launcher: Option<String>) -> bool {
+    match launcher.as_deref() {
+        Some("torchrun") => is_set("LOCAL_RANK") && is_set("TORCHELASTIC_RUN_ID"),
+        _ => true,
+    }
 }
 
 /// Runs when the library is loaded.
@@ -176,4 +197,23 @@ pub unsafe extern "C" fn pthread_create(
         drop(unsafe { Box::from_raw(boxed.cast::<(StartRoutine, usize)>()) });
     }
     rc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::launched_to_be_sampled;
+
+    #[test]
+    fn under_torchrun_only_its_workers_are_sampled() {
+        let worker = |name: &str| matches!(name, "LOCAL_RANK" | "TORCHELASTIC_RUN_ID");
+        // torchrun's agent sets TORCHELASTIC_SIGNALS_TO_HANDLE on itself.
+        let agent = |name: &str| name == "TORCHELASTIC_SIGNALS_TO_HANDLE";
+        let torchrun = || Some("torchrun".to_string());
+        assert!(launched_to_be_sampled(worker, torchrun()));
+        assert!(!launched_to_be_sampled(agent, torchrun()));
+        assert!(!launched_to_be_sampled(|n| n == "LOCAL_RANK", torchrun()));
+        // Any other launch: every process the library reaches.
+        assert!(launched_to_be_sampled(agent, None));
+        assert!(launched_to_be_sampled(|_| false, None));
+    }
 }

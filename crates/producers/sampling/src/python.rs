@@ -294,6 +294,11 @@ impl Python {
         ok && !self.read.is_empty()
     }
 
+    /// The frames the last [`read_thread`](Self::read_thread) read.
+    pub fn frames_read(&self) -> usize {
+        self.read.len()
+    }
+
     /// `native` (innermost first) with the frames of the last
     /// [`read_thread`](Self::read_thread) in the places of its eval loops,
     /// into `out`; only the native frames when they do not match.

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use raw::{Definition, Event, LocationKind, Producer};
 use recorder::Recorder;
@@ -33,6 +33,41 @@ struct Thread {
     ended: bool,
 }
 
+/// The sampler's time in the Python frames since it last said it (a
+/// `GPUTRACE_VERBOSE` line a second): their reading per thread and drain,
+/// and their interleaving per sample.
+struct PythonCost {
+    since: Instant,
+    reads: u64,
+    frames: u64,
+    samples: u64,
+    read_ns: u64,
+    interleave_ns: u64,
+}
+
+impl PythonCost {
+    fn new() -> PythonCost {
+        PythonCost { since: Instant::now(), reads: 0, frames: 0, samples: 0, read_ns: 0, interleave_ns: 0 }
+    }
+
+    fn say_each_second(&mut self) {
+        if self.samples == 0 || self.since.elapsed() < Duration::from_secs(1) {
+            return;
+        }
+        tracing::debug!(
+            "Python frames in the last {:.1} s: {} reads of a thread's frames ({} frames) in {} us, {} samples \
+             interleaved in {} us",
+            self.since.elapsed().as_secs_f64(),
+            self.reads,
+            self.frames,
+            self.read_ns / 1000,
+            self.samples,
+            self.interleave_ns / 1000
+        );
+        *self = PythonCost::new();
+    }
+}
+
 /// What the sampler's thread keeps between drains.
 struct Writer {
     config: config::Config,
@@ -45,8 +80,11 @@ struct Writer {
     frames: HashMap<(u32, Node), u32>,
     /// The process's Python interpreter, once found.
     python: Option<Python>,
+    /// The interpreter is not looked for (the benchmark's test hook).
+    no_python: bool,
     /// (drain, thread) whose Python frames were read last.
     python_read: (u64, u32),
+    python_cost: PythonCost,
     drains: u64,
     nodes: Vec<Node>,
     locations: HashMap<u32, u32>,
@@ -86,7 +124,9 @@ impl Sampler {
             unwinder: Unwinder::default(),
             frames: HashMap::new(),
             python: None,
+            no_python: std::env::var_os(config::hooks::SAMPLING_NO_PYTHON.name).is_some(),
             python_read: (0, 0),
+            python_cost: PythonCost::new(),
             drains: 0,
             nodes: Vec::new(),
             locations: HashMap::new(),
@@ -188,6 +228,10 @@ impl Sampler {
         }
         if w.python.is_some() {
             self.python.store(true, Ordering::Relaxed);
+            // Not at exit (`finish`): a log line's thread-locals may be gone.
+            if w.config.verbose && !self.stopped.load(Ordering::Relaxed) {
+                w.python_cost.say_each_second();
+            }
         }
         w.write();
     }
@@ -227,10 +271,19 @@ impl Writer {
                 for m in self.unwinder.scan() {
                     rec.define(&Definition::Module(m));
                 }
-                self.python = Python::find();
+                self.python = self.find_python();
             }
         }
         self.recorder.as_ref()
+    }
+
+    /// The process's interpreter, unless the benchmark's hook leaves the
+    /// Python frames out.
+    fn find_python(&self) -> Option<Python> {
+        if self.no_python {
+            return None;
+        }
+        Python::find()
     }
 
     /// One sample of the thread `pthread`: unwound, its Python frames put
@@ -251,7 +304,7 @@ impl Writer {
                 }
                 self.unwinder.unwind(s, &mut self.addresses);
                 if self.python.is_none() {
-                    self.python = Python::find();
+                    self.python = self.find_python();
                 }
             }
         }
@@ -283,12 +336,20 @@ impl Writer {
             self.nodes.extend(self.addresses.iter().map(|&a| Node::Native(a)));
             return;
         };
+        let cost = &mut self.python_cost;
         if self.python_read != (self.drains, tid) {
             self.python_read = (self.drains, tid);
             let rec = self.recorder.as_ref().expect("made by take");
+            let start = Instant::now();
             python.read_thread(pthread, &mut |d| rec.define(&d));
+            cost.read_ns += start.elapsed().as_nanos() as u64;
+            cost.reads += 1;
+            cost.frames += python.frames_read() as u64;
         }
+        let start = Instant::now();
         python.interleave(&self.addresses, s.stack, &mut self.nodes);
+        cost.interleave_ns += start.elapsed().as_nanos() as u64;
+        cost.samples += 1;
     }
 
     /// Writes the samples kept, each thread's on its location.
