@@ -30,6 +30,7 @@ pub mod correct;
 mod error;
 pub mod graph_traffic;
 pub mod inputs;
+pub mod launch_paths;
 pub mod layout;
 mod passes;
 mod run;

@@ -28,6 +28,7 @@ use crate::sink::{InContext, Left, Message, Record, Sink, Work};
 mod attributes;
 mod cut;
 mod graph;
+mod launched;
 mod memory;
 mod pipeline;
 
@@ -399,6 +400,7 @@ impl<S: Sink> Pass<'_, S> {
                     }
                     None => Vec::new(),
                 };
+                self.launched(correlation);
                 self.enter(t, stream, region, Work::Kernel, &attrs)?;
             }
             Event::MemsetBegin { region, correlation, bytes, memory } => {
@@ -410,6 +412,7 @@ impl<S: Sink> Pass<'_, S> {
                     }
                     None => Vec::new(),
                 };
+                self.launched(correlation);
                 self.enter(t, stream, region, Work::Memset { bytes }, &attrs)?;
             }
             Event::CopyBegin(k) => self.copy_begin(t, stream, &k)?,
@@ -539,6 +542,7 @@ impl<S: Sink> Pass<'_, S> {
         let Some((region, index)) = self.region(stream, k.region) else {
             return Ok(());
         };
+        self.launched(k.correlation);
         self.enter_region(t, &attrs, region, index, Work::Copy { kind: k.kind, bytes: k.bytes })?;
         let LocationRole::GpuStream { window, own_rank, host_rank, device } = self.role else {
             return Ok(());

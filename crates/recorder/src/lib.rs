@@ -20,6 +20,7 @@
 //! traced process) nor on the merge or the command.
 
 mod buffer;
+pub mod callpath;
 mod definitions;
 mod deftable;
 pub mod diag;

@@ -114,6 +114,8 @@ pub struct ProcessPlan {
     pub graph_traffic: crate::graph_traffic::GraphTraffic,
     /// Per stream: its sampled stacks' contexts ([`sampling`]).
     pub samples: Vec<sampling::Contexts>,
+    /// The call path of each launch that recorded one, by correlation id.
+    pub launch_paths: crate::launch_paths::LaunchPaths,
     /// What took the process's samples.
     pub interrupt: Option<otf2::InterruptGeneratorRef>,
 }
@@ -196,6 +198,7 @@ pub fn define(defs: &mut Definitions, processes: &[Process], warn: &dyn Fn(&str)
             group: Some(group),
             program: program(defs, p, &mut programs),
             graph_traffic: crate::graph_traffic::of(p),
+            launch_paths: crate::launch_paths::of(p),
             ..ProcessPlan::default()
         };
         let names: HashMap<u32, &str> =

@@ -51,6 +51,25 @@ struct Tables {
     regions: HashMap<String, (RegionRef, u32)>,
     locations: HashMap<(String, u32), SourceCodeLocationRef>,
     contexts: HashMap<ContextKey, (CallingContextRef, u32)>,
+    /// The contexts of frames inside the CUDA and NCCL libraries (their
+    /// callers' contexts): left out of the paths of their calls.
+    inside_gpu_libraries: HashMap<u32, Option<CallingContextRef>>,
+}
+
+/// Whether `f` is a frame of the CUDA runtime or driver, CUPTI, NCCL or
+/// gputrace's own libraries, which a CUDA or NCCL call's path leaves
+/// out so that it ends at the user's function: by its library, or by its
+/// name where the runtime is linked into the program (nvcc's default:
+/// `cudaLaunchKernel`, `__cudart123`, `cudart::...`).
+fn inside_gpu_library(f: &Frame) -> bool {
+    let base = f.module.rsplit('/').next().unwrap_or("");
+    let api =
+        |prefix: &str| f.function.strip_prefix(prefix).is_some_and(|r| r.starts_with(|c: char| c.is_ascii_uppercase()));
+    ["libcuda.", "libcudart", "libcupti", "libnccl", "libgputrace"].iter().any(|l| base.starts_with(l))
+        || api("cuda")
+        || api("nccl")
+        || f.function.starts_with("__cudart")
+        || f.function.starts_with("cudart::")
 }
 
 /// Defines the contexts of every process's sampled stacks.
@@ -78,6 +97,14 @@ pub(super) fn define(defs: &mut Definitions, processes: &[Process], layout: &mut
                         let local = (address & u64::from(u32::MAX)) as usize;
                         let plan = &layout.processes[p_index];
                         if let Some(&Some((region, index))) = plan.regions.get(stream).and_then(|r| r.get(local)) {
+                            if matches!(
+                                layout.regions.get(index).map(|r| r.paradigm),
+                                Some(raw::Paradigm::Cuda | raw::Paradigm::Nccl)
+                            ) {
+                                while let Some(&caller) = at.and_then(|c| tables.inside_gpu_libraries.get(&c.id())) {
+                                    (at, depth) = (caller, depth.saturating_sub(1));
+                                }
+                            }
                             let (ctx, d) = *tables.contexts.entry((at, region, None)).or_insert_with(|| {
                                 let ctx = defs.calling_context(region, None, at);
                                 layout.sampled.leaves.insert(ctx.id(), (at.map(|a| a.id()), index));
@@ -117,6 +144,9 @@ pub(super) fn define(defs: &mut Definitions, processes: &[Process], layout: &mut
                     let (ctx, d) = *tables.contexts.entry((at, region, scl)).or_insert_with(|| {
                         let ctx = defs.calling_context(region, scl, at);
                         layout.sampled.contexts.insert(ctx.id(), (at.map(|a| a.id()), function));
+                        if inside_gpu_library(&f) {
+                            tables.inside_gpu_libraries.insert(ctx.id(), at);
+                        }
                         (ctx, depth + 1)
                     });
                     (at, depth) = (Some(ctx), d);
