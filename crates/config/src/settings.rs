@@ -32,8 +32,8 @@ pub struct Config {
     pub sampling: Duration,
     /// `GPUTRACE_SAMPLING_STACK`: bytes of stack copied per sample.
     pub sampling_stack: u64,
-    /// `GPUTRACE_UNWINDING`: the call path of every MPI call is recorded
-    /// at its Enter.
+    /// `GPUTRACE_UNWINDING`: the call path of every MPI and CUDA runtime
+    /// call is recorded at its Enter.
     pub unwinding: bool,
     /// `GPUTRACE_TIMER`: `auto`, `tsc` or `clock_gettime` (read by
     /// `gputrace_clock` itself, which every producer shares).

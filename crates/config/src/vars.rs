@@ -291,13 +291,15 @@ pub const VARS: &[Var] = &[
         ty: VarType::Bool,
         default: "false",
         flag: "--unwinding",
-        brief: "Record the call path of every MPI call at its Enter (as Score-P's SCOREP_ENABLE_UNWINDING).",
-        help: "The MPI wrappers unwind their caller's stack at each recorded call (DWARF CFI, no frame \
-               pointers or rebuild needed) and record the node of the process's call-path tree with \
-               the Enter; the merge writes the call as CallingContextEnter and CallingContextLeave \
-               events, whose calling context is the MPI function under the user functions that \
-               called it (docs/sampling.md). Adds a few hundred ns per MPI call, more for deeper \
-               call paths (docs/sampling.md).",
+        brief: "Record the call path of every MPI and CUDA runtime call at its Enter (as Score-P's \
+                SCOREP_ENABLE_UNWINDING).",
+        help: "The MPI wrappers and the CUDA runtime callbacks unwind their caller's stack at each \
+               recorded call (DWARF CFI, no frame pointers or rebuild needed) and record the node of \
+               the process's call-path tree with the Enter; the merge writes the call as \
+               CallingContextEnter and CallingContextLeave events, whose calling context is the \
+               function under the user functions that called it, and the Cube profile puts the call, \
+               and the GPU work a launch started, under them (docs/sampling.md). Adds about 160 ns per \
+               MPI call, more for deeper call paths (docs/sampling.md).",
     },
     Var {
         name: "GPUTRACE_CUPTI_LIB",

@@ -105,8 +105,8 @@ pub struct Cli {
     #[arg(long, value_name = "SIZE")]
     pub sampling_stack: Option<OsString>,
 
-    /// Record the call path of every MPI call at its Enter
-    /// (GPUTRACE_UNWINDING=true): each MPI call under the user functions
+    /// Record the call path of every MPI and CUDA runtime call at its
+    /// Enter (GPUTRACE_UNWINDING=true): each call under the user functions
     /// that called it, unwound without frame pointers.
     #[arg(long)]
     pub unwinding: bool,

@@ -171,3 +171,31 @@ fn python_frame(code: Option<&crate::inputs::PyCode>, line: u32) -> Frame {
         None => Frame { function: "[python]".into(), file: String::new(), line, module: String::new() },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frame(function: &str, module: &str) -> Frame {
+        Frame { function: function.into(), file: String::new(), line: 0, module: module.into() }
+    }
+
+    #[test]
+    fn the_cuda_and_nccl_libraries_frames_are_told_from_the_users() {
+        for (f, m) in [
+            ("cudaLaunchKernel", "/work/app"),
+            ("cudaLaunchKernel<char>", "/work/app"),
+            ("__cudart1043", "/work/app"),
+            ("cudart::cudaApiLaunchKernel", "/work/app"),
+            ("[libcuda.so.1]", "/usr/lib/x86_64-linux-gnu/libcuda.so.1"),
+            ("cuptiActivityFlushAll", "/usr/local/cuda/lib64/libcupti.so.13"),
+            ("ncclEnqueueCheck", "/usr/lib/libnccl.so.2"),
+            ("ncclAllReduce", "/opt/torch/lib/libtorch_cuda.so"),
+        ] {
+            assert!(inside_gpu_library(&frame(f, m)), "{f} in {m}");
+        }
+        for (f, m) in [("main", "/work/app"), ("cuda_step", "/work/app"), ("step", "/work/app"), ("ncclx", "")] {
+            assert!(!inside_gpu_library(&frame(f, m)), "{f} in {m}");
+        }
+    }
+}

@@ -130,6 +130,8 @@ fn setup(config: Config, enabled: Enabled) -> Result<(), String> {
     let callbacks = enabled.runtime && !enabled.runtime_all && crate::api::enable(&cupti, handle);
     // Synchronizing calls note their thread only for SYNCHRONIZATION records.
     crate::api::NOTE_SYNC.store(enabled.sync, Ordering::SeqCst);
+    // The runtime calls' call paths (GPUTRACE_UNWINDING), from the callbacks.
+    crate::api::PATHS.set(callbacks && config.unwinding);
     API_CALLBACKS.store(callbacks, Ordering::SeqCst);
     enable_activity(&cupti, enabled, callbacks);
     // CUPTI's worker hands back full buffers each second (its periodic

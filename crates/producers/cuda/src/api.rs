@@ -104,6 +104,9 @@ pub(crate) fn call(cupti: &Cupti, rec: &Recorder, cbid: u32, data: &sys::CUpti_C
         }
     }
     let name_of = |c| callback_name(cupti, c);
+    if enter && PATHS.on() {
+        call_path(rec, cbid, &name_of);
+    }
     let kernel = if enter && is_launch(cbid, &name_of) {
         // SAFETY: a launch's `symbolName` is null or the kernel's name,
         // kept by the runtime for the life of the process.
@@ -112,6 +115,26 @@ pub(crate) fn call(cupti: &Cupti, rec: &Recorder, cbid: u32, data: &sys::CUpti_C
         None
     };
     record(rec, cbid, enter, data.correlationId, kernel, name_of);
+}
+
+/// The call paths of the runtime calls (`GPUTRACE_UNWINDING`).
+pub(crate) static PATHS: recorder::callpath::CallPaths = recorder::callpath::CallPaths::new();
+
+/// Records the calling thread's call path before the call's Enter (and
+/// before its time is read: the walk is not the call's), the call's
+/// region as its leaf. The walk starts in the callback: the frames of
+/// CUPTI, the driver and the runtime above the user's function are left
+/// out by the merge.
+#[cold]
+#[inline(never)]
+fn call_path(rec: &Recorder, cbid: u32, name_of: &impl Fn(u32) -> Option<String>) {
+    let Some(region) = region(rec, cbid, name_of) else { return };
+    let Some(frame) = PATHS.here(rec, region) else { return };
+    let event = [(gputrace_clock::now(), Event::CallPath { frame })];
+    match rec.this_thread() {
+        Some(this) => rec.record_many_on(&this, &event),
+        None => rec.record_many(&event),
+    }
 }
 
 /// [`call`] with the callback names from `name_of` (CUPTI's, or a
