@@ -265,7 +265,7 @@ for p in $parts; do
       # the sampler to its workers, and it stays dormant in torchrun
       # itself (check_torchsampled.py).
       if [ "$ngpu" -lt 2 ] || ! python3 -c 'import torch' 2>/dev/null; then echo "PART torchsampled skipped"; continue; fi
-      part torchsampled env STEPS=10 "$gt" --sampling 1ms -o "$work/exp-torchsampled" \
+      part torchsampled env STEPS=10 "$gt" --sampling 1ms --unwinding -o "$work/exp-torchsampled" \
         torchrun --standalone --nproc-per-node "$ngpu" "$progs/torch_ddp.py"
       ;;
     critical)
