@@ -18,7 +18,7 @@ from check_critical import check_critical
 from check_hang import check_hang
 from check_link import check_link
 from check_multi import attr, check_multi
-from check_sampled import check_sampled
+from check_sampled import check_paths, check_sampled
 from check_straggler import check_straggler
 from check_torchsampled import check_torchsampled
 from otf2.events import (Enter, Leave, Metric, MpiIrecv, MpiIsend, MpiRecv, MpiSend, RmaGet, RmaOpCompleteBlocking,
@@ -693,6 +693,7 @@ def main(results):
     check_straggler(check, results)
     check_link(check, results)
     check_sampled(check, read, expectations, results)
+    check_paths(check, results)
     check_torchsampled(check, results)
     check_hang(check, expectations, results)
     print(f"{failures} failed")

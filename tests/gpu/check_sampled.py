@@ -108,3 +108,38 @@ def launch_paths(profile, kernel):
     for root in anchor.find("program").findall("cnode"):
         walk(root, [])
     return found
+
+
+# The user's NCCL calls that nccl_four.cu's collectives mode makes.
+NCCL_CALLS = {"ncclAllReduce", "ncclBroadcast"}
+
+
+def check_paths(check, results):
+    """The paths part: nccl_four.cu's collectives under --unwinding. Every
+    ncclAllReduce and ncclBroadcast region is a CallingContextEnter whose
+    path holds main and no frame of NCCL or CUDA's libraries."""
+    exp_dir = os.path.join(results, "exp-paths")
+    if not os.path.isdir(exp_dir):
+        return
+    entered, plain, without_main, library = Counter(), 0, [], []
+    with otf2.reader.open(os.path.join(exp_dir, "traces.otf2")) as t:
+        for loc, ev in t.events:
+            if isinstance(ev, Enter) and ev.region.name in NCCL_CALLS:
+                plain += 1
+            elif isinstance(ev, CallingContextEnter) and ev.calling_context.region.name in NCCL_CALLS:
+                names, c = [], ev.calling_context
+                while c is not None:
+                    names.append(c.region.name)
+                    c = c.parent
+                entered[(loc.group.name, names[0])] += 1
+                if "main" not in names:
+                    without_main.append(" > ".join(reversed(names)))
+                if any(LIBRARY.search(n) or NCCL_FRAME.search(n) for n in names[1:]):
+                    library.append(" > ".join(reversed(names)))
+    check("paths: every ncclAllReduce and ncclBroadcast a CallingContextEnter (--unwinding), none plain",
+          len(entered) >= 4 and all(n == 20 for n in entered.values()) and plain == 0, (dict(entered), plain))
+    check("paths: every NCCL call's path holds main", not without_main, without_main[:3])
+    check("paths: no NCCL call's path holds a frame of NCCL or CUDA's libraries", not library, library[:3])
+
+
+NCCL_FRAME = re.compile(r"^nccl[A-Z]|libnccl")

@@ -8,7 +8,7 @@
 # Usage (on the GPU machine, from the repository root, with gputrace's
 # release binaries in $GT_BIN, default .device/bin):
 #   tests/gpu/run.sh [basic] [subset] [peer] [mpi] [torch] [nsys] [nocupti] [halo] [nvtx] [graphs] [memory] [uvm]
-#                    [lost] [threads] [nccl4] [ddp4] [torchsampled] [hang4] [critical] [straggler4] [link] [sampled]
+#                    [lost] [threads] [nccl4] [ddp4] [torchsampled] [hang4] [critical] [straggler4] [link] [sampled] [paths]
 # With no argument it runs them all (threads, nccl4, ddp4, torchsampled,
 # hang4 and straggler4 and link need 2 or more GPUs, made for 4). Each part prints
 # "PART <name> rc=<n>".
@@ -25,7 +25,7 @@ rm -rf "$work"
 mkdir -p "$work" "$out"
 export PATH=/usr/local/cuda/bin:$PATH
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NCCL_NVLS_ENABLE=0
-parts=${*:-basic subset peer mpi torch nsys nocupti halo nvtx graphs memory uvm lost threads nccl4 ddp4 torchsampled hang4 critical straggler4 link sampled}
+parts=${*:-basic subset peer mpi torch nsys nocupti halo nvtx graphs memory uvm lost threads nccl4 ddp4 torchsampled hang4 critical straggler4 link sampled paths}
 progs=$root/tests/gpu/programs
 ngpu=$(nvidia-smi -L 2>/dev/null | wc -l)
 echo "GPUs: $ngpu; $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -1)"
@@ -103,6 +103,16 @@ for p in $parts; do
       [ -x "$work/mpi_cuda" ] || nvcc -O2 -arch=native -o "$work/mpi_cuda" "$progs/mpi_cuda.cu" $(mpicc --showme:compile) \
         $(mpicc --showme:link) >"$work/mpi_cuda.build.log" 2>&1 || { cat "$work/mpi_cuda.build.log"; continue; }
       part sampled "$gt" --sampling 1ms --unwinding -o "$work/exp-sampled" mpirun -np 2 --bind-to none "$work/mpi_cuda" 10
+      ;;
+    paths)
+      # NCCL calls' call paths (--unwinding): nccl_four.cu's all-reduces
+      # and broadcasts, a rank per GPU (check_sampled.py).
+      if [ "$ngpu" -lt 2 ]; then echo "PART paths skipped (1 GPU)"; continue; fi
+      [ -x "$work/nccl_four_mpi" ] || nvcc -O2 -arch=native -DWITH_MPI -o "$work/nccl_four_mpi" "$progs/nccl_four.cu" \
+        -lnccl $(mpicc --showme:compile) $(mpicc --showme:link) >"$work/nccl_four.build.log" 2>&1 ||
+        { cat "$work/nccl_four.build.log"; continue; }
+      part paths "$gt" --unwinding -o "$work/exp-paths" mpirun -np "$ngpu" --bind-to none -x NCCL_NVLS_ENABLE \
+        "$work/nccl_four_mpi" collectives 20
       ;;
     torch)
       part torch "$gt" -o "$work/exp-torch" torchrun --standalone --nproc-per-node 2 "$progs/torch_two.py"

@@ -29,6 +29,17 @@ struct Paths {
     scanned: bool,
 }
 
+impl Paths {
+    fn new() -> Paths {
+        Paths {
+            unwinder: Unwinder::default(),
+            tree: Tree::default(),
+            addresses: Vec::with_capacity(MAX_DEPTH),
+            scanned: false,
+        }
+    }
+}
+
 /// A producer's call paths: whether they are recorded, and its unwinder
 /// and tree once the first is.
 pub struct CallPaths {
@@ -64,13 +75,18 @@ impl CallPaths {
     /// unwound past the library doing the walk.
     #[inline(never)]
     pub fn here(&self, rec: &Recorder, region: u32) -> Option<u32> {
+        let caller = self.caller(rec)?;
+        Some(self.leaf(rec, caller, region))
+    }
+
+    /// The node of the calling thread's call path, its caller's function
+    /// innermost (for a call whose region is known only later: the NCCL
+    /// plugin writes a call at its group's end); [`leaf`](Self::leaf)
+    /// then gives the call's own node.
+    #[inline(never)]
+    pub fn caller(&self, rec: &Recorder) -> Option<u32> {
         let mut paths = self.paths.lock().unwrap_or_else(|e| e.into_inner());
-        let p = paths.get_or_insert_with(|| Paths {
-            unwinder: Unwinder::default(),
-            tree: Tree::default(),
-            addresses: Vec::with_capacity(MAX_DEPTH),
-            scanned: false,
-        });
+        let p = paths.get_or_insert_with(Paths::new);
         if !p.scanned {
             p.scanned = true;
             for m in p.unwinder.scan() {
@@ -88,8 +104,16 @@ impl CallPaths {
         if p.addresses.is_empty() {
             return None;
         }
+        Some(p.tree.insert(&p.addresses, |id, parent, address| rec.define(&Definition::Frame { id, parent, address })))
+    }
+
+    /// The node of the call of `region` (a region id of `rec`'s stream)
+    /// made at `caller` (a node [`caller`](Self::caller) gave), defined
+    /// the first time.
+    pub fn leaf(&self, rec: &Recorder, caller: u32, region: u32) -> u32 {
+        let mut paths = self.paths.lock().unwrap_or_else(|e| e.into_inner());
+        let p = paths.get_or_insert_with(Paths::new);
         let define = |id, parent, address| rec.define(&Definition::Frame { id, parent, address });
-        let caller = p.tree.insert(&p.addresses, define);
-        Some(p.tree.child(caller, raw::event::REGION_NODE | u64::from(region), define))
+        p.tree.child(caller, raw::event::REGION_NODE | u64::from(region), define)
     }
 }

@@ -67,6 +67,7 @@ impl Drop for ThreadSlot {
 fn start_once() -> Option<Live> {
     let (config, levels) = recorder::prelude(|c| Some(Levels::from_set(&c.nccl_enable)).filter(Levels::any))?;
     let rec = recorder::start_with(Producer::Nccl, &config)?;
+    crate::profiler::PATHS.set(config.unwinding);
     let capture = config.nccl_capture.as_ref().and_then(|template| {
         let template = template.to_string_lossy();
         let header = identity::stream_header(Producer::Nccl);

@@ -199,6 +199,10 @@ impl StringIds {
     }
 }
 
+/// The call paths of the user's calls (`GPUTRACE_UNWINDING`, v5+: NCCL
+/// reports the call on the user's thread).
+pub(crate) static PATHS: recorder::callpath::CallPaths = recorder::callpath::CallPaths::new();
+
 /// The process's NCCL recording.
 #[derive(Debug)]
 pub struct Profiler {

@@ -89,6 +89,9 @@ struct PendingCall {
     via: Option<Via>,
     /// Where its region goes in the events held for NVTX ranges.
     mark: Option<usize>,
+    /// Its caller's call path (`GPUTRACE_UNWINDING`), taken on the
+    /// user's thread when NCCL reported the call.
+    caller: Option<u32>,
 }
 
 /// The user's group in progress.
@@ -252,6 +255,7 @@ impl ThreadState {
         }
         let key = handle::key(h);
         let via = self.nvtx.claim_call().map(|(serial, func, payload)| Via { serial, func, payload });
+        let caller = if crate::profiler::PATHS.on() { crate::profiler::PATHS.caller(&p.rec) } else { None };
         if let Some(g) = self.group.as_mut() {
             let c = PendingCall {
                 key,
@@ -264,6 +268,7 @@ impl ThreadState {
                 launch: None,
                 via,
                 mark: None,
+                caller,
             };
             g.calls.push(c);
         }

@@ -208,6 +208,7 @@ impl ThreadState {
         let shape = bytes::shape(via.func, call.count, size, ctx.nranks, ctx.rank(), root.unwrap_or(-1));
         let region = p.func_region(via.func);
         let a = &p.attrs;
+        call_path(p, first, region, start, ev);
         if region.is_some() {
             ev.push(p.attr(a.bytes, call.count.saturating_mul(size), start));
             ev.push(p.attr(a.count, call.count, start));
@@ -247,6 +248,7 @@ impl ThreadState {
         let region = p.func_region(call.func);
         let size = call.datatype.datatype_size();
         let a = &p.attrs;
+        call_path(p, c, region, start, ev);
         if region.is_some() {
             ev.push(p.attr(a.bytes, call.count.saturating_mul(size), start));
             ev.push(p.attr(a.count, call.count, start));
@@ -306,6 +308,15 @@ impl ThreadState {
                 _ => None,
             }
         }
+    }
+}
+
+/// The CallPath of a call whose caller's path was taken
+/// (`GPUTRACE_UNWINDING`), its region as the leaf, before its Enter.
+fn call_path(p: &Profiler, c: &PendingCall, region: Option<u32>, start: u64, ev: &mut Vec<(u64, Event)>) {
+    if let (Some(caller), Some(region)) = (c.caller, region) {
+        let frame = crate::profiler::PATHS.leaf(&p.rec, caller, region);
+        ev.push((start, Event::CallPath { frame }));
     }
 }
 
