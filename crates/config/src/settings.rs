@@ -32,7 +32,7 @@ pub struct Config {
     pub sampling: Duration,
     /// `GPUTRACE_SAMPLING_STACK`: bytes of stack copied per sample.
     pub sampling_stack: u64,
-    /// `GPUTRACE_UNWINDING`: the call path of every MPI and CUDA runtime
+    /// `GPUTRACE_UNWINDING`: the call path of every MPI, CUDA runtime and NCCL
     /// call is recorded at its Enter.
     pub unwinding: bool,
     /// `GPUTRACE_TIMER`: `auto`, `tsc` or `clock_gettime` (read by

@@ -291,9 +291,9 @@ pub const VARS: &[Var] = &[
         ty: VarType::Bool,
         default: "false",
         flag: "--unwinding",
-        brief: "Record the call path of every MPI and CUDA runtime call at its Enter (as Score-P's \
+        brief: "Record the call path of every MPI, CUDA runtime and NCCL call at its Enter (as Score-P's \
                 SCOREP_ENABLE_UNWINDING).",
-        help: "The MPI wrappers and the CUDA runtime callbacks unwind their caller's stack at each \
+        help: "The MPI wrappers, the CUDA runtime callbacks and the NCCL plugin unwind their caller's stack at each \
                recorded call (DWARF CFI, no frame pointers or rebuild needed) and record the node of \
                the process's call-path tree with the Enter; the merge writes the call as \
                CallingContextEnter and CallingContextLeave events, whose calling context is the \

@@ -105,7 +105,7 @@ pub struct Cli {
     #[arg(long, value_name = "SIZE")]
     pub sampling_stack: Option<OsString>,
 
-    /// Record the call path of every MPI and CUDA runtime call at its
+    /// Record the call path of every MPI, CUDA runtime and NCCL call at its
     /// Enter (GPUTRACE_UNWINDING=true): each call under the user functions
     /// that called it, unwound without frame pointers.
     #[arg(long)]
