@@ -20,16 +20,13 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("gputrace-clock", &[]),
     ("gputrace-raw", &["gputrace-clock"]),
     ("gputrace-config", &[]),
-    ("gputrace-recorder", &["gputrace-clock", "gputrace-raw", "gputrace-config"]),
+    ("gputrace-recorder", &["gputrace-clock", "gputrace-raw", "gputrace-config", "gputrace-unwind"]),
     ("gputrace-unwind", &["gputrace-raw"]),
     (
         "gputrace-cuda",
         &["gputrace-recorder", "gputrace-clock", "gputrace-raw", "gputrace-config", "cupti-sys", "nvml-sys"],
     ),
-    (
-        "gputrace-mpi-core",
-        &["gputrace-recorder", "gputrace-clock", "gputrace-raw", "gputrace-config", "gputrace-unwind"],
-    ),
+    ("gputrace-mpi-core", &["gputrace-recorder", "gputrace-clock", "gputrace-raw", "gputrace-config"]),
     ("gputrace-mpi", &["gputrace-mpi-core", "gputrace-recorder", "gputrace-raw", "gputrace-config"]),
     ("gputrace-mpi-mpich", &["gputrace-mpi-core", "gputrace-recorder", "gputrace-raw", "gputrace-config"]),
     ("gputrace-nccl", &["gputrace-recorder", "gputrace-clock", "gputrace-raw", "gputrace-config"]),
