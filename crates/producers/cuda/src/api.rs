@@ -130,11 +130,7 @@ pub(crate) static PATHS: recorder::callpath::CallPaths = recorder::callpath::Cal
 fn call_path(rec: &Recorder, cbid: u32, name_of: &impl Fn(u32) -> Option<String>) {
     let Some(region) = region(rec, cbid, name_of) else { return };
     let Some(frame) = PATHS.here(rec, region) else { return };
-    let event = [(gputrace_clock::now(), Event::CallPath { frame })];
-    match rec.this_thread() {
-        Some(this) => rec.record_many_on(&this, &event),
-        None => rec.record_many(&event),
-    }
+    append(rec, &[(gputrace_clock::now(), Event::CallPath { frame })]);
 }
 
 /// [`call`] with the callback names from `name_of` (CUPTI's, or a
@@ -161,14 +157,20 @@ pub fn record(
         }
         None => &alone,
     };
-    // The thread's buffer through the recorder's per-thread cache (one
-    // thread-local read), as the MPI hooks do.
+    append(rec, events);
+    if enter && NOTE_SYNC.load(Ordering::Relaxed) && is_sync(cbid, &name_of) {
+        note_sync(correlation);
+    }
+}
+
+/// Appends `events` to the calling thread's buffer, through the
+/// recorder's per-thread cache (one thread-local read), as the MPI hooks
+/// do.
+#[inline]
+fn append(rec: &Recorder, events: &[(u64, Event)]) {
     match rec.this_thread() {
         Some(this) => rec.record_many_on(&this, events),
         None => rec.record_many(events),
-    }
-    if enter && NOTE_SYNC.load(Ordering::Relaxed) && is_sync(cbid, &name_of) {
-        note_sync(correlation);
     }
 }
 

@@ -273,7 +273,7 @@ impl Call {
         let rec = state::recorder()?;
         // Before the clock: a thread's first call makes its buffer.
         let thread = if recording { rec.this_thread() } else { None };
-        if crate::callpath::on() {
+        if crate::callpath::PATHS.on() {
             return Some(Call::begin_unwound(info, rec, recording, thread, guard));
         }
         let enter = gputrace_clock::now();
@@ -302,7 +302,7 @@ impl Call {
         guard: Guard,
     ) -> Call {
         let region = if recording { shielded(|| info.region(rec)).flatten() } else { None };
-        let path = region.and_then(|region| shielded(|| crate::callpath::here(rec, region)).flatten());
+        let path = region.and_then(|region| shielded(|| crate::callpath::PATHS.here(rec, region)).flatten());
         let enter = gputrace_clock::now();
         let mut events = [(0, Event::MpiCollectiveBegin); STAGED];
         let mut n = 0;

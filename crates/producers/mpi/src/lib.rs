@@ -29,7 +29,7 @@
 
 pub mod abi;
 pub mod call;
-pub mod callpath;
+mod callpath;
 pub mod clocksync;
 pub mod coll_bytes;
 pub mod comms;

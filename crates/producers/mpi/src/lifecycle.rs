@@ -71,7 +71,7 @@ fn start<A: MpiAbi>(info: &'static FnInfo, t0: u64) -> bool {
     let rec = state::set_recorder(rec);
     state::set_groups(state::group_mask(&config.mpi_groups));
     state::set_pcontrol(config.capture_range == config::CaptureRange::Pcontrol);
-    crate::callpath::set(config.unwinding);
+    crate::callpath::PATHS.set(config.unwinding);
     if !config.flight_recorder.is_zero() {
         crate::hooks::coll::number_collectives(rec);
     }
@@ -110,8 +110,8 @@ fn record_call(info: &'static FnInfo, t0: u64) {
         && let Some(region) = info.region(rec)
         && recorder::window::contains(t0)
     {
-        if crate::callpath::on()
-            && let Some(frame) = crate::callpath::here(rec, region)
+        if crate::callpath::PATHS.on()
+            && let Some(frame) = crate::callpath::PATHS.here(rec, region)
         {
             rec.record(t0, &Event::CallPath { frame });
         }

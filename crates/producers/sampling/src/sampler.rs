@@ -337,18 +337,21 @@ impl Writer {
             return;
         };
         let cost = &mut self.python_cost;
+        // Timed only when the verbose line will say it.
+        let verbose = self.config.verbose;
+        let ns = |start: Option<Instant>| start.map_or(0, |t| t.elapsed().as_nanos() as u64);
         if self.python_read != (self.drains, tid) {
             self.python_read = (self.drains, tid);
             let rec = self.recorder.as_ref().expect("made by take");
-            let start = Instant::now();
+            let start = verbose.then(Instant::now);
             python.read_thread(pthread, &mut |d| rec.define(&d));
-            cost.read_ns += start.elapsed().as_nanos() as u64;
+            cost.read_ns += ns(start);
             cost.reads += 1;
             cost.frames += python.frames_read() as u64;
         }
-        let start = Instant::now();
+        let start = verbose.then(Instant::now);
         python.interleave(&self.addresses, s.stack, &mut self.nodes);
-        cost.interleave_ns += start.elapsed().as_nanos() as u64;
+        cost.interleave_ns += ns(start);
         cost.samples += 1;
     }
 
